@@ -7,8 +7,19 @@ BIN := $(CURDIR)/bin
 DATA_DIR ?= $(CURDIR)/tmp/data
 LISTEN ?= 127.0.0.1:8080
 
-.PHONY: all build run test unit bench fmt vet
+.PHONY: all build run test unit bench fmt vet tools
 all: build
+
+# Fragments in mk/ add their own targets and append prerequisites of `make
+# test` to TEST_DEPS (for example the envtest binaries).
+TEST_DEPS :=
+include $(wildcard mk/*.mk)
+
+## tools: code generators pinned in hack/tools/go.mod, built once into bin/.
+tools: $(BIN)/controller-gen $(BIN)/oapi-codegen
+$(BIN)/controller-gen $(BIN)/oapi-codegen: hack/tools/go.mod hack/tools/go.sum
+	cd hack/tools && GOBIN=$(BIN) $(GO) install tool
+	touch $(BIN)/controller-gen $(BIN)/oapi-codegen
 
 build:
 	$(GO) build -o $(BIN)/catalogd ./cmd/catalogd
@@ -19,6 +30,8 @@ run: build
 
 ## test: everything CI checks.
 test: vet unit
+
+unit: $(TEST_DEPS)
 
 vet:
 	$(GO) vet ./...
