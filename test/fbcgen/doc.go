@@ -1,0 +1,2 @@
+// Package fbcgen writes synthetic file-based catalogs.
+package fbcgen
