@@ -1,0 +1,358 @@
+package index
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/jmoiron/sqlx"
+)
+
+// ErrNotIndexed says a catalog has no live index (yet, or any more).
+var ErrNotIndexed = errors.New("catalog is not indexed")
+
+// currentLink names, inside a catalog's directory, the symlink to its live
+// database file; replacing it with rename(2) is what makes a swap atomic on
+// disk, so a restart finds either the old or the new index, never a mix.
+const currentLink = "current"
+
+// Info describes a live index.
+type Info struct {
+	SourceRef string
+	Digest    string
+	BuiltAt   time.Time
+	// AllBytes is the size of the catalogd-compatible /all stream.
+	AllBytes int64
+	// Path is the database file.
+	Path string
+}
+
+// Store keeps the live index of each catalog under one directory
+// (dir/<catalog>/<digest>.<n>.db, with dir/<catalog>/current pointing at it).
+// A rebuild writes a new file and swaps it in only when it is complete and
+// checked; readers that began on the old file finish on it, and the old file
+// is removed when the last of them is done.
+type Store struct {
+	dir string
+	log logr.Logger
+	now func() time.Time
+
+	mu       sync.Mutex
+	live     map[string]*handle
+	building map[string]*sync.Mutex
+}
+
+// handle is one open database file with a count of the readers using it.
+type handle struct {
+	db      *sqlx.DB
+	info    Info
+	refs    int  // guarded by Store.mu
+	retired bool // guarded by Store.mu; remove the file when refs drops to 0
+}
+
+// Snapshot is a reader's hold on one index file; Release it when done.
+type Snapshot struct {
+	DB   *sqlx.DB
+	Info Info
+
+	release func()
+	once    sync.Once
+}
+
+// Release lets the store close the file once it is no longer live.
+func (s *Snapshot) Release() { s.once.Do(s.release) }
+
+// NewStore opens the store in dir, reopening the live index of every catalog
+// found there and removing files a crash or an earlier swap left behind.
+func NewStore(dir string, log logr.Logger) (*Store, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create index directory: %w", err)
+	}
+	s := &Store{dir: dir, log: log, now: time.Now, live: map[string]*handle{}, building: map[string]*sync.Mutex{}}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("read index directory: %w", err)
+	}
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		catalog := e.Name()
+		if err := s.reopen(catalog); err != nil {
+			log.Error(err, "dropping unreadable index", "catalog", catalog)
+			_ = os.RemoveAll(filepath.Join(dir, catalog))
+		}
+	}
+	return s, nil
+}
+
+func (s *Store) reopen(catalog string) error {
+	cdir := filepath.Join(s.dir, catalog)
+	target, err := os.Readlink(filepath.Join(cdir, currentLink))
+	if errors.Is(err, os.ErrNotExist) {
+		return os.RemoveAll(cdir) // removed, or never finished a first build
+	}
+	if err != nil {
+		return fmt.Errorf("read live index of %q: %w", catalog, err)
+	}
+	h, err := openHandle(filepath.Join(cdir, target))
+	if err != nil {
+		return err
+	}
+	s.live[catalog] = h
+	s.cleanup(catalog, target)
+	return nil
+}
+
+// cleanup removes every file of a catalog but the live one.
+func (s *Store) cleanup(catalog, keep string) {
+	cdir := filepath.Join(s.dir, catalog)
+	entries, err := os.ReadDir(cdir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if e.Name() != keep && e.Name() != currentLink {
+			_ = os.Remove(filepath.Join(cdir, e.Name()))
+		}
+	}
+}
+
+func openHandle(path string) (*handle, error) {
+	// The file never changes once it is live (a rebuild writes a new file),
+	// so SQLite may skip all locking: immutable=1.
+	db, err := sqlx.Open("sqlite", "file:"+path+"?mode=ro&immutable=1&_pragma=query_only(1)")
+	if err != nil {
+		return nil, fmt.Errorf("open index %s: %w", path, err)
+	}
+	db.SetMaxOpenConns(8)
+	db.SetMaxIdleConns(8)
+	h := &handle{db: db}
+	var builtAt string
+	row := db.QueryRowx(`SELECT source_ref, content_digest, all_size, built_at FROM catalog_info WHERE id = 1`)
+	if err := row.Scan(&h.info.SourceRef, &h.info.Digest, &h.info.AllBytes, &builtAt); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("read index %s: %w", path, err)
+	}
+	if h.info.BuiltAt, err = time.Parse(time.RFC3339Nano, builtAt); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("read index %s: build time: %w", path, err)
+	}
+	h.info.Path = path
+	return h, nil
+}
+
+// Info returns the live index of catalog, if there is one.
+func (s *Store) Info(catalog string) (Info, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h, ok := s.live[catalog]
+	if !ok {
+		return Info{}, false
+	}
+	return h.info, true
+}
+
+// Acquire returns the live index of catalog for reading. The snapshot stays
+// valid, and unchanged, until released, whatever rebuilds happen meanwhile.
+func (s *Store) Acquire(catalog string) (*Snapshot, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h, ok := s.live[catalog]
+	if !ok {
+		return nil, fmt.Errorf("%w: %s", ErrNotIndexed, catalog)
+	}
+	h.refs++
+	return &Snapshot{DB: h.db, Info: h.info, release: func() { s.release(h) }}, nil
+}
+
+func (s *Store) release(h *handle) {
+	s.mu.Lock()
+	h.refs--
+	drop := h.retired && h.refs == 0
+	s.mu.Unlock()
+	if drop {
+		s.drop(h)
+	}
+}
+
+// drop closes and removes a file no reader holds any more.
+func (s *Store) drop(h *handle) {
+	if err := h.db.Close(); err != nil {
+		s.log.Error(err, "closing retired index", "path", h.info.Path)
+	}
+	removeDBFiles(h.info.Path)
+	s.log.V(1).Info("removed retired index", "path", h.info.Path)
+}
+
+// retire takes h out of service; it is dropped now or by its last reader.
+func (s *Store) retire(h *handle) {
+	s.mu.Lock()
+	h.retired = true
+	drop := h.refs == 0
+	s.mu.Unlock()
+	if drop {
+		s.drop(h)
+	}
+}
+
+// lock serialises builds of one catalog; different catalogs build in parallel.
+func (s *Store) lock(catalog string) func() {
+	s.mu.Lock()
+	m, ok := s.building[catalog]
+	if !ok {
+		m = &sync.Mutex{}
+		s.building[catalog] = m
+	}
+	s.mu.Unlock()
+	m.Lock()
+	return m.Unlock
+}
+
+// Update makes src the live index of catalog. When the live index already
+// has src's digest it does nothing and reports rebuilt=false. Otherwise it
+// builds a new file beside the live one and swaps it in only on success: on
+// any error (bad content, full disk, cancelled context) the live index keeps
+// answering and the new file is removed.
+func (s *Store) Update(ctx context.Context, catalog string, src Source) (info Info, stats Stats, rebuilt bool, err error) {
+	if src.Digest == "" {
+		return Info{}, Stats{}, false, fmt.Errorf("index catalog %q: source has no digest", catalog)
+	}
+	unlock := s.lock(catalog)
+	defer unlock()
+
+	if cur, ok := s.Info(catalog); ok && cur.Digest == src.Digest {
+		return cur, Stats{}, false, nil
+	}
+
+	cdir := filepath.Join(s.dir, catalog)
+	if err := os.MkdirAll(cdir, 0o755); err != nil {
+		return Info{}, Stats{}, false, fmt.Errorf("index catalog %q: %w", catalog, err)
+	}
+	tmp := filepath.Join(cdir, ".build-"+randomSuffix()+".db")
+	start := s.now()
+	stats, err = Build(ctx, tmp, src, start)
+	if err != nil {
+		return Info{}, Stats{}, false, fmt.Errorf("index catalog %q: %w", catalog, err)
+	}
+	final, err := s.publish(cdir, tmp, src.Digest)
+	if err != nil {
+		removeDBFiles(tmp)
+		return Info{}, Stats{}, false, fmt.Errorf("index catalog %q: %w", catalog, err)
+	}
+	h, err := openHandle(filepath.Join(cdir, final))
+	if err != nil {
+		return Info{}, Stats{}, false, fmt.Errorf("index catalog %q: %w", catalog, err)
+	}
+
+	s.mu.Lock()
+	old := s.live[catalog]
+	s.live[catalog] = h
+	s.mu.Unlock()
+	if old != nil {
+		s.retire(old)
+	}
+	s.log.Info("index swapped in", "catalog", catalog, "digest", src.Digest,
+		"bundles", stats.Bundles, "problems", stats.Problems, "duration", s.now().Sub(start).String())
+	return h.info, stats, true, nil
+}
+
+// publish syncs the built file, renames it to its final name and points the
+// catalog's current link at it, each step atomic and durable.
+func (s *Store) publish(cdir, tmp, digest string) (string, error) {
+	if err := syncFile(tmp); err != nil {
+		return "", fmt.Errorf("sync index: %w", err)
+	}
+	// The suffix keeps a rebuild of a digest that is still being read (A, B,
+	// back to A) from replacing a file its old readers hold.
+	final := strings.NewReplacer(":", "-", "/", "-").Replace(digest) + "." + randomSuffix() + ".db"
+	if err := os.Rename(tmp, filepath.Join(cdir, final)); err != nil {
+		return "", fmt.Errorf("move index into place: %w", err)
+	}
+	link := filepath.Join(cdir, ".current-"+randomSuffix())
+	if err := os.Symlink(final, link); err != nil {
+		removeDBFiles(filepath.Join(cdir, final))
+		return "", fmt.Errorf("link live index: %w", err)
+	}
+	if err := os.Rename(link, filepath.Join(cdir, currentLink)); err != nil {
+		_ = os.Remove(link)
+		removeDBFiles(filepath.Join(cdir, final))
+		return "", fmt.Errorf("link live index: %w", err)
+	}
+	if err := syncDir(cdir); err != nil {
+		return "", fmt.Errorf("sync index directory: %w", err)
+	}
+	return final, nil
+}
+
+// Remove deletes the index of catalog. Readers holding it finish first.
+func (s *Store) Remove(catalog string) error {
+	unlock := s.lock(catalog)
+	defer unlock()
+	s.mu.Lock()
+	h := s.live[catalog]
+	delete(s.live, catalog)
+	s.mu.Unlock()
+	if h != nil {
+		s.retire(h)
+	}
+	cdir := filepath.Join(s.dir, catalog)
+	if err := os.Remove(filepath.Join(cdir, currentLink)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("remove index of %q: %w", catalog, err)
+	}
+	// The directory goes now if no reader holds the old file; otherwise the
+	// last reader removes the file and the next start removes the directory.
+	if err := os.Remove(cdir); err != nil && !errors.Is(err, os.ErrNotExist) && !isNotEmpty(err) {
+		return fmt.Errorf("remove index of %q: %w", catalog, err)
+	}
+	return nil
+}
+
+func isNotEmpty(err error) bool { return errors.Is(err, syscall.ENOTEMPTY) || errors.Is(err, syscall.EEXIST) }
+
+// Catalogs lists the catalogs that have a live index.
+func (s *Store) Catalogs() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	names := make([]string, 0, len(s.live))
+	for name := range s.live {
+		names = append(names, name)
+	}
+	return names
+}
+
+// Close closes every live index file (they stay on disk for the next start).
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var errs []error
+	for _, h := range s.live {
+		errs = append(errs, h.db.Close())
+	}
+	s.live = map[string]*handle{}
+	return errors.Join(errs...)
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+func randomSuffix() string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

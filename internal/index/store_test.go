@@ -1,0 +1,308 @@
+package index
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"testing/fstest"
+
+	"github.com/go-logr/logr/testr"
+)
+
+// tinyCatalog is an FBC with one package whose single channel holds n
+// bundles, each replacing the previous one.
+func tinyCatalog(pkg string, n int) fstest.MapFS {
+	var b strings.Builder
+	fmt.Fprintf(&b, `{"schema":"olm.package","name":%q,"defaultChannel":"stable"}`+"\n", pkg)
+	var entries []string
+	for i := 1; i <= n; i++ {
+		e := fmt.Sprintf(`{"name":"%s.v1.0.%d"`, pkg, i)
+		if i > 1 {
+			e += fmt.Sprintf(`,"replaces":"%s.v1.0.%d"`, pkg, i-1)
+		}
+		entries = append(entries, e+"}")
+		fmt.Fprintf(&b, `{"schema":"olm.bundle","name":"%s.v1.0.%d","package":%q,"image":"example.com/%s:1.0.%d",`+
+			`"properties":[{"type":"olm.package","value":{"packageName":%q,"version":"1.0.%d"}}]}`+"\n",
+			pkg, i, pkg, pkg, i, pkg, i)
+	}
+	fmt.Fprintf(&b, `{"schema":"olm.channel","name":"stable","package":%q,"entries":[%s]}`+"\n", pkg, strings.Join(entries, ","))
+	return fstest.MapFS{pkg + "/catalog.json": {Data: []byte(b.String())}}
+}
+
+func newTestStore(t *testing.T) (*Store, string) {
+	t.Helper()
+	dir := t.TempDir()
+	s, err := NewStore(dir, testr.New(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, dir
+}
+
+func countBundles(t *testing.T, snap *Snapshot) int {
+	t.Helper()
+	var n int
+	if err := snap.DB.Get(&n, "SELECT count(*) FROM bundles"); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func mustUpdate(t *testing.T, s *Store, catalog string, src Source) Info {
+	t.Helper()
+	info, _, _, err := s.Update(context.Background(), catalog, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info
+}
+
+// catalogFiles lists a catalog's directory, so tests can tell exactly which
+// files a swap leaves behind.
+func catalogFiles(t *testing.T, dir, catalog string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(filepath.Join(dir, catalog))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return names
+}
+
+func TestSwapOnSuccess(t *testing.T) {
+	s, dir := newTestStore(t)
+	first := mustUpdate(t, s, "demo", Source{FS: tinyCatalog("foo", 3), Ref: "v1", Digest: "sha256:aaa"})
+
+	// A reader that began before the rebuild keeps the old data throughout.
+	old, err := s.Acquire("demo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := mustUpdate(t, s, "demo", Source{FS: tinyCatalog("foo", 5), Ref: "v2", Digest: "sha256:bbb"})
+	if got := countBundles(t, old); got != 3 {
+		t.Errorf("old reader sees %d bundles after the swap, want 3", got)
+	}
+	if _, err := os.Stat(first.Path); err != nil {
+		t.Errorf("old file removed while a reader holds it: %v", err)
+	}
+
+	fresh, err := s.Acquire("demo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := countBundles(t, fresh); got != 5 {
+		t.Errorf("new reader sees %d bundles, want 5", got)
+	}
+	if fresh.Info.Digest != "sha256:bbb" || fresh.Info.SourceRef != "v2" {
+		t.Errorf("new reader info = %+v", fresh.Info)
+	}
+	fresh.Release()
+
+	old.Release()
+	if _, err := os.Stat(first.Path); !os.IsNotExist(err) {
+		t.Errorf("old file still there after its last reader left: %v", err)
+	}
+	files := catalogFiles(t, dir, "demo")
+	want := []string{currentLink, filepath.Base(second.Path)}
+	if strings.Join(files, ",") != strings.Join(want, ",") {
+		t.Errorf("catalog directory holds %v, want %v", files, want)
+	}
+}
+
+func TestFailedRebuildKeepsServing(t *testing.T) {
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	bad := tinyCatalog("foo", 4)
+	bad["foo/zz-broken.json"] = &fstest.MapFile{Data: []byte(`{"schema":"olm.bundle","name":`)}
+	noSchema := tinyCatalog("foo", 4)
+	noSchema["foo/zz-noschema.json"] = &fstest.MapFile{Data: []byte(`{"name":"orphan"}`)}
+	badYAML := tinyCatalog("foo", 4)
+	badYAML["foo/zz-broken.yaml"] = &fstest.MapFile{Data: []byte("schema: olm.bundle\n  name: [unclosed\n")}
+
+	tests := []struct {
+		name    string
+		ctx     context.Context
+		src     Source
+		wantErr string
+	}{
+		{"bad JSON blob", context.Background(), Source{FS: bad, Digest: "sha256:bad"}, "zz-broken.json"},
+		{"blob without schema", context.Background(), Source{FS: noSchema, Digest: "sha256:noschema"}, "without a schema"},
+		{"bad YAML", context.Background(), Source{FS: badYAML, Digest: "sha256:yaml"}, "zz-broken.yaml"},
+		{"cancelled context", cancelled, Source{FS: tinyCatalog("foo", 4), Digest: "sha256:cancel"}, "context canceled"},
+		{"missing digest", context.Background(), Source{FS: tinyCatalog("foo", 4)}, "no digest"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, dir := newTestStore(t)
+			live := mustUpdate(t, s, "demo", Source{FS: tinyCatalog("foo", 3), Digest: "sha256:good"})
+
+			_, _, rebuilt, err := s.Update(tt.ctx, "demo", tt.src)
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("Update error = %v, want one mentioning %q", err, tt.wantErr)
+			}
+			if rebuilt {
+				t.Error("a failed update reported a rebuild")
+			}
+			snap, err := s.Acquire("demo")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer snap.Release()
+			if snap.Info.Digest != "sha256:good" || countBundles(t, snap) != 3 {
+				t.Errorf("live index changed: %+v", snap.Info)
+			}
+			files := catalogFiles(t, dir, "demo")
+			if want := []string{currentLink, filepath.Base(live.Path)}; strings.Join(files, ",") != strings.Join(want, ",") {
+				t.Errorf("catalog directory holds %v after a failed build, want %v", files, want)
+			}
+		})
+	}
+}
+
+func TestSameDigestIsNoOp(t *testing.T) {
+	s, _ := newTestStore(t)
+	first := mustUpdate(t, s, "demo", Source{FS: tinyCatalog("foo", 2), Digest: "sha256:same"})
+	before, err := os.Stat(first.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Different files under the same digest: the digest is what counts.
+	info, _, rebuilt, err := s.Update(context.Background(), "demo", Source{FS: tinyCatalog("foo", 7), Digest: "sha256:same"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rebuilt {
+		t.Error("same digest was rebuilt")
+	}
+	if info.Path != first.Path || !info.BuiltAt.Equal(first.BuiltAt) {
+		t.Errorf("same digest gave %+v, want the live %+v", info, first)
+	}
+	after, err := os.Stat(first.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !after.ModTime().Equal(before.ModTime()) {
+		t.Error("same digest rewrote the file")
+	}
+}
+
+func TestStoreReopensAfterRestart(t *testing.T) {
+	dir := t.TempDir()
+	s, err := NewStore(dir, testr.New(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := mustUpdate(t, s, "demo", Source{FS: tinyCatalog("foo", 2), Ref: "ref", Digest: "sha256:one"})
+	mustUpdate(t, s, "gone", Source{FS: tinyCatalog("bar", 1), Digest: "sha256:two"})
+	if err := s.Remove("gone"); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	// Debris of a build that was killed midway.
+	if err := os.WriteFile(filepath.Join(dir, "demo", ".build-dead.db"), []byte("partial"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	s2, err := NewStore(dir, testr.New(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	if got := s2.Catalogs(); len(got) != 1 || got[0] != "demo" {
+		t.Fatalf("reopened catalogs = %v, want [demo]", got)
+	}
+	info, ok := s2.Info("demo")
+	if !ok || info.Digest != "sha256:one" || info.SourceRef != "ref" || info.Path != live.Path {
+		t.Errorf("reopened info = %+v, want %+v", info, live)
+	}
+	if files := catalogFiles(t, dir, "demo"); len(files) != 2 {
+		t.Errorf("debris not cleaned: %v", files)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "gone")); !os.IsNotExist(err) {
+		t.Errorf("removed catalog's directory still there: %v", err)
+	}
+	if _, _, rebuilt, err := s2.Update(context.Background(), "demo", Source{FS: tinyCatalog("foo", 2), Digest: "sha256:one"}); err != nil || rebuilt {
+		t.Errorf("same digest after restart: rebuilt=%v err=%v", rebuilt, err)
+	}
+}
+
+func TestRemoveWaitsForReaders(t *testing.T) {
+	s, dir := newTestStore(t)
+	live := mustUpdate(t, s, "demo", Source{FS: tinyCatalog("foo", 2), Digest: "sha256:one"})
+	snap, err := s.Acquire("demo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Remove("demo"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Acquire("demo"); err == nil {
+		t.Error("a removed catalog can still be acquired")
+	}
+	if got := countBundles(t, snap); got != 2 {
+		t.Errorf("reader of a removed catalog sees %d bundles, want 2", got)
+	}
+	snap.Release()
+	if _, err := os.Stat(live.Path); !os.IsNotExist(err) {
+		t.Errorf("removed index file still there after its reader left: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "demo", currentLink)); !os.IsNotExist(err) {
+		t.Errorf("current link still there: %v", err)
+	}
+}
+
+// TestConcurrentReadersDuringRebuilds runs readers while the catalog is
+// rebuilt over and over: every read must see one whole catalog (n bundles
+// and an n-entry channel from the same build), never a mix or an error.
+func TestConcurrentReadersDuringRebuilds(t *testing.T) {
+	s, _ := newTestStore(t)
+	mustUpdate(t, s, "demo", Source{FS: tinyCatalog("foo", 1), Digest: "sha256:1"})
+
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for r := 0; r < 4; r++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				snap, err := s.Acquire("demo")
+				if err != nil {
+					errs <- err
+					return
+				}
+				var bundles, entries int
+				err = snap.DB.Get(&bundles, "SELECT count(*) FROM bundles")
+				if err == nil {
+					err = snap.DB.Get(&entries, "SELECT count(*) FROM channel_entries")
+				}
+				snap.Release()
+				if err != nil {
+					errs <- err
+					return
+				}
+				if bundles != entries {
+					errs <- fmt.Errorf("mixed read: %d bundles, %d entries", bundles, entries)
+					return
+				}
+			}
+		}()
+	}
+	for i := 2; i <= 12; i++ {
+		mustUpdate(t, s, "demo", Source{FS: tinyCatalog("foo", i), Digest: fmt.Sprintf("sha256:%d", i)})
+	}
+	cancel()
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
