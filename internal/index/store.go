@@ -317,7 +317,9 @@ func (s *Store) Remove(catalog string) error {
 	return nil
 }
 
-func isNotEmpty(err error) bool { return errors.Is(err, syscall.ENOTEMPTY) || errors.Is(err, syscall.EEXIST) }
+func isNotEmpty(err error) bool {
+	return errors.Is(err, syscall.ENOTEMPTY) || errors.Is(err, syscall.EEXIST)
+}
 
 // Catalogs lists the catalogs that have a live index.
 func (s *Store) Catalogs() []string {
