@@ -2799,6 +2799,7 @@ type ListCatalogsResponse struct {
 	Body                      []byte
 	HTTPResponse              *http.Response
 	JSON200                   *CatalogList
+	ApplicationproblemJSON400 *BadRequest
 	ApplicationproblemJSON500 *InternalError
 }
 
@@ -2827,6 +2828,7 @@ type GetCatalogResponse struct {
 	Body                      []byte
 	HTTPResponse              *http.Response
 	JSON200                   *CatalogDetail
+	ApplicationproblemJSON400 *BadRequest
 	ApplicationproblemJSON404 *NotFound
 	ApplicationproblemJSON500 *InternalError
 }
@@ -2855,6 +2857,7 @@ func (r GetCatalogResponse) Bytes() []byte {
 type GetCatalogAllResponse struct {
 	Body                      []byte
 	HTTPResponse              *http.Response
+	ApplicationproblemJSON400 *BadRequest
 	ApplicationproblemJSON404 *NotFound
 	ApplicationproblemJSON416 *RangeNotSatisfiable
 	ApplicationproblemJSON500 *InternalError
@@ -2947,6 +2950,7 @@ type GetPackageResponse struct {
 	Body                      []byte
 	HTTPResponse              *http.Response
 	JSON200                   *Package
+	ApplicationproblemJSON400 *BadRequest
 	ApplicationproblemJSON404 *NotFound
 	ApplicationproblemJSON500 *InternalError
 	ApplicationproblemJSON503 *CatalogNotReady
@@ -3008,6 +3012,7 @@ type GetBundleResponse struct {
 	Body                      []byte
 	HTTPResponse              *http.Response
 	JSON200                   *Bundle
+	ApplicationproblemJSON400 *BadRequest
 	ApplicationproblemJSON404 *NotFound
 	ApplicationproblemJSON500 *InternalError
 	ApplicationproblemJSON503 *CatalogNotReady
@@ -3038,6 +3043,7 @@ type ListChannelsResponse struct {
 	Body                      []byte
 	HTTPResponse              *http.Response
 	JSON200                   *ChannelList
+	ApplicationproblemJSON400 *BadRequest
 	ApplicationproblemJSON404 *NotFound
 	ApplicationproblemJSON500 *InternalError
 	ApplicationproblemJSON503 *CatalogNotReady
@@ -3068,6 +3074,7 @@ type GetChannelResponse struct {
 	Body                      []byte
 	HTTPResponse              *http.Response
 	JSON200                   *Channel
+	ApplicationproblemJSON400 *BadRequest
 	ApplicationproblemJSON404 *NotFound
 	ApplicationproblemJSON500 *InternalError
 	ApplicationproblemJSON503 *CatalogNotReady
@@ -3097,6 +3104,7 @@ func (r GetChannelResponse) Bytes() []byte {
 type GetPackageIconResponse struct {
 	Body                      []byte
 	HTTPResponse              *http.Response
+	ApplicationproblemJSON400 *BadRequest
 	ApplicationproblemJSON404 *NotFound
 	ApplicationproblemJSON500 *InternalError
 	ApplicationproblemJSON503 *CatalogNotReady
@@ -3466,6 +3474,13 @@ func ParseListCatalogsResponse(rsp *http.Response) (*ListCatalogsResponse, error
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -3498,6 +3513,13 @@ func ParseGetCatalogResponse(rsp *http.Response) (*GetCatalogResponse, error) {
 			return nil, err
 		}
 		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
@@ -3532,6 +3554,13 @@ func ParseGetCatalogAllResponse(rsp *http.Response) (*GetCatalogAllResponse, err
 	}
 
 	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -3690,6 +3719,13 @@ func ParseGetPackageResponse(rsp *http.Response) (*GetPackageResponse, error) {
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -3791,6 +3827,13 @@ func ParseGetBundleResponse(rsp *http.Response) (*GetBundleResponse, error) {
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -3837,6 +3880,13 @@ func ParseListChannelsResponse(rsp *http.Response) (*ListChannelsResponse, error
 			return nil, err
 		}
 		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
@@ -3885,6 +3935,13 @@ func ParseGetChannelResponse(rsp *http.Response) (*GetChannelResponse, error) {
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -3925,6 +3982,13 @@ func ParseGetPackageIconResponse(rsp *http.Response) (*GetPackageIconResponse, e
 	}
 
 	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {

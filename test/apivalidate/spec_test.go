@@ -65,6 +65,9 @@ func TestSpecConventions(t *testing.T) {
 					t.Errorf("%s: %s answer is not application/problem+json", where, code)
 				}
 			}
+			if (strings.HasPrefix(path, "/catalogs") || strings.HasPrefix(path, "/providers")) && op.Responses.Status(400) == nil {
+				t.Errorf("%s: no 400 answer for an unknown query parameter", where)
+			}
 			ok := op.Responses.Status(200)
 			if ok == nil || ok.Value.Content.Get("application/json") == nil {
 				continue
