@@ -1,0 +1,397 @@
+package index
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/catalogd/catalogd/test/fbcfacts"
+	"github.com/catalogd/catalogd/test/fbcgen"
+)
+
+const demoDir = "../../test/testdata/demo"
+
+// buildDir indexes a catalog directory into a fresh file and opens it.
+func buildDir(t *testing.T, dir string) (*sqlx.DB, Stats) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "index.db")
+	stats, err := Build(context.Background(), path, Source{FS: os.DirFS(dir), Ref: dir, Digest: "sha256:test"}, time.Now())
+	if err != nil {
+		t.Fatalf("build %s: %v", dir, err)
+	}
+	db, err := sqlx.Open("sqlite", "file:"+path+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db, stats
+}
+
+func generated(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if _, err := fbcgen.Write(context.Background(), dir, fbcgen.Options{
+		Packages: 12, Bundles: 150, BundleObjectBytes: 2000, Icons: true, Seed: 7,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// TestBuildMatchesCatalog indexes catalogs and compares every package,
+// channel head, bundle and property with what the files say, read by
+// fbcfacts (which shares no code with the index).
+func TestBuildMatchesCatalog(t *testing.T) {
+	tests := []struct {
+		name string
+		dir  func(t *testing.T) string
+	}{
+		{"demo", func(*testing.T) string { return demoDir }},
+		{"generated", generated},
+		{"community-v4.20", func(t *testing.T) string { return fbcfacts.SharedCommunity(t) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := tt.dir(t)
+			want := fbcfacts.Load(t, dir)
+			db, stats := buildDir(t, dir)
+			checkCounts(t, db, stats, want)
+			checkPackages(t, db, want)
+			checkChannels(t, db, want)
+			checkBundles(t, db, want)
+			checkBlobs(t, db, want)
+		})
+	}
+}
+
+// TestCommunityFigures pins the figures the shared catalog's README states.
+func TestCommunityFigures(t *testing.T) {
+	db, _ := buildDir(t, fbcfacts.SharedCommunity(t))
+	for _, c := range []struct {
+		query string
+		want  int
+	}{
+		{"SELECT count(*) FROM packages", 37},
+		{"SELECT count(*) FROM channels", 85},
+		{"SELECT count(*) FROM bundles", 803},
+		{"SELECT count(*) FROM properties WHERE type = 'olm.gvk'", 6845},
+		{"SELECT count(*) FROM (SELECT DISTINCT grp, version, kind FROM provided_gvks)", 266},
+		{"SELECT count(*) FROM properties WHERE type = 'olm.gvk.required'", 40},
+		{"SELECT count(*) FROM properties WHERE type = 'olm.package.required'", 8},
+		{"SELECT count(*) FROM properties WHERE type = 'olm.csv.metadata'", 803},
+		{"SELECT count(*) FROM problems", 0},
+	} {
+		var got int
+		if err := db.Get(&got, c.query); err != nil {
+			t.Fatal(err)
+		}
+		if got != c.want {
+			t.Errorf("%s = %d, want %d", c.query, got, c.want)
+		}
+	}
+}
+
+func count(t *testing.T, db *sqlx.DB, query string, args ...any) int {
+	t.Helper()
+	var n int
+	if err := db.Get(&n, query, args...); err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	return n
+}
+
+func checkCounts(t *testing.T, db *sqlx.DB, stats Stats, want *fbcfacts.Catalog) {
+	t.Helper()
+	gvks, distinct := 0, map[fbcfacts.GVK]bool{}
+	props := 0
+	for _, bs := range want.Bundles {
+		for _, b := range bs {
+			props += len(b.Properties)
+			for _, g := range b.GVKs("olm.gvk") {
+				gvks++
+				distinct[g] = true
+			}
+		}
+	}
+	for _, c := range []struct {
+		what      string
+		got, want int
+	}{
+		{"packages", count(t, db, "SELECT count(*) FROM packages"), len(want.Packages)},
+		{"channels", count(t, db, "SELECT count(*) FROM channels"), want.CountChannels()},
+		{"bundles", count(t, db, "SELECT count(*) FROM bundles"), want.CountBundles()},
+		{"blobs", count(t, db, "SELECT count(*) FROM blobs"), len(want.Blobs)},
+		{"properties", count(t, db, "SELECT count(*) FROM properties"), props},
+		{"olm.gvk properties", count(t, db, "SELECT count(*) FROM properties WHERE type = 'olm.gvk'"), gvks},
+		{"provided GVK rows", count(t, db, "SELECT count(*) FROM provided_gvks"), gvks},
+		{"distinct GVKs", count(t, db, "SELECT count(*) FROM (SELECT DISTINCT grp, version, kind FROM provided_gvks)"), len(distinct)},
+		{"stats bundles", stats.Bundles, want.CountBundles()},
+		{"stats blobs", stats.Blobs, len(want.Blobs)},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s: index has %d, catalog has %d", c.what, c.got, c.want)
+		}
+	}
+	schemas := map[string]int{}
+	for _, b := range want.Blobs {
+		schemas[b.Schema]++
+	}
+	for schema, n := range schemas {
+		if stats.Schemas[schema] != n {
+			t.Errorf("schema %s: stats say %d, catalog has %d", schema, stats.Schemas[schema], n)
+		}
+	}
+}
+
+func checkPackages(t *testing.T, db *sqlx.DB, want *fbcfacts.Catalog) {
+	t.Helper()
+	for name, p := range want.Packages {
+		var got struct {
+			DefaultChannel string `db:"default_channel"`
+			Description    string `db:"description"`
+			IconData       []byte `db:"icon_data"`
+			IconType       string `db:"icon_media_type"`
+		}
+		if err := db.Get(&got, `SELECT default_channel, description, icon_data, icon_media_type FROM packages WHERE name = ?`, name); err != nil {
+			t.Fatalf("package %s: %v", name, err)
+		}
+		if got.DefaultChannel != p.DefaultChannel || got.Description != p.Description {
+			t.Errorf("package %s: default channel %q, description %d bytes; catalog says %q, %d bytes",
+				name, got.DefaultChannel, len(got.Description), p.DefaultChannel, len(p.Description))
+		}
+		var wantIcon []byte
+		var wantType string
+		if p.Icon != nil {
+			wantIcon, wantType = p.Icon.Data, p.Icon.MediaType
+		}
+		if !bytes.Equal(got.IconData, wantIcon) || got.IconType != wantType {
+			t.Errorf("package %s: icon %d bytes %q, catalog has %d bytes %q", name, len(got.IconData), got.IconType, len(wantIcon), wantType)
+		}
+	}
+}
+
+func checkChannels(t *testing.T, db *sqlx.DB, want *fbcfacts.Catalog) {
+	t.Helper()
+	for pkg, channels := range want.Channels {
+		for name, ch := range channels {
+			var head, problem *string
+			if err := db.QueryRow(`SELECT head, head_problem FROM channels WHERE package = ? AND name = ?`, pkg, name).Scan(&head, &problem); err != nil {
+				t.Fatalf("channel %s/%s: %v", pkg, name, err)
+			}
+			heads := ch.Heads()
+			switch {
+			case len(heads) == 1 && (head == nil || *head != heads[0]):
+				t.Errorf("channel %s/%s: head %v, catalog says %s", pkg, name, head, heads[0])
+			case len(heads) != 1 && (head != nil || problem == nil || !containsAll(*problem, heads)):
+				t.Errorf("channel %s/%s: head %v problem %v, catalog has heads %v", pkg, name, head, problem, heads)
+			}
+			if n := count(t, db, `SELECT count(*) FROM channel_entries WHERE package = ? AND channel = ?`, pkg, name); n != len(ch.Entries) {
+				t.Errorf("channel %s/%s: %d entries, catalog has %d", pkg, name, n, len(ch.Entries))
+			}
+			for i, e := range ch.Entries {
+				var got struct {
+					Bundle    string `db:"bundle"`
+					Replaces  string `db:"replaces"`
+					SkipRange string `db:"skip_range"`
+					ID        int64  `db:"id"`
+				}
+				if err := db.Get(&got, `SELECT id, bundle, replaces, skip_range FROM channel_entries WHERE package = ? AND channel = ? AND position = ?`, pkg, name, i); err != nil {
+					t.Fatal(err)
+				}
+				var skips []string
+				if err := db.Select(&skips, `SELECT skip FROM channel_entry_skips WHERE entry_id = ? ORDER BY rowid`, got.ID); err != nil {
+					t.Fatal(err)
+				}
+				if got.Bundle != e.Name || got.Replaces != e.Replaces || got.SkipRange != e.SkipRange || strings.Join(skips, ",") != strings.Join(e.Skips, ",") {
+					t.Errorf("channel %s/%s entry %d: %+v skips %v, catalog says %+v", pkg, name, i, got, skips, e)
+				}
+			}
+		}
+	}
+}
+
+func containsAll(s string, parts []string) bool {
+	for _, p := range parts {
+		if !strings.Contains(s, p) {
+			return false
+		}
+	}
+	return true
+}
+
+func checkBundles(t *testing.T, db *sqlx.DB, want *fbcfacts.Catalog) {
+	t.Helper()
+	for pkg, bundles := range want.Bundles {
+		for name, b := range bundles {
+			var got struct {
+				ID      int64  `db:"id"`
+				Version string `db:"version"`
+				Image   string `db:"image"`
+			}
+			if err := db.Get(&got, `SELECT id, version, image FROM bundles WHERE package = ? AND name = ?`, pkg, name); err != nil {
+				t.Fatalf("bundle %s/%s: %v", pkg, name, err)
+			}
+			if got.Version != b.Version() || got.Image != b.Image {
+				t.Errorf("bundle %s/%s: version %q image %q, catalog says %q %q", pkg, name, got.Version, got.Image, b.Version(), b.Image)
+			}
+			var props []struct {
+				Type  string `db:"type"`
+				Value string `db:"value"`
+			}
+			if err := db.Select(&props, `SELECT type, value FROM properties WHERE bundle_id = ? ORDER BY position`, got.ID); err != nil {
+				t.Fatal(err)
+			}
+			if len(props) != len(b.Properties) {
+				t.Fatalf("bundle %s/%s: %d properties, catalog has %d", pkg, name, len(props), len(b.Properties))
+			}
+			for i, p := range props {
+				if p.Type != b.Properties[i].Type || !fbcfacts.JSONEqual([]byte(p.Value), b.Properties[i].Value) {
+					t.Errorf("bundle %s/%s property %d: %s %.80s, catalog says %s %.80s", pkg, name, i, p.Type, p.Value, b.Properties[i].Type, b.Properties[i].Value)
+				}
+			}
+			if n := count(t, db, `SELECT count(*) FROM related_images WHERE bundle_id = ?`, got.ID); n != len(b.RelatedImages) {
+				t.Errorf("bundle %s/%s: %d related images, catalog has %d", pkg, name, n, len(b.RelatedImages))
+			}
+			if n := count(t, db, `SELECT count(*) FROM required_gvks WHERE bundle_id = ?`, got.ID); n != len(b.GVKs("olm.gvk.required")) {
+				t.Errorf("bundle %s/%s: %d required GVKs, catalog has %d", pkg, name, n, len(b.GVKs("olm.gvk.required")))
+			}
+		}
+	}
+}
+
+// checkBlobs compares the stored blobs, in order, with catalogd's encoding
+// of the documents, and their offsets with the /all stream's layout.
+func checkBlobs(t *testing.T, db *sqlx.DB, want *fbcfacts.Catalog) {
+	t.Helper()
+	var blobs []struct {
+		Schema string `db:"schema"`
+		Data   string `db:"data"`
+		Offset int64  `db:"offset"`
+	}
+	if err := db.Select(&blobs, `SELECT schema, data, offset FROM blobs ORDER BY id`); err != nil {
+		t.Fatal(err)
+	}
+	var all bytes.Buffer
+	for i, b := range blobs {
+		if b.Offset != int64(all.Len()) {
+			t.Fatalf("blob %d: offset %d, stream position %d", i, b.Offset, all.Len())
+		}
+		all.WriteString(b.Data)
+	}
+	if wantAll := want.JSONLines(); !bytes.Equal(all.Bytes(), wantAll) {
+		t.Errorf("blobs differ from the catalogd encoding of the catalog (%d vs %d bytes)", all.Len(), len(wantAll))
+	}
+	if n := count(t, db, `SELECT all_size FROM catalog_info`); n != all.Len() {
+		t.Errorf("all_size %d, stream has %d bytes", n, all.Len())
+	}
+}
+
+// TestProblemsRecorded: a package that fails validation is indexed and its
+// problems kept; blobs of unknown schemas are kept; good packages are clean.
+func TestProblemsRecorded(t *testing.T) {
+	fsys := tinyCatalog("good", 2)
+	for k, v := range tinyCatalog("broken", 2) {
+		fsys[k] = v
+	}
+	// A channel naming a bundle that does not exist, and a custom schema.
+	fsys["broken/extra.json"] = &fstest.MapFile{Data: []byte(
+		`{"schema":"olm.channel","name":"fast","package":"broken","entries":[{"name":"broken.v9.9.9"}]}
+{"schema":"io.example.custom","package":"broken","name":"note","data":{"x":[1,2,3]}}`)}
+	path := filepath.Join(t.TempDir(), "index.db")
+	stats, err := Build(context.Background(), path, Source{FS: fsys, Digest: "sha256:p"}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := sqlx.MustOpen("sqlite", "file:"+path+"?mode=ro")
+	defer db.Close()
+	var problems []struct {
+		Package string `db:"package"`
+		Message string `db:"message"`
+	}
+	if err := db.Select(&problems, `SELECT package, message FROM problems`); err != nil {
+		t.Fatal(err)
+	}
+	if len(problems) != 1 || problems[0].Package != "broken" || !strings.Contains(problems[0].Message, "broken.v9.9.9") {
+		t.Errorf("problems = %+v, want one for package broken naming broken.v9.9.9", problems)
+	}
+	if stats.Problems != 1 || stats.Schemas["io.example.custom"] != 1 {
+		t.Errorf("stats = %+v", stats)
+	}
+	if n := count(t, db, `SELECT count(*) FROM bundles WHERE package = 'broken'`); n != 2 {
+		t.Errorf("broken package has %d bundles indexed, want 2", n)
+	}
+	var custom string
+	if err := db.Get(&custom, `SELECT data FROM blobs WHERE schema = 'io.example.custom'`); err != nil {
+		t.Fatal(err)
+	}
+	if custom != `{"data":{"x":[1,2,3]},"name":"note","package":"broken","schema":"io.example.custom"}`+"\n" {
+		t.Errorf("custom blob stored as %q", custom)
+	}
+}
+
+// TestVersionRank checks semver order, pre-releases included, against an
+// order written out by hand.
+func TestVersionRank(t *testing.T) {
+	versions := []string{"1.10.0", "1.2.0", "2.0.0-rc.1", "2.0.0", "2.0.0-beta.2", "2.0.0-beta.10", "0.9.0", "not-a-version"}
+	want := []string{"not-a-version", "0.9.0", "1.2.0", "1.10.0", "2.0.0-beta.2", "2.0.0-beta.10", "2.0.0-rc.1", "2.0.0"}
+	var b strings.Builder
+	b.WriteString(`{"schema":"olm.package","name":"p","defaultChannel":"c"}` + "\n")
+	var entries []string
+	for _, v := range versions {
+		b.WriteString(`{"schema":"olm.bundle","name":"p.v` + v + `","package":"p","image":"i","properties":[{"type":"olm.package","value":{"packageName":"p","version":"` + v + `"}}]}` + "\n")
+		entries = append(entries, `{"name":"p.v`+v+`"}`)
+	}
+	b.WriteString(`{"schema":"olm.channel","name":"c","package":"p","entries":[` + strings.Join(entries, ",") + `]}`)
+	path := filepath.Join(t.TempDir(), "index.db")
+	if _, err := Build(context.Background(), path, Source{FS: fstest.MapFS{"c.json": {Data: []byte(b.String())}}, Digest: "sha256:v"}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	db := sqlx.MustOpen("sqlite", "file:"+path+"?mode=ro")
+	defer db.Close()
+	var got []string
+	if err := db.Select(&got, `SELECT version FROM bundles WHERE package = 'p' ORDER BY version_rank`); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("rank order %v, want %v", got, want)
+	}
+}
+
+// TestCatalogInfo: the file records its schema version, source, digest and
+// build time.
+func TestCatalogInfo(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "index.db")
+	built := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	if _, err := Build(context.Background(), path, Source{FS: tinyCatalog("x", 1), Ref: "quay.io/x:1", Digest: "sha256:abc"}, built); err != nil {
+		t.Fatal(err)
+	}
+	db := sqlx.MustOpen("sqlite", "file:"+path+"?mode=ro")
+	defer db.Close()
+	var info struct {
+		Ref     string `db:"source_ref"`
+		Digest  string `db:"content_digest"`
+		BuiltAt string `db:"built_at"`
+	}
+	if err := db.Get(&info, `SELECT source_ref, content_digest, built_at FROM catalog_info`); err != nil {
+		t.Fatal(err)
+	}
+	if info.Ref != "quay.io/x:1" || info.Digest != "sha256:abc" || info.BuiltAt != "2026-11-21T12:00:00Z" {
+		t.Errorf("catalog info = %+v", info)
+	}
+	var versions []int64
+	if err := db.Select(&versions, `SELECT version_id FROM goose_db_version WHERE is_applied ORDER BY id`); err != nil {
+		t.Fatal(err)
+	}
+	sort.Slice(versions, func(i, j int) bool { return versions[i] < versions[j] })
+	if len(versions) == 0 || versions[len(versions)-1] != schemaIndexes {
+		t.Errorf("schema versions applied = %v, want up to %d", versions, schemaIndexes)
+	}
+}
