@@ -1,0 +1,40 @@
+package catalogs
+
+import (
+	"reflect"
+	"testing"
+)
+
+func TestListOrder(t *testing.T) {
+	r := NewRegistry()
+	for _, c := range []Catalog{
+		{Name: "b", Priority: 0}, {Name: "a", Priority: 0}, {Name: "z", Priority: 10}, {Name: "m", Priority: -5},
+	} {
+		r.Put(c)
+	}
+	var got []string
+	for _, c := range r.List() {
+		got = append(got, c.Name)
+	}
+	if want := []string{"z", "a", "b", "m"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("List order = %v, want %v", got, want)
+	}
+}
+
+func TestUpdate(t *testing.T) {
+	r := NewRegistry()
+	if r.Update("missing", func(c *Catalog) { c.State = Serving }) {
+		t.Error("Update of an unknown catalog reported success")
+	}
+	r.Put(Catalog{Name: "a", State: Pending})
+	if !r.Update("a", func(c *Catalog) { c.State = Serving; c.LastError = "boom" }) {
+		t.Fatal("Update of a known catalog failed")
+	}
+	if c, _ := r.Get("a"); c.State != Serving || c.LastError != "boom" {
+		t.Errorf("after Update: %+v", c)
+	}
+	r.Delete("a")
+	if _, ok := r.Get("a"); ok {
+		t.Error("Delete left the catalog")
+	}
+}
