@@ -846,9 +846,9 @@ type ListCatalogProvidersParams struct {
 	// Kind The kind, as spelt in the CRD (for example `EtcdCluster`).
 	Kind KindParam `form:"kind" json:"kind"`
 
-	// Latest When true, only the newest providing bundle of each package (per
-	// catalog) is returned, which is what a client choosing what to install
-	// usually wants.
+	// Latest When true, only bundles that are the head of at least one channel
+	// are returned (each still lists all its channels), which is what a
+	// client choosing what to install usually wants.
 	Latest *LatestParam `form:"latest,omitempty" json:"latest,omitempty"`
 
 	// IfNoneMatch ETag(s) of a representation the client already has; the server answers
@@ -876,9 +876,9 @@ type ListProvidersParams struct {
 	// Kind The kind, as spelt in the CRD (for example `EtcdCluster`).
 	Kind KindParam `form:"kind" json:"kind"`
 
-	// Latest When true, only the newest providing bundle of each package (per
-	// catalog) is returned, which is what a client choosing what to install
-	// usually wants.
+	// Latest When true, only bundles that are the head of at least one channel
+	// are returned (each still lists all its channels), which is what a
+	// client choosing what to install usually wants.
 	Latest *LatestParam `form:"latest,omitempty" json:"latest,omitempty"`
 
 	// IfNoneMatch ETag(s) of a representation the client already has; the server answers

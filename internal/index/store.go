@@ -69,7 +69,11 @@ type Snapshot struct {
 }
 
 // Release lets the store close the file once it is no longer live.
-func (s *Snapshot) Release() { s.once.Do(s.release) }
+func (s *Snapshot) Release() {
+	if s.release != nil {
+		s.once.Do(s.release)
+	}
+}
 
 // NewStore opens the store in dir, reopening the live index of every catalog
 // found there and removing files a crash or an earlier swap left behind.

@@ -1,0 +1,204 @@
+package query
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/Masterminds/semver/v3"
+	"github.com/go-chi/chi/v5"
+	"github.com/jmoiron/sqlx"
+
+	"github.com/catalogd/catalogd/client"
+	"github.com/catalogd/catalogd/internal/index"
+)
+
+type bundleRow struct {
+	ID      int64  `db:"id"`
+	Name    string `db:"name"`
+	Version string `db:"version"`
+	Release string `db:"release"`
+	Image   string `db:"image"`
+	Rank    int    `db:"version_rank"`
+}
+
+const bundleColumns = `id, name, version, release, image, version_rank`
+
+// bundleChannels returns the entries that list a bundle, by channel name,
+// marking the channels it heads.
+func bundleChannels(ctx context.Context, db *sqlx.DB, pkg, bundle string) ([]client.BundleChannel, error) {
+	var rows []struct {
+		ID        int64          `db:"id"`
+		Channel   string         `db:"channel"`
+		Replaces  string         `db:"replaces"`
+		SkipRange string         `db:"skip_range"`
+		Head      sql.NullString `db:"head"`
+	}
+	if err := db.SelectContext(ctx, &rows, `SELECT e.id, e.channel, e.replaces, e.skip_range, c.head
+		FROM channel_entries e JOIN channels c ON c.package = e.package AND c.name = e.channel
+		WHERE e.package = ? AND e.bundle = ? ORDER BY e.channel, e.id`, pkg, bundle); err != nil {
+		return nil, fmt.Errorf("read channels of bundle %q: %w", bundle, err)
+	}
+	out := make([]client.BundleChannel, 0, len(rows))
+	for _, r := range rows {
+		var skips []string
+		if err := db.SelectContext(ctx, &skips, `SELECT skip FROM channel_entry_skips WHERE entry_id = ? ORDER BY rowid`, r.ID); err != nil {
+			return nil, fmt.Errorf("read skips of bundle %q: %w", bundle, err)
+		}
+		out = append(out, client.BundleChannel{Channel: r.Channel, Replaces: r.Replaces, SkipRange: r.SkipRange,
+			Skips: skips, IsHead: r.Head.Valid && r.Head.String == bundle})
+	}
+	return out, nil
+}
+
+// bundleDeprecation is the bundle's own deprecation, or its package's: a
+// deprecated package deprecates every bundle in it.
+func bundleDeprecation(ctx context.Context, db *sqlx.DB, pkg, bundle string) (client.Deprecation, error) {
+	d, err := deprecation(ctx, db, pkg, "olm.bundle", bundle)
+	if err != nil || d.Message != "" {
+		return d, err
+	}
+	return deprecation(ctx, db, pkg, "olm.package", "")
+}
+
+func parseConstraint(v string) (*semver.Constraints, error) {
+	c, err := semver.NewConstraint(v)
+	if err != nil {
+		return nil, badParam("version", "version %q is not a semver constraint (for example \">=1.2.0 <2.0.0\" or \"~1.4\"): %v", v, err)
+	}
+	return c, nil
+}
+
+func (s *Server) listBundles(r *http.Request, snap *index.Snapshot) (any, error) {
+	ctx := r.Context()
+	q := r.URL.Query()
+	pg, err := parsePage(r, snap.Info.Digest)
+	if err != nil {
+		return nil, err
+	}
+	var constraint *semver.Constraints
+	if q.Has("version") {
+		if constraint, err = parseConstraint(q.Get("version")); err != nil {
+			return nil, err
+		}
+	}
+	pkg, err := lookupPackage(ctx, snap.DB, chi.URLParam(r, "package"))
+	if err != nil {
+		return nil, err
+	}
+	// Ranks run from 0 (oldest); newest first means descending, resuming
+	// below the last rank of the previous page.
+	below := int64(1) << 62
+	if pg.after != "" {
+		if below, err = strconv.ParseInt(pg.after, 10, 64); err != nil {
+			return nil, badParam("continue", "continue token does not belong to a bundle list; start again without continue")
+		}
+	}
+	var rows []bundleRow
+	if channel := q.Get("channel"); q.Has("channel") {
+		var exists bool
+		if err := snap.DB.GetContext(ctx, &exists, `SELECT count(*) > 0 FROM channels WHERE package = ? AND name = ?`, pkg.Name, channel); err != nil {
+			return nil, fmt.Errorf("read channel %q: %w", channel, err)
+		}
+		if !exists {
+			return nil, notFound("channel", "package %q has no channel %q", pkg.Name, channel)
+		}
+		err = snap.DB.SelectContext(ctx, &rows, `SELECT `+bundleColumns+` FROM bundles WHERE package = ? AND version_rank < ?
+			AND name IN (SELECT bundle FROM channel_entries WHERE package = ? AND channel = ?)
+			ORDER BY version_rank DESC`, pkg.Name, below, pkg.Name, channel)
+	} else {
+		err = snap.DB.SelectContext(ctx, &rows, `SELECT `+bundleColumns+` FROM bundles WHERE package = ? AND version_rank < ?
+			ORDER BY version_rank DESC`, pkg.Name, below)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list bundles of %q: %w", pkg.Name, err)
+	}
+
+	out := client.BundleList{Items: []client.BundleSummary{}}
+	lastRank := 0
+	for _, b := range rows {
+		if constraint != nil {
+			v, err := semver.NewVersion(b.Version)
+			if err != nil || !constraint.Check(v) {
+				continue
+			}
+		}
+		if len(out.Items) == pg.limit {
+			out.Continue = continueToken(snap.Info.Digest, strconv.Itoa(lastRank))
+			break
+		}
+		lastRank = b.Rank
+		channels, err := bundleChannels(ctx, snap.DB, pkg.Name, b.Name)
+		if err != nil {
+			return nil, err
+		}
+		names := make([]string, 0, len(channels))
+		for _, c := range channels {
+			names = append(names, c.Channel)
+		}
+		dep, err := bundleDeprecation(ctx, snap.DB, pkg.Name, b.Name)
+		if err != nil {
+			return nil, err
+		}
+		out.Items = append(out.Items, client.BundleSummary{Name: b.Name, Version: b.Version, Release: b.Release,
+			Image: b.Image, Channels: names, Deprecation: dep})
+	}
+	return out, nil
+}
+
+func (s *Server) getBundle(r *http.Request, snap *index.Snapshot) (any, error) {
+	ctx := r.Context()
+	pkg, err := lookupPackage(ctx, snap.DB, chi.URLParam(r, "package"))
+	if err != nil {
+		return nil, err
+	}
+	name := chi.URLParam(r, "bundle")
+	var b bundleRow
+	err = snap.DB.GetContext(ctx, &b, `SELECT `+bundleColumns+` FROM bundles WHERE package = ? AND name = ?`, pkg.Name, name)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, notFound("bundle", "package %q has no bundle %q", pkg.Name, name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read bundle %q: %w", name, err)
+	}
+	out := client.Bundle{Name: b.Name, Package: pkg.Name, Version: b.Version, Release: b.Release, Image: b.Image,
+		Properties: []client.Property{}, RelatedImages: []client.RelatedImage{}, ProvidedGVKs: []client.GVK{},
+		RequiredGVKs: []client.GVK{}, RequiredPackages: []client.PackageRequirement{}}
+
+	var props []struct {
+		Type  string `db:"type"`
+		Value string `db:"value"`
+	}
+	if err := snap.DB.SelectContext(ctx, &props, `SELECT type, value FROM properties WHERE bundle_id = ? ORDER BY position`, b.ID); err != nil {
+		return nil, fmt.Errorf("read properties of %q: %w", name, err)
+	}
+	for _, p := range props {
+		out.Properties = append(out.Properties, client.Property{Type: p.Type, Value: json.RawMessage(p.Value)})
+	}
+	queries := []struct {
+		what  string
+		dest  any
+		query string
+	}{
+		{"related images", &out.RelatedImages, `SELECT name, image FROM related_images WHERE bundle_id = ? ORDER BY rowid`},
+		{"provided GVKs", &out.ProvidedGVKs, `SELECT grp AS "group", version, kind FROM provided_gvks WHERE bundle_id = ? ORDER BY rowid`},
+		{"required GVKs", &out.RequiredGVKs, `SELECT grp AS "group", version, kind FROM required_gvks WHERE bundle_id = ? ORDER BY rowid`},
+		{"required packages", &out.RequiredPackages, `SELECT package_name AS packagename, version_range AS versionrange FROM required_packages WHERE bundle_id = ? ORDER BY rowid`},
+	}
+	for _, q := range queries {
+		if err := snap.DB.SelectContext(ctx, q.dest, q.query, b.ID); err != nil {
+			return nil, fmt.Errorf("read %s of %q: %w", q.what, name, err)
+		}
+	}
+	if out.Channels, err = bundleChannels(ctx, snap.DB, pkg.Name, name); err != nil {
+		return nil, err
+	}
+	if out.Deprecation, err = bundleDeprecation(ctx, snap.DB, pkg.Name, name); err != nil {
+		return nil, err
+	}
+	return out, nil
+}

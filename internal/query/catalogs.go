@@ -1,0 +1,149 @@
+package query
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/operator-framework/operator-registry/alpha/declcfg"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/catalogd/catalogd/client"
+	"github.com/catalogd/catalogd/internal/catalogs"
+	"github.com/catalogd/catalogd/internal/index"
+)
+
+// knownSchemas are the schemas the index interprets; others are kept as blobs.
+var knownSchemas = map[string]bool{
+	declcfg.SchemaPackage: true, declcfg.SchemaChannel: true, declcfg.SchemaBundle: true, declcfg.SchemaDeprecation: true,
+}
+
+// summary describes one catalog; snap is nil when it has no index.
+func summary(ctx context.Context, c catalogs.Catalog, snap *index.Snapshot) (client.CatalogSummary, error) {
+	out := client.CatalogSummary{Name: c.Name, Priority: c.Priority, Source: c.Source, State: client.CatalogState(c.State), LastError: c.LastError}
+	if snap == nil {
+		return out, nil
+	}
+	if c.State == catalogs.Pending {
+		out.State = client.CatalogStateServing // an index exists: it answers
+	}
+	built := snap.Info.BuiltAt.UTC()
+	out.IndexedAt = &built
+	out.ResolvedDigest = snap.Info.Digest
+	err := snap.DB.QueryRowContext(ctx, `SELECT
+		(SELECT count(*) FROM packages), (SELECT count(*) FROM channels), (SELECT count(*) FROM bundles)`).
+		Scan(&out.Counts.Packages, &out.Counts.Channels, &out.Counts.Bundles)
+	if err != nil {
+		return out, fmt.Errorf("count catalog %q: %w", c.Name, err)
+	}
+	return out, nil
+}
+
+// acquireIfIndexed returns the catalog's snapshot, or nil when it has none
+// (Unavailable catalogs are reported without reading their index).
+func (s *Server) acquireIfIndexed(c catalogs.Catalog) (*index.Snapshot, error) {
+	if c.State == catalogs.Unavailable {
+		return nil, nil
+	}
+	snap, err := s.idx.Acquire(c.Name)
+	if errors.Is(err, index.ErrNotIndexed) {
+		return nil, nil
+	}
+	return snap, err
+}
+
+func (s *Server) listCatalogs(w http.ResponseWriter, r *http.Request) {
+	if err := checkParams(r.URL.Query(), nil); err != nil {
+		s.writeProblem(w, r, err)
+		return
+	}
+	list := client.CatalogList{Items: []client.CatalogSummary{}}
+	for _, c := range s.cats.List() {
+		snap, err := s.acquireIfIndexed(c)
+		if err != nil {
+			s.writeProblem(w, r, err)
+			return
+		}
+		sum, err := summary(r.Context(), c, snap)
+		if snap != nil {
+			snap.Release()
+		}
+		if err != nil {
+			s.writeProblem(w, r, err)
+			return
+		}
+		list.Items = append(list.Items, sum)
+	}
+	s.writeComputed(w, r, list)
+}
+
+// writeComputed answers v with an ETag derived from the answer itself.
+func (s *Server) writeComputed(w http.ResponseWriter, r *http.Request, v any) {
+	etag, err := bodyETag(v)
+	if err == nil && !notModified(w, r, etag, time.Time{}) {
+		err = writeJSON(w, r, v, etag, time.Time{})
+	}
+	if err != nil {
+		s.writeProblem(w, r, err)
+	}
+}
+
+func (s *Server) getCatalog(w http.ResponseWriter, r *http.Request) {
+	if err := checkParams(r.URL.Query(), nil); err != nil {
+		s.writeProblem(w, r, err)
+		return
+	}
+	name := chi.URLParam(r, "catalog")
+	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+		s.writeProblem(w, r, badParam("catalog", "catalog name %q is not a DNS-1123 subdomain: %s", name, strings.Join(errs, "; ")))
+		return
+	}
+	c, ok := s.cats.Get(name)
+	if !ok {
+		s.writeProblem(w, r, notFound("catalog", "no catalog named %q", name))
+		return
+	}
+	snap, err := s.acquireIfIndexed(c)
+	if err != nil {
+		s.writeProblem(w, r, err)
+		return
+	}
+	if snap != nil {
+		defer snap.Release()
+	}
+	detail, err := catalogDetail(r.Context(), c, snap)
+	if err != nil {
+		s.writeProblem(w, r, err)
+		return
+	}
+	s.writeComputed(w, r, detail)
+}
+
+func catalogDetail(ctx context.Context, c catalogs.Catalog, snap *index.Snapshot) (client.CatalogDetail, error) {
+	sum, err := summary(ctx, c, snap)
+	if err != nil {
+		return client.CatalogDetail{}, err
+	}
+	d := client.CatalogDetail{
+		Name: sum.Name, Priority: sum.Priority, Source: sum.Source, State: sum.State, LastError: sum.LastError,
+		IndexedAt: sum.IndexedAt, ResolvedDigest: sum.ResolvedDigest, Counts: sum.Counts,
+		Schemas: []client.SchemaCount{}, Problems: []client.ValidationProblem{},
+	}
+	if snap == nil {
+		return d, nil
+	}
+	if err := snap.DB.SelectContext(ctx, &d.Schemas, `SELECT schema, count(*) AS count FROM blobs GROUP BY schema ORDER BY schema`); err != nil {
+		return d, fmt.Errorf("count schemas of %q: %w", c.Name, err)
+	}
+	for i := range d.Schemas {
+		d.Schemas[i].Known = knownSchemas[d.Schemas[i].Schema]
+	}
+	if err := snap.DB.SelectContext(ctx, &d.Problems, `SELECT package, message FROM problems ORDER BY package, id`); err != nil {
+		return d, fmt.Errorf("read problems of %q: %w", c.Name, err)
+	}
+	return d, nil
+}

@@ -1,0 +1,222 @@
+package query
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/catalogd/catalogd/client"
+	"github.com/catalogd/catalogd/internal/catalogs"
+	"github.com/catalogd/catalogd/internal/index"
+	"github.com/catalogd/catalogd/test/fbcfacts"
+)
+
+func catalogsPending(name string) catalogs.Catalog {
+	return catalogs.Catalog{Name: name, Source: "example.com/" + name + ":latest", State: catalogs.Pending}
+}
+
+func catalogsUnavailable(name string) catalogs.Catalog {
+	return catalogs.Catalog{Name: name, Source: "example.com/" + name + ":latest", State: catalogs.Unavailable}
+}
+
+func decodeProblem(t *testing.T, resp *http.Response) client.Problem {
+	t.Helper()
+	if ct := resp.Header.Get("Content-Type"); ct != "application/problem+json" {
+		t.Fatalf("content type %q, want application/problem+json", ct)
+	}
+	var p client.Problem
+	if err := json.NewDecoder(resp.Body).Decode(&p); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func readAll(t *testing.T, resp *http.Response) []byte {
+	t.Helper()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return body
+}
+
+func TestCompatEndpoints(t *testing.T) {
+	for _, tc := range catalogCases() {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := tc.dir(t)
+			want := fbcfacts.Load(t, dir)
+			all := want.JSONLines()
+			h := newHarness(t)
+			h.add("cat", dir, 0)
+
+			resp := h.get("/catalogs/cat/api/v1/all", "Accept-Encoding", "identity")
+			if got := readAll(t, resp); !bytes.Equal(got, all) || resp.Header.Get("Content-Type") != jsonlType {
+				t.Errorf("/all: %d bytes (%s), want %d bytes", len(got), resp.Header.Get("Content-Type"), len(all))
+			}
+			ranges := []struct {
+				header   string
+				from, to int
+			}{
+				{"bytes=0-99", 0, 100},
+				{fmt.Sprintf("bytes=%d-%d", len(all)/2, len(all)/2+70000), len(all) / 2, min(len(all), len(all)/2+70001)},
+				{"bytes=-50", len(all) - 50, len(all)},
+			}
+			for _, rg := range ranges {
+				resp := h.get("/catalogs/cat/api/v1/all", "Range", rg.header, "Accept-Encoding", "gzip")
+				got := readAll(t, resp)
+				if resp.StatusCode != http.StatusPartialContent || !bytes.Equal(got, all[rg.from:rg.to]) {
+					t.Errorf("Range %s: status %d, %d bytes, want %d", rg.header, resp.StatusCode, len(got), rg.to-rg.from)
+				}
+			}
+			resp = h.get("/catalogs/cat/api/v1/all", "Accept-Encoding", "gzip")
+			if resp.Header.Get("Content-Encoding") != "gzip" {
+				t.Fatalf("gzip not used: %v", resp.Header)
+			}
+			zr, err := gzip.NewReader(resp.Body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, _ := io.ReadAll(zr); !bytes.Equal(got, all) {
+				t.Errorf("gzip /all: %d bytes, want %d", len(got), len(all))
+			}
+
+			for _, f := range []struct{ query, schema, pkg, name string }{
+				{"schema=olm.package", "olm.package", "", ""},
+				{"schema=olm.bundle&package=" + want.Blobs[len(want.Blobs)-1].Package, "olm.bundle", want.Blobs[len(want.Blobs)-1].Package, ""},
+				{"name=" + want.Blobs[0].Name, "", "", want.Blobs[0].Name},
+				{"", "", "", ""},
+			} {
+				var exp fbcfacts.Catalog
+				for _, b := range want.Blobs {
+					if (f.schema == "" || b.Schema == f.schema) && (f.pkg == "" || b.Package == f.pkg) && (f.name == "" || b.Name == f.name) {
+						exp.Blobs = append(exp.Blobs, b)
+					}
+				}
+				resp := h.get("/catalogs/cat/api/v1/metas?"+f.query, "Accept-Encoding", "identity")
+				if got := readAll(t, resp); !bytes.Equal(got, exp.JSONLines()) {
+					t.Errorf("metas?%s: %d bytes, want %d (%d blobs)", f.query, len(got), len(exp.JSONLines()), len(exp.Blobs))
+				}
+			}
+		})
+	}
+}
+
+func TestConditionalAndGzip(t *testing.T) {
+	h := newHarness(t)
+	h.add("demo", demoDir, 0)
+	for _, path := range []string{"/catalogs/demo/packages", "/catalogs/demo/packages/aurora-cache/channels", "/catalogs", "/catalogs/demo/api/v1/all", "/catalogs/demo/packages/aurora-cache/icon"} {
+		t.Run(path, func(t *testing.T) {
+			first := h.get(path, "Accept-Encoding", "identity")
+			etag := first.Header.Get("ETag")
+			if first.StatusCode != 200 || !strings.HasPrefix(etag, `"`) {
+				t.Fatalf("status %d, ETag %q", first.StatusCode, etag)
+			}
+			again := h.get(path, "Accept-Encoding", "identity", "If-None-Match", etag)
+			if again.StatusCode != http.StatusNotModified || again.Header.Get("ETag") != etag {
+				t.Errorf("If-None-Match: status %d etag %q", again.StatusCode, again.Header.Get("ETag"))
+			}
+			if other := h.get(path, "Accept-Encoding", "identity", "If-None-Match", `"stale"`); other.StatusCode != 200 {
+				t.Errorf("stale If-None-Match: status %d", other.StatusCode)
+			}
+			gz := h.get(path, "Accept-Encoding", "gzip")
+			if gz.Header.Get("ETag") == etag {
+				t.Error("gzip representation has the same strong ETag as the plain one")
+			}
+			if lm := first.Header.Get("Last-Modified"); path != "/catalogs" {
+				if _, err := http.ParseTime(lm); err != nil {
+					t.Errorf("Last-Modified %q: %v", lm, err)
+				} else if ims := h.get(path, "Accept-Encoding", "identity", "If-Modified-Since", lm); ims.StatusCode != http.StatusNotModified {
+					t.Errorf("If-Modified-Since: status %d", ims.StatusCode)
+				}
+			}
+		})
+	}
+}
+
+// TestETagFollowsContent: same content, same ETag and Last-Modified; new
+// content, new ones.
+func TestETagFollowsContent(t *testing.T) {
+	h := newHarness(t)
+	h.add("demo", demoDir, 0)
+	before := h.get("/catalogs/demo/packages")
+	beforeTag, beforeLM := before.Header.Get("ETag"), before.Header.Get("Last-Modified")
+	if _, _, rebuilt, err := h.store.Update(context.Background(), "demo", index.Source{FS: nil, Digest: "sha256:demodemo"}); err != nil || rebuilt {
+		t.Fatalf("same digest: rebuilt=%v err=%v", rebuilt, err)
+	}
+	same := h.get("/catalogs/demo/packages")
+	if same.Header.Get("ETag") != beforeTag || same.Header.Get("Last-Modified") != beforeLM {
+		t.Error("validators changed without a content change")
+	}
+	time.Sleep(1100 * time.Millisecond) // Last-Modified has one-second resolution
+	if _, _, _, err := h.store.Update(context.Background(), "demo", index.Source{FS: tinyFS(), Digest: "sha256:new"}); err != nil {
+		t.Fatal(err)
+	}
+	after := h.get("/catalogs/demo/packages")
+	if after.Header.Get("ETag") == beforeTag || after.Header.Get("Last-Modified") == beforeLM {
+		t.Error("validators did not change with the content")
+	}
+}
+
+// TestReadsDuringRebuilds: answers stay whole while the index is swapped
+// underneath; no request fails or mixes two indexes.
+func TestReadsDuringRebuilds(t *testing.T) {
+	h := newHarness(t)
+	h.add("demo", demoDir, 0)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for i := 0; i < 4; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				resp, err := h.client.GetCatalogWithResponse(context.Background(), "demo", nil)
+				if err != nil || resp.JSON200 == nil {
+					errs <- fmt.Errorf("read during rebuild: %v %s", err, resp.Body)
+					return
+				}
+				c := resp.JSON200.Counts
+				if !(c.Packages == 5 && c.Bundles == 30) && !(c.Packages == 1 && c.Bundles == 1) {
+					errs <- fmt.Errorf("mixed counts %+v", c)
+					return
+				}
+			}
+		}()
+	}
+	for i := 0; i < 6; i++ {
+		src := index.Source{FS: tinyFS(), Digest: fmt.Sprintf("sha256:tiny%d", i)}
+		if i%2 == 1 {
+			src = index.Source{FS: demoFS(), Digest: fmt.Sprintf("sha256:demo%d", i)}
+		}
+		if _, _, _, err := h.store.Update(context.Background(), "demo", src); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cancel()
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+func demoFS() fs.FS { return os.DirFS(demoDir) }
+
+// tinyFS is a one-package, one-bundle catalog.
+func tinyFS() fs.FS {
+	return fstest.MapFS{"c.json": {Data: []byte(`{"schema":"olm.package","name":"tiny","defaultChannel":"c"}
+{"schema":"olm.channel","name":"c","package":"tiny","entries":[{"name":"tiny.v1.0.0"}]}
+{"schema":"olm.bundle","name":"tiny.v1.0.0","package":"tiny","image":"i","properties":[{"type":"olm.package","value":{"packageName":"tiny","version":"1.0.0"}}]}
+`)}}
+}

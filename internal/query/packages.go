@@ -1,0 +1,306 @@
+package query
+
+import (
+	"context"
+	"database/sql"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"unicode"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/jmoiron/sqlx"
+
+	"github.com/catalogd/catalogd/client"
+	"github.com/catalogd/catalogd/internal/index"
+)
+
+const (
+	defaultLimit = 100
+	maxLimit     = 1000
+)
+
+// page is a request's pagination: how many items, and where to resume.
+type page struct {
+	limit int
+	// after is the key of the last item of the previous page ("" at the start).
+	after string
+}
+
+// pageToken is what a continue token holds. Binding it to the content digest
+// means a token never resumes a list in a different index, where the keys
+// may mean something else.
+type pageToken struct {
+	Digest string `json:"d"`
+	After  string `json:"a"`
+}
+
+func parsePage(r *http.Request, digest string) (page, error) {
+	p := page{limit: defaultLimit}
+	q := r.URL.Query()
+	if v := q.Get("limit"); v != "" || q.Has("limit") {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxLimit {
+			return p, badParam("limit", "limit must be a whole number from 1 to %d, got %q", maxLimit, v)
+		}
+		p.limit = n
+	}
+	if v := q.Get("continue"); v != "" {
+		raw, err := base64.RawURLEncoding.DecodeString(v)
+		var tok pageToken
+		if err == nil {
+			err = json.Unmarshal(raw, &tok)
+		}
+		if err != nil || tok.After == "" {
+			return p, badParam("continue", "continue token %q is not one this server gave out; pass the token from the previous page unchanged", v)
+		}
+		if tok.Digest != shortDigest(digest) {
+			return p, badParam("continue", "continue token belongs to an older index of this catalog; start the list again without continue")
+		}
+		p.after = tok.After
+	}
+	return p, nil
+}
+
+func continueToken(digest, after string) string {
+	raw, _ := json.Marshal(pageToken{Digest: shortDigest(digest), After: after})
+	return base64.RawURLEncoding.EncodeToString(raw)
+}
+
+func shortDigest(d string) string {
+	d = strings.TrimPrefix(d, "sha256:")
+	if len(d) > 16 {
+		return d[:16]
+	}
+	return d
+}
+
+// csvMetadata is the subset of olm.csv.metadata a console lists.
+type csvMetadata struct {
+	DisplayName string            `json:"displayName"`
+	Annotations map[string]string `json:"annotations"`
+	Keywords    []string          `json:"keywords"`
+	Maturity    string            `json:"maturity"`
+	Provider    struct {
+		Name string `json:"name"`
+	} `json:"provider"`
+	Links []struct {
+		Name string `json:"name"`
+		URL  string `json:"url"`
+	} `json:"links"`
+	Maintainers []struct {
+		Name  string `json:"name"`
+		Email string `json:"email"`
+	} `json:"maintainers"`
+}
+
+func decodeMetadata(raw sql.NullString) csvMetadata {
+	var m csvMetadata
+	if raw.Valid {
+		_ = json.Unmarshal([]byte(raw.String), &m) // a malformed value is a recorded validation problem
+	}
+	return m
+}
+
+func (m csvMetadata) links() []client.Link {
+	var out []client.Link
+	for _, l := range m.Links {
+		out = append(out, client.Link{Name: l.Name, Url: l.URL})
+	}
+	return out
+}
+
+func (m csvMetadata) maintainers() []client.Maintainer {
+	var out []client.Maintainer
+	for _, mt := range m.Maintainers {
+		out = append(out, client.Maintainer{Name: mt.Name, Email: mt.Email})
+	}
+	return out
+}
+
+type packageRow struct {
+	Name           string         `db:"name"`
+	DefaultChannel string         `db:"default_channel"`
+	Description    string         `db:"description"`
+	HasIcon        bool           `db:"has_icon"`
+	Metadata       sql.NullString `db:"csv_metadata"`
+}
+
+// deprecation returns the deprecation message of a package (schema
+// olm.package, empty name), a channel or a bundle, if the catalog has one.
+func deprecation(ctx context.Context, db *sqlx.DB, pkg, schema, name string) (client.Deprecation, error) {
+	var msg string
+	err := db.GetContext(ctx, &msg, `SELECT message FROM deprecations WHERE package = ? AND schema = ? AND name = ? LIMIT 1`, pkg, schema, name)
+	if errors.Is(err, sql.ErrNoRows) {
+		return client.Deprecation{}, nil
+	}
+	if err != nil {
+		return client.Deprecation{}, fmt.Errorf("read deprecation of %s %q: %w", schema, name, err)
+	}
+	return client.Deprecation{Message: msg}, nil
+}
+
+func channelNames(ctx context.Context, db *sqlx.DB, pkg string) ([]string, error) {
+	names := []string{}
+	if err := db.SelectContext(ctx, &names, `SELECT name FROM channels WHERE package = ? ORDER BY name`, pkg); err != nil {
+		return nil, fmt.Errorf("list channels of %q: %w", pkg, err)
+	}
+	return names, nil
+}
+
+// ftsQuery turns free text into an FTS5 query that cannot be a syntax
+// error: every word becomes a quoted prefix term, and all must match.
+func ftsQuery(q string) string {
+	words := strings.FieldsFunc(q, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+	terms := make([]string, 0, len(words))
+	for _, w := range words {
+		terms = append(terms, `"`+w+`"*`)
+	}
+	return strings.Join(terms, " ")
+}
+
+func (s *Server) listPackages(r *http.Request, snap *index.Snapshot) (any, error) {
+	ctx := r.Context()
+	pg, err := parsePage(r, snap.Info.Digest)
+	if err != nil {
+		return nil, err
+	}
+	q := r.URL.Query()
+	nameFilter := q.Get("name")
+	var rows []packageRow
+	cols := `p.name, p.default_channel, p.csv_metadata`
+	if text := q.Get("q"); q.Has("q") {
+		match := ftsQuery(text)
+		if match == "" {
+			return nil, badParam("q", "q must contain at least one word to search for, got %q", text)
+		}
+		// Ranked results page by position: the order is stable for one index.
+		offset := 0
+		if pg.after != "" {
+			if offset, err = strconv.Atoi(pg.after); err != nil || offset < 0 {
+				return nil, badParam("continue", "continue token does not belong to a search; start again without continue")
+			}
+		}
+		err = snap.DB.SelectContext(ctx, &rows, `SELECT `+cols+` FROM package_search s JOIN packages p ON p.name = s.name
+			WHERE package_search MATCH ? AND instr(p.name, ?) > 0 ORDER BY s.rank, p.name LIMIT ? OFFSET ?`,
+			match, nameFilter, pg.limit+1, offset)
+		if err != nil {
+			return nil, fmt.Errorf("search packages: %w", err)
+		}
+		return s.packageList(ctx, snap, rows, pg.limit, strconv.Itoa(offset+pg.limit))
+	}
+	err = snap.DB.SelectContext(ctx, &rows, `SELECT `+cols+` FROM packages p
+		WHERE p.name > ? AND instr(p.name, ?) > 0 ORDER BY p.name LIMIT ?`, pg.after, nameFilter, pg.limit+1)
+	if err != nil {
+		return nil, fmt.Errorf("list packages: %w", err)
+	}
+	next := ""
+	if len(rows) > pg.limit {
+		next = rows[pg.limit-1].Name
+	}
+	return s.packageList(ctx, snap, rows, pg.limit, next)
+}
+
+// packageList renders up to limit rows; rows beyond limit mean there is a
+// next page, resumed after nextKey.
+func (s *Server) packageList(ctx context.Context, snap *index.Snapshot, rows []packageRow, limit int, nextKey string) (client.PackageList, error) {
+	out := client.PackageList{Items: []client.PackageSummary{}}
+	if len(rows) > limit {
+		rows = rows[:limit]
+		out.Continue = continueToken(snap.Info.Digest, nextKey)
+	}
+	for _, row := range rows {
+		channels, err := channelNames(ctx, snap.DB, row.Name)
+		if err != nil {
+			return out, err
+		}
+		dep, err := deprecation(ctx, snap.DB, row.Name, "olm.package", "")
+		if err != nil {
+			return out, err
+		}
+		m := decodeMetadata(row.Metadata)
+		out.Items = append(out.Items, client.PackageSummary{
+			Name: row.Name, DefaultChannel: row.DefaultChannel, Channels: channels, Deprecation: dep,
+			DisplayName: m.DisplayName, Provider: m.Provider.Name, Keywords: m.Keywords, Maturity: m.Maturity,
+			ShortDescription: m.Annotations["description"], Links: m.links(), Maintainers: m.maintainers(),
+		})
+	}
+	return out, nil
+}
+
+// lookupPackage reads the {package} of a request, or answers 404.
+func lookupPackage(ctx context.Context, db *sqlx.DB, name string) (packageRow, error) {
+	var row packageRow
+	err := db.GetContext(ctx, &row, `SELECT name, default_channel, description, csv_metadata,
+		icon_data IS NOT NULL AND length(icon_data) > 0 AS has_icon FROM packages WHERE name = ?`, name)
+	if errors.Is(err, sql.ErrNoRows) {
+		return row, notFound("package", "no package named %q in this catalog", name)
+	}
+	if err != nil {
+		return row, fmt.Errorf("read package %q: %w", name, err)
+	}
+	return row, nil
+}
+
+func (s *Server) getPackage(r *http.Request, snap *index.Snapshot) (any, error) {
+	ctx := r.Context()
+	row, err := lookupPackage(ctx, snap.DB, chi.URLParam(r, "package"))
+	if err != nil {
+		return nil, err
+	}
+	channels, err := channelSummaries(ctx, snap.DB, row)
+	if err != nil {
+		return nil, err
+	}
+	dep, err := deprecation(ctx, snap.DB, row.Name, "olm.package", "")
+	if err != nil {
+		return nil, err
+	}
+	problems := []client.ValidationProblem{}
+	if err := snap.DB.SelectContext(ctx, &problems, `SELECT package, message FROM problems WHERE package = ? ORDER BY id`, row.Name); err != nil {
+		return nil, fmt.Errorf("read problems of %q: %w", row.Name, err)
+	}
+	m := decodeMetadata(row.Metadata)
+	return client.Package{
+		Name: row.Name, DefaultChannel: row.DefaultChannel, Description: row.Description, HasIcon: row.HasIcon,
+		Channels: channels, Deprecation: dep, Problems: problems,
+		DisplayName: m.DisplayName, Provider: m.Provider.Name, Keywords: m.Keywords, Maturity: m.Maturity,
+		ShortDescription: m.Annotations["description"], Links: m.links(), Maintainers: m.maintainers(),
+	}, nil
+}
+
+func (s *Server) getIcon(w http.ResponseWriter, r *http.Request, snap *index.Snapshot) error {
+	name := chi.URLParam(r, "package")
+	etag := requestETag(snap.Info.Digest, r)
+	var icon struct {
+		Data      []byte `db:"icon_data"`
+		MediaType string `db:"icon_media_type"`
+	}
+	err := snap.DB.GetContext(r.Context(), &icon, `SELECT icon_data, icon_media_type FROM packages WHERE name = ?`, name)
+	if errors.Is(err, sql.ErrNoRows) {
+		return notFound("package", "no package named %q in this catalog", name)
+	}
+	if err != nil {
+		return fmt.Errorf("read icon of %q: %w", name, err)
+	}
+	if len(icon.Data) == 0 {
+		return notFound("package", "package %q has no icon", name)
+	}
+	if notModified(w, r, etag, snap.Info.BuiltAt) {
+		return nil
+	}
+	mediaType := icon.MediaType
+	if mediaType == "" {
+		mediaType = http.DetectContentType(icon.Data)
+	}
+	// Icons are small and mostly compressed already, so they are sent as they are.
+	setValidators(w, representationETag(etag, acceptsGzip(r)), snap.Info.BuiltAt)
+	w.Header().Set("Content-Type", mediaType)
+	w.Header().Set("Content-Length", strconv.Itoa(len(icon.Data)))
+	_, err = w.Write(icon.Data)
+	return err
+}

@@ -1,0 +1,147 @@
+package query
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/jmoiron/sqlx"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/catalogd/catalogd/client"
+	"github.com/catalogd/catalogd/internal/catalogs"
+	"github.com/catalogd/catalogd/internal/index"
+)
+
+// gvkQuery is a parsed providers request.
+type gvkQuery struct {
+	group, version, kind string
+	latest               bool
+}
+
+var kindPattern = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9]*$`)
+
+func parseGVK(r *http.Request) (gvkQuery, error) {
+	q := r.URL.Query()
+	g := gvkQuery{group: q.Get("group"), version: q.Get("version"), kind: q.Get("kind")}
+	if g.group != "" {
+		if errs := validation.IsDNS1123Subdomain(g.group); len(errs) > 0 {
+			return g, badParam("group", "group %q is not an API group (a DNS subdomain, or empty for the core group): %s", g.group, strings.Join(errs, "; "))
+		}
+	}
+	if g.version == "" {
+		return g, badParam("version", "version is required, for example v1 or v1beta1")
+	}
+	if errs := validation.IsDNS1123Label(g.version); len(errs) > 0 {
+		return g, badParam("version", "version %q is not an API version (for example v1 or v1beta1): %s", g.version, strings.Join(errs, "; "))
+	}
+	if g.kind == "" {
+		return g, badParam("kind", "kind is required, for example Deployment")
+	}
+	if !kindPattern.MatchString(g.kind) {
+		return g, badParam("kind", "kind %q is not a Kind (letters and digits, starting with a letter)", g.kind)
+	}
+	if v := q.Get("latest"); q.Has("latest") {
+		latest, err := strconv.ParseBool(v)
+		if err != nil {
+			return g, badParam("latest", "latest must be true or false, got %q", v)
+		}
+		g.latest = latest
+	}
+	return g, nil
+}
+
+// providers lists the bundles of one catalog that provide a GVK, by package
+// and newest version first.
+func providers(ctx context.Context, db *sqlx.DB, catalog string, g gvkQuery) ([]client.Provider, error) {
+	var rows []struct {
+		Package string `db:"package"`
+		Name    string `db:"name"`
+		Version string `db:"version"`
+		Rank    int    `db:"version_rank"`
+	}
+	if err := db.SelectContext(ctx, &rows, `SELECT DISTINCT b.package, b.name, b.version, b.version_rank
+		FROM provided_gvks g JOIN bundles b ON b.id = g.bundle_id
+		WHERE g.kind = ? AND g.grp = ? AND g.version = ?
+		ORDER BY b.package, b.version_rank DESC`, g.kind, g.group, g.version); err != nil {
+		return nil, fmt.Errorf("find providers of %s/%s %s: %w", g.group, g.version, g.kind, err)
+	}
+	out := []client.Provider{}
+	for _, row := range rows {
+		var channels []struct {
+			Name      string `db:"name"`
+			IsHead    bool   `db:"is_head"`
+			IsDefault bool   `db:"is_default"`
+		}
+		if err := db.SelectContext(ctx, &channels, `SELECT DISTINCT e.channel AS name,
+			coalesce(c.head = e.bundle, 0) AS is_head, coalesce(p.default_channel = e.channel, 0) AS is_default
+			FROM channel_entries e JOIN channels c ON c.package = e.package AND c.name = e.channel
+			LEFT JOIN packages p ON p.name = e.package
+			WHERE e.package = ? AND e.bundle = ? ORDER BY e.channel`, row.Package, row.Name); err != nil {
+			return nil, fmt.Errorf("read channels of bundle %q: %w", row.Name, err)
+		}
+		p := client.Provider{Catalog: catalog, Package: row.Package, Bundle: row.Name, Version: row.Version, Channels: []client.ProviderChannel{}}
+		head := false
+		for _, c := range channels {
+			p.Channels = append(p.Channels, client.ProviderChannel{Name: c.Name, IsHead: c.IsHead, IsDefault: c.IsDefault})
+			head = head || c.IsHead
+		}
+		if g.latest && !head {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+func (s *Server) listProviders(r *http.Request, snap *index.Snapshot) (any, error) {
+	g, err := parseGVK(r)
+	if err != nil {
+		return nil, err
+	}
+	items, err := providers(r.Context(), snap.DB, chi.URLParam(r, "catalog"), g)
+	if err != nil {
+		return nil, err
+	}
+	return client.ProviderList{Items: items}, nil
+}
+
+// listAllProviders asks every serving catalog, higher priority first, then
+// by catalog name. Catalogs without an index are left out.
+func (s *Server) listAllProviders(w http.ResponseWriter, r *http.Request) {
+	if err := checkParams(r.URL.Query(), []string{"group", "version", "kind", "latest"}); err != nil {
+		s.writeProblem(w, r, err)
+		return
+	}
+	g, err := parseGVK(r)
+	if err != nil {
+		s.writeProblem(w, r, err)
+		return
+	}
+	out := client.ProviderList{Items: []client.Provider{}}
+	for _, c := range s.cats.List() {
+		if c.State == catalogs.Unavailable {
+			continue
+		}
+		snap, err := s.acquireIfIndexed(c)
+		if err != nil {
+			s.writeProblem(w, r, err)
+			return
+		}
+		if snap == nil {
+			continue
+		}
+		items, err := providers(r.Context(), snap.DB, c.Name, g)
+		snap.Release()
+		if err != nil {
+			s.writeProblem(w, r, err)
+			return
+		}
+		out.Items = append(out.Items, items...)
+	}
+	s.writeComputed(w, r, out)
+}

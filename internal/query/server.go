@@ -1,0 +1,370 @@
+// Package query owns catalogd's REST API: it answers questions about the
+// catalogs from their SQLite indexes (channel heads, upgrade edges, GVK
+// providers, version-filtered bundles) and serves catalogd's /api/v1
+// endpoints for existing clients. Responses use the types generated from
+// openapi.yaml (package client), so the server and the spec agree by
+// construction. Each request reads one index snapshot from start to end, so
+// a rebuild never blocks or mixes an answer.
+package query
+
+import (
+	"bytes"
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	catalogd "github.com/catalogd/catalogd"
+	"github.com/catalogd/catalogd/internal/catalogs"
+	"github.com/catalogd/catalogd/internal/index"
+)
+
+// Catalogs is what the API needs to know of the catalogs besides their
+// indexes; *catalogs.Registry provides it.
+type Catalogs interface {
+	List() []catalogs.Catalog
+	Get(name string) (catalogs.Catalog, bool)
+}
+
+// Indexes gives read access to the live index of a catalog; *index.Store
+// provides it.
+type Indexes interface {
+	Acquire(catalog string) (*index.Snapshot, error)
+}
+
+// Server is the REST API.
+type Server struct {
+	cats   Catalogs
+	idx    Indexes
+	log    logr.Logger
+	router chi.Router
+}
+
+// New returns the REST API as an http.Handler.
+func New(cats Catalogs, idx Indexes, log logr.Logger) *Server {
+	s := &Server{cats: cats, idx: idx, log: log}
+	r := chi.NewRouter()
+	r.Use(s.recoverer)
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		s.writeProblem(w, r, &problem{status: http.StatusNotFound, typ: "not-found", detail: fmt.Sprintf("no endpoint at %s", r.URL.Path)})
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		s.writeProblem(w, r, &problem{status: http.StatusMethodNotAllowed, typ: "method-not-allowed", detail: fmt.Sprintf("%s is not allowed here; the API is read-only (GET)", r.Method)})
+	})
+	r.Get("/healthz", plainOK)
+	r.Get("/readyz", plainOK)
+	r.Get("/openapi.yaml", serveSpec)
+	r.Get("/catalogs", s.listCatalogs)
+	r.Get("/providers", s.listAllProviders)
+	r.Route("/catalogs/{catalog}", func(r chi.Router) {
+		r.Get("/", s.getCatalog)
+		r.Get("/packages", s.catalogJSON(s.listPackages, "name", "q", "limit", "continue"))
+		r.Get("/packages/{package}", s.catalogJSON(s.getPackage))
+		r.Get("/packages/{package}/icon", s.catalogHandler(s.getIcon))
+		r.Get("/packages/{package}/channels", s.catalogJSON(s.listChannels))
+		r.Get("/packages/{package}/channels/{channel}", s.catalogJSON(s.getChannel))
+		r.Get("/packages/{package}/bundles", s.catalogJSON(s.listBundles, "version", "channel", "limit", "continue"))
+		r.Get("/packages/{package}/bundles/{bundle}", s.catalogJSON(s.getBundle))
+		r.Get("/packages/{package}/upgrades", s.catalogJSON(s.listUpgrades, "from", "channel"))
+		r.Get("/providers", s.catalogJSON(s.listProviders, "group", "version", "kind", "latest"))
+		r.Get("/api/v1/all", s.catalogHandler(s.serveAll))
+		r.Get("/api/v1/metas", s.catalogHandler(s.serveMetas, "schema", "package", "name"))
+	})
+	s.router = r
+	return s
+}
+
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.ServeHTTP(w, r) }
+
+func plainOK(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	_, _ = w.Write([]byte("ok\n"))
+}
+
+func serveSpec(w http.ResponseWriter, r *http.Request) {
+	sum := sha256.Sum256(catalogd.OpenAPISpec)
+	w.Header().Set("Content-Type", "application/yaml")
+	w.Header().Set("ETag", `"`+hex.EncodeToString(sum[:8])+`"`)
+	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(catalogd.OpenAPISpec))
+}
+
+// problem is an error answered as an RFC 9457 problem document.
+type problem struct {
+	status     int
+	typ        string
+	detail     string
+	param      string
+	candidates []string
+	retryAfter string
+}
+
+func (p *problem) Error() string { return p.detail }
+
+var problemTitles = map[string]string{
+	"invalid-parameter":      "Invalid parameter",
+	"unknown-parameter":      "Unknown parameter",
+	"not-found":              "Not found",
+	"method-not-allowed":     "Method not allowed",
+	"catalog-not-ready":      "Catalog not indexed yet",
+	"catalog-unavailable":    "Catalog unavailable",
+	"range-not-satisfiable":  "Range not satisfiable",
+	"internal":               "Internal error",
+	"channel-head-ambiguous": "Channel head is ambiguous",
+}
+
+func badParam(param, format string, args ...any) *problem {
+	return &problem{status: http.StatusBadRequest, typ: "invalid-parameter", param: param, detail: fmt.Sprintf(format, args...)}
+}
+
+func notFound(param, format string, args ...any) *problem {
+	return &problem{status: http.StatusNotFound, typ: "not-found", param: param, detail: fmt.Sprintf(format, args...)}
+}
+
+// writeProblem answers err; anything but a *problem is a server fault, logged
+// and answered without its details.
+func (s *Server) writeProblem(w http.ResponseWriter, r *http.Request, err error) {
+	var p *problem
+	if !errors.As(err, &p) {
+		s.log.Error(err, "request failed", "method", r.Method, "path", r.URL.Path)
+		p = &problem{status: http.StatusInternalServerError, typ: "internal", detail: "the server failed to answer; see its log"}
+	}
+	doc := map[string]any{
+		"type":     "/problems/" + p.typ,
+		"title":    problemTitles[p.typ],
+		"status":   p.status,
+		"detail":   p.detail,
+		"instance": r.URL.RequestURI(),
+	}
+	if p.param != "" {
+		doc["parameter"] = p.param
+	}
+	if len(p.candidates) > 0 {
+		doc["candidates"] = p.candidates
+	}
+	body, _ := json.Marshal(doc)
+	h := w.Header()
+	h.Del("ETag")
+	h.Del("Last-Modified")
+	h.Del("Content-Encoding")
+	h.Set("Content-Type", "application/problem+json")
+	h.Set("Cache-Control", "no-store")
+	if p.retryAfter != "" {
+		h.Set("Retry-After", p.retryAfter)
+	}
+	w.WriteHeader(p.status)
+	_, _ = w.Write(body)
+}
+
+func (s *Server) recoverer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.writeProblem(w, r, fmt.Errorf("panic: %v", v))
+			}
+		}()
+		start := time.Now()
+		next.ServeHTTP(w, r)
+		s.log.V(2).Info("request", "method", r.Method, "uri", r.URL.RequestURI(), "duration", time.Since(start).String())
+	})
+}
+
+// checkParams rejects query parameters the endpoint does not take, so a typo
+// ("chanel=") is an error rather than a silently unfiltered answer.
+func checkParams(q url.Values, allowed []string) error {
+	var unknown []string
+	for k := range q {
+		ok := false
+		for _, a := range allowed {
+			ok = ok || k == a
+		}
+		if !ok {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) == 0 {
+		return nil
+	}
+	sort.Strings(unknown)
+	accepted := "none"
+	if len(allowed) > 0 {
+		accepted = strings.Join(allowed, ", ")
+	}
+	return &problem{status: http.StatusBadRequest, typ: "unknown-parameter", param: unknown[0],
+		detail: fmt.Sprintf("unknown query parameter %q; this endpoint accepts: %s", unknown[0], accepted)}
+}
+
+// openCatalog resolves the {catalog} of a request to a snapshot of its index.
+func (s *Server) openCatalog(r *http.Request) (*index.Snapshot, error) {
+	name := chi.URLParam(r, "catalog")
+	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+		return nil, badParam("catalog", "catalog name %q is not a DNS-1123 subdomain: %s", name, strings.Join(errs, "; "))
+	}
+	c, ok := s.cats.Get(name)
+	if !ok {
+		return nil, notFound("catalog", "no catalog named %q", name)
+	}
+	if c.State == catalogs.Unavailable {
+		return nil, &problem{status: http.StatusServiceUnavailable, typ: "catalog-unavailable", param: "catalog",
+			detail: fmt.Sprintf("catalog %q is switched off by its owner (availabilityMode Unavailable)", name)}
+	}
+	snap, err := s.idx.Acquire(name)
+	if errors.Is(err, index.ErrNotIndexed) {
+		detail := fmt.Sprintf("catalog %q is not indexed yet", name)
+		if c.LastError != "" {
+			detail += "; last attempt failed: " + c.LastError
+		}
+		return nil, &problem{status: http.StatusServiceUnavailable, typ: "catalog-not-ready", param: "catalog", detail: detail, retryAfter: "5"}
+	}
+	return snap, err
+}
+
+// catalogHandler wraps an endpoint of one catalog: it checks the query
+// parameters, holds a snapshot for the whole request and answers errors as
+// problem documents.
+func (s *Server) catalogHandler(fn func(http.ResponseWriter, *http.Request, *index.Snapshot) error, params ...string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := checkParams(r.URL.Query(), params); err != nil {
+			s.writeProblem(w, r, err)
+			return
+		}
+		snap, err := s.openCatalog(r)
+		if err != nil {
+			s.writeProblem(w, r, err)
+			return
+		}
+		defer snap.Release()
+		if err := fn(w, r, snap); err != nil {
+			s.writeProblem(w, r, err)
+		}
+	}
+}
+
+// catalogJSON is catalogHandler for JSON answers. Because the answer depends
+// only on the index content and the request, its ETag is derived from the
+// content digest and the request, and a matching If-None-Match is answered
+// before any query runs.
+func (s *Server) catalogJSON(fn func(*http.Request, *index.Snapshot) (any, error), params ...string) http.HandlerFunc {
+	return s.catalogHandler(func(w http.ResponseWriter, r *http.Request, snap *index.Snapshot) error {
+		etag := requestETag(snap.Info.Digest, r)
+		if notModified(w, r, etag, snap.Info.BuiltAt) {
+			return nil
+		}
+		v, err := fn(r, snap)
+		if err != nil {
+			return err
+		}
+		return writeJSON(w, r, v, etag, snap.Info.BuiltAt)
+	}, params...)
+}
+
+// requestETag names one representation: the content digest, the request's
+// path and its query parameters in canonical order.
+func requestETag(digest string, r *http.Request) string {
+	h := sha256.New()
+	h.Write([]byte(digest))
+	h.Write([]byte{0})
+	h.Write([]byte(r.URL.EscapedPath()))
+	h.Write([]byte{0})
+	h.Write([]byte(r.URL.Query().Encode()))
+	return hex.EncodeToString(h.Sum(nil)[:12])
+}
+
+// acceptsGzip reports whether the client takes gzip.
+func acceptsGzip(r *http.Request) bool {
+	for _, part := range strings.Split(r.Header.Get("Accept-Encoding"), ",") {
+		enc, params, _ := strings.Cut(strings.TrimSpace(part), ";")
+		if strings.EqualFold(strings.TrimSpace(enc), "gzip") && strings.ReplaceAll(params, " ", "") != "q=0" {
+			return true
+		}
+	}
+	return false
+}
+
+// representationETag quotes an ETag, marking gzip-encoded representations:
+// a strong ETag must differ between encodings.
+func representationETag(etag string, gz bool) string {
+	if gz {
+		return `"` + etag + `-gzip"`
+	}
+	return `"` + etag + `"`
+}
+
+// notModified answers 304 when the client's copy is current.
+func notModified(w http.ResponseWriter, r *http.Request, etag string, modified time.Time) bool {
+	tag := representationETag(etag, acceptsGzip(r))
+	if inm := r.Header.Get("If-None-Match"); inm != "" {
+		for _, candidate := range strings.Split(inm, ",") {
+			c := strings.TrimSpace(candidate)
+			if c == tag || c == "*" {
+				setValidators(w, tag, modified)
+				w.WriteHeader(http.StatusNotModified)
+				return true
+			}
+		}
+		return false
+	}
+	if ims, err := http.ParseTime(r.Header.Get("If-Modified-Since")); err == nil && !modified.IsZero() && !modified.Truncate(time.Second).After(ims) {
+		setValidators(w, tag, modified)
+		w.WriteHeader(http.StatusNotModified)
+		return true
+	}
+	return false
+}
+
+func setValidators(w http.ResponseWriter, tag string, modified time.Time) {
+	h := w.Header()
+	h.Set("ETag", tag)
+	h.Set("Vary", "Accept-Encoding")
+	if !modified.IsZero() {
+		h.Set("Last-Modified", modified.UTC().Format(http.TimeFormat))
+	}
+}
+
+// gzipMin is the size below which compressing costs more than it saves.
+const gzipMin = 1024
+
+// writeJSON answers v as JSON, gzip-encoded when the client takes it.
+func writeJSON(w http.ResponseWriter, r *http.Request, v any, etag string, modified time.Time) error {
+	body, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode answer: %w", err)
+	}
+	gz := acceptsGzip(r)
+	setValidators(w, representationETag(etag, gz), modified)
+	w.Header().Set("Content-Type", "application/json")
+	if gz && len(body) >= gzipMin {
+		var buf bytes.Buffer
+		zw, _ := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
+		_, _ = zw.Write(body)
+		_ = zw.Close()
+		w.Header().Set("Content-Encoding", "gzip")
+		body = buf.Bytes()
+	}
+	_, err = w.Write(body)
+	return err
+}
+
+// bodyETag derives an ETag from the answer itself, for answers that depend
+// on more than one catalog's content (the catalog list, its states).
+func bodyETag(v any) (string, error) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		return "", fmt.Errorf("encode answer: %w", err)
+	}
+	sum := sha256.Sum256(body)
+	return hex.EncodeToString(sum[:12]), nil
+}
