@@ -1,0 +1,36 @@
+# Generated API artefacts: the ClusterCatalog CRD and the deepcopy methods,
+# both produced by controller-gen from the Go types in api/.
+
+.PHONY: manifests verify-manifests
+
+MANIFESTS_CRD := config/crd/bases/olm.operatorframework.io_clustercatalogs.yaml
+MANIFESTS_DEEPCOPY := api/v1/zz_generated.deepcopy.go
+MANIFESTS_GENERATED := $(MANIFESTS_CRD) $(MANIFESTS_DEEPCOPY)
+CONTROLLER_GEN_ARGS := object crd paths=./api/... output:crd:artifacts:config=config/crd/bases
+
+## manifests: regenerate the CRD and deepcopy code from api/.
+manifests: $(BIN)/controller-gen
+	$(BIN)/controller-gen $(CONTROLLER_GEN_ARGS)
+
+## verify-manifests: fail if the committed CRD or deepcopy code is stale.
+# Generates into a temporary copy of the module (api/ plus go.mod and go.sum),
+# so the work tree is never touched, then compares with the committed files.
+verify-manifests: $(BIN)/controller-gen
+	@tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	cp go.mod go.sum "$$tmp"/; \
+	cp -R api "$$tmp"/api; \
+	rm -f "$$tmp/$(MANIFESTS_DEEPCOPY)"; \
+	mkdir -p "$$tmp/config/crd/bases"; \
+	(cd "$$tmp" && $(BIN)/controller-gen $(CONTROLLER_GEN_ARGS)); \
+	stale=; \
+	for f in $(MANIFESTS_GENERATED); do \
+		if ! diff -u --label "$$f (committed)" --label "$$f (generated)" "$$f" "$$tmp/$$f"; then stale="$$stale $$f"; fi; \
+	done; \
+	if [ -n "$$stale" ]; then \
+		echo "verify-manifests: generated files are out of date with api/:$$stale" >&2; \
+		echo "verify-manifests: run 'make manifests' and commit the result." >&2; \
+		exit 1; \
+	fi; \
+	echo "verify-manifests: CRD and deepcopy code are up to date."
+
+TEST_DEPS += verify-manifests
