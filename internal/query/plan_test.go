@@ -1,0 +1,110 @@
+package query
+
+import (
+	"net/url"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/go-logr/logr/testr"
+	"github.com/jmoiron/sqlx"
+
+	"github.com/catalogd/catalogd/internal/index"
+)
+
+// fullScan matches a plan step that reads a whole table, not through an index.
+var fullScan = regexp.MustCompile(`^SCAN (\w+)$`)
+
+// wholeTableByDesign are the statements that read every row on purpose: the
+// catalog totals, the list of all problems and the unfiltered blob stream.
+var wholeTableByDesign = []string{
+	"(SELECT count(*) FROM packages)",
+	"SELECT package, message FROM problems ORDER BY package, id",
+	"SELECT data FROM blobs ORDER BY id",
+}
+
+// TestQueryPlans runs every endpoint through connections that record each
+// statement, then checks with EXPLAIN QUERY PLAN that each one is served by
+// an index, so no request grows with the catalog's size.
+func TestQueryPlans(t *testing.T) {
+	store, err := index.NewStore(t.TempDir(), testr.New(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	ti := &tracingIndexes{store: store, dbs: map[string]*sqlx.DB{}, seen: &sync.Map{}}
+	h := newHarnessWith(t, store, ti)
+	h.add("demo", demoDir, 0)
+
+	paths := []string{
+		"/catalogs", "/catalogs/demo",
+		"/catalogs/demo/packages", "/catalogs/demo/packages?name=a&limit=1",
+		"/catalogs/demo/packages?q=backup", "/catalogs/demo/packages/aurora-cache",
+		"/catalogs/demo/packages/aurora-cache/icon", "/catalogs/demo/packages/aurora-cache/channels",
+		"/catalogs/demo/packages/aurora-cache/channels/stable",
+		"/catalogs/demo/packages/aurora-cache/bundles?limit=2",
+		"/catalogs/demo/packages/aurora-cache/bundles?channel=fast&version=" + url.QueryEscape(">=1.0.0"),
+		"/catalogs/demo/packages/aurora-cache/bundles/aurora-cache.v1.3.0",
+		"/catalogs/demo/packages/aurora-cache/upgrades?from=aurora-cache.v1.1.0",
+		"/catalogs/demo/packages/aurora-cache/upgrades?from=1.0.1&channel=fast",
+		"/catalogs/demo/providers?group=observability.example.com&version=v1&kind=ServiceProbe",
+		"/providers?group=&version=v1&kind=ConfigMap&latest=true",
+		"/catalogs/demo/api/v1/all", "/catalogs/demo/api/v1/metas",
+		"/catalogs/demo/api/v1/metas?schema=olm.bundle&package=quarry-db",
+		"/catalogs/demo/api/v1/metas?package=quarry-db", "/catalogs/demo/api/v1/metas?name=quarry-db",
+	}
+	for _, p := range paths {
+		if resp := h.get(p, "Accept-Encoding", "identity"); resp.StatusCode != 200 {
+			t.Fatalf("%s: status %d", p, resp.StatusCode)
+		}
+	}
+	// The /all reader seeks by offset on Range requests.
+	if resp := h.get("/catalogs/demo/api/v1/all", "Range", "bytes=5000-5100"); resp.StatusCode != 206 {
+		t.Fatalf("range: status %d", resp.StatusCode)
+	}
+
+	snap, err := store.Acquire("demo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer snap.Release()
+	n := 0
+	ti.seen.Range(func(k, _ any) bool {
+		query := k.(string)
+		n++
+		// The plan does not depend on the values bound, only on their presence.
+		args := make([]any, strings.Count(query, "?"))
+		for i := range args {
+			args[i] = ""
+		}
+		rows, err := snap.DB.Queryx("EXPLAIN QUERY PLAN "+query, args...)
+		if err != nil {
+			t.Errorf("explain %s: %v", query, err)
+			return true
+		}
+		defer rows.Close()
+		var plan []string
+		for rows.Next() {
+			var id, parent, notused int
+			var detail string
+			if err := rows.Scan(&id, &parent, &notused, &detail); err != nil {
+				t.Fatal(err)
+			}
+			plan = append(plan, detail)
+		}
+		byDesign := false
+		for _, d := range wholeTableByDesign {
+			byDesign = byDesign || strings.Contains(strings.Join(strings.Fields(query), " "), d)
+		}
+		for _, step := range plan {
+			if m := fullScan.FindStringSubmatch(step); m != nil && !byDesign {
+				t.Errorf("full scan of %s in:\n%s\nplan: %v", m[1], query, plan)
+			}
+		}
+		return true
+	})
+	if n < 20 {
+		t.Errorf("only %d statements recorded; the tracer missed queries", n)
+	}
+}
