@@ -7,7 +7,7 @@ BIN := $(CURDIR)/bin
 DATA_DIR ?= $(CURDIR)/tmp/data
 LISTEN ?= 127.0.0.1:8080
 
-.PHONY: all build run test unit bench fmt vet tools
+.PHONY: all build run test unit fmt vet tools
 all: build
 
 # Fragments in mk/ add their own targets and append prerequisites of `make
@@ -39,9 +39,6 @@ vet:
 unit:
 	$(GO) test -count=1 ./...
 
-## bench: index build and query benchmarks on a generated catalog.
-bench:
-	$(GO) test -run '^$$' -bench . -benchtime 3x -benchmem ./internal/index/
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

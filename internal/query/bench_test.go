@@ -1,0 +1,162 @@
+package query
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"runtime/debug"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+
+	"github.com/catalogd/catalogd/internal/catalogs"
+	"github.com/catalogd/catalogd/internal/index"
+	"github.com/catalogd/catalogd/test/fbcgen"
+)
+
+func benchCatalog(b *testing.B) string {
+	b.Helper()
+	if dir := os.Getenv("CATALOGD_BENCH_CATALOG"); dir != "" {
+		return dir
+	}
+	dir := b.TempDir()
+	if _, err := fbcgen.Write(context.Background(), dir, fbcgen.Options{Packages: 50, Bundles: 1000, BundleObjectBytes: 5500, Seed: 1}); err != nil {
+		b.Fatal(err)
+	}
+	return dir
+}
+
+// procStatusMiB reads a memory figure (VmRSS, VmHWM) of this process.
+func procStatusMiB(field string) float64 {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		if rest, ok := strings.CutPrefix(s.Text(), field+":"); ok {
+			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
+			return kb / 1024
+		}
+	}
+	return 0
+}
+
+// BenchmarkHTTP serves three copies of the benchmark catalog over loopback
+// HTTP and reports p50/p99 latency per endpoint, the request rate with
+// concurrent clients, and the peak RSS while serving.
+func BenchmarkHTTP(b *testing.B) {
+	dir := benchCatalog(b)
+	store, err := index.NewStore(b.TempDir(), logr.Discard())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer store.Close()
+	reg := catalogs.NewRegistry()
+	for i, name := range []string{"one", "two", "three"} {
+		if _, _, _, err := store.Update(context.Background(), name, index.Source{FS: os.DirFS(dir), Ref: dir, Digest: fmt.Sprintf("sha256:%d", i)}); err != nil {
+			b.Fatal(err)
+		}
+		reg.Put(catalogs.Catalog{Name: name, Source: dir, State: catalogs.Serving})
+	}
+	srv := httptest.NewServer(New(reg, store, logr.Discard()))
+	defer srv.Close()
+
+	snap, err := store.Acquire("one")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var pkg, channel, head, from, group, version, kind string
+	db := snap.DB
+	must := func(err error) {
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	must(db.Get(&pkg, `SELECT package FROM bundles GROUP BY package ORDER BY count(*) DESC LIMIT 1`))
+	must(db.Get(&channel, `SELECT default_channel FROM packages WHERE name = ?`, pkg))
+	must(db.Get(&head, `SELECT head FROM channels WHERE package = ? AND name = ?`, pkg, channel))
+	must(db.Get(&from, `SELECT bundle FROM channel_entries WHERE package = ? AND channel = ? ORDER BY position LIMIT 1`, pkg, channel))
+	must(db.QueryRow(`SELECT grp, version, kind FROM provided_gvks GROUP BY grp, version, kind ORDER BY count(*) DESC LIMIT 1`).Scan(&group, &version, &kind))
+	snap.Release()
+
+	gvk := "group=" + url.QueryEscape(group) + "&version=" + version + "&kind=" + kind
+	base := "/catalogs/one/packages/" + pkg
+	endpoints := []struct{ name, path string }{
+		{"catalogs", "/catalogs"},
+		{"packages", "/catalogs/one/packages?limit=50"},
+		{"search", "/catalogs/one/packages?q=operator&limit=20"},
+		{"package", base},
+		{"channels", base + "/channels"},
+		{"head", base + "/channels/" + channel},
+		{"bundles", base + "/bundles?limit=20&version=" + url.QueryEscape(">=0.0.0")},
+		{"bundle", base + "/bundles/" + head},
+		{"upgrades", base + "/upgrades?from=" + from},
+		{"providers", "/catalogs/one/providers?" + gvk},
+		{"providers-all", "/providers?" + gvk},
+		{"metas-package", "/catalogs/one/api/v1/metas?schema=olm.package"},
+	}
+	debug.FreeOSMemory()
+	resetPeakRSS()
+	get := func(path string) {
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			b.Fatalf("%s: status %d", path, resp.StatusCode)
+		}
+	}
+	const n = 500
+	for _, ep := range endpoints {
+		b.Run(ep.name, func(b *testing.B) {
+			for b.Loop() {
+				lat := make([]time.Duration, n)
+				for i := range lat {
+					start := time.Now()
+					get(ep.path)
+					lat[i] = time.Since(start)
+				}
+				sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+				b.ReportMetric(float64(lat[n/2].Microseconds())/1000, "p50-ms")
+				b.ReportMetric(float64(lat[n*99/100].Microseconds())/1000, "p99-ms")
+			}
+		})
+	}
+	b.Run("rate", func(b *testing.B) {
+		for b.Loop() {
+			var done atomic.Int64
+			deadline := time.Now().Add(3 * time.Second)
+			var wg sync.WaitGroup
+			for w := 0; w < 4; w++ {
+				wg.Add(1)
+				go func(w int) {
+					defer wg.Done()
+					for i := w; time.Now().Before(deadline); i++ {
+						get(endpoints[3+i%8].path)
+						done.Add(1)
+					}
+				}(w)
+			}
+			wg.Wait()
+			b.ReportMetric(float64(done.Load())/3, "req/s")
+		}
+	})
+	b.ReportMetric(procStatusMiB("VmHWM"), "serving-peak-RSS-MiB")
+}
+
+func resetPeakRSS() { _ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) }
