@@ -1,0 +1,112 @@
+package unpack
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrInvalidReference is returned for a reference that cannot be parsed, or
+// for a reference without a digest passed to Unpack. It is terminal.
+var ErrInvalidReference = errors.New("invalid image reference")
+
+// ErrMissingConfigsLabel is returned when the image config has no
+// operators.operatorframework.io.index.configs.v1 label. It is terminal.
+var ErrMissingConfigsLabel = errors.New("image config has no " + ConfigsDirLabel + " label")
+
+// ErrInvalidConfigsLabel is returned when the configs label names the image
+// root, which would extract the whole filesystem. It is terminal.
+var ErrInvalidConfigsLabel = errors.New("invalid " + ConfigsDirLabel + " label")
+
+// ErrConfigsDirNotFound is returned when no layer of the image has anything at
+// or below the directory the configs label names. It is terminal.
+var ErrConfigsDirNotFound = errors.New("configs directory not found in image")
+
+// ErrNoMatchingPlatform is returned when a digest names an image index that
+// has no manifest for the platforms Unpack accepts. It is terminal.
+var ErrNoMatchingPlatform = errors.New("image index has no manifest for a supported platform")
+
+// ErrPlainHTTPNotAllowed is returned by the transport when a request would go
+// over plain HTTP to a registry that is not in Options.InsecureRegistries.
+// go-containerregistry falls back to HTTP by itself for loopback, private and
+// .local hosts; this keeps that fallback to the registries an operator listed.
+// It is retryable: it depends on configuration, not on image content.
+var ErrPlainHTTPNotAllowed = errors.New("plain HTTP is not allowed for this registry")
+
+// UnsafeEntryError reports a tar entry that Unpack refused to extract because
+// writing it could escape the destination or create something other than
+// plain files, directories and links. It is terminal.
+type UnsafeEntryError struct {
+	// Layer is the zero-based index of the layer holding the entry, or -1 when
+	// the problem was found after all layers were applied (a symbolic link
+	// whose resolution on disk leaves the configs directory).
+	Layer int
+	// Entry is the entry's name as written in the tar header, or the path
+	// relative to the configs directory when Layer is -1.
+	Entry string
+	// Reason says what is wrong with it.
+	Reason string
+}
+
+func (e *UnsafeEntryError) Error() string {
+	if e.Layer < 0 {
+		return fmt.Sprintf("unsafe entry %q: %s", e.Entry, e.Reason)
+	}
+	return fmt.Sprintf("unsafe entry %q in layer %d: %s", e.Entry, e.Layer, e.Reason)
+}
+
+// LimitError reports that extraction stopped because it would exceed
+// Options.MaxTotalBytes or Options.MaxFiles. It is terminal: the same digest
+// always has the same content, so only a higher limit or a smaller image helps.
+type LimitError struct {
+	// Limit names the option that was exceeded: "MaxTotalBytes" or "MaxFiles".
+	Limit string
+	// Max is the configured value of that option.
+	Max int64
+	// Entry is the tar entry whose extraction would have crossed the limit.
+	Entry string
+}
+
+func (e *LimitError) Error() string {
+	return fmt.Sprintf("extracting %q would exceed %s (%d)", e.Entry, e.Limit, e.Max)
+}
+
+// IsTerminal reports whether err, or an error it wraps, is one that retrying
+// the same call cannot fix, so a controller can report Blocked instead of
+// Retrying.
+//
+// An error is terminal when calling again with the same arguments cannot
+// succeed. That holds for a malformed reference, and for anything decided by
+// the content of an image at a digest, because content addressed by digest
+// never changes: a missing or unusable configs label, no manifest for a
+// supported platform, an unsafe tar entry, content over the configured limits.
+// Only a new digest (a new push, or a spec change) can clear such an error.
+//
+// Everything else is retryable: network and TLS failures, authentication and
+// authorization failures (a pull secret may be fixed or rotated), registry
+// errors including "manifest unknown" (a digest may be pushed later), corrupt
+// or truncated downloads (the next download may be fine), a cancelled context
+// and local filesystem errors. IsTerminal reports false for those and for any
+// error it does not recognise, so that a new kind of failure is retried rather
+// than wedged.
+func IsTerminal(err error) bool {
+	if err == nil {
+		return false
+	}
+	for _, sentinel := range []error{
+		ErrInvalidReference,
+		ErrMissingConfigsLabel,
+		ErrInvalidConfigsLabel,
+		ErrConfigsDirNotFound,
+		ErrNoMatchingPlatform,
+	} {
+		if errors.Is(err, sentinel) {
+			return true
+		}
+	}
+	var unsafe *UnsafeEntryError
+	if errors.As(err, &unsafe) {
+		return true
+	}
+	var limit *LimitError
+	return errors.As(err, &limit)
+}

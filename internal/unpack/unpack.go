@@ -1,0 +1,424 @@
+// Package unpack resolves catalog image references to digests and extracts
+// the file-based catalog (FBC) configs directory of such an image to disk.
+//
+// A catalog image says where its FBC lives with the image config label
+// operators.operatorframework.io.index.configs.v1 (for example "/configs").
+// Unpack extracts only that directory, streaming one layer at a time and
+// applying OCI whiteouts, so the rest of the image (often an opm base image)
+// is read but never written. Resolve and Unpack are split so that a controller
+// can poll a tag with a single manifest HEAD and fetch blobs only when the
+// digest changes.
+//
+// Errors are classified by IsTerminal; see there for the rule.
+package unpack
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+
+	"github.com/go-logr/logr"
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+)
+
+// ConfigsDirLabel is the image config label holding the path of the FBC
+// configs directory inside a catalog image.
+const ConfigsDirLabel = "operators.operatorframework.io.index.configs.v1"
+
+const (
+	// DefaultMaxTotalBytes is the default for Options.MaxTotalBytes: 1 GiB.
+	DefaultMaxTotalBytes int64 = 1 << 30
+	// DefaultMaxFiles is the default for Options.MaxFiles.
+	DefaultMaxFiles int64 = 100_000
+)
+
+// Options configures an Unpacker. The zero value is usable: anonymous pulls,
+// system CAs, TLS for every registry, default limits, no logging.
+type Options struct {
+	// Keychain supplies registry credentials. Nil means anonymous; the host's
+	// docker config is deliberately not consulted, so a controller only ever
+	// uses the credentials it was given. Build one from pull secrets with
+	// KeychainFromSecrets.
+	Keychain authn.Keychain
+
+	// CABundle is PEM-encoded certificates trusted in addition to the system
+	// pool, for registries behind a private CA.
+	CABundle []byte
+
+	// InsecureRegistries lists registries, as host or host:port, that are
+	// spoken to over plain HTTP. No other registry is ever contacted over
+	// plain HTTP, including loopback and private addresses, for which
+	// go-containerregistry would otherwise fall back to HTTP by itself. This
+	// does not disable TLS certificate verification for anything.
+	InsecureRegistries []string
+
+	// UserAgent is sent with every registry request when non-empty.
+	UserAgent string
+
+	// Logger receives debug messages (V(1)). Credentials are never logged.
+	Logger logr.Logger
+
+	// MaxTotalBytes bounds the bytes of regular-file content written while
+	// extracting one image, counted across all layers, including content a
+	// later layer deletes, so a crafted image cannot make Unpack do unbounded
+	// work. Zero means DefaultMaxTotalBytes.
+	MaxTotalBytes int64
+
+	// MaxFiles bounds the number of files, directories and links created
+	// while extracting one image, counted the same way as MaxTotalBytes. Zero
+	// means DefaultMaxFiles.
+	MaxFiles int64
+}
+
+// Unpacker resolves and unpacks catalog images. It is safe for concurrent
+// use; each call works on its own destination.
+type Unpacker struct {
+	keychain  authn.Keychain
+	transport http.RoundTripper
+	insecure  map[string]bool
+	userAgent string
+	log       logr.Logger
+	maxBytes  int64
+	maxFiles  int64
+}
+
+// New returns an Unpacker configured by opts. It fails only when CABundle
+// holds no usable certificate.
+func New(opts Options) (*Unpacker, error) {
+	u := &Unpacker{
+		keychain:  opts.Keychain,
+		insecure:  make(map[string]bool, len(opts.InsecureRegistries)),
+		userAgent: opts.UserAgent,
+		log:       opts.Logger,
+		maxBytes:  opts.MaxTotalBytes,
+		maxFiles:  opts.MaxFiles,
+	}
+	if u.keychain == nil {
+		// An empty multi-keychain resolves everything to anonymous.
+		u.keychain = authn.NewMultiKeychain()
+	}
+	if u.maxBytes <= 0 {
+		u.maxBytes = DefaultMaxTotalBytes
+	}
+	if u.maxFiles <= 0 {
+		u.maxFiles = DefaultMaxFiles
+	}
+	for _, r := range opts.InsecureRegistries {
+		u.insecure[strings.ToLower(strings.TrimSpace(r))] = true
+	}
+
+	base := http.DefaultTransport.(*http.Transport).Clone()
+	if len(opts.CABundle) > 0 {
+		pool, err := x509.SystemCertPool()
+		if err != nil {
+			pool = x509.NewCertPool()
+		}
+		if !pool.AppendCertsFromPEM(opts.CABundle) {
+			return nil, errors.New("creating unpacker: CA bundle holds no PEM certificate")
+		}
+		base.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	}
+	u.transport = &plainHTTPGuard{next: base, allowed: u.insecure}
+	return u, nil
+}
+
+// Result describes a finished Unpack.
+type Result struct {
+	// Ref is the digest reference that was unpacked, as repository@digest.
+	Ref string
+	// Digest is the digest from Ref. It names either an image or an index.
+	Digest string
+	// ImageDigest is the digest of the image manifest whose layers were
+	// extracted: Digest itself, or the platform's entry when Digest names an
+	// index.
+	ImageDigest string
+	// ConfigsDir is the value of the configs label as found in the image.
+	ConfigsDir string
+	// Files is the number of regular files in the destination.
+	Files int64
+	// Bytes is the total size of those files.
+	Bytes int64
+}
+
+// Resolve turns a tag or digest reference into repository@sha256:... .
+//
+// A reference that already has a digest is returned normalised without
+// contacting the registry: content at a digest cannot change, and Unpack
+// fails cleanly if it does not exist. A tag costs one manifest HEAD, or a
+// GET when the registry mishandles HEAD; no blob is fetched. When the tag
+// names an index, the index digest is returned; Unpack picks the platform.
+func (u *Unpacker) Resolve(ctx context.Context, ref string) (string, error) {
+	r, err := u.parseReference(ref)
+	if err != nil {
+		return "", err
+	}
+	if d, ok := r.(name.Digest); ok {
+		return d.Context().Name() + "@" + d.DigestStr(), nil
+	}
+
+	opts := u.remoteOptions(ctx)
+	desc, headErr := remote.Head(r, opts...)
+	if headErr == nil {
+		digestRef := r.Context().Name() + "@" + desc.Digest.String()
+		u.log.V(1).Info("resolved image reference", "ref", ref, "digestRef", digestRef)
+		return digestRef, nil
+	}
+	if ctx.Err() != nil || errors.Is(headErr, ErrPlainHTTPNotAllowed) {
+		return "", fmt.Errorf("resolving %s: %w", ref, headErr)
+	}
+	// HEAD responses carry no error body and some registries answer HEAD
+	// wrongly; a GET either works or says why not.
+	u.log.V(1).Info("manifest HEAD failed, retrying with GET", "ref", ref, "error", headErr.Error())
+	got, err := remote.Get(r, opts...)
+	if err != nil {
+		return "", fmt.Errorf("resolving %s: %w", ref, err)
+	}
+	digestRef := r.Context().Name() + "@" + got.Digest.String()
+	u.log.V(1).Info("resolved image reference", "ref", ref, "digestRef", digestRef)
+	return digestRef, nil
+}
+
+// Unpack extracts the configs directory of the image at digestRef into dst,
+// so that dst's contents are that directory's contents.
+//
+// dst must not exist; its parent is created if needed. Unpack creates dst and
+// removes it again on any failure, so a caller sees either a complete tree or
+// nothing. Callers that replace a live catalog should unpack to a new path and
+// rename it into place. Ownership, timestamps and special permission bits are
+// not preserved: files are 0644 (0755 when executable in the image) and
+// directories 0755.
+//
+// digestRef must carry a digest (see Resolve). If it names an index, the
+// manifest for the running binary's platform is used, then linux with the
+// binary's architecture, then linux/amd64; catalog content does not depend on
+// the platform, so any of them will do, and indexes without one of those fail
+// with ErrNoMatchingPlatform.
+func (u *Unpacker) Unpack(ctx context.Context, digestRef string, dst string) (res Result, err error) {
+	r, err := u.parseReference(digestRef)
+	if err != nil {
+		return Result{}, err
+	}
+	d, ok := r.(name.Digest)
+	if !ok {
+		return Result{}, fmt.Errorf("unpacking %s: %w: a digest is required", digestRef, ErrInvalidReference)
+	}
+	res = Result{Ref: d.Context().Name() + "@" + d.DigestStr(), Digest: d.DigestStr()}
+	log := u.log.WithValues("ref", res.Ref)
+
+	img, imageDigest, err := u.image(ctx, d)
+	if err != nil {
+		return Result{}, fmt.Errorf("unpacking %s: %w", res.Ref, err)
+	}
+	res.ImageDigest = imageDigest
+
+	cfg, err := img.ConfigFile()
+	if err != nil {
+		return Result{}, fmt.Errorf("unpacking %s: fetching image config: %w", res.Ref, err)
+	}
+	label, ok := cfg.Config.Labels[ConfigsDirLabel]
+	if !ok {
+		return Result{}, fmt.Errorf("unpacking %s: %w", res.Ref, ErrMissingConfigsLabel)
+	}
+	res.ConfigsDir = label
+	configsDir, err := cleanConfigsLabel(label)
+	if err != nil {
+		return Result{}, fmt.Errorf("unpacking %s: %w", res.Ref, err)
+	}
+	layers, err := img.Layers()
+	if err != nil {
+		return Result{}, fmt.Errorf("unpacking %s: listing layers: %w", res.Ref, err)
+	}
+
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return Result{}, fmt.Errorf("unpacking %s: creating parent of destination: %w", res.Ref, err)
+	}
+	if err := os.Mkdir(dst, 0o755); err != nil {
+		return Result{}, fmt.Errorf("unpacking %s: creating destination: %w", res.Ref, err)
+	}
+	defer func() {
+		if err != nil {
+			if rmErr := os.RemoveAll(dst); rmErr != nil {
+				log.Error(rmErr, "removing partially unpacked destination", "dst", dst)
+			}
+		}
+	}()
+	root, err := os.OpenRoot(dst)
+	if err != nil {
+		return Result{}, fmt.Errorf("unpacking %s: opening destination: %w", res.Ref, err)
+	}
+	defer root.Close()
+
+	log.V(1).Info("unpacking catalog image", "imageDigest", imageDigest, "configsDir", label, "layers", len(layers), "dst", dst)
+	x := newExtractor(root, configsDir, u.maxBytes, u.maxFiles)
+	for i, layer := range layers {
+		if err := applyLayer(ctx, x, i, layer); err != nil {
+			return Result{}, fmt.Errorf("unpacking %s: %w", res.Ref, err)
+		}
+	}
+	if !x.seen {
+		return Result{}, fmt.Errorf("unpacking %s: %w: %s", res.Ref, ErrConfigsDirNotFound, label)
+	}
+	files, size, err := x.finish()
+	if err != nil {
+		return Result{}, fmt.Errorf("unpacking %s: %w", res.Ref, err)
+	}
+	res.Files, res.Bytes = files, size
+	log.V(1).Info("unpacked catalog image", "files", files, "bytes", size, "dst", dst)
+	return res, nil
+}
+
+// layerReader is the part of v1.Layer that Unpack reads.
+type layerReader interface {
+	Uncompressed() (io.ReadCloser, error)
+}
+
+// applyLayer streams one layer into x. It drains the stream after the tar
+// end marker because go-containerregistry checks the blob digest only when
+// the compressed stream reaches EOF.
+func applyLayer(ctx context.Context, x *extractor, index int, layer layerReader) error {
+	rc, err := layer.Uncompressed()
+	if err != nil {
+		return fmt.Errorf("opening layer %d: %w", index, err)
+	}
+	defer rc.Close()
+	if err := x.apply(ctx, index, rc); err != nil {
+		return err
+	}
+	if _, err := io.Copy(io.Discard, rc); err != nil {
+		return fmt.Errorf("reading layer %d to its end: %w", index, err)
+	}
+	return nil
+}
+
+// image fetches the image manifest at d, choosing a platform when d names an
+// index, and returns the image with the digest of its manifest.
+func (u *Unpacker) image(ctx context.Context, d name.Digest) (v1.Image, string, error) {
+	opts := u.remoteOptions(ctx)
+	desc, err := remote.Get(d, opts...)
+	if err != nil {
+		return nil, "", fmt.Errorf("fetching manifest: %w", err)
+	}
+	switch {
+	case desc.MediaType.IsIndex():
+		idx, err := v1.ParseIndexManifest(bytes.NewReader(desc.Manifest))
+		if err != nil {
+			return nil, "", fmt.Errorf("parsing image index: %w", err)
+		}
+		child, err := pickPlatform(idx, wantedPlatforms())
+		if err != nil {
+			return nil, "", err
+		}
+		u.log.V(1).Info("picked platform from image index", "ref", d.String(), "platform", child.Platform.String(), "imageDigest", child.Digest.String())
+		img, err := remote.Image(d.Context().Digest(child.Digest.String()), opts...)
+		if err != nil {
+			return nil, "", fmt.Errorf("fetching manifest for %s: %w", child.Platform.String(), err)
+		}
+		return img, child.Digest.String(), nil
+	case desc.MediaType.IsImage():
+		img, err := desc.Image()
+		if err != nil {
+			return nil, "", fmt.Errorf("reading image manifest: %w", err)
+		}
+		return img, desc.Digest.String(), nil
+	default:
+		return nil, "", fmt.Errorf("%w: media type %q is neither an image nor an index", ErrNoMatchingPlatform, desc.MediaType)
+	}
+}
+
+// wantedPlatforms lists the platforms Unpack accepts from an index, best first.
+func wantedPlatforms() []v1.Platform {
+	want := []v1.Platform{
+		{OS: runtime.GOOS, Architecture: runtime.GOARCH},
+		{OS: "linux", Architecture: runtime.GOARCH},
+		{OS: "linux", Architecture: "amd64"},
+	}
+	out := want[:0]
+	seen := map[string]bool{}
+	for _, p := range want {
+		if !seen[p.String()] {
+			seen[p.String()] = true
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// pickPlatform returns the index entry for the first platform in want that
+// has an image manifest. Variants are ignored: FBC content is plain files.
+func pickPlatform(idx *v1.IndexManifest, want []v1.Platform) (v1.Descriptor, error) {
+	for _, w := range want {
+		for _, m := range idx.Manifests {
+			if m.Platform == nil || !m.MediaType.IsImage() {
+				continue
+			}
+			if m.Platform.OS == w.OS && m.Platform.Architecture == w.Architecture {
+				return m, nil
+			}
+		}
+	}
+	names := make([]string, 0, len(want))
+	for _, w := range want {
+		names = append(names, w.String())
+	}
+	return v1.Descriptor{}, fmt.Errorf("%w: want one of %s", ErrNoMatchingPlatform, strings.Join(names, ", "))
+}
+
+// parseReference parses ref, marking its registry insecure only when it is
+// listed in Options.InsecureRegistries.
+func (u *Unpacker) parseReference(ref string) (name.Reference, error) {
+	r, err := name.ParseReference(ref)
+	if err != nil {
+		return nil, fmt.Errorf("%w %q: %w", ErrInvalidReference, ref, err)
+	}
+	if !u.insecure[strings.ToLower(r.Context().RegistryStr())] {
+		return r, nil
+	}
+	r, err = name.ParseReference(ref, name.Insecure)
+	if err != nil {
+		return nil, fmt.Errorf("%w %q: %w", ErrInvalidReference, ref, err)
+	}
+	return r, nil
+}
+
+func (u *Unpacker) remoteOptions(ctx context.Context) []remote.Option {
+	opts := []remote.Option{
+		remote.WithContext(ctx),
+		remote.WithAuthFromKeychain(u.keychain),
+		remote.WithTransport(u.transport),
+	}
+	if u.userAgent != "" {
+		opts = append(opts, remote.WithUserAgent(u.userAgent))
+	}
+	return opts
+}
+
+// plainHTTPGuard refuses plain-HTTP requests to hosts not explicitly listed.
+// It sits below go-containerregistry's own transports so it also covers its
+// HTTP fallback for loopback and private registries, token endpoints and
+// redirects.
+type plainHTTPGuard struct {
+	next    http.RoundTripper
+	allowed map[string]bool
+}
+
+func (g *plainHTTPGuard) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.URL.Scheme == "http" && !g.allowed[strings.ToLower(req.URL.Host)] {
+		if req.Body != nil {
+			req.Body.Close()
+		}
+		return nil, fmt.Errorf("%w: %s (list it in the insecure registries to allow it)", ErrPlainHTTPNotAllowed, req.URL.Host)
+	}
+	return g.next.RoundTrip(req)
+}
