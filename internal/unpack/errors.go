@@ -25,6 +25,11 @@ var ErrConfigsDirNotFound = errors.New("configs directory not found in image")
 // has no manifest for the platforms Unpack accepts. It is terminal.
 var ErrNoMatchingPlatform = errors.New("image index has no manifest for a supported platform")
 
+// ErrUnsupportedMediaType is returned when a digest names something that is
+// neither an image nor an index (a Docker schema 1 manifest, an artifact).
+// It is terminal.
+var ErrUnsupportedMediaType = errors.New("unsupported manifest media type")
+
 // ErrPlainHTTPNotAllowed is returned by the transport when a request would go
 // over plain HTTP to a registry that is not in Options.InsecureRegistries.
 // go-containerregistry falls back to HTTP by itself for loopback, private and
@@ -78,7 +83,8 @@ func (e *LimitError) Error() string {
 // succeed. That holds for a malformed reference, and for anything decided by
 // the content of an image at a digest, because content addressed by digest
 // never changes: a missing or unusable configs label, no manifest for a
-// supported platform, an unsafe tar entry, content over the configured limits.
+// supported platform, a manifest that is not an image, an unsafe tar entry,
+// content over the configured limits.
 // Only a new digest (a new push, or a spec change) can clear such an error.
 //
 // Everything else is retryable: network and TLS failures, authentication and
@@ -98,6 +104,7 @@ func IsTerminal(err error) bool {
 		ErrInvalidConfigsLabel,
 		ErrConfigsDirNotFound,
 		ErrNoMatchingPlatform,
+		ErrUnsupportedMediaType,
 	} {
 		if errors.Is(err, sentinel) {
 			return true

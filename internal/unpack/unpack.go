@@ -333,7 +333,7 @@ func (u *Unpacker) image(ctx context.Context, d name.Digest) (v1.Image, string, 
 		}
 		return img, desc.Digest.String(), nil
 	default:
-		return nil, "", fmt.Errorf("%w: media type %q is neither an image nor an index", ErrNoMatchingPlatform, desc.MediaType)
+		return nil, "", fmt.Errorf("%w %q: want an image or an index", ErrUnsupportedMediaType, desc.MediaType)
 	}
 }
 

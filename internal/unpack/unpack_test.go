@@ -2,7 +2,9 @@ package unpack_test
 
 import (
 	"archive/tar"
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -664,6 +666,27 @@ func TestUnpackArguments(t *testing.T) {
 		}
 		if b, err := os.ReadFile(keep); err != nil || string(b) != "mine" {
 			t.Errorf("existing content changed: %q, %v", b, err)
+		}
+	})
+	t.Run("manifest that is not an image is terminal", func(t *testing.T) {
+		body := []byte(`{"schemaVersion":1,"name":"catalogs/odd","tag":"v1","fsLayers":[]}`)
+		req, err := http.NewRequest(http.MethodPut, reg.URL+"/v2/catalogs/odd/manifests/v1", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/vnd.docker.distribution.manifest.v1+json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusCreated {
+			t.Fatalf("pushing manifest: status %d", resp.StatusCode)
+		}
+		odd := fmt.Sprintf("%s/catalogs/odd@sha256:%x", reg.Host, sha256.Sum256(body))
+		_, err = u.Unpack(t.Context(), odd, filepath.Join(t.TempDir(), "dst"))
+		if !errors.Is(err, unpack.ErrUnsupportedMediaType) || !unpack.IsTerminal(err) {
+			t.Errorf("error %v, want terminal ErrUnsupportedMediaType", err)
 		}
 	})
 	t.Run("layers are fetched once and the result reports the label", func(t *testing.T) {
