@@ -1,0 +1,519 @@
+package reconcile_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/testr"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	catalogdv1 "github.com/catalogd/catalogd/api/v1"
+	"github.com/catalogd/catalogd/internal/catalogs"
+	"github.com/catalogd/catalogd/internal/index"
+	"github.com/catalogd/catalogd/internal/reconcile"
+	"github.com/catalogd/catalogd/internal/unpack"
+	"github.com/catalogd/catalogd/test/fbcfacts"
+	"github.com/catalogd/catalogd/test/registrytest"
+)
+
+const (
+	demoDir     = "../../test/testdata/demo"
+	baseURL     = "https://catalogd.example.test"
+	waitTimeout = 60 * time.Second
+)
+
+// env is one apiserver, registry and running controller shared by the
+// subtests of a test; each subtest uses its own catalog names.
+type env struct {
+	c     client.Client
+	reg   *registrytest.Registry
+	store *index.Store
+	cats  *catalogs.Registry
+}
+
+func start(t *testing.T) *env {
+	t.Helper()
+	assets := os.Getenv("KUBEBUILDER_ASSETS")
+	if assets == "" {
+		t.Skip("KUBEBUILDER_ASSETS is unset, so there is no kube-apiserver/etcd to run the controller against: " +
+			"run `make unit`, or `make envtest-bins` and then `KUBEBUILDER_ASSETS=$PWD/bin/k8s go test ./internal/reconcile/`")
+	}
+	abs, err := filepath.Abs(assets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	useExisting := false
+	te := &envtest.Environment{
+		BinaryAssetsDirectory: abs,
+		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "config", "crd", "bases")},
+		ErrorIfCRDPathMissing: true,
+		UseExistingCluster:    &useExisting,
+	}
+	cfg, err := te.Start()
+	if err != nil {
+		_ = te.Stop()
+		t.Fatalf("starting envtest with binaries from %s: %v", abs, err)
+	}
+	t.Cleanup(func() {
+		if err := te.Stop(); err != nil {
+			t.Errorf("stopping envtest: %v", err)
+		}
+	})
+
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, catalogdv1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// controller-runtime complains through its global logger unless it is set.
+	ctrllog.SetLogger(logr.Discard())
+	log := testr.NewWithOptions(t, testr.Options{Verbosity: 0})
+
+	reg := registrytest.New(t)
+	store, err := index.NewStore(filepath.Join(t.TempDir(), "index"), log.WithName("index"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = store.Close() })
+	unpacker, err := unpack.New(unpack.Options{InsecureRegistries: []string{reg.Host}, Logger: log.WithName("unpack")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cats := catalogs.NewRegistry()
+
+	skip := true
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 scheme,
+		Logger:                 log.WithName("manager"),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Controller:             config.Controller{SkipNameValidation: &skip},
+	})
+	if err != nil {
+		t.Fatalf("creating manager: %v", err)
+	}
+	r := &reconcile.Reconciler{
+		Client:   mgr.GetClient(),
+		Store:    store,
+		Registry: cats,
+		Unpacker: unpacker,
+		TempDir:  t.TempDir(),
+		BaseURL:  baseURL,
+		Log:      log.WithName("reconcile"),
+		// pollIntervalMinutes: 1 means one second here.
+		PollInterval: func(minutes int) time.Duration { return time.Duration(minutes) * time.Second },
+	}
+	if err := r.SetupWithManager(mgr); err != nil {
+		t.Fatalf("setting up reconciler: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	})
+
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &env{c: c, reg: reg, store: store, cats: cats}
+}
+
+// eventually polls cond until it returns nil or the deadline passes.
+func eventually(t *testing.T, what string, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(waitTimeout)
+	var err error
+	for {
+		if err = cond(); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s: %v", what, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func (e *env) create(t *testing.T, name, ref string, mutate func(*catalogdv1.ClusterCatalog)) {
+	t.Helper()
+	cat := &catalogdv1.ClusterCatalog{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: catalogdv1.ClusterCatalogSpec{
+			Source: catalogdv1.CatalogSource{Type: catalogdv1.SourceTypeImage, Image: &catalogdv1.ImageSource{Ref: ref}},
+		},
+	}
+	if mutate != nil {
+		mutate(cat)
+	}
+	if err := e.c.Create(context.Background(), cat); err != nil {
+		t.Fatalf("creating ClusterCatalog %s: %v", name, err)
+	}
+}
+
+func (e *env) get(t *testing.T, name string) *catalogdv1.ClusterCatalog {
+	t.Helper()
+	cat := &catalogdv1.ClusterCatalog{}
+	if err := e.c.Get(context.Background(), types.NamespacedName{Name: name}, cat); err != nil {
+		t.Fatalf("getting ClusterCatalog %s: %v", name, err)
+	}
+	return cat
+}
+
+// change applies f to the catalog and updates it, retrying on conflicts.
+func (e *env) change(t *testing.T, name string, f func(*catalogdv1.ClusterCatalog)) {
+	t.Helper()
+	eventually(t, "updating "+name, func() error {
+		cat := &catalogdv1.ClusterCatalog{}
+		if err := e.c.Get(context.Background(), types.NamespacedName{Name: name}, cat); err != nil {
+			return err
+		}
+		f(cat)
+		return e.c.Update(context.Background(), cat)
+	})
+}
+
+// touch changes an annotation so the controller reconciles again.
+func (e *env) touch(t *testing.T, name string) {
+	t.Helper()
+	e.change(t, name, func(cat *catalogdv1.ClusterCatalog) {
+		if cat.Annotations == nil {
+			cat.Annotations = map[string]string{}
+		}
+		cat.Annotations["test.catalogd.io/touched"] = time.Now().Format(time.RFC3339Nano)
+	})
+}
+
+// condition checks one condition of the catalog, with its observedGeneration.
+func condition(cat *catalogdv1.ClusterCatalog, typ string, status metav1.ConditionStatus, reason string) error {
+	c := meta.FindStatusCondition(cat.Status.Conditions, typ)
+	if c == nil {
+		return fmt.Errorf("no %s condition in %+v", typ, cat.Status.Conditions)
+	}
+	if c.Status != status || c.Reason != reason {
+		return fmt.Errorf("%s is %s/%s (%q), want %s/%s", typ, c.Status, c.Reason, c.Message, status, reason)
+	}
+	if c.ObservedGeneration != cat.Generation {
+		return fmt.Errorf("%s has observedGeneration %d, want %d", typ, c.ObservedGeneration, cat.Generation)
+	}
+	return nil
+}
+
+// servingDigest checks that the catalog is Serving/Succeeded at digestRef
+// with the status, store and registry agreeing.
+func (e *env) servingDigest(t *testing.T, name, digestRef string) error {
+	t.Helper()
+	cat := e.get(t, name)
+	if err := condition(cat, catalogdv1.TypeServing, metav1.ConditionTrue, catalogdv1.ReasonAvailable); err != nil {
+		return err
+	}
+	if err := condition(cat, catalogdv1.TypeProgressing, metav1.ConditionTrue, catalogdv1.ReasonSucceeded); err != nil {
+		return err
+	}
+	if rs := cat.Status.ResolvedSource; rs == nil || rs.Image == nil || rs.Image.Ref != digestRef {
+		return fmt.Errorf("resolvedSource is %+v, want %s", rs, digestRef)
+	}
+	if u := cat.Status.URLs; u == nil || u.Base != baseURL+"/catalogs/"+name {
+		return fmt.Errorf("urls is %+v, want base %s/catalogs/%s", u, baseURL, name)
+	}
+	if cat.Status.LastUnpacked == nil {
+		return errors.New("lastUnpacked is not set")
+	}
+	info, ok := e.store.Info(name)
+	if !ok || info.SourceRef != digestRef {
+		return fmt.Errorf("store has %+v (live %t), want %s", info, ok, digestRef)
+	}
+	c, ok := e.cats.Get(name)
+	if !ok || c.State != catalogs.Serving || c.LastError != "" {
+		return fmt.Errorf("registry has %+v (known %t), want Serving without error", c, ok)
+	}
+	return nil
+}
+
+// requests counts the registry requests for repository catalogs/<repo> with
+// the given method (any when empty) whose path contains part. Other subtests'
+// catalogs keep polling, so the registry's global counts are not usable.
+func (e *env) requests(repo, method, part string) int {
+	n := 0
+	for _, r := range e.reg.Requests() {
+		if strings.HasPrefix(r.Path, "/v2/catalogs/"+repo+"/") &&
+			(method == "" || r.Method == method) && strings.Contains(r.Path, part) {
+			n++
+		}
+	}
+	return n
+}
+
+// packages counts the packages in the live index of name.
+func (e *env) packages(t *testing.T, name string) int {
+	t.Helper()
+	snap, err := e.store.Acquire(name)
+	if err != nil {
+		t.Fatalf("acquiring index of %s: %v", name, err)
+	}
+	defer snap.Release()
+	var n int
+	if err := snap.DB.Get(&n, "SELECT COUNT(*) FROM packages"); err != nil {
+		t.Fatalf("counting packages of %s: %v", name, err)
+	}
+	return n
+}
+
+// brokenCatalog writes a catalog directory whose only file is not valid JSON.
+func brokenCatalog(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "catalog.json"), []byte(`{"schema": "olm.package", "name": `), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func TestReconciler(t *testing.T) {
+	e := start(t)
+	ctx := context.Background()
+	demo := fbcfacts.Load(t, demoDir)
+	wantPackages := len(demo.Packages)
+
+	t.Run("create serves the digest and the index answers", func(t *testing.T) {
+		ref := e.reg.PushCatalog(t, "catalogs/create:v1", demoDir, registrytest.PushOptions{})
+		e.create(t, "create", e.reg.Host+"/catalogs/create:v1", nil)
+		eventually(t, "create to serve", func() error { return e.servingDigest(t, "create", ref) })
+		if got := e.packages(t, "create"); got != wantPackages {
+			t.Errorf("index has %d packages, want %d", got, wantPackages)
+		}
+		cat := e.get(t, "create")
+		if got := cat.Labels[catalogdv1.MetadataNameLabel]; got != "create" {
+			t.Errorf("label %s = %q, want create", catalogdv1.MetadataNameLabel, got)
+		}
+		if !slices.Contains(cat.Finalizers, catalogdv1.DeleteServerCacheFinalizer) {
+			t.Errorf("finalizers %v lack %s", cat.Finalizers, catalogdv1.DeleteServerCacheFinalizer)
+		}
+	})
+
+	t.Run("same digest on re-reconcile does not re-index or pull", func(t *testing.T) {
+		ref := e.reg.PushCatalog(t, "catalogs/same:v1", demoDir, registrytest.PushOptions{})
+		e.create(t, "same", e.reg.Host+"/catalogs/same:v1", nil)
+		eventually(t, "same to serve", func() error { return e.servingDigest(t, "same", ref) })
+		before, _ := e.store.Info("same")
+		lastUnpacked := e.get(t, "same").Status.LastUnpacked
+		blobGets := e.requests("same", http.MethodGet, "/blobs/")
+		heads := e.requests("same", http.MethodHead, "/manifests/")
+
+		// A priority change must only update the registry.
+		e.change(t, "same", func(cat *catalogdv1.ClusterCatalog) { cat.Spec.Priority = 7 })
+		eventually(t, "priority in the registry", func() error {
+			c, _ := e.cats.Get("same")
+			if c.Priority != 7 {
+				return fmt.Errorf("registry priority is %d, want 7", c.Priority)
+			}
+			return nil
+		})
+		e.touch(t, "same")
+		// The touch is seen once the tag has been resolved again.
+		eventually(t, "a re-resolution of the tag", func() error {
+			if n := e.requests("same", http.MethodHead, "/manifests/"); n < heads+2 {
+				return fmt.Errorf("%d manifest HEADs since serving, want at least 2", n-heads)
+			}
+			return e.servingDigest(t, "same", ref)
+		})
+		after, _ := e.store.Info("same")
+		if !after.BuiltAt.Equal(before.BuiltAt) {
+			t.Errorf("index rebuilt at %v (was %v) for an unchanged digest", after.BuiltAt, before.BuiltAt)
+		}
+		if n := e.requests("same", http.MethodGet, "/blobs/"); n != blobGets {
+			t.Errorf("%d blob GETs for an unchanged digest", n-blobGets)
+		}
+		if got := e.get(t, "same").Status.LastUnpacked; !got.Equal(lastUnpacked) {
+			t.Errorf("lastUnpacked changed from %v to %v without a pull", lastUnpacked, got)
+		}
+	})
+
+	t.Run("polling picks up a new digest, broken content keeps the old one", func(t *testing.T) {
+		tag := "catalogs/poll:latest"
+		v1 := e.reg.PushCatalog(t, tag, demoDir, registrytest.PushOptions{})
+		one := 1
+		e.create(t, "poll", e.reg.Host+"/"+tag, func(cat *catalogdv1.ClusterCatalog) {
+			cat.Spec.Source.Image.PollIntervalMinutes = &one
+		})
+		eventually(t, "poll to serve v1", func() error { return e.servingDigest(t, "poll", v1) })
+
+		// New content under the same tag: one package fewer.
+		smaller := t.TempDir()
+		if err := os.CopyFS(smaller, os.DirFS(demoDir)); err != nil {
+			t.Fatal(err)
+		}
+		var dropped string
+		for p := range demo.Packages {
+			dropped = p
+			break
+		}
+		if err := os.RemoveAll(filepath.Join(smaller, dropped)); err != nil {
+			t.Fatal(err)
+		}
+		v2 := e.reg.PushCatalog(t, tag, smaller, registrytest.PushOptions{})
+		if v2 == v1 {
+			t.Fatal("the new content has the old digest")
+		}
+		eventually(t, "poll to serve v2", func() error { return e.servingDigest(t, "poll", v2) })
+		if got := e.packages(t, "poll"); got != wantPackages-1 {
+			t.Errorf("index has %d packages after the update, want %d", got, wantPackages-1)
+		}
+
+		// Broken content: v2 keeps serving while the controller retries.
+		e.reg.PushCatalog(t, tag, brokenCatalog(t), registrytest.PushOptions{})
+		eventually(t, "poll to retry the broken push", func() error {
+			cat := e.get(t, "poll")
+			if err := condition(cat, catalogdv1.TypeProgressing, metav1.ConditionTrue, catalogdv1.ReasonRetrying); err != nil {
+				return err
+			}
+			if err := condition(cat, catalogdv1.TypeServing, metav1.ConditionTrue, catalogdv1.ReasonAvailable); err != nil {
+				return err
+			}
+			msg := meta.FindStatusCondition(cat.Status.Conditions, catalogdv1.TypeProgressing).Message
+			if !strings.Contains(msg, "indexing") {
+				return fmt.Errorf("Progressing message %q does not say indexing failed", msg)
+			}
+			if rs := cat.Status.ResolvedSource; rs == nil || rs.Image.Ref != v2 {
+				return fmt.Errorf("resolvedSource is %+v, want still %s", rs, v2)
+			}
+			c, _ := e.cats.Get("poll")
+			if c.State != catalogs.Serving || c.LastError == "" {
+				return fmt.Errorf("registry has %+v, want Serving with a last error", c)
+			}
+			return nil
+		})
+		if info, _ := e.store.Info("poll"); info.SourceRef != v2 {
+			t.Errorf("store serves %s, want %s", info.SourceRef, v2)
+		}
+		if got := e.packages(t, "poll"); got != wantPackages-1 {
+			t.Errorf("index has %d packages while the broken push is retried, want %d", got, wantPackages-1)
+		}
+	})
+
+	t.Run("missing label at a digest is blocked", func(t *testing.T) {
+		ref := e.reg.PushCatalog(t, "catalogs/nolabel:v1", demoDir, registrytest.PushOptions{NoLabel: true})
+		e.create(t, "nolabel", ref, nil)
+		eventually(t, "nolabel to be blocked", func() error {
+			cat := e.get(t, "nolabel")
+			if err := condition(cat, catalogdv1.TypeProgressing, metav1.ConditionFalse, catalogdv1.ReasonBlocked); err != nil {
+				return err
+			}
+			if err := condition(cat, catalogdv1.TypeServing, metav1.ConditionFalse, catalogdv1.ReasonUnavailable); err != nil {
+				return err
+			}
+			msg := meta.FindStatusCondition(cat.Status.Conditions, catalogdv1.TypeProgressing).Message
+			if !strings.Contains(msg, unpack.ConfigsDirLabel) {
+				return fmt.Errorf("Progressing message %q does not name the missing label", msg)
+			}
+			return nil
+		})
+		if _, ok := e.store.Info("nolabel"); ok {
+			t.Error("a blocked catalog has an index")
+		}
+		if c, _ := e.cats.Get("nolabel"); c.State != catalogs.Pending || c.LastError == "" {
+			t.Errorf("registry has %+v, want Pending with a last error", c)
+		}
+	})
+
+	t.Run("unavailable and back", func(t *testing.T) {
+		ref := e.reg.PushCatalog(t, "catalogs/toggle:v1", demoDir, registrytest.PushOptions{})
+		e.create(t, "toggle", ref, nil)
+		eventually(t, "toggle to serve", func() error { return e.servingDigest(t, "toggle", ref) })
+
+		before := e.requests("toggle", "", "")
+		e.change(t, "toggle", func(cat *catalogdv1.ClusterCatalog) {
+			cat.Spec.AvailabilityMode = catalogdv1.AvailabilityModeUnavailable
+		})
+		eventually(t, "toggle to be unavailable", func() error {
+			cat := e.get(t, "toggle")
+			if err := condition(cat, catalogdv1.TypeServing, metav1.ConditionFalse, catalogdv1.ReasonUserSpecifiedUnavailable); err != nil {
+				return err
+			}
+			if _, ok := e.store.Info("toggle"); ok {
+				return errors.New("the index is still live")
+			}
+			if c, _ := e.cats.Get("toggle"); c.State != catalogs.Unavailable {
+				return fmt.Errorf("registry state is %s, want Unavailable", c.State)
+			}
+			return nil
+		})
+		if n := e.requests("toggle", "", ""); n != before {
+			t.Errorf("an unavailable catalog made %d registry requests", n-before)
+		}
+
+		e.change(t, "toggle", func(cat *catalogdv1.ClusterCatalog) {
+			cat.Spec.AvailabilityMode = catalogdv1.AvailabilityModeAvailable
+		})
+		eventually(t, "toggle to serve again", func() error { return e.servingDigest(t, "toggle", ref) })
+		if got := e.packages(t, "toggle"); got != wantPackages {
+			t.Errorf("index has %d packages, want %d", got, wantPackages)
+		}
+	})
+
+	t.Run("delete removes the index and the finalizer", func(t *testing.T) {
+		ref := e.reg.PushCatalog(t, "catalogs/gone:v1", demoDir, registrytest.PushOptions{})
+		e.create(t, "gone", ref, nil)
+		eventually(t, "gone to serve", func() error { return e.servingDigest(t, "gone", ref) })
+		if err := e.c.Delete(ctx, e.get(t, "gone")); err != nil {
+			t.Fatalf("deleting: %v", err)
+		}
+		eventually(t, "gone to be deleted", func() error {
+			err := e.c.Get(ctx, types.NamespacedName{Name: "gone"}, &catalogdv1.ClusterCatalog{})
+			if !apierrors.IsNotFound(err) {
+				return fmt.Errorf("get returned %v, want not found (finalizer not removed?)", err)
+			}
+			return nil
+		})
+		if _, ok := e.store.Info("gone"); ok {
+			t.Error("the index of a deleted catalog is live")
+		}
+		if _, ok := e.cats.Get("gone"); ok {
+			t.Error("the registry still knows a deleted catalog")
+		}
+	})
+
+	t.Run("a broken catalog does not affect another", func(t *testing.T) {
+		good := e.reg.PushCatalog(t, "catalogs/good:v1", demoDir, registrytest.PushOptions{})
+		bad := e.reg.PushCatalog(t, "catalogs/bad:v1", brokenCatalog(t), registrytest.PushOptions{})
+		e.create(t, "bad", bad, nil)
+		e.create(t, "good", good, nil)
+		eventually(t, "good to serve", func() error { return e.servingDigest(t, "good", good) })
+		eventually(t, "bad to retry", func() error {
+			cat := e.get(t, "bad")
+			if err := condition(cat, catalogdv1.TypeProgressing, metav1.ConditionTrue, catalogdv1.ReasonRetrying); err != nil {
+				return err
+			}
+			return condition(cat, catalogdv1.TypeServing, metav1.ConditionFalse, catalogdv1.ReasonUnavailable)
+		})
+		if got := e.packages(t, "good"); got != wantPackages {
+			t.Errorf("good index has %d packages, want %d", got, wantPackages)
+		}
+	})
+}
