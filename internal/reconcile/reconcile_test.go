@@ -417,30 +417,43 @@ func TestReconciler(t *testing.T) {
 		}
 	})
 
-	t.Run("missing label at a digest is blocked", func(t *testing.T) {
-		ref := e.reg.PushCatalog(t, "catalogs/nolabel:v1", demoDir, registrytest.PushOptions{NoLabel: true})
-		e.create(t, "nolabel", ref, nil)
-		eventually(t, "nolabel to be blocked", func() error {
-			cat := e.get(t, "nolabel")
-			if err := condition(cat, catalogdv1.TypeProgressing, metav1.ConditionFalse, catalogdv1.ReasonBlocked); err != nil {
-				return err
+	// Content at a digest never changes, so a content error there needs the
+	// user: the catalog is Blocked, not retried.
+	for _, tc := range []struct {
+		name    string
+		push    registrytest.PushOptions
+		wantMsg string
+	}{
+		{name: "nolabel", push: registrytest.PushOptions{NoLabel: true}, wantMsg: unpack.ConfigsDirLabel},
+		{name: "unsafe", push: registrytest.PushOptions{Extra: []registrytest.Entry{
+			registrytest.Symlink("configs/escape", "../../etc/passwd"),
+		}}, wantMsg: "unsafe entry"},
+	} {
+		t.Run(tc.name+" at a digest is blocked", func(t *testing.T) {
+			ref := e.reg.PushCatalog(t, "catalogs/"+tc.name+":v1", demoDir, tc.push)
+			e.create(t, tc.name, ref, nil)
+			eventually(t, tc.name+" to be blocked", func() error {
+				cat := e.get(t, tc.name)
+				if err := condition(cat, catalogdv1.TypeProgressing, metav1.ConditionFalse, catalogdv1.ReasonBlocked); err != nil {
+					return err
+				}
+				if err := condition(cat, catalogdv1.TypeServing, metav1.ConditionFalse, catalogdv1.ReasonUnavailable); err != nil {
+					return err
+				}
+				msg := meta.FindStatusCondition(cat.Status.Conditions, catalogdv1.TypeProgressing).Message
+				if !strings.Contains(msg, tc.wantMsg) {
+					return fmt.Errorf("Progressing message %q does not contain %q", msg, tc.wantMsg)
+				}
+				return nil
+			})
+			if _, ok := e.store.Info(tc.name); ok {
+				t.Error("a blocked catalog has an index")
 			}
-			if err := condition(cat, catalogdv1.TypeServing, metav1.ConditionFalse, catalogdv1.ReasonUnavailable); err != nil {
-				return err
+			if c, _ := e.cats.Get(tc.name); c.State != catalogs.Pending || c.LastError == "" {
+				t.Errorf("registry has %+v, want Pending with a last error", c)
 			}
-			msg := meta.FindStatusCondition(cat.Status.Conditions, catalogdv1.TypeProgressing).Message
-			if !strings.Contains(msg, unpack.ConfigsDirLabel) {
-				return fmt.Errorf("Progressing message %q does not name the missing label", msg)
-			}
-			return nil
 		})
-		if _, ok := e.store.Info("nolabel"); ok {
-			t.Error("a blocked catalog has an index")
-		}
-		if c, _ := e.cats.Get("nolabel"); c.State != catalogs.Pending || c.LastError == "" {
-			t.Errorf("registry has %+v, want Pending with a last error", c)
-		}
-	})
+	}
 
 	t.Run("unavailable and back", func(t *testing.T) {
 		ref := e.reg.PushCatalog(t, "catalogs/toggle:v1", demoDir, registrytest.PushOptions{})
