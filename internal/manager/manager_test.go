@@ -1,0 +1,234 @@
+package manager_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/testr"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	catalogdv1 "github.com/catalogd/catalogd/api/v1"
+	catalogdclient "github.com/catalogd/catalogd/client"
+	"github.com/catalogd/catalogd/internal/manager"
+	"github.com/catalogd/catalogd/test/fbcfacts"
+	"github.com/catalogd/catalogd/test/registrytest"
+)
+
+func TestParseFlags(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		wantErr string
+		check   func(t *testing.T, cfg manager.Config)
+	}{
+		{
+			name: "defaults",
+			args: []string{"--data-dir", "/d"},
+			check: func(t *testing.T, cfg manager.Config) {
+				if cfg.Listen != "127.0.0.1:8080" || cfg.ExternalBaseURL != "http://127.0.0.1:8080" || cfg.LeaderElect {
+					t.Errorf("unexpected defaults: %+v", cfg)
+				}
+			},
+		},
+		{
+			name: "everything",
+			args: []string{
+				"--data-dir=/d", "--listen", ":9000", "--metrics-bind-address", ":9090",
+				"--health-probe-bind-address", ":9091", "--leader-elect",
+				"--external-base-url", "https://catalogd.example/", "--global-pull-secret", "olm/pull",
+				"--ca-file", "/ca.pem", "--insecure-registry", "a:5000", "--insecure-registry", "b",
+			},
+			check: func(t *testing.T, cfg manager.Config) {
+				want := manager.Config{
+					DataDir: "/d", Listen: ":9000", MetricsBindAddress: ":9090", HealthProbeAddress: ":9091",
+					LeaderElect: true, ExternalBaseURL: "https://catalogd.example",
+					GlobalPullSecret: types.NamespacedName{Namespace: "olm", Name: "pull"},
+					CAFile:           "/ca.pem", InsecureRegistries: []string{"a:5000", "b"},
+					ShutdownGracePeriod: 10 * time.Second,
+				}
+				if fmt.Sprintf("%+v", cfg) != fmt.Sprintf("%+v", want) {
+					t.Errorf("got %+v\nwant %+v", cfg, want)
+				}
+			},
+		},
+		{name: "no data dir", args: []string{"--listen", ":1"}, wantErr: "--data-dir is required"},
+		{name: "bad pull secret", args: []string{"--data-dir", "/d", "--global-pull-secret", "pull"}, wantErr: "want namespace/name"},
+		{name: "unknown flag", args: []string{"--data-dir", "/d", "--nope"}, wantErr: "nope"},
+		{name: "stray argument", args: []string{"--data-dir", "/d", "extra"}, wantErr: "unexpected arguments"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, _, err := manager.ParseFlags(tc.args, io.Discard)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want one containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.check(t, cfg)
+		})
+	}
+}
+
+// freeAddr returns a loopback address with a port that was free a moment ago.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	if err := ln.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return addr
+}
+
+// TestRunServesWhatTheControllerIndexed runs the whole manager against
+// envtest: a ClusterCatalog becomes Serving and its packages are answered by
+// the query API at the URL in its status.
+func TestRunServesWhatTheControllerIndexed(t *testing.T) {
+	assets := os.Getenv("KUBEBUILDER_ASSETS")
+	if assets == "" {
+		t.Skip("KUBEBUILDER_ASSETS is unset, so there is no kube-apiserver/etcd: " +
+			"run `make unit`, or `make envtest-bins` and then `KUBEBUILDER_ASSETS=$PWD/bin/k8s go test ./internal/manager/`")
+	}
+	abs, err := filepath.Abs(assets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	useExisting := false
+	te := &envtest.Environment{
+		BinaryAssetsDirectory: abs,
+		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "config", "crd", "bases")},
+		ErrorIfCRDPathMissing: true,
+		UseExistingCluster:    &useExisting,
+	}
+	restCfg, err := te.Start()
+	if err != nil {
+		_ = te.Stop()
+		t.Fatalf("starting envtest with binaries from %s: %v", abs, err)
+	}
+	t.Cleanup(func() {
+		if err := te.Stop(); err != nil {
+			t.Errorf("stopping envtest: %v", err)
+		}
+	})
+	ctrllog.SetLogger(logr.Discard())
+
+	reg := registrytest.New(t)
+	ref := reg.PushCatalog(t, "catalogs/demo:v1", "../../test/testdata/demo", registrytest.PushOptions{})
+	listen := freeAddr(t)
+	cfg, _, err := manager.ParseFlags([]string{
+		"--data-dir", t.TempDir(), "--listen", listen, "--metrics-bind-address", "0",
+		"--health-probe-bind-address", "0", "--insecure-registry", reg.Host,
+	}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- manager.RunWithConfig(ctx, restCfg, cfg, testr.New(t)) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	})
+
+	scheme := runtime.NewScheme()
+	if err := catalogdv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(restCfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat := &catalogdv1.ClusterCatalog{
+		ObjectMeta: metav1.ObjectMeta{Name: "demo"},
+		Spec: catalogdv1.ClusterCatalogSpec{Source: catalogdv1.CatalogSource{
+			Type: catalogdv1.SourceTypeImage, Image: &catalogdv1.ImageSource{Ref: reg.Host + "/catalogs/demo:v1"},
+		}},
+	}
+	if err := c.Create(ctx, cat); err != nil {
+		t.Fatal(err)
+	}
+
+	want := len(fbcfacts.Load(t, "../../test/testdata/demo").Packages)
+	deadline := time.Now().Add(60 * time.Second)
+	var lastErr error
+	for {
+		if lastErr = servedPackages(ctx, c, ref, want); lastErr == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for the catalog to be served: %v", lastErr)
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("manager stopped early: %v", err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// servedPackages checks the catalog is Serving at ref and that the query API
+// at its status URL lists want packages.
+func servedPackages(ctx context.Context, c client.Client, ref string, want int) error {
+	cat := &catalogdv1.ClusterCatalog{}
+	if err := c.Get(ctx, types.NamespacedName{Name: "demo"}, cat); err != nil {
+		return err
+	}
+	if !meta.IsStatusConditionTrue(cat.Status.Conditions, catalogdv1.TypeServing) {
+		return fmt.Errorf("not serving: %+v", cat.Status.Conditions)
+	}
+	if rs := cat.Status.ResolvedSource; rs == nil || rs.Image == nil || rs.Image.Ref != ref {
+		return fmt.Errorf("resolvedSource %+v, want %s", rs, ref)
+	}
+	if cat.Status.URLs == nil {
+		return fmt.Errorf("no status.urls")
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, cat.Status.URLs.Base+"/packages?limit=1000", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s: %s", req.URL, resp.Status, body)
+	}
+	var list catalogdclient.PackageList
+	if err := json.Unmarshal(body, &list); err != nil {
+		return fmt.Errorf("decoding package list: %w", err)
+	}
+	if len(list.Items) != want {
+		return fmt.Errorf("API lists %d packages, want %d", len(list.Items), want)
+	}
+	return nil
+}
