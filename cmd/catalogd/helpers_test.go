@@ -1,0 +1,172 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/testr"
+
+	"github.com/catalogd/catalogd/client"
+	"github.com/catalogd/catalogd/test/apivalidate"
+)
+
+// demoDir is the demo catalog, from this package's directory.
+var demoDir = filepath.Join("..", "..", "test", "testdata", "demo")
+
+// copyDemo copies the demo catalog to a new directory the test may edit.
+func copyDemo(t *testing.T) string {
+	t.Helper()
+	dst := filepath.Join(t.TempDir(), "demo")
+	if err := os.CopyFS(dst, os.DirFS(demoDir)); err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// extraPackage is a small valid package to add to a catalog.
+const extraPackage = `{"schema":"olm.package","name":"extra","defaultChannel":"stable"}
+{"schema":"olm.channel","package":"extra","name":"stable","entries":[{"name":"extra.v1.0.0"}]}
+{"schema":"olm.bundle","package":"extra","name":"extra.v1.0.0","image":"example.com/extra:1.0.0",
+ "properties":[{"type":"olm.package","value":{"packageName":"extra","version":"1.0.0"}}]}
+`
+
+// brokenJSON does not parse.
+const brokenJSON = `{"schema":"olm.package","name":"extra",`
+
+// newClient returns an API client for base whose every answer is checked
+// against openapi.yaml.
+func newClient(t *testing.T, base string) *client.ClientWithResponses {
+	t.Helper()
+	hc := &http.Client{Transport: apivalidate.New(t).Transport(t, http.DefaultTransport), Timeout: 30 * time.Second}
+	c, err := client.NewClientWithResponses(base, client.WithHTTPClient(hc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func getCatalog(t *testing.T, c *client.ClientWithResponses, name string) client.CatalogDetail {
+	t.Helper()
+	resp, err := c.GetCatalogWithResponse(context.Background(), name, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.JSON200 == nil {
+		t.Fatalf("GET /catalogs/%s: %d %s", name, resp.StatusCode(), resp.Body)
+	}
+	return *resp.JSON200
+}
+
+func listCatalogs(t *testing.T, c *client.ClientWithResponses) map[string]client.CatalogSummary {
+	t.Helper()
+	resp, err := c.ListCatalogsWithResponse(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.JSON200 == nil {
+		t.Fatalf("GET /catalogs: %d %s", resp.StatusCode(), resp.Body)
+	}
+	out := map[string]client.CatalogSummary{}
+	for _, s := range resp.JSON200.Items {
+		out[s.Name] = s
+	}
+	return out
+}
+
+func packageNames(t *testing.T, c *client.ClientWithResponses, catalog string) []string {
+	t.Helper()
+	resp, err := c.ListPackagesWithResponse(context.Background(), catalog, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.JSON200 == nil {
+		t.Fatalf("GET /catalogs/%s/packages: %d %s", catalog, resp.StatusCode(), resp.Body)
+	}
+	var names []string
+	for _, p := range resp.JSON200.Items {
+		names = append(names, p.Name)
+	}
+	return names
+}
+
+// eventually polls cond until it holds or the deadline passes.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting until %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// syncBuffer is an io.Writer safe to read while serve writes to it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// running is a serve started in-process by startServe.
+type running struct {
+	base string
+	out  *syncBuffer
+	// stop ends serve and waits for it; the test's cleanup calls it too.
+	stop func()
+}
+
+// startServe runs serve with args on 127.0.0.1:0 until the test ends, and
+// waits for the start-up summary (every catalog tried once).
+func startServe(t *testing.T, args ...string) running {
+	t.Helper()
+	cfg, err := parseServe(args, &bytes.Buffer{})
+	if err != nil {
+		t.Fatalf("parseServe(%q): %v", args, err)
+	}
+	ln, err := netListen(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	out := &syncBuffer{}
+	done := make(chan error, 1)
+	go func() { done <- serve(ctx, cfg, ln, out, testr.New(t)) }()
+	stop := sync.OnceFunc(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve returned %v", err)
+		}
+	})
+	t.Cleanup(stop)
+	eventually(t, "serve printed its summary", func() bool { return strings.Contains(out.String(), "Try:") })
+	return running{base: "http://" + ln.Addr().String(), out: out, stop: stop}
+}

@@ -1,0 +1,126 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/catalogd/catalogd/test/fbcfacts"
+	"github.com/catalogd/catalogd/test/registrytest"
+)
+
+// TestServeKeepsRunningWithABrokenCatalog serves a good and a broken
+// catalog: the good one answers, the broken one says why it does not.
+func TestServeKeepsRunningWithABrokenCatalog(t *testing.T) {
+	broken := t.TempDir()
+	writeFile(t, filepath.Join(broken, "catalog.json"), brokenJSON)
+	facts := fbcfacts.Load(t, demoDir)
+
+	srv := startServe(t, "--data-dir", t.TempDir(), "--listen", "127.0.0.1:0",
+		"--catalog", "demo="+demoDir, "--catalog", "broken="+broken, "--priority", "broken=5")
+	api := newClient(t, srv.base)
+
+	out := srv.out.String()
+	for _, want := range []string{
+		"catalogd serving " + srv.base,
+		"demo: 5 packages, 13 channels, 30 bundles",
+		"broken: NOT INDEXED (Pending)",
+		"parse catalog.json",
+		"curl -s " + srv.base + "/catalogs/demo/packages | jq",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("start-up output lacks %q:\n%s", want, out)
+		}
+	}
+
+	list := listCatalogs(t, api)
+	if got := list["broken"]; got.State != "Pending" || !strings.Contains(got.LastError, "catalog.json") || got.Priority != 5 {
+		t.Errorf("broken = %+v; want Pending, priority 5, lastError naming the file", got)
+	}
+	demo := getCatalog(t, api, "demo")
+	if demo.State != "Serving" || demo.LastError != "" ||
+		demo.Counts.Packages != len(facts.Packages) || demo.Counts.Channels != facts.CountChannels() || demo.Counts.Bundles != facts.CountBundles() {
+		t.Errorf("demo = %+v; want Serving with the demo's counts", demo)
+	}
+	resp, err := api.ListPackagesWithResponse(context.Background(), "broken", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode() != 503 {
+		t.Errorf("packages of the never-indexed catalog: %d, want 503", resp.StatusCode())
+	}
+}
+
+// TestServeDataDirFromAnotherRun restarts on the same --data-dir with a
+// different command line: an index built from another source is not served
+// under the same name, and catalogs no longer listed are removed.
+func TestServeDataDirFromAnotherRun(t *testing.T) {
+	data := t.TempDir()
+	first := startServe(t, "--data-dir", data, "--listen", "127.0.0.1:0",
+		"--catalog", "demo="+demoDir, "--catalog", "gone="+demoDir)
+	first.stop()
+
+	// Same source again: served from the kept index without a rebuild.
+	again := startServe(t, "--data-dir", data, "--listen", "127.0.0.1:0", "--catalog", "demo="+demoDir)
+	if out := again.out.String(); !strings.Contains(out, "unchanged since the last run") {
+		t.Errorf("restart on the same source rebuilt the index:\n%s", out)
+	}
+	if _, err := os.Stat(filepath.Join(data, "index", "gone")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("index of the catalog no longer listed is still there: %v", err)
+	}
+	again.stop()
+
+	broken := t.TempDir()
+	writeFile(t, filepath.Join(broken, "catalog.json"), brokenJSON)
+	other := startServe(t, "--data-dir", data, "--listen", "127.0.0.1:0", "--catalog", "demo="+broken)
+	got := getCatalog(t, newClient(t, other.base), "demo")
+	if got.State != "Pending" || got.Counts.Packages != 0 || got.LastError == "" {
+		t.Errorf("demo from a broken directory = %+v; want Pending without the other directory's index", got)
+	}
+}
+
+// TestServeImage serves the demo catalog from an image in a registry, and
+// on restart does not pull it again.
+func TestServeImage(t *testing.T) {
+	reg := registrytest.New(t)
+	reg.PushCatalog(t, "catalogs/demo:v1", demoDir, registrytest.PushOptions{})
+	ref := reg.Host + "/catalogs/demo:v1"
+	data := t.TempDir()
+	args := []string{"--data-dir", data, "--listen", "127.0.0.1:0", "--catalog", "demo=" + ref, "--insecure-registry", reg.Host}
+
+	first := startServe(t, args...)
+	got := getCatalog(t, newClient(t, first.base), "demo")
+	facts := fbcfacts.Load(t, demoDir)
+	if got.State != "Serving" || got.Source != ref || got.Counts.Bundles != facts.CountBundles() || !strings.HasPrefix(got.ResolvedDigest, "sha256:") {
+		t.Errorf("demo from %s = %+v", ref, got)
+	}
+	first.stop()
+	if entries, err := os.ReadDir(filepath.Join(data, "unpack")); err == nil && len(entries) > 0 {
+		t.Errorf("unpacked images left behind: %v", entries)
+	}
+
+	reg.Reset()
+	second := startServe(t, args...)
+	if out := second.out.String(); !strings.Contains(out, "unchanged since the last run") {
+		t.Errorf("restart re-indexed an unchanged image:\n%s", out)
+	}
+	if n := reg.Counts().BlobGets; n != 0 {
+		t.Errorf("restart on an unchanged tag fetched %d blobs, want 0", n)
+	}
+}
+
+// TestServeImageNotInsecure refuses plain HTTP to a registry that was not
+// listed with --insecure-registry, and says so in lastError.
+func TestServeImageNotInsecure(t *testing.T) {
+	reg := registrytest.New(t)
+	reg.PushCatalog(t, "catalogs/demo:v1", demoDir, registrytest.PushOptions{})
+	srv := startServe(t, "--data-dir", t.TempDir(), "--listen", "127.0.0.1:0", "--catalog", "demo="+reg.Host+"/catalogs/demo:v1")
+	got := getCatalog(t, newClient(t, srv.base), "demo")
+	if got.State != "Pending" || !strings.Contains(got.LastError, "plain HTTP") {
+		t.Errorf("demo = %+v; want Pending with a plain-HTTP error", got)
+	}
+}
