@@ -1,0 +1,340 @@
+// Package e2e runs the catalogd binary as a user would, on 127.0.0.1, and
+// talks to it with the generated client, every answer checked against
+// openapi.yaml.
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/catalogd/catalogd/client"
+	"github.com/catalogd/catalogd/test/apivalidate"
+	"github.com/catalogd/catalogd/test/fbcfacts"
+)
+
+// demoDir is the demo catalog, from this package's directory.
+var demoDir = filepath.Join("..", "testdata", "demo")
+
+// binary is the catalogd binary TestMain builds once for all tests.
+var binary string
+
+func TestMain(m *testing.M) {
+	os.Exit(func() int {
+		dir, err := os.MkdirTemp("", "catalogd-e2e-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer os.RemoveAll(dir)
+		binary = filepath.Join(dir, "catalogd")
+		build := exec.Command("go", "build", "-o", binary, "github.com/catalogd/catalogd/cmd/catalogd")
+		build.Stdout, build.Stderr = os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			fmt.Fprintf(os.Stderr, "building catalogd: %v\n", err)
+			return 1
+		}
+		return m.Run()
+	}())
+}
+
+// lockedBuffer collects a process's output while the test reads it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// server is a running catalogd serve.
+type server struct {
+	base   string
+	stdout *lockedBuffer
+	cmd    *exec.Cmd
+	// exited is closed when the process has exited, with exitErr set.
+	exited  chan struct{}
+	exitErr error
+}
+
+var servingLine = regexp.MustCompile(`catalogd serving (http://\S+?),`)
+
+// startServer runs `catalogd serve --listen 127.0.0.1:0 args...` and waits
+// until it has tried every catalog once (it prints "Try:").
+func startServer(t *testing.T, args ...string) *server {
+	t.Helper()
+	cmd := exec.Command(binary, append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr := &lockedBuffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s := &server{stdout: &lockedBuffer{}, cmd: cmd, exited: make(chan struct{})}
+	copied := make(chan struct{})
+	go func() {
+		_, _ = io.Copy(s.stdout, bufio.NewReader(stdout))
+		close(copied)
+	}()
+	go func() {
+		<-copied // Wait must not close the pipe before everything was read
+		s.exitErr = cmd.Wait()
+		close(s.exited)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-s.exited:
+		default:
+			_ = cmd.Process.Kill()
+			<-s.exited
+		}
+		if t.Failed() {
+			t.Logf("catalogd stdout:\n%s\ncatalogd stderr:\n%s", s.stdout, stderr)
+		}
+	})
+
+	deadline := time.Now().Add(60 * time.Second)
+	for !strings.Contains(s.stdout.String(), "Try:") {
+		select {
+		case <-s.exited:
+			t.Fatalf("catalogd exited at start-up (%v):\n%s\n%s", s.exitErr, s.stdout, stderr)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("catalogd printed no summary:\n%s\n%s", s.stdout, stderr)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	m := servingLine.FindStringSubmatch(s.stdout.String())
+	if m == nil {
+		t.Fatalf("no serving address in the output:\n%s", s.stdout)
+	}
+	s.base = m[1]
+	return s
+}
+
+// stop sends SIGTERM and expects a clean exit.
+func (s *server) stop(t *testing.T) {
+	t.Helper()
+	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-s.exited:
+		if s.exitErr != nil {
+			t.Errorf("catalogd exited with %v after SIGTERM, want exit code 0", s.exitErr)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("catalogd did not exit after SIGTERM")
+	}
+}
+
+func newClient(t *testing.T, base string) *client.ClientWithResponses {
+	t.Helper()
+	hc := &http.Client{Transport: apivalidate.New(t).Transport(t, http.DefaultTransport), Timeout: 30 * time.Second}
+	c, err := client.NewClientWithResponses(base, client.WithHTTPClient(hc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	var keys []string
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+func packageNames(t *testing.T, api *client.ClientWithResponses) []string {
+	t.Helper()
+	resp, err := api.ListPackagesWithResponse(context.Background(), "demo", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.JSON200 == nil {
+		t.Fatalf("GET /catalogs/demo/packages: %d %s", resp.StatusCode(), resp.Body)
+	}
+	var names []string
+	for _, p := range resp.JSON200.Items {
+		names = append(names, p.Name)
+	}
+	return names
+}
+
+func getDemo(t *testing.T, api *client.ClientWithResponses) client.CatalogDetail {
+	t.Helper()
+	resp, err := api.GetCatalogWithResponse(context.Background(), "demo", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.JSON200 == nil {
+		t.Fatalf("GET /catalogs/demo: %d %s", resp.StatusCode(), resp.Body)
+	}
+	return *resp.JSON200
+}
+
+func TestServeDemo(t *testing.T) {
+	facts := fbcfacts.Load(t, demoDir)
+	srv := startServer(t, "--data-dir", t.TempDir(), "--catalog", "demo="+demoDir)
+	api := newClient(t, srv.base)
+	ctx := context.Background()
+
+	want := fmt.Sprintf("demo: %d packages, %d channels, %d bundles", len(facts.Packages), facts.CountChannels(), facts.CountBundles())
+	if !strings.Contains(srv.stdout.String(), want) {
+		t.Errorf("start-up summary lacks %q:\n%s", want, srv.stdout)
+	}
+
+	health, err := api.GetHealthzWithResponse(ctx)
+	if err != nil || health.StatusCode() != http.StatusOK {
+		t.Errorf("GET /healthz: %v %v", health, err)
+	}
+
+	list, err := api.ListCatalogsWithResponse(ctx, nil)
+	if err != nil || list.JSON200 == nil {
+		t.Fatalf("GET /catalogs: %v %v", list, err)
+	}
+	if len(list.JSON200.Items) != 1 || list.JSON200.Items[0].Name != "demo" {
+		t.Fatalf("GET /catalogs: %+v; want demo alone", list.JSON200.Items)
+	}
+	sum := list.JSON200.Items[0]
+	wantCounts := client.CatalogCounts{Packages: len(facts.Packages), Channels: facts.CountChannels(), Bundles: facts.CountBundles()}
+	if sum.State != client.CatalogStateServing || sum.Counts != wantCounts || sum.LastError != "" {
+		t.Errorf("GET /catalogs: demo = %+v; want Serving with %+v", sum, wantCounts)
+	}
+	abs, err := filepath.Abs(demoDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Source != abs {
+		t.Errorf("source %q, want the catalog's absolute path %q", sum.Source, abs)
+	}
+
+	detail := getDemo(t, api)
+	if detail.Counts != wantCounts || detail.ResolvedDigest != sum.ResolvedDigest || detail.IndexedAt == nil {
+		t.Errorf("GET /catalogs/demo = %+v; want the list's counts and digest", detail)
+	}
+	if len(detail.Problems) != 0 {
+		t.Errorf("problems in the demo catalog: %+v", detail.Problems)
+	}
+	schemas := map[string]int{}
+	for _, b := range facts.Blobs {
+		schemas[b.Schema]++
+	}
+	for _, s := range detail.Schemas {
+		if s.Count != schemas[s.Schema] {
+			t.Errorf("schema %s: %d blobs, want %d", s.Schema, s.Count, schemas[s.Schema])
+		}
+		delete(schemas, s.Schema)
+	}
+	if len(schemas) != 0 {
+		t.Errorf("schemas missing from GET /catalogs/demo: %v", schemas)
+	}
+
+	if got, want := packageNames(t, api), sortedKeys(facts.Packages); !slices.Equal(got, want) {
+		t.Errorf("packages %v, want %v", got, want)
+	}
+	srv.stop(t)
+}
+
+// TestServeWatch edits a served catalog: a broken edit shows in lastError
+// while the last good index keeps answering, and fixing it clears the error.
+func TestServeWatch(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "demo")
+	if err := os.CopyFS(dir, os.DirFS(demoDir)); err != nil {
+		t.Fatal(err)
+	}
+	facts := fbcfacts.Load(t, dir)
+	wantPackages := sortedKeys(facts.Packages)
+	file := filepath.Join(dir, "tidewater-backup", "catalog.json")
+	good, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	broken := good[:len(good)/2]
+
+	srv := startServer(t, "--data-dir", t.TempDir(), "--catalog", "demo="+dir, "--watch")
+	api := newClient(t, srv.base)
+	before := getDemo(t, api)
+	if before.State != client.CatalogStateServing || before.LastError != "" {
+		t.Fatalf("before the edit: %+v", before)
+	}
+
+	// Break the file, and see the error while the old index still answers.
+	// The file is written again now and then, in case the watch was not in
+	// place yet when the first write happened; the server has no way of
+	// saying that it is.
+	writeUntil(t, file, broken, "lastError names the broken file", func() bool {
+		return strings.Contains(getDemo(t, api).LastError, "tidewater-backup/catalog.json")
+	})
+	broke := getDemo(t, api)
+	if broke.State != client.CatalogStateServing || broke.ResolvedDigest != before.ResolvedDigest || broke.Counts != before.Counts {
+		t.Errorf("while broken: %+v; want the last good index serving", broke)
+	}
+	list, err := api.ListCatalogsWithResponse(context.Background(), nil)
+	if err != nil || list.JSON200 == nil || len(list.JSON200.Items) != 1 || list.JSON200.Items[0].LastError != broke.LastError {
+		t.Errorf("GET /catalogs while broken: %+v, %v; want demo's lastError there too", list, err)
+	}
+	if got := packageNames(t, api); !slices.Equal(got, wantPackages) {
+		t.Errorf("packages while broken: %v, want %v", got, wantPackages)
+	}
+
+	// Fix it: the error clears. The content is back to that of the live
+	// index, so nothing needs rebuilding.
+	writeUntil(t, file, good, "lastError clears", func() bool { return getDemo(t, api).LastError == "" })
+	fixed := getDemo(t, api)
+	if fixed.State != client.CatalogStateServing || fixed.ResolvedDigest != before.ResolvedDigest {
+		t.Errorf("after the fix: %+v", fixed)
+	}
+	if got := packageNames(t, api); !slices.Equal(got, wantPackages) {
+		t.Errorf("packages after the fix: %v, want %v", got, wantPackages)
+	}
+	srv.stop(t)
+}
+
+// writeUntil writes content to path and polls until cond holds, writing it
+// again every few seconds (longer than the server's debounce period).
+func writeUntil(t *testing.T, path string, content []byte, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if err := os.WriteFile(path, content, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for again := time.Now().Add(3 * time.Second); time.Now().Before(again); time.Sleep(50 * time.Millisecond) {
+			if cond() {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting until %s", what)
+		}
+	}
+}
