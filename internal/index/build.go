@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/joelanford/ignore"
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
 	"github.com/pressly/goose/v3"
 	_ "modernc.org/sqlite" // registers the pure-Go "sqlite" driver
@@ -145,49 +146,155 @@ func load(ctx context.Context, db *sqlx.DB, src Source, builtAt time.Time) (Stat
 	return l.stats, nil
 }
 
-// walk parses the catalog with declcfg.WalkMetasFS on its own goroutine and
-// hands each blob to add on the caller's, so parsing and loading overlap while
-// blobs keep the walk order (one file at a time, in lexical order).
-func walk(ctx context.Context, fsys fs.FS, add func(context.Context, *declcfg.Meta) error) error {
+// blob is one parsed blob, with its typed value decoded for the schemas the
+// index interprets (a declcfg.Package, Channel, Bundle or Deprecation).
+type blob struct {
+	meta  *declcfg.Meta
+	value any
+	err   error
+}
+
+// parseWorkers is how many files are parsed at once, and aheadFiles how many
+// files may be parsed ahead of the loader. Together with the per-file buffer
+// they bound the memory a build holds, whatever the catalog's size.
+const (
+	aheadFiles   = 8
+	fileBuffer   = 32
+	parseWorkers = 2
+)
+
+// walk parses the catalog's files in parallel and hands each blob to add in
+// walk order (files in lexical order, blobs in file order), which is the
+// order catalogd serves them in. Each file streams through a small buffer,
+// so a catalog held in one huge file is never in memory at once.
+func walk(ctx context.Context, fsys fs.FS, add func(context.Context, blob) error) error {
 	if fsys == nil {
 		return errors.New("parse catalog: no filesystem given")
+	}
+	paths, err := catalogFiles(fsys)
+	if err != nil {
+		return fmt.Errorf("list catalog files: %w", err)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	metas := make(chan *declcfg.Meta, 64)
-	walkErr := make(chan error, 1)
+	files := make([]chan blob, len(paths))
+	for i := range files {
+		files[i] = make(chan blob, fileBuffer)
+	}
+	ahead := make(chan struct{}, aheadFiles)
+	workers := make(chan struct{}, parseWorkers)
 	go func() {
-		defer close(metas)
-		walkErr <- declcfg.WalkMetasFS(ctx, fsys, func(path string, meta *declcfg.Meta, err error) error {
-			if err != nil {
-				return fmt.Errorf("parse %s: %w", path, err)
-			}
-			if meta.Schema == "" {
-				return fmt.Errorf("parse %s: blob without a schema: %.200s", path, meta.Blob)
-			}
+		for i, path := range paths {
 			select {
-			case metas <- meta:
-				return nil
+			case ahead <- struct{}{}:
 			case <-ctx.Done():
-				return ctx.Err()
+				return
 			}
-		}, declcfg.WithConcurrency(1))
+			workers <- struct{}{}
+			go func() {
+				defer func() { <-workers }()
+				parseFile(ctx, fsys, path, files[i])
+			}()
+		}
 	}()
 
-	var addErr error
-	for meta := range metas {
-		if addErr != nil {
-			continue // drain so the walker can see the cancellation and stop
+	for _, file := range files {
+		for b := range file {
+			if b.err != nil {
+				return b.err
+			}
+			if err := add(ctx, b); err != nil {
+				return err
+			}
 		}
-		if addErr = add(ctx, meta); addErr != nil {
-			cancel()
+		<-ahead
+		if err := ctx.Err(); err != nil {
+			return err
 		}
 	}
-	if err := <-walkErr; err != nil && addErr == nil {
-		return err
+	return nil
+}
+
+// catalogFiles lists the catalog's files as declcfg walks them: lexical
+// order, skipping .indexignore files and what their patterns match.
+func catalogFiles(fsys fs.FS) ([]string, error) {
+	matcher, err := ignore.NewMatcher(fsys, ".indexignore")
+	if err != nil {
+		return nil, err
 	}
-	return addErr
+	var paths []string
+	err = fs.WalkDir(fsys, ".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() && d.Name() != ".indexignore" && !matcher.Match(path, false) {
+			paths = append(paths, path)
+		}
+		return nil
+	})
+	return paths, err
+}
+
+// parseFile streams one file's blobs into out and closes it; a failure is
+// sent as the last blob.
+func parseFile(ctx context.Context, fsys fs.FS, path string, out chan<- blob) {
+	defer close(out)
+	send := func(b blob) bool {
+		select {
+		case out <- b:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	f, err := fsys.Open(path)
+	if err != nil {
+		send(blob{err: fmt.Errorf("parse %s: %w", path, err)})
+		return
+	}
+	defer f.Close()
+	err = declcfg.WalkMetasReader(f, func(meta *declcfg.Meta, err error) error {
+		if err != nil {
+			return err
+		}
+		if meta.Schema == "" {
+			return fmt.Errorf("blob without a schema: %.200s", meta.Blob)
+		}
+		value, err := decodeValue(meta)
+		if err != nil {
+			return err
+		}
+		if !send(blob{meta: meta, value: value}) {
+			return ctx.Err()
+		}
+		return nil
+	})
+	if err != nil {
+		send(blob{err: fmt.Errorf("parse %s: %w", path, err)})
+	}
+}
+
+// decodeValue decodes the typed value of a blob of a schema the index
+// interprets; other schemas have none.
+func decodeValue(m *declcfg.Meta) (any, error) {
+	var v any
+	switch m.Schema {
+	case declcfg.SchemaPackage:
+		v = &declcfg.Package{}
+	case declcfg.SchemaChannel:
+		v = &declcfg.Channel{}
+	case declcfg.SchemaBundle:
+		v = &declcfg.Bundle{}
+	case declcfg.SchemaDeprecation:
+		v = &declcfg.Deprecation{}
+	default:
+		return nil, nil
+	}
+	if err := json.Unmarshal(m.Blob, v); err != nil {
+		return nil, fmt.Errorf("parse %s %q: %w", m.Schema, m.Name, err)
+	}
+	return v, nil
 }
 
 // check verifies the finished file before anyone may read it.

@@ -2,10 +2,14 @@ package index
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/blang/semver/v4"
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
@@ -20,13 +24,17 @@ func (l *loader) finish(ctx context.Context) error {
 		names = append(names, name)
 	}
 	sort.Strings(names)
-	for _, name := range names {
+	problems := validateAll(ctx, names, l.pkgs)
+	for i, name := range names {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		st := l.pkgs[name]
-		if err := l.validate(ctx, name, st); err != nil {
-			return err
+		if problems[i] != "" {
+			if _, err := l.exec(ctx, "problem", name, problems[i]); err != nil {
+				return fmt.Errorf("record problems of package %q: %w", name, err)
+			}
+			l.stats.Problems++
 		}
 		if err := l.rank(ctx, st); err != nil {
 			return fmt.Errorf("rank versions of package %q: %w", name, err)
@@ -39,25 +47,45 @@ func (l *loader) finish(ctx context.Context) error {
 	return nil
 }
 
+// validateAll validates the packages on every core (validation is pure
+// computation, most of a build's CPU after parsing) and returns each
+// package's problem, "" for none, in the order of names.
+func validateAll(ctx context.Context, names []string, pkgs map[string]*pkgState) []string {
+	problems := make([]string, len(names))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for w := 0; w < runtime.GOMAXPROCS(0); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				problems[i] = validate(pkgs[names[i]].cfg)
+			}
+		}()
+	}
+	for i := range names {
+		if ctx.Err() != nil {
+			break
+		}
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return problems
+}
+
 // validate runs operator-registry's own conversion and validation, so a
-// package is judged exactly as opm would judge it. A package that fails is
-// kept; its problems are recorded and served.
-func (l *loader) validate(ctx context.Context, name string, st *pkgState) error {
-	var problem string
-	m, err := declcfg.ConvertToModel(st.cfg)
+// package is judged as opm would judge it. A package that fails is kept;
+// its problems are recorded and served.
+func validate(cfg declcfg.DeclarativeConfig) string {
+	m, err := declcfg.ConvertToModel(cfg)
 	if err != nil {
-		problem = err.Error()
-	} else if err := m.Validate(); err != nil {
-		problem = err.Error()
+		return err.Error()
 	}
-	if problem == "" {
-		return nil
+	if err := m.Validate(); err != nil {
+		return err.Error()
 	}
-	if _, err := l.exec(ctx, "problem", name, problem); err != nil {
-		return fmt.Errorf("record problems of package %q: %w", name, err)
-	}
-	l.stats.Problems++
-	return nil
+	return ""
 }
 
 // rank stores each bundle's place in semver order within its package, so
@@ -70,6 +98,7 @@ func (l *loader) rank(ctx context.Context, st *pkgState) error {
 		version *semver.Version
 	}
 	var bundles []ranked
+	seen := map[string]bool{}
 	for _, b := range st.cfg.Bundles {
 		id, ok := st.bundleIDs[b.Name]
 		if !ok {
@@ -85,8 +114,11 @@ func (l *loader) rank(ctx context.Context, st *pkgState) error {
 				break
 			}
 		}
+		if seen[b.Name] {
+			continue // a duplicate bundle name ranks once
+		}
+		seen[b.Name] = true
 		bundles = append(bundles, r)
-		delete(st.bundleIDs, b.Name) // a duplicate bundle name ranks once
 	}
 	sort.SliceStable(bundles, func(i, j int) bool {
 		a, b := bundles[i], bundles[j]
@@ -117,24 +149,17 @@ func (l *loader) describe(ctx context.Context, name string, st *pkgState) error 
 		return nil // bundles or channels of a package that was never declared
 	}
 	pkg := st.cfg.Packages[0]
-	head := st.heads[pkg.DefaultChannel]
-	var metaValue json.RawMessage
 	var meta property.CSVMetadata
-	for _, b := range st.cfg.Bundles {
-		if b.Name != head || head == "" {
-			continue
-		}
-		for _, p := range b.Properties {
-			if p.Type == property.TypeCSVMetadata {
-				metaValue = p.Value
-				_ = json.Unmarshal(p.Value, &meta) // a bad value is a validation problem
-				break
+	if id, ok := st.bundleIDs[st.heads[pkg.DefaultChannel]]; ok {
+		var value string
+		err := l.stmts["metadataOf"].QueryRowContext(ctx, id).Scan(&value)
+		switch {
+		case err == nil:
+			if _, err := l.exec(ctx, "metadata", value, name); err != nil {
+				return err
 			}
-		}
-		break
-	}
-	if metaValue != nil {
-		if _, err := l.exec(ctx, "metadata", string(metaValue), name); err != nil {
+			_ = json.Unmarshal([]byte(value), &meta) // only display data: a bad value shows nothing
+		case !errors.Is(err, sql.ErrNoRows):
 			return err
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/blang/semver/v4"
@@ -34,24 +35,25 @@ type pkgState struct {
 	problems []string
 }
 
-// The insert statements, prepared once per build.
+// The statements of a build, prepared once.
 var insertSQL = map[string]string{
-	"blob":     `INSERT INTO blobs (schema, package, name, offset, data) VALUES (?, ?, ?, ?, ?)`,
-	"package":  `INSERT INTO packages (name, default_channel, description, icon_data, icon_media_type) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
-	"channel":  `INSERT INTO channels (package, name, properties, head, head_problem) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
-	"entry":    `INSERT INTO channel_entries (package, channel, position, bundle, replaces, skip_range) VALUES (?, ?, ?, ?, ?, ?)`,
-	"skip":     `INSERT INTO channel_entry_skips (entry_id, package, skip) VALUES (?, ?, ?)`,
-	"bundle":   `INSERT INTO bundles (package, name, version, release, image, ver_major, ver_minor, ver_patch, ver_pre) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
-	"related":  `INSERT INTO related_images (bundle_id, name, image) VALUES (?, ?, ?)`,
-	"property": `INSERT INTO properties (bundle_id, position, type, value) VALUES (?, ?, ?, ?)`,
-	"provided": `INSERT INTO provided_gvks (bundle_id, grp, version, kind) VALUES (?, ?, ?, ?)`,
-	"required": `INSERT INTO required_gvks (bundle_id, grp, version, kind) VALUES (?, ?, ?, ?)`,
-	"reqpkg":   `INSERT INTO required_packages (bundle_id, package_name, version_range) VALUES (?, ?, ?)`,
-	"deprec":   `INSERT INTO deprecations (package, schema, name, message) VALUES (?, ?, ?, ?)`,
-	"problem":  `INSERT INTO problems (package, message) VALUES (?, ?)`,
-	"rank":     `UPDATE bundles SET version_rank = ? WHERE id = ?`,
-	"metadata": `UPDATE packages SET csv_metadata = ? WHERE name = ?`,
-	"search":   `INSERT INTO package_search (name, display_name, keywords, provider, description) VALUES (?, ?, ?, ?, ?)`,
+	"blob":       `INSERT INTO blobs (schema, package, name, offset, data) VALUES (?, ?, ?, ?, ?)`,
+	"package":    `INSERT INTO packages (name, default_channel, description, icon_data, icon_media_type) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+	"channel":    `INSERT INTO channels (package, name, properties, head, head_problem) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+	"entry":      `INSERT INTO channel_entries (package, channel, position, bundle, replaces, skip_range) VALUES (?, ?, ?, ?, ?, ?)`,
+	"skip":       `INSERT INTO channel_entry_skips (entry_id, package, skip) VALUES (?, ?, ?)`,
+	"bundle":     `INSERT INTO bundles (package, name, version, release, image, ver_major, ver_minor, ver_patch, ver_pre) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+	"related":    `INSERT INTO related_images (bundle_id, name, image) VALUES (?, ?, ?)`,
+	"property":   `INSERT INTO properties (bundle_id, position, type, value) VALUES (?, ?, ?, ?)`,
+	"provided":   `INSERT INTO provided_gvks (bundle_id, grp, version, kind) VALUES (?, ?, ?, ?)`,
+	"required":   `INSERT INTO required_gvks (bundle_id, grp, version, kind) VALUES (?, ?, ?, ?)`,
+	"reqpkg":     `INSERT INTO required_packages (bundle_id, package_name, version_range) VALUES (?, ?, ?)`,
+	"deprec":     `INSERT INTO deprecations (package, schema, name, message) VALUES (?, ?, ?, ?)`,
+	"problem":    `INSERT INTO problems (package, message) VALUES (?, ?)`,
+	"rank":       `UPDATE bundles SET version_rank = ? WHERE id = ?`,
+	"metadata":   `UPDATE packages SET csv_metadata = ? WHERE name = ?`,
+	"metadataOf": `SELECT value FROM properties WHERE bundle_id = ? AND type = 'olm.csv.metadata' ORDER BY position LIMIT 1`,
+	"search":     `INSERT INTO package_search (name, display_name, keywords, provider, description) VALUES (?, ?, ?, ?, ?)`,
 }
 
 func newLoader(ctx context.Context, tx *sqlx.Tx) (*loader, error) {
@@ -89,7 +91,8 @@ func (l *loader) pkg(name string) *pkgState {
 
 // add stores one blob: always as a raw blob, and in the typed tables when it
 // is of a schema this index understands.
-func (l *loader) add(ctx context.Context, m *declcfg.Meta) error {
+func (l *loader) add(ctx context.Context, b blob) error {
+	m := b.meta
 	if _, err := l.exec(ctx, "blob", m.Schema, m.Package, m.Name, l.stats.AllBytes, string(m.Blob)); err != nil {
 		return fmt.Errorf("store blob %s %q: %w", m.Schema, m.Name, err)
 	}
@@ -97,27 +100,22 @@ func (l *loader) add(ctx context.Context, m *declcfg.Meta) error {
 	l.stats.Schemas[m.Schema]++
 	l.stats.AllBytes += int64(len(m.Blob))
 
-	var err error
-	switch m.Schema {
-	case declcfg.SchemaPackage:
-		err = l.addPackage(ctx, m)
-	case declcfg.SchemaChannel:
-		err = l.addChannel(ctx, m)
-	case declcfg.SchemaBundle:
-		err = l.addBundle(ctx, m)
-	case declcfg.SchemaDeprecation:
-		err = l.addDeprecation(ctx, m)
+	switch v := b.value.(type) {
+	case *declcfg.Package:
+		return l.addPackage(ctx, v)
+	case *declcfg.Channel:
+		return l.addChannel(ctx, v)
+	case *declcfg.Bundle:
+		return l.addBundle(ctx, v)
+	case *declcfg.Deprecation:
+		return l.addDeprecation(ctx, v)
 	}
-	return err
+	return nil
 }
 
-func (l *loader) addPackage(ctx context.Context, m *declcfg.Meta) error {
-	var p declcfg.Package
-	if err := json.Unmarshal(m.Blob, &p); err != nil {
-		return fmt.Errorf("parse package %q: %w", m.Name, err)
-	}
+func (l *loader) addPackage(ctx context.Context, p *declcfg.Package) error {
 	st := l.pkg(p.Name)
-	st.cfg.Packages = append(st.cfg.Packages, p)
+	st.cfg.Packages = append(st.cfg.Packages, *p)
 	var iconData []byte
 	var iconType string
 	if p.Icon != nil {
@@ -133,13 +131,9 @@ func (l *loader) addPackage(ctx context.Context, m *declcfg.Meta) error {
 	return nil
 }
 
-func (l *loader) addChannel(ctx context.Context, m *declcfg.Meta) error {
-	var c declcfg.Channel
-	if err := json.Unmarshal(m.Blob, &c); err != nil {
-		return fmt.Errorf("parse channel %q of package %q: %w", m.Name, m.Package, err)
-	}
+func (l *loader) addChannel(ctx context.Context, c *declcfg.Channel) error {
 	st := l.pkg(c.Package)
-	st.cfg.Channels = append(st.cfg.Channels, c)
+	st.cfg.Channels = append(st.cfg.Channels, *c)
 
 	head, problem := channelHead(c.Entries)
 	var headArg, problemArg any
@@ -224,27 +218,31 @@ type packageProperty struct {
 	Release     string `json:"release"`
 }
 
-func (l *loader) addBundle(ctx context.Context, m *declcfg.Meta) error {
-	var b declcfg.Bundle
-	if err := json.Unmarshal(m.Blob, &b); err != nil {
-		return fmt.Errorf("parse bundle %q of package %q: %w", m.Name, m.Package, err)
-	}
+// validatedProperties are the property types operator-registry's validation
+// interprets; the others (bundle objects, CSV metadata, custom types) are
+// most of a catalog's bytes and are left out of the validation copy.
+var validatedProperties = map[string]bool{
+	property.TypePackage: true, property.TypePackageRequired: true, property.TypeGVK: true,
+	property.TypeGVKRequired: true, property.TypeChannel: true,
+}
+
+func (l *loader) addBundle(ctx context.Context, b *declcfg.Bundle) error {
 	st := l.pkg(b.Package)
 
 	var pkgProp packageProperty
-	light := b
-	light.Properties = make([]property.Property, 0, len(b.Properties))
+	light := declcfg.Bundle{Schema: b.Schema, Name: b.Name, Package: b.Package, Image: b.Image}
 	for _, p := range b.Properties {
-		switch p.Type {
-		case property.TypeBundleObject:
+		switch {
+		case p.Type == property.TypeBundleObject:
 			// Validation only needs to know an object is there.
 			light.Objects = append(light.Objects, "")
-			continue
-		case property.TypePackage:
+		case p.Type == property.TypePackage:
 			// A bad value is reported by validation, which parses it again.
 			_ = json.Unmarshal(p.Value, &pkgProp)
+			light.Properties = append(light.Properties, p)
+		case validatedProperties[p.Type]:
+			light.Properties = append(light.Properties, p)
 		}
-		light.Properties = append(light.Properties, p)
 	}
 	st.cfg.Bundles = append(st.cfg.Bundles, light)
 
@@ -273,21 +271,61 @@ func (l *loader) addBundle(ctx context.Context, m *declcfg.Meta) error {
 			return fmt.Errorf("index related images of bundle %q: %w", b.Name, err)
 		}
 	}
+	if err := l.insertProperties(ctx, id, b.Properties); err != nil {
+		return fmt.Errorf("index properties of bundle %q: %w", b.Name, err)
+	}
 	for i, p := range b.Properties {
-		if err := l.addProperty(ctx, id, i, p); err != nil {
+		if err := l.addTypedProperty(ctx, id, p); err != nil {
 			return fmt.Errorf("index property %d (%s) of bundle %q: %w", i, p.Type, b.Name, err)
 		}
 	}
 	return nil
 }
 
-// addProperty stores a property as it stands and, for the types queries
-// filter on, in its own table. A value of the wrong shape stays in properties
-// only; validation reports it.
-func (l *loader) addProperty(ctx context.Context, bundleID int64, pos int, p property.Property) error {
-	if _, err := l.exec(ctx, "property", bundleID, pos, p.Type, rawJSON(p.Value)); err != nil {
-		return err
+// propertyBatch is the most rows one properties INSERT carries. A bundle's
+// properties go in a few multi-row statements rather than one per property,
+// which is most of the cost of a build.
+const propertyBatch = 64
+
+// insertProperties stores every property as it stands, in order.
+func (l *loader) insertProperties(ctx context.Context, bundleID int64, props []property.Property) error {
+	for start := 0; start < len(props); start += propertyBatch {
+		batch := props[start:min(start+propertyBatch, len(props))]
+		stmt, err := l.propertyStmt(ctx, len(batch))
+		if err != nil {
+			return err
+		}
+		args := make([]any, 0, 4*len(batch))
+		for i, p := range batch {
+			args = append(args, bundleID, start+i, p.Type, rawJSON(p.Value))
+		}
+		if _, err := stmt.ExecContext(ctx, args...); err != nil {
+			return err
+		}
 	}
+	return nil
+}
+
+// propertyStmt returns the prepared INSERT of n property rows.
+func (l *loader) propertyStmt(ctx context.Context, n int) (*sql.Stmt, error) {
+	key := "properties/" + strconv.Itoa(n)
+	if stmt, ok := l.stmts[key]; ok {
+		return stmt, nil
+	}
+	q := "INSERT INTO properties (bundle_id, position, type, value) VALUES " +
+		strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?), ", n), ", ")
+	stmt, err := l.tx.PrepareContext(ctx, q)
+	if err != nil {
+		return nil, fmt.Errorf("prepare properties insert: %w", err)
+	}
+	l.stmts[key] = stmt
+	return stmt, nil
+}
+
+// addTypedProperty stores a property of a type queries filter on in its own
+// table. A value of the wrong shape stays in properties only; validation
+// reports it.
+func (l *loader) addTypedProperty(ctx context.Context, bundleID int64, p property.Property) error {
 	switch p.Type {
 	case property.TypeGVK:
 		var g property.GVK
@@ -311,13 +349,9 @@ func (l *loader) addProperty(ctx context.Context, bundleID int64, pos int, p pro
 	return nil
 }
 
-func (l *loader) addDeprecation(ctx context.Context, m *declcfg.Meta) error {
-	var d declcfg.Deprecation
-	if err := json.Unmarshal(m.Blob, &d); err != nil {
-		return fmt.Errorf("parse deprecations of package %q: %w", m.Package, err)
-	}
+func (l *loader) addDeprecation(ctx context.Context, d *declcfg.Deprecation) error {
 	st := l.pkg(d.Package)
-	st.cfg.Deprecations = append(st.cfg.Deprecations, d)
+	st.cfg.Deprecations = append(st.cfg.Deprecations, *d)
 	for _, e := range d.Entries {
 		if _, err := l.exec(ctx, "deprec", d.Package, e.Reference.Schema, e.Reference.Name, e.Message); err != nil {
 			return fmt.Errorf("index deprecations of package %q: %w", d.Package, err)

@@ -62,9 +62,9 @@ func mustUpdate(t *testing.T, s *Store, catalog string, src Source) Info {
 	return info
 }
 
-// catalogFiles lists a catalog's directory, so tests can tell exactly which
+// dirEntries lists a catalog's index directory, so tests can tell exactly which
 // files a swap leaves behind.
-func catalogFiles(t *testing.T, dir, catalog string) []string {
+func dirEntries(t *testing.T, dir, catalog string) []string {
 	t.Helper()
 	entries, err := os.ReadDir(filepath.Join(dir, catalog))
 	if err != nil {
@@ -110,7 +110,7 @@ func TestSwapOnSuccess(t *testing.T) {
 	if _, err := os.Stat(first.Path); !os.IsNotExist(err) {
 		t.Errorf("old file still there after its last reader left: %v", err)
 	}
-	files := catalogFiles(t, dir, "demo")
+	files := dirEntries(t, dir, "demo")
 	want := []string{currentLink, filepath.Base(second.Path)}
 	if strings.Join(files, ",") != strings.Join(want, ",") {
 		t.Errorf("catalog directory holds %v, want %v", files, want)
@@ -159,7 +159,7 @@ func TestFailedRebuildKeepsServing(t *testing.T) {
 			if snap.Info.Digest != "sha256:good" || countBundles(t, snap) != 3 {
 				t.Errorf("live index changed: %+v", snap.Info)
 			}
-			files := catalogFiles(t, dir, "demo")
+			files := dirEntries(t, dir, "demo")
 			if want := []string{currentLink, filepath.Base(live.Path)}; strings.Join(files, ",") != strings.Join(want, ",") {
 				t.Errorf("catalog directory holds %v after a failed build, want %v", files, want)
 			}
@@ -223,7 +223,7 @@ func TestStoreReopensAfterRestart(t *testing.T) {
 	if !ok || info.Digest != "sha256:one" || info.SourceRef != "ref" || info.Path != live.Path {
 		t.Errorf("reopened info = %+v, want %+v", info, live)
 	}
-	if files := catalogFiles(t, dir, "demo"); len(files) != 2 {
+	if files := dirEntries(t, dir, "demo"); len(files) != 2 {
 		t.Errorf("debris not cleaned: %v", files)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "gone")); !os.IsNotExist(err) {
