@@ -120,6 +120,8 @@ func TestRunExitCodes(t *testing.T) {
 		{"help", []string{"help"}, 0, "catalogd serve", ""},
 		{"serve help", []string{"serve", "-h"}, 0, "--catalog NAME=DIR", ""},
 		{"serve usage error", []string{"serve", "--catalog", "Bad=x"}, 2, "", "Run 'catalogd serve -h'"},
+		{"manager help", []string{"manager", "-h"}, 0, "", "-data-dir"},
+		{"manager usage error", []string{"manager"}, 2, "", "--data-dir is required"},
 		{"serve cannot listen", []string{"serve", "--catalog", "a=" + t.TempDir(), "--data-dir", t.TempDir(), "--listen", "256.0.0.1:1"}, 1, "", "listen on 256.0.0.1:1"},
 	}
 	for _, tc := range tests {

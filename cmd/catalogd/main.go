@@ -2,8 +2,10 @@
 //
 // `catalogd serve` indexes catalog directories (or images) given on the
 // command line and serves the catalog API, with no cluster needed; it is
-// what `make run` starts. Exit codes: 0 after a clean shutdown (SIGINT or
-// SIGTERM), 1 on a runtime failure, 2 on a mistake in the command line.
+// what `make run` starts. `catalogd manager` runs in a cluster: the
+// ClusterCatalog controller and the same API (see internal/manager). Exit
+// codes: 0 after a clean shutdown (SIGINT or SIGTERM), 1 on a runtime
+// failure, 2 on a mistake in the command line.
 package main
 
 import (
@@ -19,15 +21,20 @@ import (
 
 	"go.uber.org/zap/zapcore"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/catalogd/catalogd/internal/manager"
 )
 
 const usage = `catalogd is a catalog server for OLM file-based catalogs.
 
 Usage:
   catalogd serve --catalog NAME=DIR|IMAGE [--catalog ...] --data-dir DIR [flags]
+      index catalogs from directories or images and serve the API; no cluster needed
+  catalogd manager --data-dir DIR [flags]
+      run the ClusterCatalog controller and the API in a cluster
   catalogd help
 
-Run 'catalogd serve -h' for the flags of serve.
+Run 'catalogd serve -h' or 'catalogd manager -h' for the flags.
 `
 
 func main() {
@@ -43,6 +50,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "serve":
 		return runServe(args[1:], stdout, stderr)
+	case "manager":
+		return runManager(args[1:], stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
@@ -80,6 +89,25 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	}
 	if err := serve(ctx, cfg, ln, stdout, log); err != nil {
 		return fail(stderr, err)
+	}
+	return 0
+}
+
+func runManager(args []string, stderr io.Writer) int {
+	// Parsed here first only to tell a usage error (exit 2) from a failure.
+	if _, _, err := manager.ParseFlags(args, stderr); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		fmt.Fprintf(stderr, "catalogd manager: %v\n", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	context.AfterFunc(ctx, stop)
+	if err := manager.Run(ctx, args); err != nil {
+		fmt.Fprintf(stderr, "catalogd manager: %v\n", err)
+		return 1
 	}
 	return 0
 }
