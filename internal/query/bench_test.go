@@ -78,7 +78,7 @@ func BenchmarkHTTP(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	var pkg, channel, head, from, group, version, kind string
+	var pkg, channel, head, from, group, version, kind, tgroup, tversion, tkind string
 	db := snap.DB
 	must := func(err error) {
 		if err != nil {
@@ -89,23 +89,31 @@ func BenchmarkHTTP(b *testing.B) {
 	must(db.Get(&channel, `SELECT default_channel FROM packages WHERE name = ?`, pkg))
 	must(db.Get(&head, `SELECT head FROM channels WHERE package = ? AND name = ?`, pkg, channel))
 	must(db.Get(&from, `SELECT bundle FROM channel_entries WHERE package = ? AND channel = ? ORDER BY position LIMIT 1`, pkg, channel))
-	must(db.QueryRow(`SELECT grp, version, kind FROM provided_gvks GROUP BY grp, version, kind ORDER BY count(*) DESC LIMIT 1`).Scan(&group, &version, &kind))
+	// The widest GVK (the most providers) and a typical one (the median).
+	const byProviders = `SELECT grp, version, kind FROM provided_gvks GROUP BY grp, version, kind ORDER BY count(DISTINCT bundle_id) DESC, kind LIMIT 1 OFFSET ?`
+	var distinct int
+	must(db.Get(&distinct, `SELECT count(*) FROM (SELECT DISTINCT grp, version, kind FROM provided_gvks)`))
+	must(db.QueryRow(byProviders, 0).Scan(&group, &version, &kind))
+	must(db.QueryRow(byProviders, distinct/2).Scan(&tgroup, &tversion, &tkind))
 	snap.Release()
 
 	gvk := "group=" + url.QueryEscape(group) + "&version=" + version + "&kind=" + kind
+	typical := "group=" + url.QueryEscape(tgroup) + "&version=" + tversion + "&kind=" + tkind
 	base := "/catalogs/one/packages/" + pkg
 	endpoints := []struct{ name, path string }{
 		{"catalogs", "/catalogs"},
 		{"packages", "/catalogs/one/packages?limit=50"},
 		{"search", "/catalogs/one/packages?q=operator&limit=20"},
 		{"package", base},
-		{"channels", base + "/channels"},
-		{"head", base + "/channels/" + channel},
+		{"channels-with-heads", base + "/channels"},
+		{"channel-entries", base + "/channels/" + channel},
 		{"bundles", base + "/bundles?limit=20&version=" + url.QueryEscape(">=0.0.0")},
 		{"bundle", base + "/bundles/" + head},
 		{"upgrades", base + "/upgrades?from=" + from},
-		{"providers", "/catalogs/one/providers?" + gvk},
-		{"providers-all", "/providers?" + gvk},
+		{"providers-typical", "/catalogs/one/providers?" + typical},
+		{"providers-typical-latest", "/catalogs/one/providers?latest=true&" + typical},
+		{"providers-all-catalogs-typical", "/providers?" + typical},
+		{"providers-widest", "/catalogs/one/providers?" + gvk},
 		{"metas-package", "/catalogs/one/api/v1/metas?schema=olm.package"},
 	}
 	debug.FreeOSMemory()
@@ -147,7 +155,7 @@ func BenchmarkHTTP(b *testing.B) {
 				go func(w int) {
 					defer wg.Done()
 					for i := w; time.Now().Before(deadline); i++ {
-						get(endpoints[3+i%8].path)
+						get(endpoints[3+i%10].path)
 						done.Add(1)
 					}
 				}(w)

@@ -98,6 +98,12 @@ func (s *Server) listBundles(r *http.Request, snap *index.Snapshot) (any, error)
 			return nil, badParam("continue", "continue token does not belong to a bundle list; start again without continue")
 		}
 	}
+	// Without a version filter one row past the page tells whether there is
+	// a next page; with one, rows are filtered here, so all are read (-1).
+	rowLimit := pg.limit + 1
+	if constraint != nil {
+		rowLimit = -1
+	}
 	var rows []bundleRow
 	if channel := q.Get("channel"); q.Has("channel") {
 		var exists bool
@@ -109,10 +115,10 @@ func (s *Server) listBundles(r *http.Request, snap *index.Snapshot) (any, error)
 		}
 		err = snap.DB.SelectContext(ctx, &rows, `SELECT `+bundleColumns+` FROM bundles WHERE package = ? AND version_rank < ?
 			AND name IN (SELECT bundle FROM channel_entries WHERE package = ? AND channel = ?)
-			ORDER BY version_rank DESC`, pkg.Name, below, pkg.Name, channel)
+			ORDER BY version_rank DESC LIMIT ?`, pkg.Name, below, pkg.Name, channel, rowLimit)
 	} else {
 		err = snap.DB.SelectContext(ctx, &rows, `SELECT `+bundleColumns+` FROM bundles WHERE package = ? AND version_rank < ?
-			ORDER BY version_rank DESC`, pkg.Name, below)
+			ORDER BY version_rank DESC LIMIT ?`, pkg.Name, below, rowLimit)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("list bundles of %q: %w", pkg.Name, err)
@@ -132,13 +138,9 @@ func (s *Server) listBundles(r *http.Request, snap *index.Snapshot) (any, error)
 			break
 		}
 		lastRank = b.Rank
-		channels, err := bundleChannels(ctx, snap.DB, pkg.Name, b.Name)
-		if err != nil {
-			return nil, err
-		}
-		names := make([]string, 0, len(channels))
-		for _, c := range channels {
-			names = append(names, c.Channel)
+		names := []string{}
+		if err := snap.DB.SelectContext(ctx, &names, `SELECT DISTINCT channel FROM channel_entries WHERE package = ? AND bundle = ? ORDER BY channel`, pkg.Name, b.Name); err != nil {
+			return nil, fmt.Errorf("read channels of bundle %q: %w", b.Name, err)
 		}
 		dep, err := bundleDeprecation(ctx, snap.DB, pkg.Name, b.Name)
 		if err != nil {

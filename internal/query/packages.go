@@ -144,14 +144,6 @@ func deprecation(ctx context.Context, db *sqlx.DB, pkg, schema, name string) (cl
 	return client.Deprecation{Message: msg}, nil
 }
 
-func channelNames(ctx context.Context, db *sqlx.DB, pkg string) ([]string, error) {
-	names := []string{}
-	if err := db.SelectContext(ctx, &names, `SELECT name FROM channels WHERE package = ? ORDER BY name`, pkg); err != nil {
-		return nil, fmt.Errorf("list channels of %q: %w", pkg, err)
-	}
-	return names, nil
-}
-
 // ftsQuery turns free text into an FTS5 query that cannot be a syntax
 // error: every word becomes a quoted prefix term, and all must match.
 func ftsQuery(q string) string {
@@ -213,23 +205,66 @@ func (s *Server) packageList(ctx context.Context, snap *index.Snapshot, rows []p
 		rows = rows[:limit]
 		out.Continue = continueToken(snap.Info.Digest, nextKey)
 	}
+	names := make([]string, len(rows))
+	for i, row := range rows {
+		names[i] = row.Name
+	}
+	channels, deprecations, err := packageExtras(ctx, snap.DB, names)
+	if err != nil {
+		return out, err
+	}
 	for _, row := range rows {
-		channels, err := channelNames(ctx, snap.DB, row.Name)
-		if err != nil {
-			return out, err
-		}
-		dep, err := deprecation(ctx, snap.DB, row.Name, "olm.package", "")
-		if err != nil {
-			return out, err
-		}
 		m := decodeMetadata(row.Metadata)
+		chs := channels[row.Name]
+		if chs == nil {
+			chs = []string{}
+		}
 		out.Items = append(out.Items, client.PackageSummary{
-			Name: row.Name, DefaultChannel: row.DefaultChannel, Channels: channels, Deprecation: dep,
+			Name: row.Name, DefaultChannel: row.DefaultChannel, Channels: chs, Deprecation: deprecations[row.Name],
 			DisplayName: m.DisplayName, Provider: m.Provider.Name, Keywords: m.Keywords, Maturity: m.Maturity,
 			ShortDescription: m.Annotations["description"], Links: m.links(), Maintainers: m.maintainers(),
 		})
 	}
 	return out, nil
+}
+
+// packageExtras reads the channel names and package deprecations of a page
+// of packages in two queries rather than two per package.
+func packageExtras(ctx context.Context, db *sqlx.DB, names []string) (map[string][]string, map[string]client.Deprecation, error) {
+	channels := map[string][]string{}
+	deprecations := map[string]client.Deprecation{}
+	if len(names) == 0 {
+		return channels, deprecations, nil
+	}
+	query, args, err := sqlx.In(`SELECT package, name FROM channels WHERE package IN (?) ORDER BY package, name`, names)
+	if err != nil {
+		return nil, nil, fmt.Errorf("list channels: %w", err)
+	}
+	var chRows []struct {
+		Package string `db:"package"`
+		Name    string `db:"name"`
+	}
+	if err := db.SelectContext(ctx, &chRows, query, args...); err != nil {
+		return nil, nil, fmt.Errorf("list channels: %w", err)
+	}
+	for _, r := range chRows {
+		channels[r.Package] = append(channels[r.Package], r.Name)
+	}
+	query, args, err = sqlx.In(`SELECT package, message FROM deprecations WHERE package IN (?) AND schema = 'olm.package' AND name = ''`, names)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read deprecations: %w", err)
+	}
+	var depRows []struct {
+		Package string `db:"package"`
+		Message string `db:"message"`
+	}
+	if err := db.SelectContext(ctx, &depRows, query, args...); err != nil {
+		return nil, nil, fmt.Errorf("read deprecations: %w", err)
+	}
+	for _, r := range depRows {
+		deprecations[r.Package] = client.Deprecation{Message: r.Message}
+	}
+	return channels, deprecations, nil
 }
 
 // lookupPackage reads the {package} of a request, or answers 404.

@@ -2,6 +2,7 @@ package query
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"net/http"
 	"regexp"
@@ -56,45 +57,48 @@ func parseGVK(r *http.Request) (gvkQuery, error) {
 }
 
 // providers lists the bundles of one catalog that provide a GVK, by package
-// and newest version first.
+// and newest version first, each with its channels, in one query.
 func providers(ctx context.Context, db *sqlx.DB, catalog string, g gvkQuery) ([]client.Provider, error) {
 	var rows []struct {
-		Package string `db:"package"`
-		Name    string `db:"name"`
-		Version string `db:"version"`
-		Rank    int    `db:"version_rank"`
+		Package   string         `db:"package"`
+		Name      string         `db:"name"`
+		Version   string         `db:"version"`
+		Channel   sql.NullString `db:"channel"`
+		IsHead    bool           `db:"is_head"`
+		IsDefault bool           `db:"is_default"`
 	}
-	if err := db.SelectContext(ctx, &rows, `SELECT DISTINCT b.package, b.name, b.version, b.version_rank
+	if err := db.SelectContext(ctx, &rows, `SELECT b.package, b.name, b.version, e.channel,
+			coalesce(c.head = b.name, 0) AS is_head, coalesce(p.default_channel = e.channel, 0) AS is_default
 		FROM provided_gvks g JOIN bundles b ON b.id = g.bundle_id
+		LEFT JOIN channel_entries e ON e.package = b.package AND e.bundle = b.name
+		LEFT JOIN channels c ON c.package = e.package AND c.name = e.channel
+		LEFT JOIN packages p ON p.name = b.package
 		WHERE g.kind = ? AND g.grp = ? AND g.version = ?
-		ORDER BY b.package, b.version_rank DESC`, g.kind, g.group, g.version); err != nil {
+		ORDER BY b.package, b.version_rank DESC, b.name, e.channel`, g.kind, g.group, g.version); err != nil {
 		return nil, fmt.Errorf("find providers of %s/%s %s: %w", g.group, g.version, g.kind, err)
 	}
 	out := []client.Provider{}
+	var cur *client.Provider
+	head := false
+	flush := func() {
+		if cur != nil && (!g.latest || head) {
+			out = append(out, *cur)
+		}
+	}
 	for _, row := range rows {
-		var channels []struct {
-			Name      string `db:"name"`
-			IsHead    bool   `db:"is_head"`
-			IsDefault bool   `db:"is_default"`
+		if cur == nil || cur.Package != row.Package || cur.Bundle != row.Name {
+			flush()
+			cur = &client.Provider{Catalog: catalog, Package: row.Package, Bundle: row.Name, Version: row.Version, Channels: []client.ProviderChannel{}}
+			head = false
 		}
-		if err := db.SelectContext(ctx, &channels, `SELECT DISTINCT e.channel AS name,
-			coalesce(c.head = e.bundle, 0) AS is_head, coalesce(p.default_channel = e.channel, 0) AS is_default
-			FROM channel_entries e JOIN channels c ON c.package = e.package AND c.name = e.channel
-			LEFT JOIN packages p ON p.name = e.package
-			WHERE e.package = ? AND e.bundle = ? ORDER BY e.channel`, row.Package, row.Name); err != nil {
-			return nil, fmt.Errorf("read channels of bundle %q: %w", row.Name, err)
-		}
-		p := client.Provider{Catalog: catalog, Package: row.Package, Bundle: row.Name, Version: row.Version, Channels: []client.ProviderChannel{}}
-		head := false
-		for _, c := range channels {
-			p.Channels = append(p.Channels, client.ProviderChannel{Name: c.Name, IsHead: c.IsHead, IsDefault: c.IsDefault})
-			head = head || c.IsHead
-		}
-		if g.latest && !head {
+		// A bundle listing the same GVK twice, or listed twice in a channel, yields repeated rows.
+		if !row.Channel.Valid || (len(cur.Channels) > 0 && cur.Channels[len(cur.Channels)-1].Name == row.Channel.String) {
 			continue
 		}
-		out = append(out, p)
+		cur.Channels = append(cur.Channels, client.ProviderChannel{Name: row.Channel.String, IsHead: row.IsHead, IsDefault: row.IsDefault})
+		head = head || row.IsHead
 	}
+	flush()
 	return out, nil
 }
 

@@ -49,6 +49,7 @@ type Server struct {
 	idx    Indexes
 	log    logr.Logger
 	router chi.Router
+	ranges rangeCache
 }
 
 // New returns the REST API as an http.Handler.

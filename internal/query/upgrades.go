@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
+	"sync"
 
 	"github.com/blang/semver/v4"
 	"github.com/go-chi/chi/v5"
@@ -107,7 +108,7 @@ func (s *Server) listUpgrades(r *http.Request, snap *index.Snapshot) (any, error
 		}
 		for _, e := range edges {
 			// An unparseable range matches nothing, as in OLM; it is a recorded validation problem.
-			if inRange, err := semver.ParseRange(e.SkipRange); err == nil && inRange(version) {
+			if inRange := s.ranges.parse(e.SkipRange); inRange != nil && inRange(version) {
 				add(e.Bundle, e.Channel, client.UpgradeRuleSkipRange)
 			}
 		}
@@ -154,4 +155,37 @@ func (s *Server) listUpgrades(r *http.Request, snap *index.Snapshot) (any, error
 		out.Heads = append(out.Heads, client.ChannelHead{Channel: h.Channel, Name: h.Head, Version: h.Version.String})
 	}
 	return out, nil
+}
+
+// rangeCache keeps parsed skipRanges: a range string always means the same
+// range, and parsing every entry's range on every request is most of an
+// upgrades answer's cost. It is bounded; past the bound it parses as needed.
+type rangeCache struct {
+	mu     sync.RWMutex
+	ranges map[string]semver.Range
+}
+
+const maxCachedRanges = 100_000
+
+// parse returns the range, or nil when it does not parse.
+func (c *rangeCache) parse(s string) semver.Range {
+	c.mu.RLock()
+	r, ok := c.ranges[s]
+	c.mu.RUnlock()
+	if ok {
+		return r
+	}
+	r, err := semver.ParseRange(s)
+	if err != nil {
+		r = nil
+	}
+	c.mu.Lock()
+	if c.ranges == nil {
+		c.ranges = map[string]semver.Range{}
+	}
+	if len(c.ranges) < maxCachedRanges {
+		c.ranges[s] = r
+	}
+	c.mu.Unlock()
+	return r
 }
