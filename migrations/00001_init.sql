@@ -9,7 +9,10 @@ CREATE TABLE catalog_info (
     source_ref     TEXT    NOT NULL,
     content_digest TEXT    NOT NULL,
     built_at       TEXT    NOT NULL,
-    all_size       INTEGER NOT NULL DEFAULT 0
+    all_size       INTEGER NOT NULL DEFAULT 0,
+    -- Digest of the migrations that built this file: a file built by another
+    -- schema is rebuilt rather than read, even for the same content.
+    schema_digest  TEXT    NOT NULL
 );
 
 -- Every blob in walk order, exactly as catalogd serves it (declcfg.Meta

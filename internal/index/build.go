@@ -136,8 +136,8 @@ func load(ctx context.Context, db *sqlx.DB, src Source, builtAt time.Time) (Stat
 		return Stats{}, err
 	}
 	if _, err := tx.ExecContext(ctx,
-		`INSERT INTO catalog_info (id, source_ref, content_digest, built_at, all_size) VALUES (1, ?, ?, ?, ?)`,
-		src.Ref, src.Digest, builtAt.UTC().Format(time.RFC3339Nano), l.stats.AllBytes); err != nil {
+		`INSERT INTO catalog_info (id, source_ref, content_digest, built_at, all_size, schema_digest) VALUES (1, ?, ?, ?, ?, ?)`,
+		src.Ref, src.Digest, builtAt.UTC().Format(time.RFC3339Nano), l.stats.AllBytes, migrations.Digest()); err != nil {
 		return Stats{}, fmt.Errorf("record catalog info: %w", err)
 	}
 	if err := tx.Commit(); err != nil {

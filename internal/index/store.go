@@ -15,6 +15,8 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/jmoiron/sqlx"
+
+	"github.com/catalogd/catalogd/migrations"
 )
 
 // ErrNotIndexed says a catalog has no live index (yet, or any more).
@@ -92,7 +94,7 @@ func NewStore(dir string, log logr.Logger) (*Store, error) {
 		}
 		catalog := e.Name()
 		if err := s.reopen(catalog); err != nil {
-			log.Error(err, "dropping unreadable index", "catalog", catalog)
+			log.Info("dropping an index that cannot be reused", "catalog", catalog, "reason", err.Error())
 			_ = os.RemoveAll(filepath.Join(dir, catalog))
 		}
 	}
@@ -141,11 +143,15 @@ func openHandle(path string) (*handle, error) {
 	db.SetMaxOpenConns(8)
 	db.SetMaxIdleConns(8)
 	h := &handle{db: db}
-	var builtAt string
-	row := db.QueryRowx(`SELECT source_ref, content_digest, all_size, built_at FROM catalog_info WHERE id = 1`)
-	if err := row.Scan(&h.info.SourceRef, &h.info.Digest, &h.info.AllBytes, &builtAt); err != nil {
+	var builtAt, schema string
+	row := db.QueryRowx(`SELECT source_ref, content_digest, all_size, built_at, schema_digest FROM catalog_info WHERE id = 1`)
+	if err := row.Scan(&h.info.SourceRef, &h.info.Digest, &h.info.AllBytes, &builtAt, &schema); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("read index %s: %w", path, err)
+	}
+	if schema != migrations.Digest() {
+		db.Close()
+		return nil, fmt.Errorf("index %s was built with another schema (%s); it will be rebuilt", path, schema)
 	}
 	if h.info.BuiltAt, err = time.Parse(time.RFC3339Nano, builtAt); err != nil {
 		db.Close()

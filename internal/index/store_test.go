@@ -11,6 +11,7 @@ import (
 	"testing/fstest"
 
 	"github.com/go-logr/logr/testr"
+	"github.com/jmoiron/sqlx"
 )
 
 // tinyCatalog is an FBC with one package whose single channel holds n
@@ -304,5 +305,40 @@ func TestConcurrentReadersDuringRebuilds(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Error(err)
+	}
+}
+
+// TestOtherSchemaIsRebuilt: a file built by a different schema is not
+// reused after a restart, even for the same content digest.
+func TestOtherSchemaIsRebuilt(t *testing.T) {
+	dir := t.TempDir()
+	s, err := NewStore(dir, testr.New(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := mustUpdate(t, s, "demo", Source{FS: tinyCatalog("foo", 2), Digest: "sha256:one"})
+	s.Close()
+	db, err := sqlx.Open("sqlite", "file:"+old.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`UPDATE catalog_info SET schema_digest = 'sha256:older'`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	s2, err := NewStore(dir, testr.New(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	if _, ok := s2.Info("demo"); ok {
+		t.Fatal("an index of another schema was reopened")
+	}
+	if _, err := os.Stat(old.Path); !os.IsNotExist(err) {
+		t.Errorf("index of another schema left on disk: %v", err)
+	}
+	if _, _, rebuilt, err := s2.Update(context.Background(), "demo", Source{FS: tinyCatalog("foo", 2), Digest: "sha256:one"}); err != nil || !rebuilt {
+		t.Errorf("same digest, other schema: rebuilt=%v err=%v", rebuilt, err)
 	}
 }
