@@ -1,0 +1,67 @@
+package query
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"testing"
+
+	"github.com/go-logr/logr"
+
+	"github.com/catalogd/catalogd/internal/catalogs"
+	"github.com/catalogd/catalogd/internal/index"
+)
+
+// FuzzRequestParams sends arbitrary parameter values to every endpoint that
+// takes them: bad input must be a 4xx problem document, never a 500.
+func FuzzRequestParams(f *testing.F) {
+	store, err := index.NewStore(f.TempDir(), logr.Discard())
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer store.Close()
+	if _, _, _, err := store.Update(context.Background(), "demo", index.Source{FS: os.DirFS(demoDir), Digest: "sha256:demo"}); err != nil {
+		f.Fatal(err)
+	}
+	reg := catalogs.NewRegistry()
+	reg.Put(catalogs.Catalog{Name: "demo", State: catalogs.Serving})
+	srv := New(reg, store, logr.Discard())
+
+	for _, seed := range [][2]string{
+		{"aurora-cache.v1.1.0", ">=1.0.0 <2.0.0"}, {"1.0.1", "~1.2"}, {"2.0.0-rc.1", "^1 || >=2.0.0-0"},
+		{"", ""}, {"eyJkIjoiIiwiYSI6IjEifQ", "*"}, {"\x00", ">=\xff"}, {"NOT", "1.2.3 - 1.4"},
+	} {
+		f.Add(seed[0], seed[1])
+	}
+	f.Fuzz(func(t *testing.T, a, b string) {
+		paths := []string{
+			"/catalogs/demo/packages/aurora-cache/upgrades?from=" + url.QueryEscape(a) + "&channel=" + url.QueryEscape(b),
+			"/catalogs/demo/packages/aurora-cache/bundles?version=" + url.QueryEscape(b) + "&continue=" + url.QueryEscape(a),
+			"/catalogs/demo/packages?q=" + url.QueryEscape(a) + "&name=" + url.QueryEscape(b) + "&limit=" + url.QueryEscape(a),
+			"/catalogs/demo/packages?continue=" + url.QueryEscape(a),
+			"/catalogs/demo/providers?group=" + url.QueryEscape(a) + "&version=" + url.QueryEscape(b) + "&kind=" + url.QueryEscape(a) + "&latest=" + url.QueryEscape(b),
+			"/catalogs/demo/api/v1/metas?schema=" + url.QueryEscape(a) + "&package=" + url.QueryEscape(b),
+			"/catalogs/" + url.PathEscape(a) + "/packages/" + url.PathEscape(b) + "/channels",
+		}
+		for _, p := range paths {
+			req := httptest.NewRequest(http.MethodGet, "http://catalogd"+p, nil)
+			rec := httptest.NewRecorder()
+			srv.ServeHTTP(rec, req)
+			if rec.Code >= 500 {
+				t.Fatalf("%s: status %d: %s", p, rec.Code, rec.Body)
+			}
+			if rec.Code >= 400 {
+				var doc struct {
+					Status int    `json:"status"`
+					Detail string `json:"detail"`
+				}
+				if err := json.Unmarshal(rec.Body.Bytes(), &doc); err != nil || doc.Status != rec.Code || doc.Detail == "" {
+					t.Fatalf("%s: status %d with body %q", p, rec.Code, rec.Body)
+				}
+			}
+		}
+	})
+}
