@@ -27,6 +27,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -54,6 +55,9 @@ type Config struct {
 	CAFile              string
 	InsecureRegistries  []string
 	ShutdownGracePeriod time.Duration
+	// SkipControllerNameValidation lets one process run the manager more
+	// than once (tests); controller names are otherwise process-global.
+	SkipControllerNameValidation bool
 }
 
 // stringList is a repeatable string flag.
@@ -170,6 +174,7 @@ func RunWithConfig(ctx context.Context, restCfg *rest.Config, cfg Config, log lo
 		// The index lives on this replica's disk: a new leader rebuilds it,
 		// so the old one may stop at once.
 		LeaderElectionReleaseOnCancel: true,
+		Controller:                    config.Controller{SkipNameValidation: &cfg.SkipControllerNameValidation},
 	})
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
