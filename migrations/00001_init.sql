@@ -64,6 +64,16 @@ CREATE TABLE channel_entry_skips (
     skip     TEXT    NOT NULL
 );
 
+-- skipRange upgrade edges, evaluated once at build time: the bundle named
+-- from_bundle may upgrade to to_bundle in channel because to_bundle's entry
+-- there has a skipRange containing from_bundle's version.
+CREATE TABLE skip_range_edges (
+    package     TEXT NOT NULL,
+    from_bundle TEXT NOT NULL,
+    channel     TEXT NOT NULL,
+    to_bundle   TEXT NOT NULL
+);
+
 CREATE TABLE bundles (
     id           INTEGER PRIMARY KEY,
     package      TEXT    NOT NULL,
@@ -71,6 +81,8 @@ CREATE TABLE bundles (
     version      TEXT    NOT NULL DEFAULT '',
     release      TEXT    NOT NULL DEFAULT '',
     image        TEXT    NOT NULL DEFAULT '',
+    -- The bundle's blob, which also holds its property values.
+    blob_id      INTEGER NOT NULL,
     -- Sortable version: the numeric parts, and version_rank, the bundle's place
     -- in semver order within its package (0 = lowest), set after the load.
     ver_major    INTEGER,
@@ -87,18 +99,32 @@ CREATE TABLE related_images (
     image     TEXT    NOT NULL
 );
 
--- Every property of every bundle; value is the property's JSON exactly as
--- it stands in the blob (object, string, number or array).
+-- Every property of every bundle. A property's value is a byte range of its
+-- bundle's blob (value_start, value_length), not a copy: values are most of
+-- a catalog's bytes and would otherwise be stored twice. value holds the
+-- JSON itself only when there is no range (a property without a value).
+-- Read values through property_values.
 CREATE TABLE properties (
-    bundle_id INTEGER NOT NULL,
-    position  INTEGER NOT NULL,
-    type      TEXT    NOT NULL,
-    value     TEXT    NOT NULL
+    bundle_id    INTEGER NOT NULL,
+    position     INTEGER NOT NULL,
+    type         TEXT    NOT NULL,
+    value        TEXT,
+    value_start  INTEGER,
+    value_length INTEGER
 );
 -- Created with the table, not after the load: bundle ids only grow, so the
 -- index is appended to, which costs little, and the build itself reads the
 -- default channel heads' olm.csv.metadata through it.
 CREATE INDEX properties_bundle ON properties (bundle_id, position);
+
+-- Every property with its value: the JSON exactly as it stands in the blob
+-- (object, string, number, array or boolean).
+CREATE VIEW property_values AS
+SELECT p.bundle_id, p.position, p.type,
+       coalesce(p.value, CAST(substr(CAST(b.data AS BLOB), p.value_start + 1, p.value_length) AS TEXT)) AS value
+FROM properties p
+JOIN bundles bu ON bu.id = p.bundle_id
+JOIN blobs b ON b.id = bu.blob_id;
 
 CREATE TABLE provided_gvks (
     bundle_id INTEGER NOT NULL,
@@ -148,10 +174,12 @@ DROP TABLE deprecations;
 DROP TABLE required_packages;
 DROP TABLE required_gvks;
 DROP TABLE provided_gvks;
+DROP VIEW property_values;
 DROP INDEX properties_bundle;
 DROP TABLE properties;
 DROP TABLE related_images;
 DROP TABLE bundles;
+DROP TABLE skip_range_edges;
 DROP TABLE channel_entry_skips;
 DROP TABLE channel_entries;
 DROP TABLE channels;

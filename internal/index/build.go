@@ -5,6 +5,7 @@
 package index
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,6 +17,7 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/joelanford/ignore"
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
+	"github.com/operator-framework/operator-registry/alpha/property"
 	"github.com/pressly/goose/v3"
 	_ "modernc.org/sqlite" // registers the pure-Go "sqlite" driver
 
@@ -151,7 +153,10 @@ func load(ctx context.Context, db *sqlx.DB, src Source, builtAt time.Time) (Stat
 type blob struct {
 	meta  *declcfg.Meta
 	value any
-	err   error
+	// valueStarts holds, for a bundle, where each property's value starts
+	// in meta.Blob (-1 when it has none).
+	valueStarts []int
+	err         error
 }
 
 // parseWorkers is how many files are parsed at once, and aheadFiles how many
@@ -265,7 +270,11 @@ func parseFile(ctx context.Context, fsys fs.FS, path string, out chan<- blob) {
 		if err != nil {
 			return err
 		}
-		if !send(blob{meta: meta, value: value}) {
+		b := blob{meta: meta, value: value}
+		if bundle, ok := value.(*declcfg.Bundle); ok {
+			b.valueStarts = valueStarts(meta.Blob, bundle.Properties)
+		}
+		if !send(b) {
 			return ctx.Err()
 		}
 		return nil
@@ -273,6 +282,32 @@ func parseFile(ctx context.Context, fsys fs.FS, path string, out chan<- blob) {
 	if err != nil {
 		send(blob{err: fmt.Errorf("parse %s: %w", path, err)})
 	}
+}
+
+// valueStarts finds where each property's value stands in the blob it was
+// decoded from. A decoded value is a byte-for-byte slice of its blob, so
+// any place holding the same bytes serves; properties are searched in
+// order, each from where the previous one ended.
+func valueStarts(blob []byte, props []property.Property) []int {
+	starts := make([]int, len(props))
+	pos := 0
+	for i, p := range props {
+		starts[i] = -1
+		if len(p.Value) == 0 {
+			continue
+		}
+		j := bytes.Index(blob[pos:], p.Value)
+		if j < 0 {
+			j = bytes.Index(blob, p.Value)
+			if j < 0 {
+				continue
+			}
+			pos = 0
+		}
+		starts[i] = pos + j
+		pos += j + len(p.Value)
+	}
+	return starts
 }
 
 // decodeValue decodes the typed value of a blob of a schema the index

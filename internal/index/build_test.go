@@ -3,6 +3,7 @@ package index
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"sort"
@@ -246,15 +247,32 @@ func checkBundles(t *testing.T, db *sqlx.DB, want *fbcfacts.Catalog) {
 				Type  string `db:"type"`
 				Value string `db:"value"`
 			}
-			if err := db.Select(&props, `SELECT type, value FROM properties WHERE bundle_id = ? ORDER BY position`, got.ID); err != nil {
+			if err := db.Select(&props, `SELECT type, value FROM property_values WHERE bundle_id = ? ORDER BY position`, got.ID); err != nil {
 				t.Fatal(err)
 			}
 			if len(props) != len(b.Properties) {
 				t.Fatalf("bundle %s/%s: %d properties, catalog has %d", pkg, name, len(props), len(b.Properties))
 			}
+			// Values are exactly the bytes of the stored blob's properties, and
+			// mean what the catalog file says.
+			var data string
+			if err := db.Get(&data, `SELECT b.data FROM blobs b JOIN bundles bu ON bu.blob_id = b.id WHERE bu.id = ?`, got.ID); err != nil {
+				t.Fatal(err)
+			}
+			var stored struct {
+				Properties []struct {
+					Value json.RawMessage `json:"value"`
+				} `json:"properties"`
+			}
+			if err := json.Unmarshal([]byte(data), &stored); err != nil || len(stored.Properties) != len(props) {
+				t.Fatalf("bundle %s/%s: stored blob has %d properties (%v)", pkg, name, len(stored.Properties), err)
+			}
 			for i, p := range props {
 				if p.Type != b.Properties[i].Type || !fbcfacts.JSONEqual([]byte(p.Value), b.Properties[i].Value) {
 					t.Errorf("bundle %s/%s property %d: %s %.80s, catalog says %s %.80s", pkg, name, i, p.Type, p.Value, b.Properties[i].Type, b.Properties[i].Value)
+				}
+				if p.Value != string(stored.Properties[i].Value) {
+					t.Errorf("bundle %s/%s property %d: value %.80s is not the blob's bytes %.80s", pkg, name, i, p.Value, stored.Properties[i].Value)
 				}
 			}
 			if n := count(t, db, `SELECT count(*) FROM related_images WHERE bundle_id = ?`, got.ID); n != len(b.RelatedImages) {

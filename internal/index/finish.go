@@ -16,42 +16,42 @@ import (
 	"github.com/operator-framework/operator-registry/alpha/property"
 )
 
-// finish does, package by package, what needs the whole package: validation,
-// version ranks, display metadata and the search entry.
+// finish does what needs a whole package: validation, version ranks,
+// skipRange edges, display metadata and the search entry. The computation
+// runs for all packages on every core; only the writes are serial.
 func (l *loader) finish(ctx context.Context) error {
 	names := make([]string, 0, len(l.pkgs))
 	for name := range l.pkgs {
 		names = append(names, name)
 	}
 	sort.Strings(names)
-	problems := validateAll(ctx, names, l.pkgs)
+	results := analyzeAll(ctx, names, l.pkgs)
 	for i, name := range names {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		st := l.pkgs[name]
-		if problems[i] != "" {
-			if _, err := l.exec(ctx, "problem", name, problems[i]); err != nil {
-				return fmt.Errorf("record problems of package %q: %w", name, err)
-			}
-			l.stats.Problems++
+		if err := l.write(ctx, name, l.pkgs[name], results[i]); err != nil {
+			return err
 		}
-		if err := l.rank(ctx, st); err != nil {
-			return fmt.Errorf("rank versions of package %q: %w", name, err)
-		}
-		if err := l.describe(ctx, name, st); err != nil {
-			return fmt.Errorf("index metadata of package %q: %w", name, err)
-		}
-		st.cfg = declcfg.DeclarativeConfig{} // done with it: let it go
+		l.pkgs[name].cfg = declcfg.DeclarativeConfig{} // done with it: let it go
 	}
 	return nil
 }
 
-// validateAll validates the packages on every core (validation is pure
-// computation, most of a build's CPU after parsing) and returns each
-// package's problem, "" for none, in the order of names.
-func validateAll(ctx context.Context, names []string, pkgs map[string]*pkgState) []string {
-	problems := make([]string, len(names))
+// analysis is what finish computes for one package.
+type analysis struct {
+	// problem is operator-registry's verdict on the package, "" if valid.
+	problem string
+	// ranked holds the package's bundle ids from the lowest version up.
+	ranked []int64
+	// edges are the skipRange upgrade edges: from, channel, to.
+	edges [][3]string
+}
+
+// analyzeAll analyzes every package on every core and returns the results
+// in the order of names.
+func analyzeAll(ctx context.Context, names []string, pkgs map[string]*pkgState) []analysis {
+	results := make([]analysis, len(names))
 	next := make(chan int)
 	var wg sync.WaitGroup
 	for w := 0; w < runtime.GOMAXPROCS(0); w++ {
@@ -59,7 +59,7 @@ func validateAll(ctx context.Context, names []string, pkgs map[string]*pkgState)
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				problems[i] = validate(pkgs[names[i]].cfg)
+				results[i] = analyze(pkgs[names[i]])
 			}
 		}()
 	}
@@ -71,7 +71,36 @@ func validateAll(ctx context.Context, names []string, pkgs map[string]*pkgState)
 	}
 	close(next)
 	wg.Wait()
-	return problems
+	return results
+}
+
+func analyze(st *pkgState) analysis {
+	ranked, versions := rankOrder(st)
+	return analysis{problem: validate(st.cfg), ranked: ranked, edges: skipRangeEdges(st, versions)}
+}
+
+// write stores a package's analysis and display metadata.
+func (l *loader) write(ctx context.Context, name string, st *pkgState, a analysis) error {
+	if a.problem != "" {
+		if _, err := l.exec(ctx, "problem", name, a.problem); err != nil {
+			return fmt.Errorf("record problems of package %q: %w", name, err)
+		}
+		l.stats.Problems++
+	}
+	for rank, id := range a.ranked {
+		if _, err := l.exec(ctx, "rank", rank, id); err != nil {
+			return fmt.Errorf("rank versions of package %q: %w", name, err)
+		}
+	}
+	for _, e := range a.edges {
+		if _, err := l.exec(ctx, "edge", name, e[0], e[1], e[2]); err != nil {
+			return fmt.Errorf("index skipRange edges of package %q: %w", name, err)
+		}
+	}
+	if err := l.describe(ctx, name, st); err != nil {
+		return fmt.Errorf("index metadata of package %q: %w", name, err)
+	}
+	return nil
 }
 
 // validate runs operator-registry's own conversion and validation, so a
@@ -88,10 +117,10 @@ func validate(cfg declcfg.DeclarativeConfig) string {
 	return ""
 }
 
-// rank stores each bundle's place in semver order within its package, so
-// "newest first" is an indexed ORDER BY. Versions that do not parse sort
-// below all others; ties go by bundle name.
-func (l *loader) rank(ctx context.Context, st *pkgState) error {
+// rankOrder sorts the package's bundles in semver order, so "newest first"
+// is an indexed ORDER BY on the rank. Versions that do not parse sort below
+// all others; ties go by bundle name. It also returns the parsed versions.
+func rankOrder(st *pkgState) ([]int64, map[string]semver.Version) {
 	type ranked struct {
 		id      int64
 		name    string
@@ -101,9 +130,10 @@ func (l *loader) rank(ctx context.Context, st *pkgState) error {
 	seen := map[string]bool{}
 	for _, b := range st.cfg.Bundles {
 		id, ok := st.bundleIDs[b.Name]
-		if !ok {
-			continue
+		if !ok || seen[b.Name] {
+			continue // not indexed, or a duplicate name: ranked once
 		}
+		seen[b.Name] = true
 		r := ranked{id: id, name: b.Name}
 		for _, p := range b.Properties {
 			var pp packageProperty
@@ -114,10 +144,6 @@ func (l *loader) rank(ctx context.Context, st *pkgState) error {
 				break
 			}
 		}
-		if seen[b.Name] {
-			continue // a duplicate bundle name ranks once
-		}
-		seen[b.Name] = true
 		bundles = append(bundles, r)
 	}
 	sort.SliceStable(bundles, func(i, j int) bool {
@@ -134,12 +160,57 @@ func (l *loader) rank(ctx context.Context, st *pkgState) error {
 		}
 		return a.name < b.name
 	})
+	ids := make([]int64, len(bundles))
+	versions := map[string]semver.Version{}
 	for i, b := range bundles {
-		if _, err := l.exec(ctx, "rank", i, b.id); err != nil {
-			return err
+		ids[i] = b.id
+		if b.version != nil {
+			versions[b.name] = *b.version
 		}
 	}
-	return nil
+	return ids, versions
+}
+
+// skipRangeEdges finds, for every entry with a skipRange, the bundles of
+// the package whose version it contains, so an upgrades query is one
+// indexed lookup rather than an evaluation of every range in the package.
+// Ranges are parsed with blang/semver's ParseRange, as operator-registry
+// does; one that does not parse matches nothing (validation reports it).
+func skipRangeEdges(st *pkgState, versions map[string]semver.Version) [][3]string {
+	var edges [][3]string
+	seen := map[string]bool{}
+	for _, ch := range st.cfg.Channels {
+		if seen[ch.Name] {
+			continue // a duplicate channel: the first one is the indexed one
+		}
+		seen[ch.Name] = true
+		for _, e := range ch.Entries {
+			if e.SkipRange == "" {
+				continue
+			}
+			inRange, err := semver.ParseRange(e.SkipRange)
+			if err != nil {
+				continue
+			}
+			for from, v := range versions {
+				if from != e.Name && inRange(v) {
+					edges = append(edges, [3]string{from, ch.Name, e.Name})
+				}
+			}
+		}
+	}
+	// Map order is random; sorted edges keep a build's output deterministic.
+	sort.Slice(edges, func(i, j int) bool {
+		a, b := edges[i], edges[j]
+		if a[0] != b[0] {
+			return a[0] < b[0]
+		}
+		if a[1] != b[1] {
+			return a[1] < b[1]
+		}
+		return a[2] < b[2]
+	})
+	return edges
 }
 
 // describe stores the display metadata a console shows for a package: the

@@ -42,7 +42,7 @@ var insertSQL = map[string]string{
 	"channel":    `INSERT INTO channels (package, name, properties, head, head_problem) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
 	"entry":      `INSERT INTO channel_entries (package, channel, position, bundle, replaces, skip_range) VALUES (?, ?, ?, ?, ?, ?)`,
 	"skip":       `INSERT INTO channel_entry_skips (entry_id, package, skip) VALUES (?, ?, ?)`,
-	"bundle":     `INSERT INTO bundles (package, name, version, release, image, ver_major, ver_minor, ver_patch, ver_pre) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+	"bundle":     `INSERT INTO bundles (package, name, version, release, image, blob_id, ver_major, ver_minor, ver_patch, ver_pre) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
 	"related":    `INSERT INTO related_images (bundle_id, name, image) VALUES (?, ?, ?)`,
 	"property":   `INSERT INTO properties (bundle_id, position, type, value) VALUES (?, ?, ?, ?)`,
 	"provided":   `INSERT INTO provided_gvks (bundle_id, grp, version, kind) VALUES (?, ?, ?, ?)`,
@@ -51,8 +51,9 @@ var insertSQL = map[string]string{
 	"deprec":     `INSERT INTO deprecations (package, schema, name, message) VALUES (?, ?, ?, ?)`,
 	"problem":    `INSERT INTO problems (package, message) VALUES (?, ?)`,
 	"rank":       `UPDATE bundles SET version_rank = ? WHERE id = ?`,
+	"edge":       `INSERT INTO skip_range_edges (package, from_bundle, channel, to_bundle) VALUES (?, ?, ?, ?)`,
 	"metadata":   `UPDATE packages SET csv_metadata = ? WHERE name = ?`,
-	"metadataOf": `SELECT value FROM properties WHERE bundle_id = ? AND type = 'olm.csv.metadata' ORDER BY position LIMIT 1`,
+	"metadataOf": `SELECT value FROM property_values WHERE bundle_id = ? AND type = 'olm.csv.metadata' ORDER BY position LIMIT 1`,
 	"search":     `INSERT INTO package_search (name, display_name, keywords, provider, description) VALUES (?, ?, ?, ?, ?)`,
 }
 
@@ -93,7 +94,12 @@ func (l *loader) pkg(name string) *pkgState {
 // is of a schema this index understands.
 func (l *loader) add(ctx context.Context, b blob) error {
 	m := b.meta
-	if _, err := l.exec(ctx, "blob", m.Schema, m.Package, m.Name, l.stats.AllBytes, string(m.Blob)); err != nil {
+	res, err := l.exec(ctx, "blob", m.Schema, m.Package, m.Name, l.stats.AllBytes, string(m.Blob))
+	if err != nil {
+		return fmt.Errorf("store blob %s %q: %w", m.Schema, m.Name, err)
+	}
+	blobID, err := res.LastInsertId()
+	if err != nil {
 		return fmt.Errorf("store blob %s %q: %w", m.Schema, m.Name, err)
 	}
 	l.stats.Blobs++
@@ -106,7 +112,7 @@ func (l *loader) add(ctx context.Context, b blob) error {
 	case *declcfg.Channel:
 		return l.addChannel(ctx, v)
 	case *declcfg.Bundle:
-		return l.addBundle(ctx, v)
+		return l.addBundle(ctx, v, blobID, b.valueStarts)
 	case *declcfg.Deprecation:
 		return l.addDeprecation(ctx, v)
 	}
@@ -226,7 +232,7 @@ var validatedProperties = map[string]bool{
 	property.TypeGVKRequired: true, property.TypeChannel: true,
 }
 
-func (l *loader) addBundle(ctx context.Context, b *declcfg.Bundle) error {
+func (l *loader) addBundle(ctx context.Context, b *declcfg.Bundle, blobID int64, valueStarts []int) error {
 	st := l.pkg(b.Package)
 
 	var pkgProp packageProperty
@@ -252,7 +258,7 @@ func (l *loader) addBundle(ctx context.Context, b *declcfg.Bundle) error {
 		major, minor, patch = int64(v.Major), int64(v.Minor), int64(v.Patch)
 		pre = preRelease(v)
 	}
-	res, err := l.exec(ctx, "bundle", b.Package, b.Name, pkgProp.Version, pkgProp.Release, b.Image, major, minor, patch, pre)
+	res, err := l.exec(ctx, "bundle", b.Package, b.Name, pkgProp.Version, pkgProp.Release, b.Image, blobID, major, minor, patch, pre)
 	if err != nil {
 		return fmt.Errorf("index bundle %q of package %q: %w", b.Name, b.Package, err)
 	}
@@ -271,7 +277,7 @@ func (l *loader) addBundle(ctx context.Context, b *declcfg.Bundle) error {
 			return fmt.Errorf("index related images of bundle %q: %w", b.Name, err)
 		}
 	}
-	if err := l.insertProperties(ctx, id, b.Properties); err != nil {
+	if err := l.insertProperties(ctx, id, b.Properties, valueStarts); err != nil {
 		return fmt.Errorf("index properties of bundle %q: %w", b.Name, err)
 	}
 	for i, p := range b.Properties {
@@ -287,17 +293,22 @@ func (l *loader) addBundle(ctx context.Context, b *declcfg.Bundle) error {
 // which is most of the cost of a build.
 const propertyBatch = 64
 
-// insertProperties stores every property as it stands, in order.
-func (l *loader) insertProperties(ctx context.Context, bundleID int64, props []property.Property) error {
+// insertProperties stores every property in order, its value as a range of
+// the bundle's blob (starts from valueStarts) or, without one, as JSON.
+func (l *loader) insertProperties(ctx context.Context, bundleID int64, props []property.Property, valueStarts []int) error {
 	for start := 0; start < len(props); start += propertyBatch {
 		batch := props[start:min(start+propertyBatch, len(props))]
 		stmt, err := l.propertyStmt(ctx, len(batch))
 		if err != nil {
 			return err
 		}
-		args := make([]any, 0, 4*len(batch))
+		args := make([]any, 0, 6*len(batch))
 		for i, p := range batch {
-			args = append(args, bundleID, start+i, p.Type, rawJSON(p.Value))
+			if at := valueStarts[start+i]; at >= 0 {
+				args = append(args, bundleID, start+i, p.Type, nil, at, len(p.Value))
+			} else {
+				args = append(args, bundleID, start+i, p.Type, rawJSON(p.Value), nil, nil)
+			}
 		}
 		if _, err := stmt.ExecContext(ctx, args...); err != nil {
 			return err
@@ -312,8 +323,8 @@ func (l *loader) propertyStmt(ctx context.Context, n int) (*sql.Stmt, error) {
 	if stmt, ok := l.stmts[key]; ok {
 		return stmt, nil
 	}
-	q := "INSERT INTO properties (bundle_id, position, type, value) VALUES " +
-		strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?), ", n), ", ")
+	q := "INSERT INTO properties (bundle_id, position, type, value, value_start, value_length) VALUES " +
+		strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, ?), ", n), ", ")
 	stmt, err := l.tx.PrepareContext(ctx, q)
 	if err != nil {
 		return nil, fmt.Errorf("prepare properties insert: %w", err)

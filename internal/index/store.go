@@ -56,6 +56,7 @@ type Store struct {
 // handle is one open database file with a count of the readers using it.
 type handle struct {
 	db      *sqlx.DB
+	stmts   *stmtCache
 	info    Info
 	refs    int  // guarded by Store.mu
 	retired bool // guarded by Store.mu; remove the file when refs drops to 0
@@ -66,6 +67,7 @@ type Snapshot struct {
 	DB   *sqlx.DB
 	Info Info
 
+	stmts   *stmtCache
 	release func()
 	once    sync.Once
 }
@@ -142,7 +144,7 @@ func openHandle(path string) (*handle, error) {
 	}
 	db.SetMaxOpenConns(8)
 	db.SetMaxIdleConns(8)
-	h := &handle{db: db}
+	h := &handle{db: db, stmts: newStmtCache(db)}
 	var builtAt, schema string
 	row := db.QueryRowx(`SELECT source_ref, content_digest, all_size, built_at, schema_digest FROM catalog_info WHERE id = 1`)
 	if err := row.Scan(&h.info.SourceRef, &h.info.Digest, &h.info.AllBytes, &builtAt, &schema); err != nil {
@@ -182,7 +184,7 @@ func (s *Store) Acquire(catalog string) (*Snapshot, error) {
 		return nil, fmt.Errorf("%w: %s", ErrNotIndexed, catalog)
 	}
 	h.refs++
-	return &Snapshot{DB: h.db, Info: h.info, release: func() { s.release(h) }}, nil
+	return &Snapshot{DB: h.db, Info: h.info, stmts: h.stmts, release: func() { s.release(h) }}, nil
 }
 
 func (s *Store) release(h *handle) {
@@ -197,6 +199,7 @@ func (s *Store) release(h *handle) {
 
 // drop closes and removes a file no reader holds any more.
 func (s *Store) drop(h *handle) {
+	h.stmts.close()
 	if err := h.db.Close(); err != nil {
 		s.log.Error(err, "closing retired index", "path", h.info.Path)
 	}
@@ -348,6 +351,7 @@ func (s *Store) Close() error {
 	defer s.mu.Unlock()
 	var errs []error
 	for _, h := range s.live {
+		h.stmts.close()
 		errs = append(errs, h.db.Close())
 	}
 	s.live = map[string]*handle{}
