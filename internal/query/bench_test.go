@@ -129,7 +129,7 @@ func BenchmarkHTTP(b *testing.B) {
 			b.Fatalf("%s: status %d", path, resp.StatusCode)
 		}
 	}
-	const n = 500
+	const n = 1000
 	for _, ep := range endpoints {
 		b.Run(ep.name, func(b *testing.B) {
 			for b.Loop() {

@@ -11,7 +11,6 @@ import (
 
 	"github.com/Masterminds/semver/v3"
 	"github.com/go-chi/chi/v5"
-	"github.com/jmoiron/sqlx"
 
 	"github.com/catalogd/catalogd/client"
 	"github.com/catalogd/catalogd/internal/index"
@@ -30,7 +29,7 @@ const bundleColumns = `id, name, version, release, image, version_rank`
 
 // bundleChannels returns the entries that list a bundle, by channel name,
 // marking the channels it heads.
-func bundleChannels(ctx context.Context, db *sqlx.DB, pkg, bundle string) ([]client.BundleChannel, error) {
+func bundleChannels(ctx context.Context, db *index.Snapshot, pkg, bundle string) ([]client.BundleChannel, error) {
 	var rows []struct {
 		ID        int64          `db:"id"`
 		Channel   string         `db:"channel"`
@@ -38,7 +37,7 @@ func bundleChannels(ctx context.Context, db *sqlx.DB, pkg, bundle string) ([]cli
 		SkipRange string         `db:"skip_range"`
 		Head      sql.NullString `db:"head"`
 	}
-	if err := db.SelectContext(ctx, &rows, `SELECT e.id, e.channel, e.replaces, e.skip_range, c.head
+	if err := db.Select(ctx, &rows, `SELECT e.id, e.channel, e.replaces, e.skip_range, c.head
 		FROM channel_entries e JOIN channels c ON c.package = e.package AND c.name = e.channel
 		WHERE e.package = ? AND e.bundle = ? ORDER BY e.channel, e.id`, pkg, bundle); err != nil {
 		return nil, fmt.Errorf("read channels of bundle %q: %w", bundle, err)
@@ -46,7 +45,7 @@ func bundleChannels(ctx context.Context, db *sqlx.DB, pkg, bundle string) ([]cli
 	out := make([]client.BundleChannel, 0, len(rows))
 	for _, r := range rows {
 		var skips []string
-		if err := db.SelectContext(ctx, &skips, `SELECT skip FROM channel_entry_skips WHERE entry_id = ? ORDER BY rowid`, r.ID); err != nil {
+		if err := db.Select(ctx, &skips, `SELECT skip FROM channel_entry_skips WHERE entry_id = ? ORDER BY rowid`, r.ID); err != nil {
 			return nil, fmt.Errorf("read skips of bundle %q: %w", bundle, err)
 		}
 		out = append(out, client.BundleChannel{Channel: r.Channel, Replaces: r.Replaces, SkipRange: r.SkipRange,
@@ -57,7 +56,7 @@ func bundleChannels(ctx context.Context, db *sqlx.DB, pkg, bundle string) ([]cli
 
 // bundleDeprecation is the bundle's own deprecation, or its package's: a
 // deprecated package deprecates every bundle in it.
-func bundleDeprecation(ctx context.Context, db *sqlx.DB, pkg, bundle string) (client.Deprecation, error) {
+func bundleDeprecation(ctx context.Context, db *index.Snapshot, pkg, bundle string) (client.Deprecation, error) {
 	d, err := deprecation(ctx, db, pkg, "olm.bundle", bundle)
 	if err != nil || d.Message != "" {
 		return d, err
@@ -86,7 +85,7 @@ func (s *Server) listBundles(r *http.Request, snap *index.Snapshot) (any, error)
 			return nil, err
 		}
 	}
-	pkg, err := lookupPackage(ctx, snap.DB, chi.URLParam(r, "package"))
+	pkg, err := lookupPackage(ctx, snap, chi.URLParam(r, "package"))
 	if err != nil {
 		return nil, err
 	}
@@ -107,17 +106,17 @@ func (s *Server) listBundles(r *http.Request, snap *index.Snapshot) (any, error)
 	var rows []bundleRow
 	if channel := q.Get("channel"); q.Has("channel") {
 		var exists bool
-		if err := snap.DB.GetContext(ctx, &exists, `SELECT count(*) > 0 FROM channels WHERE package = ? AND name = ?`, pkg.Name, channel); err != nil {
+		if err := snap.Get(ctx, &exists, `SELECT count(*) > 0 FROM channels WHERE package = ? AND name = ?`, pkg.Name, channel); err != nil {
 			return nil, fmt.Errorf("read channel %q: %w", channel, err)
 		}
 		if !exists {
 			return nil, notFound("channel", "package %q has no channel %q", pkg.Name, channel)
 		}
-		err = snap.DB.SelectContext(ctx, &rows, `SELECT `+bundleColumns+` FROM bundles WHERE package = ? AND version_rank < ?
+		err = snap.Select(ctx, &rows, `SELECT `+bundleColumns+` FROM bundles WHERE package = ? AND version_rank < ?
 			AND name IN (SELECT bundle FROM channel_entries WHERE package = ? AND channel = ?)
 			ORDER BY version_rank DESC LIMIT ?`, pkg.Name, below, pkg.Name, channel, rowLimit)
 	} else {
-		err = snap.DB.SelectContext(ctx, &rows, `SELECT `+bundleColumns+` FROM bundles WHERE package = ? AND version_rank < ?
+		err = snap.Select(ctx, &rows, `SELECT `+bundleColumns+` FROM bundles WHERE package = ? AND version_rank < ?
 			ORDER BY version_rank DESC LIMIT ?`, pkg.Name, below, rowLimit)
 	}
 	if err != nil {
@@ -139,10 +138,10 @@ func (s *Server) listBundles(r *http.Request, snap *index.Snapshot) (any, error)
 		}
 		lastRank = b.Rank
 		names := []string{}
-		if err := snap.DB.SelectContext(ctx, &names, `SELECT DISTINCT channel FROM channel_entries WHERE package = ? AND bundle = ? ORDER BY channel`, pkg.Name, b.Name); err != nil {
+		if err := snap.Select(ctx, &names, `SELECT DISTINCT channel FROM channel_entries WHERE package = ? AND bundle = ? ORDER BY channel`, pkg.Name, b.Name); err != nil {
 			return nil, fmt.Errorf("read channels of bundle %q: %w", b.Name, err)
 		}
-		dep, err := bundleDeprecation(ctx, snap.DB, pkg.Name, b.Name)
+		dep, err := bundleDeprecation(ctx, snap, pkg.Name, b.Name)
 		if err != nil {
 			return nil, err
 		}
@@ -154,13 +153,13 @@ func (s *Server) listBundles(r *http.Request, snap *index.Snapshot) (any, error)
 
 func (s *Server) getBundle(r *http.Request, snap *index.Snapshot) (any, error) {
 	ctx := r.Context()
-	pkg, err := lookupPackage(ctx, snap.DB, chi.URLParam(r, "package"))
+	pkg, err := lookupPackage(ctx, snap, chi.URLParam(r, "package"))
 	if err != nil {
 		return nil, err
 	}
 	name := chi.URLParam(r, "bundle")
 	var b bundleRow
-	err = snap.DB.GetContext(ctx, &b, `SELECT `+bundleColumns+` FROM bundles WHERE package = ? AND name = ?`, pkg.Name, name)
+	err = snap.Get(ctx, &b, `SELECT `+bundleColumns+` FROM bundles WHERE package = ? AND name = ?`, pkg.Name, name)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, notFound("bundle", "package %q has no bundle %q", pkg.Name, name)
 	}
@@ -175,7 +174,7 @@ func (s *Server) getBundle(r *http.Request, snap *index.Snapshot) (any, error) {
 		Type  string `db:"type"`
 		Value string `db:"value"`
 	}
-	if err := snap.DB.SelectContext(ctx, &props, `SELECT type, value FROM properties WHERE bundle_id = ? ORDER BY position`, b.ID); err != nil {
+	if err := snap.Select(ctx, &props, `SELECT type, value FROM property_values WHERE bundle_id = ? ORDER BY position`, b.ID); err != nil {
 		return nil, fmt.Errorf("read properties of %q: %w", name, err)
 	}
 	for _, p := range props {
@@ -192,14 +191,14 @@ func (s *Server) getBundle(r *http.Request, snap *index.Snapshot) (any, error) {
 		{"required packages", &out.RequiredPackages, `SELECT package_name AS packagename, version_range AS versionrange FROM required_packages WHERE bundle_id = ? ORDER BY rowid`},
 	}
 	for _, q := range queries {
-		if err := snap.DB.SelectContext(ctx, q.dest, q.query, b.ID); err != nil {
+		if err := snap.Select(ctx, q.dest, q.query, b.ID); err != nil {
 			return nil, fmt.Errorf("read %s of %q: %w", q.what, name, err)
 		}
 	}
-	if out.Channels, err = bundleChannels(ctx, snap.DB, pkg.Name, name); err != nil {
+	if out.Channels, err = bundleChannels(ctx, snap, pkg.Name, name); err != nil {
 		return nil, err
 	}
-	if out.Deprecation, err = bundleDeprecation(ctx, snap.DB, pkg.Name, name); err != nil {
+	if out.Deprecation, err = bundleDeprecation(ctx, snap, pkg.Name, name); err != nil {
 		return nil, err
 	}
 	return out, nil

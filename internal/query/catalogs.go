@@ -34,9 +34,9 @@ func summary(ctx context.Context, c catalogs.Catalog, snap *index.Snapshot) (cli
 	built := snap.Info.BuiltAt.UTC()
 	out.IndexedAt = &built
 	out.ResolvedDigest = snap.Info.Digest
-	err := snap.DB.QueryRowContext(ctx, `SELECT
-		(SELECT count(*) FROM packages), (SELECT count(*) FROM channels), (SELECT count(*) FROM bundles)`).
-		Scan(&out.Counts.Packages, &out.Counts.Channels, &out.Counts.Bundles)
+	err := snap.Get(ctx, &out.Counts, `SELECT
+		(SELECT count(*) FROM packages) AS packages, (SELECT count(*) FROM channels) AS channels,
+		(SELECT count(*) FROM bundles) AS bundles`)
 	if err != nil {
 		return out, fmt.Errorf("count catalog %q: %w", c.Name, err)
 	}
@@ -85,7 +85,7 @@ func (s *Server) listCatalogs(w http.ResponseWriter, r *http.Request) {
 func (s *Server) writeComputed(w http.ResponseWriter, r *http.Request, v any) {
 	etag, err := bodyETag(v)
 	if err == nil && !notModified(w, r, etag, time.Time{}) {
-		err = writeJSON(w, r, v, etag, time.Time{})
+		err = s.writeJSON(w, r, v, etag, time.Time{})
 	}
 	if err != nil {
 		s.writeProblem(w, r, err)
@@ -136,13 +136,13 @@ func catalogDetail(ctx context.Context, c catalogs.Catalog, snap *index.Snapshot
 	if snap == nil {
 		return d, nil
 	}
-	if err := snap.DB.SelectContext(ctx, &d.Schemas, `SELECT schema, count(*) AS count FROM blobs GROUP BY schema ORDER BY schema`); err != nil {
+	if err := snap.Select(ctx, &d.Schemas, `SELECT schema, count(*) AS count FROM blobs GROUP BY schema ORDER BY schema`); err != nil {
 		return d, fmt.Errorf("count schemas of %q: %w", c.Name, err)
 	}
 	for i := range d.Schemas {
 		d.Schemas[i].Known = knownSchemas[d.Schemas[i].Schema]
 	}
-	if err := snap.DB.SelectContext(ctx, &d.Problems, `SELECT package, message FROM problems ORDER BY package, id`); err != nil {
+	if err := snap.Select(ctx, &d.Problems, `SELECT package, message FROM problems ORDER BY package, id`); err != nil {
 		return d, fmt.Errorf("read problems of %q: %w", c.Name, err)
 	}
 	return d, nil

@@ -8,7 +8,6 @@ import (
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
-	"github.com/jmoiron/sqlx"
 
 	"github.com/catalogd/catalogd/client"
 	"github.com/catalogd/catalogd/internal/index"
@@ -41,9 +40,9 @@ func (c channelRow) summary(defaultChannel string) client.ChannelSummary {
 	return out
 }
 
-func channelSummaries(ctx context.Context, db *sqlx.DB, pkg packageRow) ([]client.ChannelSummary, error) {
+func channelSummaries(ctx context.Context, db *index.Snapshot, pkg packageRow) ([]client.ChannelSummary, error) {
 	var rows []channelRow
-	if err := db.SelectContext(ctx, &rows, `SELECT `+channelColumns+` WHERE c.package = ? ORDER BY c.name`, pkg.Name); err != nil {
+	if err := db.Select(ctx, &rows, `SELECT `+channelColumns+` WHERE c.package = ? ORDER BY c.name`, pkg.Name); err != nil {
 		return nil, fmt.Errorf("list channels of %q: %w", pkg.Name, err)
 	}
 	out := make([]client.ChannelSummary, 0, len(rows))
@@ -54,11 +53,11 @@ func channelSummaries(ctx context.Context, db *sqlx.DB, pkg packageRow) ([]clien
 }
 
 func (s *Server) listChannels(r *http.Request, snap *index.Snapshot) (any, error) {
-	pkg, err := lookupPackage(r.Context(), snap.DB, chi.URLParam(r, "package"))
+	pkg, err := lookupPackage(r.Context(), snap, chi.URLParam(r, "package"))
 	if err != nil {
 		return nil, err
 	}
-	items, err := channelSummaries(r.Context(), snap.DB, pkg)
+	items, err := channelSummaries(r.Context(), snap, pkg)
 	if err != nil {
 		return nil, err
 	}
@@ -75,13 +74,13 @@ type entryRow struct {
 
 func (s *Server) getChannel(r *http.Request, snap *index.Snapshot) (any, error) {
 	ctx := r.Context()
-	pkg, err := lookupPackage(ctx, snap.DB, chi.URLParam(r, "package"))
+	pkg, err := lookupPackage(ctx, snap, chi.URLParam(r, "package"))
 	if err != nil {
 		return nil, err
 	}
 	name := chi.URLParam(r, "channel")
 	var row channelRow
-	err = snap.DB.GetContext(ctx, &row, `SELECT `+channelColumns+` WHERE c.package = ? AND c.name = ?`, pkg.Name, name)
+	err = snap.Get(ctx, &row, `SELECT `+channelColumns+` WHERE c.package = ? AND c.name = ?`, pkg.Name, name)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, notFound("channel", "package %q has no channel %q", pkg.Name, name)
 	}
@@ -93,12 +92,12 @@ func (s *Server) getChannel(r *http.Request, snap *index.Snapshot) (any, error) 
 		IsDefault: sum.IsDefault, Deprecation: sum.Deprecation, Entries: []client.ChannelEntry{}}
 
 	var entries []entryRow
-	if err := snap.DB.SelectContext(ctx, &entries, `SELECT e.id, e.bundle, e.replaces, e.skip_range, b.version
+	if err := snap.Select(ctx, &entries, `SELECT e.id, e.bundle, e.replaces, e.skip_range, b.version
 		FROM channel_entries e LEFT JOIN bundles b ON b.package = e.package AND b.name = e.bundle
 		WHERE e.package = ? AND e.channel = ? ORDER BY e.position`, pkg.Name, name); err != nil {
 		return nil, fmt.Errorf("read entries of channel %q: %w", name, err)
 	}
-	skips, err := channelSkips(ctx, snap.DB, pkg.Name, name)
+	skips, err := channelSkips(ctx, snap, pkg.Name, name)
 	if err != nil {
 		return nil, err
 	}
@@ -110,12 +109,12 @@ func (s *Server) getChannel(r *http.Request, snap *index.Snapshot) (any, error) 
 }
 
 // channelSkips returns the skips of every entry of a channel by entry id.
-func channelSkips(ctx context.Context, db *sqlx.DB, pkg, channel string) (map[int64][]string, error) {
+func channelSkips(ctx context.Context, db *index.Snapshot, pkg, channel string) (map[int64][]string, error) {
 	var rows []struct {
 		EntryID int64  `db:"entry_id"`
 		Skip    string `db:"skip"`
 	}
-	if err := db.SelectContext(ctx, &rows, `SELECT s.entry_id, s.skip FROM channel_entries e
+	if err := db.Select(ctx, &rows, `SELECT s.entry_id, s.skip FROM channel_entries e
 		JOIN channel_entry_skips s ON s.entry_id = e.id
 		WHERE e.package = ? AND e.channel = ? ORDER BY e.position, s.rowid`, pkg, channel); err != nil {
 		return nil, fmt.Errorf("read skips of channel %q: %w", channel, err)

@@ -25,7 +25,7 @@ const jsonlType = "application/jsonl"
 // the offset index, and reads go on in blob order, a batch at a time.
 type allReader struct {
 	ctx  context.Context
-	db   *sqlx.DB
+	snap *index.Snapshot
 	size int64
 	pos  int64
 
@@ -59,18 +59,13 @@ func (a *allReader) Read(p []byte) (int, error) {
 }
 
 func (a *allReader) fetch(query string, args ...any) error {
-	rows, err := a.db.QueryxContext(a.ctx, query, args...)
-	if err != nil {
-		return fmt.Errorf("read blobs: %w", err)
-	}
-	defer rows.Close()
 	a.buf = a.buf[:0]
 	first := true
-	for rows.Next() {
+	err := a.snap.Each(a.ctx, query, args, func(rows *sqlx.Rows) error {
 		var id, offset int64
-		var data string
+		var data []byte
 		if err := rows.Scan(&id, &offset, &data); err != nil {
-			return fmt.Errorf("read blobs: %w", err)
+			return err
 		}
 		if first {
 			a.bufStart = offset
@@ -78,8 +73,9 @@ func (a *allReader) fetch(query string, args ...any) error {
 		}
 		a.buf = append(a.buf, data...)
 		a.nextID = id + 1
-	}
-	if err := rows.Err(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return fmt.Errorf("read blobs: %w", err)
 	}
 	if first {
@@ -107,14 +103,14 @@ func (a *allReader) Seek(offset int64, whence int) (int64, error) {
 
 func (s *Server) serveAll(w http.ResponseWriter, r *http.Request, snap *index.Snapshot) error {
 	etag := requestETag(snap.Info.Digest, r)
-	reader := &allReader{ctx: r.Context(), db: snap.DB, size: snap.Info.AllBytes}
+	reader := &allReader{ctx: r.Context(), snap: snap, size: snap.Info.AllBytes}
 	// gzip only whole answers; a Range answer is plain, as byte offsets
 	// refer to the plain stream.
 	if acceptsGzip(r) && r.Header.Get("Range") == "" {
 		if notModified(w, r, etag, snap.Info.BuiltAt) {
 			return nil
 		}
-		return writeGzip(w, r, etag, snap, reader)
+		return s.writeGzip(w, r, etag, snap, reader)
 	}
 	setValidators(w, representationETag(etag, false), snap.Info.BuiltAt)
 	w.Header().Set("Content-Type", jsonlType)
@@ -123,11 +119,12 @@ func (s *Server) serveAll(w http.ResponseWriter, r *http.Request, snap *index.Sn
 }
 
 // writeGzip streams src gzip-encoded.
-func writeGzip(w http.ResponseWriter, r *http.Request, etag string, snap *index.Snapshot, src io.Reader) error {
+func (s *Server) writeGzip(w http.ResponseWriter, r *http.Request, etag string, snap *index.Snapshot, src io.Reader) error {
 	setValidators(w, representationETag(etag, true), snap.Info.BuiltAt)
 	w.Header().Set("Content-Type", jsonlType)
 	w.Header().Set("Content-Encoding", "gzip")
-	zw, _ := gzip.NewWriterLevel(w, gzip.BestSpeed)
+	zw := s.gzip.get(w)
+	defer s.gzip.put(zw)
 	if _, err := io.Copy(zw, src); err != nil {
 		// Headers are gone: the client sees a truncated gzip stream.
 		return abortOnError(err)
@@ -167,11 +164,6 @@ func (s *Server) serveMetas(w http.ResponseWriter, r *http.Request, snap *index.
 	if notModified(w, r, etag, snap.Info.BuiltAt) {
 		return nil
 	}
-	rows, err := snap.DB.QueryxContext(r.Context(), query, args...)
-	if err != nil {
-		return fmt.Errorf("read metas: %w", err)
-	}
-	defer rows.Close()
 	gz := acceptsGzip(r)
 	setValidators(w, representationETag(etag, gz), snap.Info.BuiltAt)
 	w.Header().Set("Content-Type", jsonlType)
@@ -179,23 +171,25 @@ func (s *Server) serveMetas(w http.ResponseWriter, r *http.Request, snap *index.
 	var zw *gzip.Writer
 	if gz {
 		w.Header().Set("Content-Encoding", "gzip")
-		zw, _ = gzip.NewWriterLevel(w, gzip.BestSpeed)
+		zw = s.gzip.get(w)
+		defer s.gzip.put(zw)
 		dst = zw
 	}
-	for rows.Next() {
-		var data string
+	wrote := false
+	err := snap.Each(r.Context(), query, args, func(rows *sqlx.Rows) error {
+		var data []byte
 		if err := rows.Scan(&data); err != nil {
-			return abortOnError(err)
+			return err
 		}
-		if _, err := io.WriteString(dst, data); err != nil {
-			return abortOnError(err)
-		}
+		wrote = true
+		_, err := dst.Write(data)
+		return err
+	})
+	if err != nil && !wrote {
+		return fmt.Errorf("read metas: %w", err) // nothing sent yet: answer a problem
 	}
-	if err := rows.Err(); err != nil {
-		return abortOnError(err)
+	if err == nil && zw != nil {
+		err = zw.Close()
 	}
-	if zw != nil {
-		return abortOnError(zw.Close())
-	}
-	return nil
+	return abortOnError(err)
 }

@@ -132,9 +132,9 @@ type packageRow struct {
 
 // deprecation returns the deprecation message of a package (schema
 // olm.package, empty name), a channel or a bundle, if the catalog has one.
-func deprecation(ctx context.Context, db *sqlx.DB, pkg, schema, name string) (client.Deprecation, error) {
+func deprecation(ctx context.Context, db *index.Snapshot, pkg, schema, name string) (client.Deprecation, error) {
 	var msg string
-	err := db.GetContext(ctx, &msg, `SELECT message FROM deprecations WHERE package = ? AND schema = ? AND name = ? LIMIT 1`, pkg, schema, name)
+	err := db.Get(ctx, &msg, `SELECT message FROM deprecations WHERE package = ? AND schema = ? AND name = ? LIMIT 1`, pkg, schema, name)
 	if errors.Is(err, sql.ErrNoRows) {
 		return client.Deprecation{}, nil
 	}
@@ -177,7 +177,7 @@ func (s *Server) listPackages(r *http.Request, snap *index.Snapshot) (any, error
 				return nil, badParam("continue", "continue token does not belong to a search; start again without continue")
 			}
 		}
-		err = snap.DB.SelectContext(ctx, &rows, `SELECT `+cols+` FROM package_search s JOIN packages p ON p.name = s.name
+		err = snap.Select(ctx, &rows, `SELECT `+cols+` FROM package_search s JOIN packages p ON p.name = s.name
 			WHERE package_search MATCH ? AND instr(p.name, ?) > 0 ORDER BY s.rank, p.name LIMIT ? OFFSET ?`,
 			match, nameFilter, pg.limit+1, offset)
 		if err != nil {
@@ -185,7 +185,7 @@ func (s *Server) listPackages(r *http.Request, snap *index.Snapshot) (any, error
 		}
 		return s.packageList(ctx, snap, rows, pg.limit, strconv.Itoa(offset+pg.limit))
 	}
-	err = snap.DB.SelectContext(ctx, &rows, `SELECT `+cols+` FROM packages p
+	err = snap.Select(ctx, &rows, `SELECT `+cols+` FROM packages p
 		WHERE p.name > ? AND instr(p.name, ?) > 0 ORDER BY p.name LIMIT ?`, pg.after, nameFilter, pg.limit+1)
 	if err != nil {
 		return nil, fmt.Errorf("list packages: %w", err)
@@ -209,7 +209,7 @@ func (s *Server) packageList(ctx context.Context, snap *index.Snapshot, rows []p
 	for i, row := range rows {
 		names[i] = row.Name
 	}
-	channels, deprecations, err := packageExtras(ctx, snap.DB, names)
+	channels, deprecations, err := packageExtras(ctx, snap, names)
 	if err != nil {
 		return out, err
 	}
@@ -230,7 +230,7 @@ func (s *Server) packageList(ctx context.Context, snap *index.Snapshot, rows []p
 
 // packageExtras reads the channel names and package deprecations of a page
 // of packages in two queries rather than two per package.
-func packageExtras(ctx context.Context, db *sqlx.DB, names []string) (map[string][]string, map[string]client.Deprecation, error) {
+func packageExtras(ctx context.Context, db *index.Snapshot, names []string) (map[string][]string, map[string]client.Deprecation, error) {
 	channels := map[string][]string{}
 	deprecations := map[string]client.Deprecation{}
 	if len(names) == 0 {
@@ -244,7 +244,7 @@ func packageExtras(ctx context.Context, db *sqlx.DB, names []string) (map[string
 		Package string `db:"package"`
 		Name    string `db:"name"`
 	}
-	if err := db.SelectContext(ctx, &chRows, query, args...); err != nil {
+	if err := db.Select(ctx, &chRows, query, args...); err != nil {
 		return nil, nil, fmt.Errorf("list channels: %w", err)
 	}
 	for _, r := range chRows {
@@ -258,7 +258,7 @@ func packageExtras(ctx context.Context, db *sqlx.DB, names []string) (map[string
 		Package string `db:"package"`
 		Message string `db:"message"`
 	}
-	if err := db.SelectContext(ctx, &depRows, query, args...); err != nil {
+	if err := db.Select(ctx, &depRows, query, args...); err != nil {
 		return nil, nil, fmt.Errorf("read deprecations: %w", err)
 	}
 	for _, r := range depRows {
@@ -268,9 +268,9 @@ func packageExtras(ctx context.Context, db *sqlx.DB, names []string) (map[string
 }
 
 // lookupPackage reads the {package} of a request, or answers 404.
-func lookupPackage(ctx context.Context, db *sqlx.DB, name string) (packageRow, error) {
+func lookupPackage(ctx context.Context, db *index.Snapshot, name string) (packageRow, error) {
 	var row packageRow
-	err := db.GetContext(ctx, &row, `SELECT name, default_channel, description, csv_metadata,
+	err := db.Get(ctx, &row, `SELECT name, default_channel, description, csv_metadata,
 		icon_data IS NOT NULL AND length(icon_data) > 0 AS has_icon FROM packages WHERE name = ?`, name)
 	if errors.Is(err, sql.ErrNoRows) {
 		return row, notFound("package", "no package named %q in this catalog", name)
@@ -283,20 +283,20 @@ func lookupPackage(ctx context.Context, db *sqlx.DB, name string) (packageRow, e
 
 func (s *Server) getPackage(r *http.Request, snap *index.Snapshot) (any, error) {
 	ctx := r.Context()
-	row, err := lookupPackage(ctx, snap.DB, chi.URLParam(r, "package"))
+	row, err := lookupPackage(ctx, snap, chi.URLParam(r, "package"))
 	if err != nil {
 		return nil, err
 	}
-	channels, err := channelSummaries(ctx, snap.DB, row)
+	channels, err := channelSummaries(ctx, snap, row)
 	if err != nil {
 		return nil, err
 	}
-	dep, err := deprecation(ctx, snap.DB, row.Name, "olm.package", "")
+	dep, err := deprecation(ctx, snap, row.Name, "olm.package", "")
 	if err != nil {
 		return nil, err
 	}
 	problems := []client.ValidationProblem{}
-	if err := snap.DB.SelectContext(ctx, &problems, `SELECT package, message FROM problems WHERE package = ? ORDER BY id`, row.Name); err != nil {
+	if err := snap.Select(ctx, &problems, `SELECT package, message FROM problems WHERE package = ? ORDER BY id`, row.Name); err != nil {
 		return nil, fmt.Errorf("read problems of %q: %w", row.Name, err)
 	}
 	m := decodeMetadata(row.Metadata)
@@ -315,7 +315,7 @@ func (s *Server) getIcon(w http.ResponseWriter, r *http.Request, snap *index.Sna
 		Data      []byte `db:"icon_data"`
 		MediaType string `db:"icon_media_type"`
 	}
-	err := snap.DB.GetContext(r.Context(), &icon, `SELECT icon_data, icon_media_type FROM packages WHERE name = ?`, name)
+	err := snap.Get(r.Context(), &icon, `SELECT icon_data, icon_media_type FROM packages WHERE name = ?`, name)
 	if errors.Is(err, sql.ErrNoRows) {
 		return notFound("package", "no package named %q in this catalog", name)
 	}

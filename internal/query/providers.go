@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/go-chi/chi/v5"
-	"github.com/jmoiron/sqlx"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/catalogd/catalogd/client"
@@ -58,7 +57,7 @@ func parseGVK(r *http.Request) (gvkQuery, error) {
 
 // providers lists the bundles of one catalog that provide a GVK, by package
 // and newest version first, each with its channels, in one query.
-func providers(ctx context.Context, db *sqlx.DB, catalog string, g gvkQuery) ([]client.Provider, error) {
+func providers(ctx context.Context, db *index.Snapshot, catalog string, g gvkQuery) ([]client.Provider, error) {
 	var rows []struct {
 		Package   string         `db:"package"`
 		Name      string         `db:"name"`
@@ -67,7 +66,7 @@ func providers(ctx context.Context, db *sqlx.DB, catalog string, g gvkQuery) ([]
 		IsHead    bool           `db:"is_head"`
 		IsDefault bool           `db:"is_default"`
 	}
-	if err := db.SelectContext(ctx, &rows, `SELECT b.package, b.name, b.version, e.channel,
+	if err := db.Select(ctx, &rows, `SELECT b.package, b.name, b.version, e.channel,
 			coalesce(c.head = b.name, 0) AS is_head, coalesce(p.default_channel = e.channel, 0) AS is_default
 		FROM provided_gvks g JOIN bundles b ON b.id = g.bundle_id
 		LEFT JOIN channel_entries e ON e.package = b.package AND e.bundle = b.name
@@ -107,7 +106,7 @@ func (s *Server) listProviders(r *http.Request, snap *index.Snapshot) (any, erro
 	if err != nil {
 		return nil, err
 	}
-	items, err := providers(r.Context(), snap.DB, chi.URLParam(r, "catalog"), g)
+	items, err := providers(r.Context(), snap, chi.URLParam(r, "catalog"), g)
 	if err != nil {
 		return nil, err
 	}
@@ -139,7 +138,7 @@ func (s *Server) listAllProviders(w http.ResponseWriter, r *http.Request) {
 		if snap == nil {
 			continue
 		}
-		items, err := providers(r.Context(), snap.DB, c.Name, g)
+		items, err := providers(r.Context(), snap, c.Name, g)
 		snap.Release()
 		if err != nil {
 			s.writeProblem(w, r, err)

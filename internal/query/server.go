@@ -15,10 +15,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -49,7 +51,7 @@ type Server struct {
 	idx    Indexes
 	log    logr.Logger
 	router chi.Router
-	ranges rangeCache
+	gzip   gzipPool
 }
 
 // New returns the REST API as an http.Handler.
@@ -268,7 +270,7 @@ func (s *Server) catalogJSON(fn func(*http.Request, *index.Snapshot) (any, error
 		if err != nil {
 			return err
 		}
-		return writeJSON(w, r, v, etag, snap.Info.BuiltAt)
+		return s.writeJSON(w, r, v, etag, snap.Info.BuiltAt)
 	}, params...)
 }
 
@@ -338,8 +340,24 @@ func setValidators(w http.ResponseWriter, tag string, modified time.Time) {
 // gzipMin is the size below which compressing costs more than it saves.
 const gzipMin = 1024
 
+// gzipPool reuses compressors: each holds about a megabyte of state, and
+// allocating one per answer was the main cause of GC pauses under load.
+type gzipPool struct{ pool sync.Pool }
+
+// get returns a compressor writing to w; put it back after Close.
+func (p *gzipPool) get(w io.Writer) *gzip.Writer {
+	if zw, ok := p.pool.Get().(*gzip.Writer); ok {
+		zw.Reset(w)
+		return zw
+	}
+	zw, _ := gzip.NewWriterLevel(w, gzip.BestSpeed)
+	return zw
+}
+
+func (p *gzipPool) put(zw *gzip.Writer) { p.pool.Put(zw) }
+
 // writeJSON answers v as JSON, gzip-encoded when the client takes it.
-func writeJSON(w http.ResponseWriter, r *http.Request, v any, etag string, modified time.Time) error {
+func (s *Server) writeJSON(w http.ResponseWriter, r *http.Request, v any, etag string, modified time.Time) error {
 	body, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("encode answer: %w", err)
@@ -349,9 +367,10 @@ func writeJSON(w http.ResponseWriter, r *http.Request, v any, etag string, modif
 	w.Header().Set("Content-Type", "application/json")
 	if gz && len(body) >= gzipMin {
 		var buf bytes.Buffer
-		zw, _ := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
+		zw := s.gzip.get(&buf)
 		_, _ = zw.Write(body)
 		_ = zw.Close()
+		s.gzip.put(zw)
 		w.Header().Set("Content-Encoding", "gzip")
 		body = buf.Bytes()
 	}

@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
-	"sync"
 
-	"github.com/blang/semver/v4"
 	"github.com/go-chi/chi/v5"
 
 	"github.com/catalogd/catalogd/client"
@@ -17,9 +15,10 @@ import (
 
 // listUpgrades answers which bundles a bundle may upgrade to directly, by
 // OLM's rules: an entry whose replaces names it, whose skips list it, or
-// whose skipRange contains its version. skipRange is evaluated with
-// blang/semver's ParseRange, as operator-registry does (its syntax differs
-// from Masterminds' constraints used by the version filter).
+// whose skipRange contains its version. skipRange edges are evaluated when
+// the index is built, with blang/semver's ParseRange as operator-registry
+// does (its syntax differs from Masterminds' constraints used by the
+// version filter).
 func (s *Server) listUpgrades(r *http.Request, snap *index.Snapshot) (any, error) {
 	ctx := r.Context()
 	q := r.URL.Query()
@@ -27,15 +26,15 @@ func (s *Server) listUpgrades(r *http.Request, snap *index.Snapshot) (any, error
 	if from == "" {
 		return nil, badParam("from", "from is required: the name or the version of the installed bundle")
 	}
-	pkg, err := lookupPackage(ctx, snap.DB, chi.URLParam(r, "package"))
+	pkg, err := lookupPackage(ctx, snap, chi.URLParam(r, "package"))
 	if err != nil {
 		return nil, err
 	}
 	var src bundleRow
-	err = snap.DB.GetContext(ctx, &src, `SELECT `+bundleColumns+` FROM bundles WHERE package = ? AND name = ?`, pkg.Name, from)
+	err = snap.Get(ctx, &src, `SELECT `+bundleColumns+` FROM bundles WHERE package = ? AND name = ?`, pkg.Name, from)
 	if errors.Is(err, sql.ErrNoRows) {
 		var byVersion []bundleRow
-		if err := snap.DB.SelectContext(ctx, &byVersion, `SELECT `+bundleColumns+` FROM bundles WHERE package = ? AND version = ? ORDER BY name`, pkg.Name, from); err != nil {
+		if err := snap.Select(ctx, &byVersion, `SELECT `+bundleColumns+` FROM bundles WHERE package = ? AND version = ? ORDER BY name`, pkg.Name, from); err != nil {
 			return nil, fmt.Errorf("find bundle %q: %w", from, err)
 		}
 		switch len(byVersion) {
@@ -58,7 +57,7 @@ func (s *Server) listUpgrades(r *http.Request, snap *index.Snapshot) (any, error
 	if q.Has("channel") {
 		channelFilter = q.Get("channel")
 		var exists bool
-		if err := snap.DB.GetContext(ctx, &exists, `SELECT count(*) > 0 FROM channels WHERE package = ? AND name = ?`, pkg.Name, channelFilter); err != nil {
+		if err := snap.Get(ctx, &exists, `SELECT count(*) > 0 FROM channels WHERE package = ? AND name = ?`, pkg.Name, channelFilter); err != nil {
 			return nil, fmt.Errorf("read channel %q: %w", channelFilter, err)
 		}
 		if !exists {
@@ -84,7 +83,7 @@ func (s *Server) listUpgrades(r *http.Request, snap *index.Snapshot) (any, error
 		Channel   string `db:"channel"`
 		SkipRange string `db:"skip_range"`
 	}
-	if err := snap.DB.SelectContext(ctx, &edges, `SELECT bundle, channel, '' AS skip_range FROM channel_entries
+	if err := snap.Select(ctx, &edges, `SELECT bundle, channel, '' AS skip_range FROM channel_entries
 		WHERE package = ? AND replaces = ? AND (? = '' OR channel = ?)`, pkg.Name, src.Name, channelFilter, channelFilter); err != nil {
 		return nil, fmt.Errorf("find entries replacing %q: %w", src.Name, err)
 	}
@@ -92,7 +91,7 @@ func (s *Server) listUpgrades(r *http.Request, snap *index.Snapshot) (any, error
 		add(e.Bundle, e.Channel, client.UpgradeRuleReplaces)
 	}
 	edges = edges[:0]
-	if err := snap.DB.SelectContext(ctx, &edges, `SELECT e.bundle, e.channel, '' AS skip_range FROM channel_entry_skips s
+	if err := snap.Select(ctx, &edges, `SELECT e.bundle, e.channel, '' AS skip_range FROM channel_entry_skips s
 		JOIN channel_entries e ON e.id = s.entry_id
 		WHERE s.package = ? AND s.skip = ? AND (? = '' OR e.channel = ?)`, pkg.Name, src.Name, channelFilter, channelFilter); err != nil {
 		return nil, fmt.Errorf("find entries skipping %q: %w", src.Name, err)
@@ -100,25 +99,20 @@ func (s *Server) listUpgrades(r *http.Request, snap *index.Snapshot) (any, error
 	for _, e := range edges {
 		add(e.Bundle, e.Channel, client.UpgradeRuleSkips)
 	}
-	if version, err := semver.Parse(src.Version); err == nil {
-		edges = edges[:0]
-		if err := snap.DB.SelectContext(ctx, &edges, `SELECT bundle, channel, skip_range FROM channel_entries
-			WHERE package = ? AND skip_range != '' AND (? = '' OR channel = ?)`, pkg.Name, channelFilter, channelFilter); err != nil {
-			return nil, fmt.Errorf("find skipRanges of %q: %w", pkg.Name, err)
-		}
-		for _, e := range edges {
-			// An unparseable range matches nothing, as in OLM; it is a recorded validation problem.
-			if inRange := s.ranges.parse(e.SkipRange); inRange != nil && inRange(version) {
-				add(e.Bundle, e.Channel, client.UpgradeRuleSkipRange)
-			}
-		}
+	edges = edges[:0]
+	if err := snap.Select(ctx, &edges, `SELECT to_bundle AS bundle, channel, '' AS skip_range FROM skip_range_edges
+		WHERE package = ? AND from_bundle = ? AND (? = '' OR channel = ?)`, pkg.Name, src.Name, channelFilter, channelFilter); err != nil {
+		return nil, fmt.Errorf("find skipRanges containing %q: %w", src.Name, err)
+	}
+	for _, e := range edges {
+		add(e.Bundle, e.Channel, client.UpgradeRuleSkipRange)
 	}
 
 	out := client.UpgradeList{From: client.BundleRef{Name: src.Name, Version: src.Version}, Items: []client.UpgradeEdge{}, Heads: []client.ChannelHead{}}
 	ranks := map[string]int{}
 	for _, k := range order {
 		var b bundleRow
-		err := snap.DB.GetContext(ctx, &b, `SELECT `+bundleColumns+` FROM bundles WHERE package = ? AND name = ?`, pkg.Name, k.bundle)
+		err := snap.Get(ctx, &b, `SELECT `+bundleColumns+` FROM bundles WHERE package = ? AND name = ?`, pkg.Name, k.bundle)
 		if errors.Is(err, sql.ErrNoRows) {
 			continue // an entry without a bundle: a recorded validation problem, not an upgrade
 		}
@@ -144,7 +138,7 @@ func (s *Server) listUpgrades(r *http.Request, snap *index.Snapshot) (any, error
 		Head    string         `db:"head"`
 		Version sql.NullString `db:"version"`
 	}
-	if err := snap.DB.SelectContext(ctx, &heads, `SELECT c.name AS channel, c.head, b.version FROM channels c
+	if err := snap.Select(ctx, &heads, `SELECT c.name AS channel, c.head, b.version FROM channels c
 		LEFT JOIN bundles b ON b.package = c.package AND b.name = c.head
 		WHERE c.package = ? AND c.head IS NOT NULL AND (c.name = ? OR (? = '' AND c.name IN
 			(SELECT channel FROM channel_entries WHERE package = ? AND bundle = ?)))
@@ -155,37 +149,4 @@ func (s *Server) listUpgrades(r *http.Request, snap *index.Snapshot) (any, error
 		out.Heads = append(out.Heads, client.ChannelHead{Channel: h.Channel, Name: h.Head, Version: h.Version.String})
 	}
 	return out, nil
-}
-
-// rangeCache keeps parsed skipRanges: a range string always means the same
-// range, and parsing every entry's range on every request is most of an
-// upgrades answer's cost. It is bounded; past the bound it parses as needed.
-type rangeCache struct {
-	mu     sync.RWMutex
-	ranges map[string]semver.Range
-}
-
-const maxCachedRanges = 100_000
-
-// parse returns the range, or nil when it does not parse.
-func (c *rangeCache) parse(s string) semver.Range {
-	c.mu.RLock()
-	r, ok := c.ranges[s]
-	c.mu.RUnlock()
-	if ok {
-		return r
-	}
-	r, err := semver.ParseRange(s)
-	if err != nil {
-		r = nil
-	}
-	c.mu.Lock()
-	if c.ranges == nil {
-		c.ranges = map[string]semver.Range{}
-	}
-	if len(c.ranges) < maxCachedRanges {
-		c.ranges[s] = r
-	}
-	c.mu.Unlock()
-	return r
 }
