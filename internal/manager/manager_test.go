@@ -7,8 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -20,13 +18,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	catalogdv1 "github.com/catalogd/catalogd/api/v1"
 	catalogdclient "github.com/catalogd/catalogd/client"
 	"github.com/catalogd/catalogd/internal/manager"
 	"github.com/catalogd/catalogd/test/fbcfacts"
+	"github.com/catalogd/catalogd/test/kubetest"
 	"github.com/catalogd/catalogd/test/registrytest"
 )
 
@@ -106,32 +104,7 @@ func freeAddr(t *testing.T) string {
 // envtest: a ClusterCatalog becomes Serving and its packages are answered by
 // the query API at the URL in its status.
 func TestRunServesWhatTheControllerIndexed(t *testing.T) {
-	assets := os.Getenv("KUBEBUILDER_ASSETS")
-	if assets == "" {
-		t.Skip("KUBEBUILDER_ASSETS is unset, so there is no kube-apiserver/etcd: " +
-			"run `make unit`, or `make envtest-bins` and then `KUBEBUILDER_ASSETS=$PWD/bin/k8s go test ./internal/manager/`")
-	}
-	abs, err := filepath.Abs(assets)
-	if err != nil {
-		t.Fatal(err)
-	}
-	useExisting := false
-	te := &envtest.Environment{
-		BinaryAssetsDirectory: abs,
-		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "config", "crd", "bases")},
-		ErrorIfCRDPathMissing: true,
-		UseExistingCluster:    &useExisting,
-	}
-	restCfg, err := te.Start()
-	if err != nil {
-		_ = te.Stop()
-		t.Fatalf("starting envtest with binaries from %s: %v", abs, err)
-	}
-	t.Cleanup(func() {
-		if err := te.Stop(); err != nil {
-			t.Errorf("stopping envtest: %v", err)
-		}
-	})
+	restCfg := kubetest.Start(t)
 	ctrllog.SetLogger(logr.Discard())
 
 	reg := registrytest.New(t)

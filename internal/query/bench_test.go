@@ -1,7 +1,6 @@
 package query
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -11,8 +10,6 @@ import (
 	"os"
 	"runtime/debug"
 	"sort"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -22,43 +19,14 @@ import (
 
 	"github.com/catalogd/catalogd/internal/catalogs"
 	"github.com/catalogd/catalogd/internal/index"
-	"github.com/catalogd/catalogd/test/fbcgen"
+	"github.com/catalogd/catalogd/test/benchenv"
 )
-
-func benchCatalog(b *testing.B) string {
-	b.Helper()
-	if dir := os.Getenv("CATALOGD_BENCH_CATALOG"); dir != "" {
-		return dir
-	}
-	dir := b.TempDir()
-	if _, err := fbcgen.Write(context.Background(), dir, fbcgen.Options{Packages: 50, Bundles: 1000, BundleObjectBytes: 5500, Seed: 1}); err != nil {
-		b.Fatal(err)
-	}
-	return dir
-}
-
-// procStatusMiB reads a memory figure (VmRSS, VmHWM) of this process.
-func procStatusMiB(field string) float64 {
-	f, err := os.Open("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	s := bufio.NewScanner(f)
-	for s.Scan() {
-		if rest, ok := strings.CutPrefix(s.Text(), field+":"); ok {
-			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
-			return kb / 1024
-		}
-	}
-	return 0
-}
 
 // BenchmarkHTTP serves three copies of the benchmark catalog over loopback
 // HTTP and reports p50/p99 latency per endpoint, the request rate with
 // concurrent clients, and the peak RSS while serving.
 func BenchmarkHTTP(b *testing.B) {
-	dir := benchCatalog(b)
+	dir := benchenv.Catalog(b)
 	store, err := index.NewStore(b.TempDir(), logr.Discard())
 	if err != nil {
 		b.Fatal(err)
@@ -117,7 +85,7 @@ func BenchmarkHTTP(b *testing.B) {
 		{"metas-package", "/catalogs/one/api/v1/metas?schema=olm.package"},
 	}
 	debug.FreeOSMemory()
-	resetPeakRSS()
+	benchenv.ResetPeakRSS()
 	get := func(path string) {
 		resp, err := http.Get(srv.URL + path)
 		if err != nil {
@@ -164,7 +132,5 @@ func BenchmarkHTTP(b *testing.B) {
 			b.ReportMetric(float64(done.Load())/3, "req/s")
 		}
 	})
-	b.ReportMetric(procStatusMiB("VmHWM"), "serving-peak-RSS-MiB")
+	b.ReportMetric(benchenv.PeakRSSMiB(), "serving-peak-RSS-MiB")
 }
-
-func resetPeakRSS() { _ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) }

@@ -23,7 +23,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -33,6 +32,7 @@ import (
 	"github.com/catalogd/catalogd/internal/reconcile"
 	"github.com/catalogd/catalogd/internal/unpack"
 	"github.com/catalogd/catalogd/test/fbcfacts"
+	"github.com/catalogd/catalogd/test/kubetest"
 	"github.com/catalogd/catalogd/test/registrytest"
 )
 
@@ -53,32 +53,7 @@ type env struct {
 
 func start(t *testing.T) *env {
 	t.Helper()
-	assets := os.Getenv("KUBEBUILDER_ASSETS")
-	if assets == "" {
-		t.Skip("KUBEBUILDER_ASSETS is unset, so there is no kube-apiserver/etcd to run the controller against: " +
-			"run `make unit`, or `make envtest-bins` and then `KUBEBUILDER_ASSETS=$PWD/bin/k8s go test ./internal/reconcile/`")
-	}
-	abs, err := filepath.Abs(assets)
-	if err != nil {
-		t.Fatal(err)
-	}
-	useExisting := false
-	te := &envtest.Environment{
-		BinaryAssetsDirectory: abs,
-		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "config", "crd", "bases")},
-		ErrorIfCRDPathMissing: true,
-		UseExistingCluster:    &useExisting,
-	}
-	cfg, err := te.Start()
-	if err != nil {
-		_ = te.Stop()
-		t.Fatalf("starting envtest with binaries from %s: %v", abs, err)
-	}
-	t.Cleanup(func() {
-		if err := te.Stop(); err != nil {
-			t.Errorf("stopping envtest: %v", err)
-		}
-	})
+	cfg := kubetest.Start(t)
 
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, catalogdv1.AddToScheme} {

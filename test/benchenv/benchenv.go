@@ -1,0 +1,54 @@
+// Package benchenv gives benchmarks their catalog and their memory figures:
+// the catalog `make bench` generates (or a smaller one made on the spot) and
+// the process's resident memory as Linux reports it.
+package benchenv
+
+import (
+	"bufio"
+	"context"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/catalogd/catalogd/test/fbcgen"
+)
+
+// Catalog returns the catalog to benchmark: $CATALOGD_BENCH_CATALOG (make
+// bench generates about 8,000 bundles with bundle objects there), or a
+// 1,000-bundle one generated into a temporary directory.
+func Catalog(b *testing.B) string {
+	b.Helper()
+	if dir := os.Getenv("CATALOGD_BENCH_CATALOG"); dir != "" {
+		return dir
+	}
+	dir := b.TempDir()
+	if _, err := fbcgen.Write(context.Background(), dir, fbcgen.Options{Packages: 50, Bundles: 1000, BundleObjectBytes: 5500, Icons: true, Seed: 1}); err != nil {
+		b.Fatal(err)
+	}
+	return dir
+}
+
+// ResetPeakRSS starts a new peak measurement: writing 5 to clear_refs resets
+// VmHWM.
+func ResetPeakRSS() { _ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) }
+
+// PeakRSSMiB is the peak resident set size since the last reset.
+func PeakRSSMiB() float64 { return statusMiB("VmHWM") }
+
+// statusMiB reads a memory figure of /proc/self/status, 0 if unavailable.
+func statusMiB(field string) float64 {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		if rest, ok := strings.CutPrefix(s.Text(), field+":"); ok {
+			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
+			return kb / 1024
+		}
+	}
+	return 0
+}
