@@ -52,6 +52,9 @@ type Config struct {
 	LeaderElectionNS    string
 	ExternalBaseURL     string
 	GlobalPullSecret    types.NamespacedName
+	// ServiceAccount's imagePullSecrets are used for pulls before the
+	// global pull secret, as for a pod running as that account.
+	ServiceAccount types.NamespacedName
 	CAFile              string
 	InsecureRegistries  []string
 	ShutdownGracePeriod time.Duration
@@ -74,6 +77,7 @@ func ParseFlags(args []string, output io.Writer) (Config, *zap.Options, error) {
 	var (
 		cfg          Config
 		pullSecret   string
+		account      string
 		insecureRegs stringList
 	)
 	fs.StringVar(&cfg.Kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, in-cluster config, ~/.kube/config)")
@@ -85,6 +89,7 @@ func ParseFlags(args []string, output io.Writer) (Config, *zap.Options, error) {
 	fs.StringVar(&cfg.LeaderElectionNS, "leader-election-namespace", "", "namespace of the leader election lease (default: the pod's namespace)")
 	fs.StringVar(&cfg.ExternalBaseURL, "external-base-url", "", "URL clients reach the query API at; status.urls.base is this plus /catalogs/<name> (default: http://<listen>)")
 	fs.StringVar(&pullSecret, "global-pull-secret", "", "namespace/name of an image pull secret used for every catalog")
+	fs.StringVar(&account, "service-account", "", "namespace/name of the service account whose imagePullSecrets are used for pulls (catalogd's own, in a cluster)")
 	fs.StringVar(&cfg.CAFile, "ca-file", "", "PEM file of extra CA certificates trusted for registries")
 	fs.Var(&insecureRegs, "insecure-registry", "registry host[:port] spoken to over plain HTTP (repeatable)")
 	fs.DurationVar(&cfg.ShutdownGracePeriod, "shutdown-grace-period", 10*time.Second, "how long in-flight queries may take at shutdown")
@@ -99,12 +104,12 @@ func ParseFlags(args []string, output io.Writer) (Config, *zap.Options, error) {
 	if cfg.DataDir == "" {
 		return Config{}, nil, errors.New("--data-dir is required")
 	}
-	if pullSecret != "" {
-		ns, name, ok := strings.Cut(pullSecret, "/")
-		if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
-			return Config{}, nil, fmt.Errorf("--global-pull-secret %q: want namespace/name", pullSecret)
-		}
-		cfg.GlobalPullSecret = types.NamespacedName{Namespace: ns, Name: name}
+	var err error
+	if cfg.GlobalPullSecret, err = namespacedName("--global-pull-secret", pullSecret); err != nil {
+		return Config{}, nil, err
+	}
+	if cfg.ServiceAccount, err = namespacedName("--service-account", account); err != nil {
+		return Config{}, nil, err
 	}
 	if cfg.ExternalBaseURL == "" {
 		cfg.ExternalBaseURL = "http://" + cfg.Listen
@@ -112,6 +117,18 @@ func ParseFlags(args []string, output io.Writer) (Config, *zap.Options, error) {
 	cfg.ExternalBaseURL = strings.TrimSuffix(cfg.ExternalBaseURL, "/")
 	cfg.InsecureRegistries = insecureRegs
 	return cfg, zopts, nil
+}
+
+// namespacedName parses a namespace/name flag value; empty means unset.
+func namespacedName(flag, v string) (types.NamespacedName, error) {
+	if v == "" {
+		return types.NamespacedName{}, nil
+	}
+	ns, name, ok := strings.Cut(v, "/")
+	if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+		return types.NamespacedName{}, fmt.Errorf("%s %q: want namespace/name", flag, v)
+	}
+	return types.NamespacedName{Namespace: ns, Name: name}, nil
 }
 
 // Run parses args, sets up logging and runs the manager against the cluster
@@ -190,8 +207,9 @@ func RunWithConfig(ctx context.Context, restCfg *rest.Config, cfg Config, log lo
 			return fmt.Errorf("reading --ca-file: %w", err)
 		}
 	}
-	if cfg.GlobalPullSecret.Name != "" {
-		opts.Keychain = &secretKeychain{reader: mgr.GetAPIReader(), key: cfg.GlobalPullSecret, log: log.WithName("pull-secret")}
+	if cfg.GlobalPullSecret.Name != "" || cfg.ServiceAccount.Name != "" {
+		opts.Keychain = &pullKeychain{reader: mgr.GetAPIReader(), serviceAccount: cfg.ServiceAccount,
+			global: cfg.GlobalPullSecret, log: log.WithName("pull-secrets")}
 	}
 	unpacker, err := unpack.New(opts)
 	if err != nil {
@@ -267,27 +285,54 @@ func (q *queryServer) Start(ctx context.Context) error {
 	return nil
 }
 
-// secretKeychain reads the global pull secret on every lookup, so a rotated
-// or newly created secret is used without a restart. A missing secret means
-// anonymous pulls.
-type secretKeychain struct {
-	reader client.Reader
-	key    types.NamespacedName
-	log    logr.Logger
+// pullKeychain finds registry credentials as the kubelet does for a pod:
+// the service account's imagePullSecrets first, then the global pull
+// secret. It reads them on every lookup, so rotated or newly created
+// secrets are used without a restart; missing ones mean anonymous pulls.
+// Credentials are never logged.
+type pullKeychain struct {
+	reader         client.Reader
+	serviceAccount types.NamespacedName
+	global         types.NamespacedName
+	log            logr.Logger
 }
 
-func (k *secretKeychain) Resolve(res authn.Resource) (authn.Authenticator, error) {
+func (k *pullKeychain) Resolve(res authn.Resource) (authn.Authenticator, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	secret := &corev1.Secret{}
-	if err := k.reader.Get(ctx, k.key, secret); err != nil {
-		if apierrors.IsNotFound(err) {
-			k.log.V(1).Info("global pull secret not found; pulling anonymously", "secret", k.key.String())
-			return authn.Anonymous, nil
+	var names []types.NamespacedName
+	if k.serviceAccount.Name != "" {
+		sa := &corev1.ServiceAccount{}
+		switch err := k.reader.Get(ctx, k.serviceAccount, sa); {
+		case apierrors.IsNotFound(err):
+			k.log.V(1).Info("service account not found; not using its imagePullSecrets", "serviceAccount", k.serviceAccount.String())
+		case err != nil:
+			return nil, fmt.Errorf("reading service account %s: %w", k.serviceAccount, err)
+		default:
+			for _, ref := range sa.ImagePullSecrets {
+				names = append(names, types.NamespacedName{Namespace: sa.Namespace, Name: ref.Name})
+			}
 		}
-		return nil, fmt.Errorf("reading global pull secret %s: %w", k.key, err)
 	}
-	kc, err := unpack.KeychainFromSecrets(ctx, []corev1.Secret{*secret})
+	if k.global.Name != "" {
+		names = append(names, k.global)
+	}
+	var secrets []corev1.Secret
+	for _, name := range names {
+		secret := &corev1.Secret{}
+		if err := k.reader.Get(ctx, name, secret); err != nil {
+			if apierrors.IsNotFound(err) {
+				k.log.V(1).Info("pull secret not found; skipping it", "secret", name.String())
+				continue
+			}
+			return nil, fmt.Errorf("reading pull secret %s: %w", name, err)
+		}
+		secrets = append(secrets, *secret)
+	}
+	if len(secrets) == 0 {
+		return authn.Anonymous, nil
+	}
+	kc, err := unpack.KeychainFromSecrets(ctx, secrets)
 	if err != nil {
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/testr"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -101,72 +102,119 @@ func freeAddr(t *testing.T) string {
 }
 
 // TestRunServesWhatTheControllerIndexed runs the whole manager against
-// envtest: a ClusterCatalog becomes Serving and its packages are answered by
-// the query API at the URL in its status.
+// envtest and a registry that requires credentials: a ClusterCatalog becomes
+// Serving, pulled with the credentials of the service account's
+// imagePullSecrets or of the global pull secret, and its packages are
+// answered by the query API at the URL in its status.
 func TestRunServesWhatTheControllerIndexed(t *testing.T) {
-	restCfg := kubetest.Start(t)
-	ctrllog.SetLogger(logr.Discard())
+	tests := []struct {
+		name string
+		// flags name the secrets; setup creates them.
+		flags []string
+		setup func(ctx context.Context, c client.Client, secret *corev1.Secret) error
+	}{
+		{
+			name:  "service account imagePullSecrets",
+			flags: []string{"--service-account", "default/catalogd"},
+			setup: func(ctx context.Context, c client.Client, secret *corev1.Secret) error {
+				secret.Name = "sa-pull"
+				if err := c.Create(ctx, secret); err != nil {
+					return err
+				}
+				return c.Create(ctx, &corev1.ServiceAccount{
+					ObjectMeta:       metav1.ObjectMeta{Name: "catalogd", Namespace: "default"},
+					ImagePullSecrets: []corev1.LocalObjectReference{{Name: "sa-pull"}},
+				})
+			},
+		},
+		{
+			name:  "global pull secret",
+			flags: []string{"--global-pull-secret", "default/global-pull"},
+			setup: func(ctx context.Context, c client.Client, secret *corev1.Secret) error {
+				secret.Name = "global-pull"
+				return c.Create(ctx, secret)
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			restCfg := kubetest.Start(t)
+			ctrllog.SetLogger(logr.Discard())
 
-	reg := registrytest.New(t)
-	ref := reg.PushCatalog(t, "catalogs/demo:v1", "../../test/testdata/demo", registrytest.PushOptions{})
-	listen := freeAddr(t)
-	cfg, _, err := manager.ParseFlags([]string{
-		"--data-dir", t.TempDir(), "--listen", listen, "--metrics-bind-address", "0",
-		"--health-probe-bind-address", "0", "--insecure-registry", reg.Host,
-	}, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.SkipControllerNameValidation = true // -count=N runs this test N times in one process
+			reg := registrytest.New(t, registrytest.WithBasicAuth("puller", "s3cret"))
+			ref := reg.PushCatalog(t, "catalogs/demo:v1", "../../test/testdata/demo", registrytest.PushOptions{})
+			scheme := runtime.NewScheme()
+			for _, add := range []func(*runtime.Scheme) error{catalogdv1.AddToScheme, corev1.AddToScheme} {
+				if err := add(scheme); err != nil {
+					t.Fatal(err)
+				}
+			}
+			c, err := client.New(restCfg, client.Options{Scheme: scheme})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			dockerConfig := fmt.Sprintf(`{"auths":{%q:{"username":"puller","password":"s3cret"}}}`, reg.Host)
+			secret := &corev1.Secret{
+				ObjectMeta: metav1.ObjectMeta{Namespace: "default"},
+				Type:       corev1.SecretTypeDockerConfigJson,
+				Data:       map[string][]byte{corev1.DockerConfigJsonKey: []byte(dockerConfig)},
+			}
+			if err := tt.setup(ctx, c, secret); err != nil {
+				t.Fatal(err)
+			}
 
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	var runErr error
-	go func() {
-		defer close(done)
-		runErr = manager.RunWithConfig(ctx, restCfg, cfg, testr.New(t))
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-		if runErr != nil {
-			t.Errorf("manager: %v", runErr)
-		}
-	})
+			listen := freeAddr(t)
+			cfg, _, err := manager.ParseFlags(append([]string{
+				"--data-dir", t.TempDir(), "--listen", listen, "--metrics-bind-address", "0",
+				"--health-probe-bind-address", "0", "--insecure-registry", reg.Host,
+			}, tt.flags...), io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.SkipControllerNameValidation = true // the manager runs once per subtest in one process
 
-	scheme := runtime.NewScheme()
-	if err := catalogdv1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(restCfg, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cat := &catalogdv1.ClusterCatalog{
-		ObjectMeta: metav1.ObjectMeta{Name: "demo"},
-		Spec: catalogdv1.ClusterCatalogSpec{Source: catalogdv1.CatalogSource{
-			Type: catalogdv1.SourceTypeImage, Image: &catalogdv1.ImageSource{Ref: reg.Host + "/catalogs/demo:v1"},
-		}},
-	}
-	if err := c.Create(ctx, cat); err != nil {
-		t.Fatal(err)
-	}
+			done := make(chan struct{})
+			var runErr error
+			go func() {
+				defer close(done)
+				runErr = manager.RunWithConfig(ctx, restCfg, cfg, testr.New(t))
+			}()
+			t.Cleanup(func() {
+				cancel()
+				<-done
+				if runErr != nil {
+					t.Errorf("manager: %v", runErr)
+				}
+			})
 
-	want := len(fbcfacts.Load(t, "../../test/testdata/demo").Packages)
-	deadline := time.Now().Add(60 * time.Second)
-	var lastErr error
-	for {
-		if lastErr = servedPackages(ctx, c, ref, want); lastErr == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for the catalog to be served: %v", lastErr)
-		}
-		select {
-		case <-done:
-			t.Fatal("manager stopped early (its error is reported below)")
-		case <-time.After(100 * time.Millisecond):
-		}
+			cat := &catalogdv1.ClusterCatalog{
+				ObjectMeta: metav1.ObjectMeta{Name: "demo"},
+				Spec: catalogdv1.ClusterCatalogSpec{Source: catalogdv1.CatalogSource{
+					Type: catalogdv1.SourceTypeImage, Image: &catalogdv1.ImageSource{Ref: reg.Host + "/catalogs/demo:v1"},
+				}},
+			}
+			if err := c.Create(ctx, cat); err != nil {
+				t.Fatal(err)
+			}
+
+			want := len(fbcfacts.Load(t, "../../test/testdata/demo").Packages)
+			deadline := time.Now().Add(60 * time.Second)
+			var lastErr error
+			for {
+				if lastErr = servedPackages(ctx, c, ref, want); lastErr == nil {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("timed out waiting for the catalog to be served: %v", lastErr)
+				}
+				select {
+				case <-done:
+					t.Fatal("manager stopped early (its error is reported below)")
+				case <-time.After(100 * time.Millisecond):
+				}
+			}
+		})
 	}
 }
 

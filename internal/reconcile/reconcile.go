@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/google/go-containerregistry/pkg/name"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -202,7 +203,9 @@ func (r *Reconciler) reconcileContent(ctx context.Context, log logr.Logger, cat 
 
 	digestRef, unpacked, err := r.update(ctx, log, name, ref)
 	if err != nil {
-		terminal := unpack.IsTerminal(err)
+		// Content at a digest never changes, so a content error there needs
+		// the user; under a tag, a new push can fix it, so it is retried.
+		terminal := unpack.IsTerminal(err) && isDigestRef(ref)
 		r.fail(cat, err, terminal)
 		if terminal {
 			// A new push to a tag can clear a terminal error, so keep polling.
@@ -254,7 +257,7 @@ func (r *Reconciler) register(name, ref string, priority int32) {
 func (r *Reconciler) update(ctx context.Context, log logr.Logger, name, ref string) (string, bool, error) {
 	digestRef, err := r.Unpacker.Resolve(ctx, ref)
 	if err != nil {
-		return "", false, fmt.Errorf("resolving %s: %w", ref, err)
+		return "", false, err // unpack says what it was resolving
 	}
 	digest := digestOf(digestRef)
 	if info, ok := r.Store.Info(name); ok && info.Digest == digest {
@@ -359,6 +362,12 @@ func (r *Reconciler) now() time.Time {
 		return r.Now()
 	}
 	return time.Now()
+}
+
+// isDigestRef reports whether ref names its content by digest.
+func isDigestRef(ref string) bool {
+	_, err := name.NewDigest(ref)
+	return err == nil
 }
 
 // digestOf returns the algorithm:hex part of a digest reference.

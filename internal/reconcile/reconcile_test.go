@@ -430,6 +430,23 @@ func TestReconciler(t *testing.T) {
 		})
 	}
 
+	// Under a tag the same content error is retried: a new push can fix it.
+	t.Run("nolabel under a tag is retried", func(t *testing.T) {
+		e.reg.PushCatalog(t, "catalogs/nolabeltag:v1", demoDir, registrytest.PushOptions{NoLabel: true})
+		e.create(t, "nolabeltag", e.reg.Host+"/catalogs/nolabeltag:v1", nil)
+		eventually(t, "nolabeltag to be retried", func() error {
+			cat := e.get(t, "nolabeltag")
+			if err := condition(cat, catalogdv1.TypeProgressing, metav1.ConditionTrue, catalogdv1.ReasonRetrying); err != nil {
+				return err
+			}
+			msg := meta.FindStatusCondition(cat.Status.Conditions, catalogdv1.TypeProgressing).Message
+			if !strings.Contains(msg, unpack.ConfigsDirLabel) {
+				return fmt.Errorf("Progressing message %q does not name the missing label", msg)
+			}
+			return nil
+		})
+	})
+
 	t.Run("unavailable and back", func(t *testing.T) {
 		ref := e.reg.PushCatalog(t, "catalogs/toggle:v1", demoDir, registrytest.PushOptions{})
 		e.create(t, "toggle", ref, nil)
