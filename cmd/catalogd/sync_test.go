@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/testr"
 
 	"github.com/catalogd/catalogd/internal/catalogs"
@@ -30,12 +31,7 @@ func TestSyncKeepsLastGoodIndex(t *testing.T) {
 	dir := copyDemo(t)
 	facts := fbcfacts.Load(t, dir)
 	log := testr.New(t)
-	store, err := index.NewStore(t.TempDir(), log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	reg := catalogs.NewRegistry()
+	store, reg := newStoreAndRegistry(t, log)
 	x, err := register(store, reg, catalogFlag{name: "demo", dir: dir}, dirSource{path: dir}, log)
 	if err != nil {
 		t.Fatal(err)
@@ -174,12 +170,7 @@ func TestFirstSyncFailureStaysPending(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "catalog.json"), brokenJSON)
 	log := testr.New(t)
-	store, err := index.NewStore(t.TempDir(), log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	reg := catalogs.NewRegistry()
+	store, reg := newStoreAndRegistry(t, log)
 	x, err := register(store, reg, catalogFlag{name: "broken", dir: dir}, dirSource{path: dir}, log)
 	if err != nil {
 		t.Fatal(err)
@@ -191,4 +182,16 @@ func TestFirstSyncFailureStaysPending(t *testing.T) {
 	if c.State != catalogs.Pending || !strings.Contains(c.LastError, "catalog.json") {
 		t.Errorf("after a failed first sync: %+v; want Pending with the reason", c)
 	}
+}
+
+// newStoreAndRegistry is an empty index store, closed when the test ends,
+// and an empty catalog registry.
+func newStoreAndRegistry(t *testing.T, log logr.Logger) (*index.Store, *catalogs.Registry) {
+	t.Helper()
+	store, err := index.NewStore(t.TempDir(), log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	return store, catalogs.NewRegistry()
 }

@@ -43,18 +43,18 @@ import (
 
 // Config is the parsed command line of `catalogd manager`.
 type Config struct {
-	Kubeconfig          string
-	DataDir             string
-	Listen              string
-	MetricsBindAddress  string
-	HealthProbeAddress  string
-	LeaderElect         bool
-	LeaderElectionNS    string
-	ExternalBaseURL     string
-	GlobalPullSecret    types.NamespacedName
+	Kubeconfig         string
+	DataDir            string
+	Listen             string
+	MetricsBindAddress string
+	HealthProbeAddress string
+	LeaderElect        bool
+	LeaderElectionNS   string
+	ExternalBaseURL    string
+	GlobalPullSecret   types.NamespacedName
 	// ServiceAccount's imagePullSecrets are used for pulls before the
 	// global pull secret, as for a pod running as that account.
-	ServiceAccount types.NamespacedName
+	ServiceAccount      types.NamespacedName
 	CAFile              string
 	InsecureRegistries  []string
 	ShutdownGracePeriod time.Duration

@@ -54,11 +54,8 @@ func readAll(t *testing.T, resp *http.Response) []byte {
 func TestCompatEndpoints(t *testing.T) {
 	for _, tc := range catalogCases() {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := tc.dir(t)
-			want := fbcfacts.Load(t, dir)
+			h, want := tc.serve(t)
 			all := want.JSONLines()
-			h := newHarness(t)
-			h.add("cat", dir, 0)
 
 			resp := h.get("/catalogs/cat/api/v1/all", "Accept-Encoding", "identity")
 			if got := readAll(t, resp); !bytes.Equal(got, all) || resp.Header.Get("Content-Type") != jsonlType {

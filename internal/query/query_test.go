@@ -16,18 +16,29 @@ import (
 	"github.com/catalogd/catalogd/test/fbcfacts"
 )
 
-// catalogCases are the catalogs every semantic test runs on.
-func catalogCases() []struct {
+// catalogCase is a catalog the semantic tests run on.
+type catalogCase struct {
 	name string
 	dir  func(t *testing.T) string
-} {
-	return []struct {
-		name string
-		dir  func(t *testing.T) string
-	}{
+}
+
+// catalogCases are the catalogs every semantic test runs on.
+func catalogCases() []catalogCase {
+	return []catalogCase{
 		{"demo", func(*testing.T) string { return demoDir }},
 		{"community-v4.20", func(t *testing.T) string { return fbcfacts.SharedCommunity(t) }},
 	}
+}
+
+// serve serves the case's catalog as "cat" and reads its files for the
+// expected answers.
+func (tc catalogCase) serve(t *testing.T) (*harness, *fbcfacts.Catalog) {
+	t.Helper()
+	dir := tc.dir(t)
+	want := fbcfacts.Load(t, dir)
+	h := newHarness(t)
+	h.add("cat", dir, 0)
+	return h, want
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -44,10 +55,7 @@ func sortedNames(m map[string]fbcfacts.Bundle) []string {
 func TestChannelHeads(t *testing.T) {
 	for _, tc := range catalogCases() {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := tc.dir(t)
-			want := fbcfacts.Load(t, dir)
-			h := newHarness(t)
-			h.add("cat", dir, 0)
+			h, want := tc.serve(t)
 			ctx := context.Background()
 			for pkg, channels := range want.Channels {
 				resp, err := h.client.ListChannelsWithResponse(ctx, "cat", pkg, nil)
@@ -115,10 +123,7 @@ func expectedUpgrades(c *fbcfacts.Catalog, pkg string, from fbcfacts.Bundle) map
 func TestUpgradeEdges(t *testing.T) {
 	for _, tc := range catalogCases() {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := tc.dir(t)
-			want := fbcfacts.Load(t, dir)
-			h := newHarness(t)
-			h.add("cat", dir, 0)
+			h, want := tc.serve(t)
 			ctx := context.Background()
 			checked := 0
 			for pkg, bundles := range want.Bundles {
@@ -210,10 +215,7 @@ func TestUpgradeCases(t *testing.T) {
 func TestProviders(t *testing.T) {
 	for _, tc := range catalogCases() {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := tc.dir(t)
-			want := fbcfacts.Load(t, dir)
-			h := newHarness(t)
-			h.add("cat", dir, 0)
+			h, want := tc.serve(t)
 			// Independent answer: bundle -> whether it heads some channel, per GVK.
 			headOf := map[string]bool{}
 			for pkg, chs := range want.Channels {
@@ -301,10 +303,7 @@ func TestProvidersAcrossCatalogs(t *testing.T) {
 func TestBundleVersionFilterAndPaging(t *testing.T) {
 	for _, tc := range catalogCases() {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := tc.dir(t)
-			want := fbcfacts.Load(t, dir)
-			h := newHarness(t)
-			h.add("cat", dir, 0)
+			h, want := tc.serve(t)
 			for _, constraint := range []string{"", ">=1.2.0 <2.0.0", ">=2.0.0-0", "~0.3"} {
 				var mc *mmsemver.Constraints
 				if constraint != "" {
