@@ -31,8 +31,7 @@ type pkgState struct {
 	cfg       declcfg.DeclarativeConfig
 	bundleIDs map[string]int64
 	// heads maps a channel name to its head bundle ("" when it has none or several).
-	heads    map[string]string
-	problems []string
+	heads map[string]string
 }
 
 // The statements of a build, prepared once.
