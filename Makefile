@@ -7,7 +7,7 @@ BIN := $(CURDIR)/bin
 DATA_DIR ?= $(CURDIR)/tmp/data
 LISTEN ?= 127.0.0.1:8080
 
-.PHONY: all build run test unit fmt vet tools
+.PHONY: all build run test unit fmt vet lint tools
 all: build
 
 # Fragments in mk/ add their own targets and append prerequisites of `make
@@ -15,11 +15,12 @@ all: build
 TEST_DEPS :=
 include $(wildcard mk/*.mk)
 
-## tools: code generators pinned in hack/tools/go.mod, built once into bin/.
-tools: $(BIN)/controller-gen $(BIN)/oapi-codegen
-$(BIN)/controller-gen $(BIN)/oapi-codegen: hack/tools/go.mod hack/tools/go.sum
+## tools: code generators and the linter pinned in hack/tools/go.mod, built once into bin/.
+TOOLS := $(BIN)/controller-gen $(BIN)/oapi-codegen $(BIN)/staticcheck
+tools: $(TOOLS)
+$(TOOLS): hack/tools/go.mod hack/tools/go.sum
 	cd hack/tools && GOBIN=$(BIN) $(GO) install tool
-	touch $(BIN)/controller-gen $(BIN)/oapi-codegen
+	touch $(TOOLS)
 
 build:
 	$(GO) build -o $(BIN)/catalogd ./cmd/catalogd
@@ -29,16 +30,18 @@ run: build
 	$(BIN)/catalogd serve --listen $(LISTEN) --data-dir $(DATA_DIR) --catalog demo=test/testdata/demo
 
 ## test: everything CI checks.
-test: vet unit
+test: vet lint unit
 
 unit: $(TEST_DEPS)
 
 vet:
 	$(GO) vet ./...
 
+lint: $(BIN)/staticcheck
+	$(BIN)/staticcheck ./...
+
 unit:
 	$(GO) test -count=1 ./...
-
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')
