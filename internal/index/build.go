@@ -24,6 +24,13 @@ import (
 	"github.com/catalogd/catalogd/migrations"
 )
 
+// ErrInvalidCatalog marks content that is not a catalog: bad JSON or YAML, a
+// blob without a schema, a blob of the wrong shape. The same content always
+// fails the same way, so retrying it without a change is pointless.
+var ErrInvalidCatalog = errors.New("invalid catalog")
+
+func invalid(err error) error { return fmt.Errorf("%w: %w", ErrInvalidCatalog, err) }
+
 // Schema versions of migrations/: tables first, secondary indexes after the
 // bulk load, because maintaining indexes row by row makes the load slower.
 const (
@@ -261,14 +268,14 @@ func parseFile(ctx context.Context, fsys fs.FS, path string, out chan<- blob) {
 	defer f.Close()
 	err = declcfg.WalkMetasReader(f, func(meta *declcfg.Meta, err error) error {
 		if err != nil {
-			return err
+			return invalid(err)
 		}
 		if meta.Schema == "" {
-			return fmt.Errorf("blob without a schema: %.200s", meta.Blob)
+			return invalid(fmt.Errorf("blob without a schema: %.200s", meta.Blob))
 		}
 		value, err := decodeValue(meta)
 		if err != nil {
-			return err
+			return invalid(err)
 		}
 		b := blob{meta: meta, value: value}
 		if bundle, ok := value.(*declcfg.Bundle); ok {

@@ -2,6 +2,7 @@ package index
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -133,12 +134,13 @@ func TestFailedRebuildKeepsServing(t *testing.T) {
 		ctx     context.Context
 		src     Source
 		wantErr string
+		invalid bool // the content itself is at fault: ErrInvalidCatalog
 	}{
-		{"bad JSON blob", context.Background(), Source{FS: bad, Digest: "sha256:bad"}, "zz-broken.json"},
-		{"blob without schema", context.Background(), Source{FS: noSchema, Digest: "sha256:noschema"}, "without a schema"},
-		{"bad YAML", context.Background(), Source{FS: badYAML, Digest: "sha256:yaml"}, "zz-broken.yaml"},
-		{"cancelled context", cancelled, Source{FS: tinyCatalog("foo", 4), Digest: "sha256:cancel"}, "context canceled"},
-		{"missing digest", context.Background(), Source{FS: tinyCatalog("foo", 4)}, "no digest"},
+		{"bad JSON blob", context.Background(), Source{FS: bad, Digest: "sha256:bad"}, "zz-broken.json", true},
+		{"blob without schema", context.Background(), Source{FS: noSchema, Digest: "sha256:noschema"}, "without a schema", true},
+		{"bad YAML", context.Background(), Source{FS: badYAML, Digest: "sha256:yaml"}, "zz-broken.yaml", true},
+		{"cancelled context", cancelled, Source{FS: tinyCatalog("foo", 4), Digest: "sha256:cancel"}, "context canceled", false},
+		{"missing digest", context.Background(), Source{FS: tinyCatalog("foo", 4)}, "no digest", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -151,6 +153,9 @@ func TestFailedRebuildKeepsServing(t *testing.T) {
 			}
 			if rebuilt {
 				t.Error("a failed update reported a rebuild")
+			}
+			if errors.Is(err, ErrInvalidCatalog) != tt.invalid {
+				t.Errorf("errors.Is(err, ErrInvalidCatalog) = %v, want %v", !tt.invalid, tt.invalid)
 			}
 			snap, err := s.Acquire("demo")
 			if err != nil {

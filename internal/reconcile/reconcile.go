@@ -205,7 +205,7 @@ func (r *Reconciler) reconcileContent(ctx context.Context, log logr.Logger, cat 
 	if err != nil {
 		// Content at a digest never changes, so a content error there needs
 		// the user; under a tag, a new push can fix it, so it is retried.
-		terminal := unpack.IsTerminal(err) && isDigestRef(ref)
+		terminal := (unpack.IsTerminal(err) || errors.Is(err, index.ErrInvalidCatalog)) && isDigestRef(ref)
 		r.fail(cat, err, terminal)
 		if terminal {
 			// A new push to a tag can clear a terminal error, so keep polling.

@@ -403,6 +403,9 @@ func TestReconciler(t *testing.T) {
 		{name: "unsafe", push: registrytest.PushOptions{Extra: []registrytest.Entry{
 			registrytest.Symlink("configs/escape", "../../etc/passwd"),
 		}}, wantMsg: "unsafe entry"},
+		{name: "badjson", push: registrytest.PushOptions{Extra: []registrytest.Entry{
+			registrytest.File("configs/zz-broken.json", `{"schema":"olm.bundle","name":`),
+		}}, wantMsg: "zz-broken.json"},
 	} {
 		t.Run(tc.name+" at a digest is blocked", func(t *testing.T) {
 			ref := e.reg.PushCatalog(t, "catalogs/"+tc.name+":v1", demoDir, tc.push)
@@ -510,9 +513,10 @@ func TestReconciler(t *testing.T) {
 		e.create(t, "bad", bad, nil)
 		e.create(t, "good", good, nil)
 		eventually(t, "good to serve", func() error { return e.servingDigest(t, "good", good) })
-		eventually(t, "bad to retry", func() error {
+		// Broken content at a digest cannot fix itself: Blocked.
+		eventually(t, "bad to be blocked", func() error {
 			cat := e.get(t, "bad")
-			if err := condition(cat, catalogdv1.TypeProgressing, metav1.ConditionTrue, catalogdv1.ReasonRetrying); err != nil {
+			if err := condition(cat, catalogdv1.TypeProgressing, metav1.ConditionFalse, catalogdv1.ReasonBlocked); err != nil {
 				return err
 			}
 			return condition(cat, catalogdv1.TypeServing, metav1.ConditionFalse, catalogdv1.ReasonUnavailable)
