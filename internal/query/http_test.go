@@ -217,3 +217,30 @@ func tinyFS() fs.FS {
 {"schema":"olm.bundle","name":"tiny.v1.0.0","package":"tiny","image":"i","properties":[{"type":"olm.package","value":{"packageName":"tiny","version":"1.0.0"}}]}
 `)}}
 }
+
+// TestHead: HEAD answers like GET, without a body, as catalogd's does.
+func TestHead(t *testing.T) {
+	h := newHarness(t)
+	h.add("demo", demoDir, 0)
+	for _, path := range []string{"/catalogs/demo/api/v1/all", "/catalogs/demo/packages"} {
+		get := h.get(path, "Accept-Encoding", "identity")
+		getBody := readAll(t, get)
+		req, err := http.NewRequest(http.MethodHead, h.srv.URL+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Accept-Encoding", "identity")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body := readAll(t, resp)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || len(body) != 0 || resp.Header.Get("ETag") != get.Header.Get("ETag") {
+			t.Errorf("HEAD %s: status %d, %d body bytes, ETag %q (GET: %q)", path, resp.StatusCode, len(body), resp.Header.Get("ETag"), get.Header.Get("ETag"))
+		}
+		if cl := resp.Header.Get("Content-Length"); path == "/catalogs/demo/api/v1/all" && cl != fmt.Sprint(len(getBody)) {
+			t.Errorf("HEAD %s: Content-Length %q, GET body %d bytes", path, cl, len(getBody))
+		}
+	}
+}

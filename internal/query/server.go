@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/util/validation"
 
@@ -59,6 +60,9 @@ func New(cats Catalogs, idx Indexes, log logr.Logger) *Server {
 	s := &Server{cats: cats, idx: idx, log: log}
 	r := chi.NewRouter()
 	r.Use(s.recoverer)
+	// HEAD is answered like GET without a body, as catalogd does; clients
+	// use it to learn an answer's size and validators.
+	r.Use(middleware.GetHead)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		s.writeProblem(w, r, &problem{status: http.StatusNotFound, typ: "not-found", detail: fmt.Sprintf("no endpoint at %s", r.URL.Path)})
 	})
