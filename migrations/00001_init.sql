@@ -32,8 +32,9 @@ CREATE TABLE packages (
     description     TEXT NOT NULL DEFAULT '',
     icon_data       BLOB,
     icon_media_type TEXT NOT NULL DEFAULT '',
-    -- olm.csv.metadata value of the default channel's head, filled after the load.
-    csv_metadata    TEXT
+    -- What a console lists (index.Display as JSON), from the olm.csv.metadata
+    -- of the default channel's head, filled after the load.
+    display         TEXT
 ) WITHOUT ROWID;
 
 CREATE TABLE channels (

@@ -213,8 +213,48 @@ func skipRangeEdges(st *pkgState, versions map[string]semver.Version) [][3]strin
 	return edges
 }
 
-// describe stores the display metadata a console shows for a package: the
-// olm.csv.metadata of its default channel's head, and the full-text entry.
+// Display is what a console lists for a package, taken from the
+// olm.csv.metadata of its default channel's head when the index is built,
+// so that listing packages does not decode whole CSV metadata documents
+// (long descriptions, CRD descriptions) on every request.
+type Display struct {
+	DisplayName      string              `json:"displayName,omitempty"`
+	Provider         string              `json:"provider,omitempty"`
+	Keywords         []string            `json:"keywords,omitempty"`
+	Maturity         string              `json:"maturity,omitempty"`
+	ShortDescription string              `json:"shortDescription,omitempty"`
+	Links            []DisplayLink       `json:"links,omitempty"`
+	Maintainers      []DisplayMaintainer `json:"maintainers,omitempty"`
+}
+
+// DisplayLink is a link of a package's metadata.
+type DisplayLink struct {
+	Name string `json:"name"`
+	URL  string `json:"url"`
+}
+
+// DisplayMaintainer is a maintainer of a package.
+type DisplayMaintainer struct {
+	Name  string `json:"name"`
+	Email string `json:"email,omitempty"`
+}
+
+// displayOf picks the listed fields; the short description is the
+// "description" annotation, which OLM shows in lists.
+func displayOf(m property.CSVMetadata) Display {
+	d := Display{DisplayName: m.DisplayName, Provider: m.Provider.Name, Keywords: m.Keywords,
+		Maturity: m.Maturity, ShortDescription: m.Annotations["description"]}
+	for _, l := range m.Links {
+		d.Links = append(d.Links, DisplayLink{Name: l.Name, URL: l.URL})
+	}
+	for _, mt := range m.Maintainers {
+		d.Maintainers = append(d.Maintainers, DisplayMaintainer{Name: mt.Name, Email: mt.Email})
+	}
+	return d
+}
+
+// describe stores the display metadata a console shows for a package (see
+// Display) and the package's full-text search entry.
 func (l *loader) describe(ctx context.Context, name string, st *pkgState) error {
 	if len(st.cfg.Packages) == 0 {
 		return nil // bundles or channels of a package that was never declared
@@ -226,10 +266,14 @@ func (l *loader) describe(ctx context.Context, name string, st *pkgState) error 
 		err := l.stmts["metadataOf"].QueryRowContext(ctx, id).Scan(&value)
 		switch {
 		case err == nil:
-			if _, err := l.exec(ctx, "metadata", value, name); err != nil {
+			_ = json.Unmarshal([]byte(value), &meta) // only display data: a bad value shows nothing
+			display, err := json.Marshal(displayOf(meta))
+			if err != nil {
 				return err
 			}
-			_ = json.Unmarshal([]byte(value), &meta) // only display data: a bad value shows nothing
+			if _, err := l.exec(ctx, "metadata", string(display), name); err != nil {
+				return err
+			}
 		case !errors.Is(err, sql.ErrNoRows):
 			return err
 		}

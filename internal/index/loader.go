@@ -51,7 +51,7 @@ var insertSQL = map[string]string{
 	"problem":    `INSERT INTO problems (package, message) VALUES (?, ?)`,
 	"rank":       `UPDATE bundles SET version_rank = ? WHERE id = ?`,
 	"edge":       `INSERT INTO skip_range_edges (package, from_bundle, channel, to_bundle) VALUES (?, ?, ?, ?)`,
-	"metadata":   `UPDATE packages SET csv_metadata = ? WHERE name = ?`,
+	"metadata":   `UPDATE packages SET display = ? WHERE name = ?`,
 	"metadataOf": `SELECT value FROM property_values WHERE bundle_id = ? AND type = 'olm.csv.metadata' ORDER BY position LIMIT 1`,
 	"search":     `INSERT INTO package_search (name, display_name, keywords, provider, description) VALUES (?, ?, ?, ?, ?)`,
 }

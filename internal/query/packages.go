@@ -79,44 +79,28 @@ func shortDigest(d string) string {
 	return d
 }
 
-// csvMetadata is the subset of olm.csv.metadata a console lists.
-type csvMetadata struct {
-	DisplayName string            `json:"displayName"`
-	Annotations map[string]string `json:"annotations"`
-	Keywords    []string          `json:"keywords"`
-	Maturity    string            `json:"maturity"`
-	Provider    struct {
-		Name string `json:"name"`
-	} `json:"provider"`
-	Links []struct {
-		Name string `json:"name"`
-		URL  string `json:"url"`
-	} `json:"links"`
-	Maintainers []struct {
-		Name  string `json:"name"`
-		Email string `json:"email"`
-	} `json:"maintainers"`
-}
+// display decodes what the index stored for listing a package.
+type display index.Display
 
-func decodeMetadata(raw sql.NullString) csvMetadata {
-	var m csvMetadata
+func decodeDisplay(raw sql.NullString) display {
+	var d display
 	if raw.Valid {
-		_ = json.Unmarshal([]byte(raw.String), &m) // a malformed value is a recorded validation problem
+		_ = json.Unmarshal([]byte(raw.String), &d) // written by the index build; empty when absent
 	}
-	return m
+	return d
 }
 
-func (m csvMetadata) links() []client.Link {
+func (d display) links() []client.Link {
 	var out []client.Link
-	for _, l := range m.Links {
+	for _, l := range d.Links {
 		out = append(out, client.Link{Name: l.Name, Url: l.URL})
 	}
 	return out
 }
 
-func (m csvMetadata) maintainers() []client.Maintainer {
+func (d display) maintainers() []client.Maintainer {
 	var out []client.Maintainer
-	for _, mt := range m.Maintainers {
+	for _, mt := range d.Maintainers {
 		out = append(out, client.Maintainer{Name: mt.Name, Email: mt.Email})
 	}
 	return out
@@ -127,7 +111,7 @@ type packageRow struct {
 	DefaultChannel string         `db:"default_channel"`
 	Description    string         `db:"description"`
 	HasIcon        bool           `db:"has_icon"`
-	Metadata       sql.NullString `db:"csv_metadata"`
+	Display        sql.NullString `db:"display"`
 }
 
 // deprecation returns the deprecation message of a package (schema
@@ -164,7 +148,7 @@ func (s *Server) listPackages(r *http.Request, snap *index.Snapshot) (any, error
 	q := r.URL.Query()
 	nameFilter := q.Get("name")
 	var rows []packageRow
-	cols := `p.name, p.default_channel, p.csv_metadata`
+	cols := `p.name, p.default_channel, p.display`
 	if text := q.Get("q"); q.Has("q") {
 		match := ftsQuery(text)
 		if match == "" {
@@ -214,15 +198,15 @@ func (s *Server) packageList(ctx context.Context, snap *index.Snapshot, rows []p
 		return out, err
 	}
 	for _, row := range rows {
-		m := decodeMetadata(row.Metadata)
+		m := decodeDisplay(row.Display)
 		chs := channels[row.Name]
 		if chs == nil {
 			chs = []string{}
 		}
 		out.Items = append(out.Items, client.PackageSummary{
 			Name: row.Name, DefaultChannel: row.DefaultChannel, Channels: chs, Deprecation: deprecations[row.Name],
-			DisplayName: m.DisplayName, Provider: m.Provider.Name, Keywords: m.Keywords, Maturity: m.Maturity,
-			ShortDescription: m.Annotations["description"], Links: m.links(), Maintainers: m.maintainers(),
+			DisplayName: m.DisplayName, Provider: m.Provider, Keywords: m.Keywords, Maturity: m.Maturity,
+			ShortDescription: m.ShortDescription, Links: m.links(), Maintainers: m.maintainers(),
 		})
 	}
 	return out, nil
@@ -270,7 +254,7 @@ func packageExtras(ctx context.Context, db *index.Snapshot, names []string) (map
 // lookupPackage reads the {package} of a request, or answers 404.
 func lookupPackage(ctx context.Context, db *index.Snapshot, name string) (packageRow, error) {
 	var row packageRow
-	err := db.Get(ctx, &row, `SELECT name, default_channel, description, csv_metadata,
+	err := db.Get(ctx, &row, `SELECT name, default_channel, description, display,
 		icon_data IS NOT NULL AND length(icon_data) > 0 AS has_icon FROM packages WHERE name = ?`, name)
 	if errors.Is(err, sql.ErrNoRows) {
 		return row, notFound("package", "no package named %q in this catalog", name)
@@ -299,12 +283,12 @@ func (s *Server) getPackage(r *http.Request, snap *index.Snapshot) (any, error) 
 	if err := snap.Select(ctx, &problems, `SELECT package, message FROM problems WHERE package = ? ORDER BY id`, row.Name); err != nil {
 		return nil, fmt.Errorf("read problems of %q: %w", row.Name, err)
 	}
-	m := decodeMetadata(row.Metadata)
+	m := decodeDisplay(row.Display)
 	return client.Package{
 		Name: row.Name, DefaultChannel: row.DefaultChannel, Description: row.Description, HasIcon: row.HasIcon,
 		Channels: channels, Deprecation: dep, Problems: problems,
-		DisplayName: m.DisplayName, Provider: m.Provider.Name, Keywords: m.Keywords, Maturity: m.Maturity,
-		ShortDescription: m.Annotations["description"], Links: m.links(), Maintainers: m.maintainers(),
+		DisplayName: m.DisplayName, Provider: m.Provider, Keywords: m.Keywords, Maturity: m.Maturity,
+		ShortDescription: m.ShortDescription, Links: m.links(), Maintainers: m.maintainers(),
 	}, nil
 }
 

@@ -2,6 +2,7 @@ package query
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -418,6 +419,20 @@ func TestPackages(t *testing.T) {
 			if p.DefaultChannel != want.Packages[p.Name].DefaultChannel || len(p.Channels) != len(want.Channels[p.Name]) {
 				t.Errorf("package %s: %+v", p.Name, p)
 			}
+			m := headMetadata(t, want, p.Name)
+			var links []string
+			for _, l := range p.Links {
+				links = append(links, l.Name+"="+l.Url)
+			}
+			var wantLinks []string
+			for _, l := range m.Links {
+				wantLinks = append(wantLinks, l.Name+"="+l.URL)
+			}
+			if p.DisplayName != m.DisplayName || p.Provider != m.Provider.Name || p.Maturity != m.Maturity ||
+				p.ShortDescription != m.Annotations["description"] || strings.Join(p.Keywords, ",") != strings.Join(m.Keywords, ",") ||
+				strings.Join(links, ",") != strings.Join(wantLinks, ",") || len(p.Maintainers) != len(m.Maintainers) {
+				t.Errorf("package %s lists %+v, its default channel head's metadata says %+v", p.Name, p, m)
+			}
 		}
 		if resp.JSON200.Continue == "" {
 			break
@@ -564,4 +579,41 @@ func mustConstraint(s string) *mmsemver.Constraints {
 		panic(err)
 	}
 	return c
+}
+
+// csvMetadata is the part of olm.csv.metadata the package list shows.
+type csvMetadata struct {
+	DisplayName string            `json:"displayName"`
+	Annotations map[string]string `json:"annotations"`
+	Keywords    []string          `json:"keywords"`
+	Maturity    string            `json:"maturity"`
+	Provider    struct {
+		Name string `json:"name"`
+	} `json:"provider"`
+	Links []struct {
+		Name string `json:"name"`
+		URL  string `json:"url"`
+	} `json:"links"`
+	Maintainers []struct {
+		Name string `json:"name"`
+	} `json:"maintainers"`
+}
+
+// headMetadata reads, from the catalog files, the olm.csv.metadata of the
+// head of a package's default channel (empty when it has none).
+func headMetadata(t *testing.T, c *fbcfacts.Catalog, pkg string) csvMetadata {
+	t.Helper()
+	var m csvMetadata
+	heads := c.Channels[pkg][c.Packages[pkg].DefaultChannel].Heads()
+	if len(heads) != 1 {
+		return m
+	}
+	for _, p := range c.Bundles[pkg][heads[0]].Properties {
+		if p.Type == "olm.csv.metadata" {
+			if err := json.Unmarshal(p.Value, &m); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return m
 }
