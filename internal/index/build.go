@@ -376,9 +376,10 @@ func removeDBFiles(path string) {
 	}
 }
 
-// syncFile flushes a finished file to stable storage before it is renamed
-// into place, so a crash never leaves a live name pointing at partial data.
-func syncFile(path string) error {
+// syncPath flushes a file, or a directory's entries, to stable storage:
+// the built file before it is renamed into place, and the directory after,
+// so a crash never leaves a live name pointing at partial data.
+func syncPath(path string) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err

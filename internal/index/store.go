@@ -282,7 +282,7 @@ func (s *Store) Update(ctx context.Context, catalog string, src Source) (info In
 // publish syncs the built file, renames it to its final name and points the
 // catalog's current link at it, each step atomic and durable.
 func (s *Store) publish(cdir, tmp, digest string) (string, error) {
-	if err := syncFile(tmp); err != nil {
+	if err := syncPath(tmp); err != nil {
 		return "", fmt.Errorf("sync index: %w", err)
 	}
 	// The suffix keeps a rebuild of a digest that is still being read (A, B,
@@ -301,7 +301,7 @@ func (s *Store) publish(cdir, tmp, digest string) (string, error) {
 		removeDBFiles(filepath.Join(cdir, final))
 		return "", fmt.Errorf("link live index: %w", err)
 	}
-	if err := syncDir(cdir); err != nil {
+	if err := syncPath(cdir); err != nil {
 		return "", fmt.Errorf("sync index directory: %w", err)
 	}
 	return final, nil
@@ -356,15 +356,6 @@ func (s *Store) Close() error {
 	}
 	s.live = map[string]*handle{}
 	return errors.Join(errs...)
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 func randomSuffix() string {
