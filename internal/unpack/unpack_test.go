@@ -293,9 +293,7 @@ func runUnpackCases(t *testing.T, tests []unpackCase) {
 				t.Fatalf("Unpack succeeded with tree %v", tree(t, dst))
 			}
 			t.Logf("Unpack error: %v", err)
-			if _, statErr := os.Lstat(dst); !errors.Is(statErr, fs.ErrNotExist) {
-				t.Errorf("destination left behind after %v (stat: %v)", err, statErr)
-			}
+			assertNoDst(t, dst)
 			if !unpack.IsTerminal(err) {
 				t.Errorf("IsTerminal(%v) = false, want true", err)
 			}
@@ -604,9 +602,7 @@ func TestUnpackIndex(t *testing.T) {
 		if !errors.Is(err, unpack.ErrNoMatchingPlatform) || !unpack.IsTerminal(err) {
 			t.Errorf("Unpack error %v, want terminal ErrNoMatchingPlatform", err)
 		}
-		if _, err := os.Lstat(dst); !errors.Is(err, fs.ErrNotExist) {
-			t.Errorf("destination exists: %v", err)
-		}
+		assertNoDst(t, dst)
 	})
 }
 
@@ -651,9 +647,7 @@ func TestUnpackArguments(t *testing.T) {
 		if err == nil || unpack.IsTerminal(err) {
 			t.Errorf("error %v, want a retryable error", err)
 		}
-		if _, err := os.Lstat(dst); !errors.Is(err, fs.ErrNotExist) {
-			t.Errorf("destination exists: %v", err)
-		}
+		assertNoDst(t, dst)
 	})
 	t.Run("existing destination is refused and left alone", func(t *testing.T) {
 		dst := t.TempDir()
@@ -723,9 +717,7 @@ func TestInsecureRegistriesAreExplicit(t *testing.T) {
 		if _, err := u.Unpack(t.Context(), ref, dst); err == nil || unpack.IsTerminal(err) {
 			t.Errorf("Unpack with insecure %v: error %v, want a retryable error", listed, err)
 		}
-		if _, err := os.Lstat(dst); !errors.Is(err, fs.ErrNotExist) {
-			t.Errorf("destination exists: %v", err)
-		}
+		assertNoDst(t, dst)
 	}
 	if c := reg.Counts(); c.Total != 0 {
 		t.Errorf("unlisted registry received %d plain-HTTP requests: %v", c.Total, reg.Requests())
@@ -863,9 +855,7 @@ func TestUnpackCancelled(t *testing.T) {
 		if !errors.Is(err, context.Canceled) || unpack.IsTerminal(err) {
 			t.Errorf("error %v, want a retryable context.Canceled", err)
 		}
-		if _, err := os.Lstat(dst); !errors.Is(err, fs.ErrNotExist) {
-			t.Errorf("destination exists: %v", err)
-		}
+		assertNoDst(t, dst)
 	})
 
 	t.Run("while a layer downloads", func(t *testing.T) {
@@ -888,9 +878,7 @@ func TestUnpackCancelled(t *testing.T) {
 		if blobs.Load() < 2 {
 			t.Errorf("only %d blob GETs, the layer was never requested", blobs.Load())
 		}
-		if _, err := os.Lstat(dst); !errors.Is(err, fs.ErrNotExist) {
-			t.Errorf("destination exists: %v", err)
-		}
+		assertNoDst(t, dst)
 	})
 }
 
@@ -962,9 +950,7 @@ func TestUnpackRegistryFailuresAreRetryable(t *testing.T) {
 				t.Fatalf("Unpack: error %v, want a retryable error", err)
 			}
 			t.Logf("Unpack error: %v", err)
-			if _, err := os.Lstat(dst); !errors.Is(err, fs.ErrNotExist) {
-				t.Errorf("destination exists: %v", err)
-			}
+			assertNoDst(t, dst)
 		})
 	}
 }
@@ -1015,9 +1001,7 @@ func TestUnpackDetectsSubstitutedLayer(t *testing.T) {
 		t.Fatalf("Unpack: error %v, want a retryable error", err)
 	}
 	t.Logf("Unpack error: %v", err)
-	if _, err := os.Lstat(dst); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("destination exists: %v", err)
-	}
+	assertNoDst(t, dst)
 }
 
 func TestIsTerminal(t *testing.T) {
@@ -1053,3 +1037,11 @@ type wrapped struct{ err error }
 
 func (w *wrapped) Error() string { return "outer: " + w.err.Error() }
 func (w *wrapped) Unwrap() error { return w.err }
+
+// assertNoDst checks that a failed unpack left nothing at dst.
+func assertNoDst(t *testing.T, dst string) {
+	t.Helper()
+	if _, err := os.Lstat(dst); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("destination exists after a failed unpack: %v", err)
+	}
+}
