@@ -15,6 +15,7 @@ import (
 
 	"github.com/catalogd/catalogd/client"
 	"github.com/catalogd/catalogd/test/apivalidate"
+	"github.com/catalogd/catalogd/test/syncbuf"
 )
 
 // demoDir is the demo catalog, from this package's directory.
@@ -118,28 +119,10 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// syncBuffer is an io.Writer safe to read while serve writes to it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // running is a serve started in-process by startServe.
 type running struct {
 	base string
-	out  *syncBuffer
+	out  *syncbuf.Buffer
 	// stop ends serve and waits for it; the test's cleanup calls it too.
 	stop func()
 }
@@ -157,7 +140,7 @@ func startServe(t *testing.T, args ...string) running {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	out := &syncBuffer{}
+	out := &syncbuf.Buffer{}
 	done := make(chan error, 1)
 	go func() { done <- serve(ctx, cfg, ln, out, testr.New(t)) }()
 	stop := sync.OnceFunc(func() {

@@ -5,7 +5,6 @@ package e2e
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -16,7 +15,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -24,6 +22,7 @@ import (
 	"github.com/catalogd/catalogd/client"
 	"github.com/catalogd/catalogd/test/apivalidate"
 	"github.com/catalogd/catalogd/test/fbcfacts"
+	"github.com/catalogd/catalogd/test/syncbuf"
 )
 
 // demoDir is the demo catalog, from this package's directory.
@@ -51,28 +50,10 @@ func TestMain(m *testing.M) {
 	}())
 }
 
-// lockedBuffer collects a process's output while the test reads it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // server is a running catalogd serve.
 type server struct {
 	base   string
-	stdout *lockedBuffer
+	stdout *syncbuf.Buffer
 	cmd    *exec.Cmd
 	// exited is closed when the process has exited, with exitErr set.
 	exited  chan struct{}
@@ -90,12 +71,12 @@ func startServer(t *testing.T, args ...string) *server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stderr := &lockedBuffer{}
+	stderr := &syncbuf.Buffer{}
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	s := &server{stdout: &lockedBuffer{}, cmd: cmd, exited: make(chan struct{})}
+	s := &server{stdout: &syncbuf.Buffer{}, cmd: cmd, exited: make(chan struct{})}
 	copied := make(chan struct{})
 	go func() {
 		_, _ = io.Copy(s.stdout, bufio.NewReader(stdout))
