@@ -273,15 +273,11 @@ func parseFile(ctx context.Context, fsys fs.FS, path string, out chan<- blob) {
 		if meta.Schema == "" {
 			return invalid(fmt.Errorf("blob without a schema: %.200s", meta.Blob))
 		}
-		value, err := decodeValue(meta)
+		value, starts, err := decodeValue(meta)
 		if err != nil {
 			return invalid(err)
 		}
-		b := blob{meta: meta, value: value}
-		if bundle, ok := value.(*declcfg.Bundle); ok {
-			b.valueStarts = valueStarts(meta.Blob, bundle.Properties)
-		}
-		if !send(b) {
+		if !send(blob{meta: meta, value: value, valueStarts: starts}) {
 			return ctx.Err()
 		}
 		return nil
@@ -291,11 +287,11 @@ func parseFile(ctx context.Context, fsys fs.FS, path string, out chan<- blob) {
 	}
 }
 
-// valueStarts finds where each property's value stands in the blob it was
-// decoded from. A decoded value is a byte-for-byte slice of its blob, so
+// findValueStarts finds where each property's value stands in the blob it
+// was decoded from by encoding/json. A decoded value is a byte-for-byte slice of its blob, so
 // any place holding the same bytes serves; properties are searched in
 // order, each from where the previous one ended.
-func valueStarts(blob []byte, props []property.Property) []int {
+func findValueStarts(blob []byte, props []property.Property) []int {
 	starts := make([]int, len(props))
 	pos := 0
 	for i, p := range props {
@@ -318,8 +314,9 @@ func valueStarts(blob []byte, props []property.Property) []int {
 }
 
 // decodeValue decodes the typed value of a blob of a schema the index
-// interprets; other schemas have none.
-func decodeValue(m *declcfg.Meta) (any, error) {
+// interprets; other schemas have none. For a bundle it also returns where
+// each property's value starts in the blob (see blob.valueStarts).
+func decodeValue(m *declcfg.Meta) (value any, valueStarts []int, err error) {
 	var v any
 	switch m.Schema {
 	case declcfg.SchemaPackage:
@@ -327,16 +324,22 @@ func decodeValue(m *declcfg.Meta) (any, error) {
 	case declcfg.SchemaChannel:
 		v = &declcfg.Channel{}
 	case declcfg.SchemaBundle:
+		if b, starts, ok := scanBundle(m.Blob); ok {
+			return b, starts, nil
+		}
 		v = &declcfg.Bundle{}
 	case declcfg.SchemaDeprecation:
 		v = &declcfg.Deprecation{}
 	default:
-		return nil, nil
+		return nil, nil, nil
 	}
 	if err := json.Unmarshal(m.Blob, v); err != nil {
-		return nil, fmt.Errorf("parse %s %q: %w", m.Schema, m.Name, err)
+		return nil, nil, fmt.Errorf("parse %s %q: %w", m.Schema, m.Name, err)
 	}
-	return v, nil
+	if b, ok := v.(*declcfg.Bundle); ok {
+		valueStarts = findValueStarts(m.Blob, b.Properties)
+	}
+	return v, valueStarts, nil
 }
 
 // check verifies the finished file before anyone may read it.

@@ -47,19 +47,22 @@ func generated(t *testing.T) string {
 	return dir
 }
 
+// testCatalogs are the catalogs tests index: the demo, a generated one and,
+// where it is beside the project, the real community catalog.
+var testCatalogs = []struct {
+	name string
+	dir  func(t *testing.T) string
+}{
+	{"demo", func(*testing.T) string { return demoDir }},
+	{"generated", generated},
+	{"community-v4.20", func(t *testing.T) string { return fbcfacts.SharedCommunity(t) }},
+}
+
 // TestBuildMatchesCatalog indexes catalogs and compares every package,
 // channel head, bundle and property with what the files say, read by
 // fbcfacts (which shares no code with the index).
 func TestBuildMatchesCatalog(t *testing.T) {
-	tests := []struct {
-		name string
-		dir  func(t *testing.T) string
-	}{
-		{"demo", func(*testing.T) string { return demoDir }},
-		{"generated", generated},
-		{"community-v4.20", func(t *testing.T) string { return fbcfacts.SharedCommunity(t) }},
-	}
-	for _, tt := range tests {
+	for _, tt := range testCatalogs {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := tt.dir(t)
 			want := fbcfacts.Load(t, dir)

@@ -1,6 +1,7 @@
 package index
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -244,9 +245,9 @@ func (l *loader) addBundle(ctx context.Context, b *declcfg.Bundle, blobID int64,
 		case p.Type == property.TypePackage:
 			// A bad value is reported by validation, which parses it again.
 			_ = json.Unmarshal(p.Value, &pkgProp)
-			light.Properties = append(light.Properties, p)
+			light.Properties = append(light.Properties, cloneProperty(p))
 		case validatedProperties[p.Type]:
-			light.Properties = append(light.Properties, p)
+			light.Properties = append(light.Properties, cloneProperty(p))
 		}
 	}
 	st.cfg.Bundles = append(st.cfg.Bundles, light)
@@ -285,6 +286,12 @@ func (l *loader) addBundle(ctx context.Context, b *declcfg.Bundle, blobID int64,
 		}
 	}
 	return nil
+}
+
+// cloneProperty copies a property whose value may be a slice of its blob,
+// so that keeping the property does not keep the whole blob.
+func cloneProperty(p property.Property) property.Property {
+	return property.Property{Type: p.Type, Value: bytes.Clone(p.Value)}
 }
 
 // propertyBatch is the most rows one properties INSERT carries. A bundle's

@@ -1,0 +1,241 @@
+package index
+
+import (
+	"bytes"
+	"encoding/json"
+
+	"github.com/operator-framework/operator-registry/alpha/declcfg"
+	"github.com/operator-framework/operator-registry/alpha/property"
+)
+
+// scanBundle decodes a bundle blob in one pass, without copying: property
+// values are slices of blob, and starts says where each one begins. Bundle
+// blobs are most of a catalog's bytes, and encoding/json would read each
+// twice (once to check it, once to decode) and copy every value.
+//
+// It relies on blob being declcfg.Meta's encoding (compact JSON with sorted
+// keys, which encoding/json wrote and so is valid) and handles only the
+// shape almost every bundle has: known keys spelt as declared, strings
+// where strings belong, properties and related images as arrays of objects.
+// For anything else (a key encoding/json would match case-insensitively, a
+// null, a number where a string belongs) it returns ok == false, and the
+// caller decodes with encoding/json, which gives the answer or the error.
+func scanBundle(blob []byte) (b *declcfg.Bundle, starts []int, ok bool) {
+	s := scanner{buf: bytes.TrimSuffix(blob, []byte("\n"))}
+	b = &declcfg.Bundle{}
+	ok = s.object(func(key []byte) bool {
+		switch string(key) {
+		case "schema":
+			return s.str(&b.Schema)
+		case "name":
+			return s.str(&b.Name)
+		case "package":
+			return s.str(&b.Package)
+		case "image":
+			return s.str(&b.Image)
+		case "properties":
+			b.Properties = []property.Property{}
+			return s.array(func() bool {
+				var p property.Property
+				start := -1
+				ok := s.object(func(key []byte) bool {
+					switch string(key) {
+					case "type":
+						return s.str(&p.Type)
+					case "value":
+						start = s.pos
+						ok := s.skip()
+						p.Value = s.buf[start:s.pos]
+						return ok
+					}
+					return s.other(key, "type", "value")
+				})
+				b.Properties = append(b.Properties, p)
+				starts = append(starts, start)
+				return ok
+			})
+		case "relatedImages":
+			b.RelatedImages = []declcfg.RelatedImage{}
+			return s.array(func() bool {
+				var ri declcfg.RelatedImage
+				ok := s.object(func(key []byte) bool {
+					switch string(key) {
+					case "name":
+						return s.str(&ri.Name)
+					case "image":
+						return s.str(&ri.Image)
+					}
+					return s.other(key, "name", "image")
+				})
+				b.RelatedImages = append(b.RelatedImages, ri)
+				return ok
+			})
+		}
+		return s.other(key, "schema", "name", "package", "image", "properties", "relatedImages")
+	})
+	if !ok || s.pos != len(s.buf) {
+		return nil, nil, false
+	}
+	return b, starts, true
+}
+
+// scanner walks compact, valid JSON. Its methods report false when the
+// input is not of the shape they expect, leaving the position undefined.
+type scanner struct {
+	buf []byte
+	pos int
+}
+
+func (s *scanner) next() byte {
+	if s.pos >= len(s.buf) {
+		return 0
+	}
+	return s.buf[s.pos]
+}
+
+// object calls member for each key, positioned at the key's value.
+func (s *scanner) object(member func(key []byte) bool) bool {
+	if s.next() != '{' {
+		return false
+	}
+	s.pos++
+	if s.next() == '}' {
+		s.pos++
+		return true
+	}
+	for {
+		start := s.pos
+		if !s.skipString() || s.next() != ':' {
+			return false
+		}
+		key := s.buf[start+1 : s.pos-1]
+		if bytes.IndexByte(key, '\\') >= 0 {
+			return false
+		}
+		s.pos++
+		if !member(key) {
+			return false
+		}
+		switch s.next() {
+		case ',':
+			s.pos++
+		case '}':
+			s.pos++
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+// array calls elem for each element, positioned at the element.
+func (s *scanner) array(elem func() bool) bool {
+	if s.next() != '[' {
+		return false
+	}
+	s.pos++
+	if s.next() == ']' {
+		s.pos++
+		return true
+	}
+	for {
+		if !elem() {
+			return false
+		}
+		switch s.next() {
+		case ',':
+			s.pos++
+		case ']':
+			s.pos++
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+// other skips the value of a key the caller does not read, unless
+// encoding/json would match it to one of fields, ignoring case.
+func (s *scanner) other(key []byte, fields ...string) bool {
+	for _, f := range fields {
+		if bytes.EqualFold(key, []byte(f)) {
+			return false
+		}
+	}
+	return s.skip()
+}
+
+// str reads a string value into dst; escapes are decoded by encoding/json.
+func (s *scanner) str(dst *string) bool {
+	start := s.pos
+	if !s.skipString() {
+		return false
+	}
+	raw := s.buf[start+1 : s.pos-1]
+	if bytes.IndexByte(raw, '\\') < 0 {
+		*dst = string(raw)
+		return true
+	}
+	return json.Unmarshal(s.buf[start:s.pos], dst) == nil
+}
+
+// skipString moves past the string that starts at the position.
+func (s *scanner) skipString() bool {
+	if s.next() != '"' {
+		return false
+	}
+	i := s.pos + 1
+	for {
+		j := bytes.IndexByte(s.buf[i:], '"')
+		if j < 0 {
+			return false
+		}
+		i += j
+		backslashes := 0
+		for k := i - 1; k > s.pos && s.buf[k] == '\\'; k-- {
+			backslashes++
+		}
+		i++
+		if backslashes%2 == 0 {
+			s.pos = i
+			return true
+		}
+	}
+}
+
+// skip moves past the value that starts at the position.
+func (s *scanner) skip() bool {
+	switch s.next() {
+	case '"':
+		return s.skipString()
+	case '{', '[':
+		depth := 0
+		for s.pos < len(s.buf) {
+			switch s.buf[s.pos] {
+			case '"':
+				if !s.skipString() {
+					return false
+				}
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+			}
+			s.pos++
+			if depth == 0 {
+				return true
+			}
+		}
+		return false
+	case 0, ',', ':', '}', ']':
+		return false
+	default: // a number, true, false or null: compact JSON ends it at , } or ]
+		end := bytes.IndexAny(s.buf[s.pos:], ",}]")
+		if end < 0 {
+			end = len(s.buf) - s.pos
+		}
+		s.pos += end
+		return end > 0
+	}
+}

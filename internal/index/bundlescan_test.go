@@ -1,0 +1,164 @@
+package index
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"reflect"
+	"sync/atomic"
+	"testing"
+
+	"github.com/operator-framework/operator-registry/alpha/declcfg"
+)
+
+// metaBlob gives a blob as the walk hands it over: declcfg.Meta's encoding.
+func metaBlob(t testing.TB, doc string) ([]byte, bool) {
+	t.Helper()
+	var m declcfg.Meta
+	if err := json.Unmarshal([]byte(doc), &m); err != nil {
+		return nil, false
+	}
+	return m.Blob, true
+}
+
+// compareScanBundle compares scanBundle with encoding/json on one blob:
+// where the scanner answers, its bundle must be the one encoding/json
+// decodes, and each value start must point at that value's bytes. It
+// returns an error rather than failing the test, because catalog walks call
+// it from goroutines of their own.
+func compareScanBundle(blob []byte) (scanned bool, err error) {
+	got, starts, ok := scanBundle(blob)
+	var want declcfg.Bundle
+	wantErr := json.Unmarshal(blob, &want)
+	if !ok {
+		return false, nil
+	}
+	if wantErr != nil {
+		return true, fmt.Errorf("scanBundle accepted a blob encoding/json rejects (%v): %s", wantErr, blob)
+	}
+	if !reflect.DeepEqual(*got, want) {
+		return true, fmt.Errorf("scanBundle(%s)\n got %+v\nwant %+v", blob, *got, want)
+	}
+	if len(starts) != len(got.Properties) {
+		return true, fmt.Errorf("%d value starts for %d properties", len(starts), len(got.Properties))
+	}
+	for i, p := range got.Properties {
+		switch {
+		case len(p.Value) == 0 && starts[i] != -1:
+			return true, fmt.Errorf("property %d has no value but starts at %d", i, starts[i])
+		case len(p.Value) > 0 && string(blob[starts[i]:starts[i]+len(p.Value)]) != string(p.Value):
+			return true, fmt.Errorf("property %d: value %s does not stand at %d in %s", i, p.Value, starts[i], blob)
+		}
+	}
+	return true, nil
+}
+
+func TestScanBundle(t *testing.T) {
+	tests := []struct {
+		name string
+		doc  string
+		// scanned says whether the fast path should answer; when it does
+		// not, encoding/json decides.
+		scanned bool
+	}{
+		{"typical", `{"schema":"olm.bundle","name":"a.v1","package":"a","image":"quay.io/a:1",
+			"properties":[{"type":"olm.package","value":{"packageName":"a","version":"1.0.0"}},
+			{"type":"olm.gvk","value":{"group":"g","kind":"K","version":"v1"}},
+			{"type":"olm.bundle.object","value":{"data":"eyJhIjoiYlwiIn0="}},
+			{"type":"custom.string","value":"a \"quoted\" \\ value"},{"type":"custom.number","value":1.5e3},
+			{"type":"custom.array","value":[1,[2,{"x":"]"}],null,true]},{"type":"custom.null","value":null},
+			{"type":"custom.none"}],
+			"relatedImages":[{"name":"op","image":"quay.io/op@sha256:00"},{"image":"quay.io/x"}]}`, true},
+		{"empty arrays", `{"schema":"olm.bundle","properties":[],"relatedImages":[]}`, true},
+		{"unknown keys kept out", `{"schema":"olm.bundle","name":"b","extra":{"properties":[1]},"z":[{"type":1}]}`, true},
+		{"escaped strings", `{"schema":"olm.bundle","name":"b\u00e9\n","image":"a\\b","properties":[{"type":"t\"","value":"\\"}]}`, true},
+		{"property with unknown key", `{"schema":"olm.bundle","properties":[{"type":"t","value":1,"other":2}]}`, true},
+		{"case-folded field", `{"schema":"olm.bundle","Image":"quay.io/a"}`, false},
+		{"case-folded property key", `{"schema":"olm.bundle","properties":[{"Type":"t","value":1}]}`, false},
+		{"null property", `{"schema":"olm.bundle","properties":[null]}`, false},
+		{"null image", `{"schema":"olm.bundle","image":null}`, false},
+		{"number image", `{"schema":"olm.bundle","image":1}`, false},
+		{"properties not a list", `{"schema":"olm.bundle","properties":{"type":"t"}}`, false},
+		{"related image not an object", `{"schema":"olm.bundle","relatedImages":["quay.io/a"]}`, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			blob, ok := metaBlob(t, tt.doc)
+			if !ok {
+				t.Fatalf("test document does not parse: %s", tt.doc)
+			}
+			scanned, err := compareScanBundle(blob)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if scanned != tt.scanned {
+				t.Errorf("scanned = %v, want %v for %s", scanned, tt.scanned, blob)
+			}
+		})
+	}
+}
+
+// TestScanBundleCatalogs checks every bundle of real and generated catalogs
+// against encoding/json, and that none needs the slow path: a catalog whose
+// bundles fell back would build as slowly as before the scanner.
+func TestScanBundleCatalogs(t *testing.T) {
+	for _, tt := range testCatalogs {
+		t.Run(tt.name, func(t *testing.T) {
+			// WalkMetasFS calls back from several goroutines at once.
+			var bundles atomic.Int64
+			err := declcfg.WalkMetasFS(context.Background(), os.DirFS(tt.dir(t)), func(path string, m *declcfg.Meta, err error) error {
+				if err != nil || m.Schema != declcfg.SchemaBundle {
+					return err
+				}
+				bundles.Add(1)
+				scanned, err := compareScanBundle(m.Blob)
+				if err == nil && !scanned {
+					err = errors.New("took the slow path")
+				}
+				if err != nil {
+					return fmt.Errorf("%s: bundle %q: %w", path, m.Name, err)
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if bundles.Load() == 0 {
+				t.Fatal("no bundles walked")
+			}
+		})
+	}
+}
+
+// TestScanBundleOutOfShape feeds the scanner what is not declcfg.Meta's
+// encoding (whitespace, cut-off input): it declines rather than misreads.
+func TestScanBundleOutOfShape(t *testing.T) {
+	for _, doc := range []string{
+		`{"schema": "olm.bundle"}`,
+		`{"schema":"olm.bundle"`,
+		`{"schema":"olm.bundle","properties":[{"type":"t","value":{"a":1}}`,
+		`{"schema":"olm.bundle"}x`,
+		`["schema"]`,
+		``,
+		`{"schema":"olm.bundle","name":"unterminated}`,
+	} {
+		if b, _, ok := scanBundle([]byte(doc)); ok {
+			t.Errorf("scanBundle(%q) = %+v, want it to decline", doc, b)
+		}
+	}
+}
+
+func FuzzScanBundle(f *testing.F) {
+	f.Add(`{"schema":"olm.bundle","name":"a","properties":[{"type":"olm.gvk","value":{"group":"g"}}],"relatedImages":[{"name":"n","image":"i"}]}`)
+	f.Add(`{"schema":"olm.bundle","properties":[{"type":"x","value":"\"]}"},{"value":[{"a":"\\"}]}]}`)
+	f.Add(`{"schema":"olm.bundle","PROPERTIES":[],"ſchema":"x"}`)
+	f.Fuzz(func(t *testing.T, doc string) {
+		if blob, ok := metaBlob(t, doc); ok {
+			if _, err := compareScanBundle(blob); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+}
