@@ -31,6 +31,7 @@ func catalogBytes(b *testing.B, dir string) int64 {
 func BenchmarkParse(b *testing.B) {
 	dir := benchenv.Catalog(b)
 	b.SetBytes(catalogBytes(b, dir))
+	cpu := benchenv.CPUTime()
 	for b.Loop() {
 		if err := declcfg.WalkMetasFS(context.Background(), os.DirFS(dir), func(_ string, _ *declcfg.Meta, err error) error {
 			return err
@@ -38,6 +39,7 @@ func BenchmarkParse(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	benchenv.ReportCPU(b, cpu)
 }
 
 // BenchmarkBuild indexes the catalog and reports the file size and the
@@ -47,6 +49,7 @@ func BenchmarkBuild(b *testing.B) {
 	b.SetBytes(catalogBytes(b, dir))
 	tmp := b.TempDir()
 	benchenv.ResetPeakRSS()
+	cpu := benchenv.CPUTime()
 	var size int64
 	var stats Stats
 	i := 0
@@ -64,6 +67,7 @@ func BenchmarkBuild(b *testing.B) {
 		size = info.Size()
 		os.Remove(path)
 	}
+	benchenv.ReportCPU(b, cpu)
 	b.ReportMetric(benchenv.PeakRSSMiB(), "peak-RSS-MiB")
 	b.ReportMetric(float64(size)/(1<<20), "file-MiB")
 	b.ReportMetric(float64(stats.Bundles), "bundles")

@@ -132,10 +132,7 @@ func load(ctx context.Context, db *sqlx.DB, src Source, builtAt time.Time) (Stat
 	}
 	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
 
-	l, err := newLoader(ctx, tx)
-	if err != nil {
-		return Stats{}, err
-	}
+	l := newLoader(tx)
 	defer l.close()
 
 	if err := walk(ctx, src.FS, l.add); err != nil {

@@ -3,9 +3,12 @@ package index
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -13,6 +16,7 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/operator-framework/operator-registry/alpha/declcfg"
 
 	"github.com/catalogd/catalogd/test/fbcfacts"
 	"github.com/catalogd/catalogd/test/fbcgen"
@@ -317,6 +321,31 @@ func checkBlobs(t *testing.T, db *sqlx.DB, want *fbcfacts.Catalog) {
 
 // TestProblemsRecorded: a package that fails validation is indexed and its
 // problems kept; blobs of unknown schemas are kept; good packages are clean.
+// buildProblems indexes fsys and returns the open index, its stats and the
+// recorded problems by package.
+func buildProblems(t *testing.T, fsys fstest.MapFS) (*sqlx.DB, Stats, map[string]string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "index.db")
+	stats, err := Build(context.Background(), path, Source{FS: fsys, Digest: "sha256:p"}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := sqlx.MustOpen("sqlite", "file:"+path+"?mode=ro")
+	t.Cleanup(func() { db.Close() })
+	var rows []struct {
+		Package string `db:"package"`
+		Message string `db:"message"`
+	}
+	if err := db.Select(&rows, `SELECT package, message FROM problems`); err != nil {
+		t.Fatal(err)
+	}
+	problems := map[string]string{}
+	for _, r := range rows {
+		problems[r.Package] = r.Message
+	}
+	return db, stats, problems
+}
+
 func TestProblemsRecorded(t *testing.T) {
 	fsys := tinyCatalog("good", 2)
 	for k, v := range tinyCatalog("broken", 2) {
@@ -326,21 +355,8 @@ func TestProblemsRecorded(t *testing.T) {
 	fsys["broken/extra.json"] = &fstest.MapFile{Data: []byte(
 		`{"schema":"olm.channel","name":"fast","package":"broken","entries":[{"name":"broken.v9.9.9"}]}
 {"schema":"io.example.custom","package":"broken","name":"note","data":{"x":[1,2,3]}}`)}
-	path := filepath.Join(t.TempDir(), "index.db")
-	stats, err := Build(context.Background(), path, Source{FS: fsys, Digest: "sha256:p"}, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := sqlx.MustOpen("sqlite", "file:"+path+"?mode=ro")
-	defer db.Close()
-	var problems []struct {
-		Package string `db:"package"`
-		Message string `db:"message"`
-	}
-	if err := db.Select(&problems, `SELECT package, message FROM problems`); err != nil {
-		t.Fatal(err)
-	}
-	if len(problems) != 1 || problems[0].Package != "broken" || !strings.Contains(problems[0].Message, "broken.v9.9.9") {
+	db, stats, problems := buildProblems(t, fsys)
+	if len(problems) != 1 || !strings.Contains(problems["broken"], "broken.v9.9.9") {
 		t.Errorf("problems = %+v, want one for package broken naming broken.v9.9.9", problems)
 	}
 	if stats.Problems != 1 || stats.Schemas["io.example.custom"] != 1 {
@@ -360,6 +376,67 @@ func TestProblemsRecorded(t *testing.T) {
 
 // TestVersionRank checks semver order, pre-releases included, against an
 // order written out by hand.
+// TestProblemsMatchOperatorRegistry breaks packages in the ways property
+// values can be broken and checks that the recorded problem of each is the
+// one operator-registry gives when it validates the whole package as loaded
+// by declcfg.LoadFS (which the build's lighter validation copy must match).
+func TestProblemsMatchOperatorRegistry(t *testing.T) {
+	object := base64.StdEncoding.EncodeToString([]byte(`{"kind":"ConfigMap"}`))
+	props := map[string]string{
+		"good":       `{"type":"olm.gvk","value":{"group":"g","kind":"K","version":"v1"}}`,
+		"badgvk":     `{"type":"olm.gvk","value":"not an object"}`,
+		"badreq":     `{"type":"olm.gvk.required","value":{"group":1}}`,
+		"badpkgreq":  `{"type":"olm.package.required","value":["p"]}`,
+		"badchannel": `{"type":"olm.channel","value":"stable"}`,
+		"nopkgvalue": `{"type":"olm.gvk","value":{"kind":"K"}},{"type":"olm.package"}`,
+		"twobad":     `{"type":"olm.gvk.required","value":[]},{"type":"olm.gvk","value":7}`,
+	}
+	fsys := fstest.MapFS{}
+	for pkg, extra := range props {
+		var b strings.Builder
+		fmt.Fprintf(&b, `{"schema":"olm.package","name":%q,"defaultChannel":"stable"}`+"\n", pkg)
+		fmt.Fprintf(&b, `{"schema":"olm.channel","name":"stable","package":%q,"entries":[{"name":"%s.v1"},{"name":"%s.v2","replaces":"%s.v1"}]}`+"\n", pkg, pkg, pkg, pkg)
+		for i, p := range []string{`{"type":"olm.gvk","value":{"group":"g","kind":"K","version":"v1"}}`, extra} {
+			// The broken property stands after a bundle object and a CSV
+			// metadata, which the validation copy leaves out: its
+			// position in the report must still be its position here.
+			fmt.Fprintf(&b, `{"schema":"olm.bundle","name":"%s.v%d","package":%q,"image":"example.com/%s:%d","properties":[`+
+				`{"type":"olm.package","value":{"packageName":%q,"version":"%d.0.0"}},{"type":"olm.bundle.object","value":{"data":%q}},`+
+				`{"type":"olm.csv.metadata","value":{"displayName":"D"}},%s]}`+"\n", pkg, i+1, pkg, pkg, i+1, pkg, i+1, object, p)
+		}
+		fsys[pkg+"/catalog.json"] = &fstest.MapFile{Data: []byte(b.String())}
+	}
+
+	want := map[string]string{}
+	full, err := declcfg.LoadFS(context.Background(), fsys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for pkg := range props {
+		var cfg declcfg.DeclarativeConfig
+		cfg.Packages = slices.DeleteFunc(slices.Clone(full.Packages), func(p declcfg.Package) bool { return p.Name != pkg })
+		cfg.Channels = slices.DeleteFunc(slices.Clone(full.Channels), func(c declcfg.Channel) bool { return c.Package != pkg })
+		cfg.Bundles = slices.DeleteFunc(slices.Clone(full.Bundles), func(b declcfg.Bundle) bool { return b.Package != pkg })
+		m, err := declcfg.ConvertToModel(cfg)
+		if err == nil {
+			err = m.Validate()
+		}
+		if err != nil {
+			want[pkg] = err.Error()
+		}
+	}
+	if len(want) != len(props)-1 {
+		t.Fatalf("operator-registry finds problems in %d packages, want every one but good: %v", len(want), want)
+	}
+
+	_, _, got := buildProblems(t, fsys)
+	for pkg := range props {
+		if got[pkg] != want[pkg] {
+			t.Errorf("package %s: problem\n%q\nwant operator-registry's\n%q", pkg, got[pkg], want[pkg])
+		}
+	}
+}
+
 func TestVersionRank(t *testing.T) {
 	versions := []string{"1.10.0", "1.2.0", "2.0.0-rc.1", "2.0.0", "2.0.0-beta.2", "2.0.0-beta.10", "0.9.0", "not-a-version"}
 	want := []string{"not-a-version", "0.9.0", "1.2.0", "1.10.0", "2.0.0-beta.2", "2.0.0-beta.10", "2.0.0-rc.1", "2.0.0"}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -18,7 +19,9 @@ import (
 
 // finish does what needs a whole package: validation, version ranks,
 // skipRange edges, display metadata and the search entry. The computation
-// runs for all packages on every core; only the writes are serial.
+// runs for all packages on every core; only the writes are serial. The
+// display metadata is read back from the index, so it is written after
+// everything else has been inserted.
 func (l *loader) finish(ctx context.Context) error {
 	names := make([]string, 0, len(l.pkgs))
 	for name := range l.pkgs {
@@ -33,17 +36,28 @@ func (l *loader) finish(ctx context.Context) error {
 		if err := l.write(ctx, name, l.pkgs[name], results[i]); err != nil {
 			return err
 		}
+	}
+	if err := l.flushAll(ctx); err != nil {
+		return err
+	}
+	for _, name := range names {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := l.describe(ctx, name, l.pkgs[name]); err != nil {
+			return fmt.Errorf("index metadata of package %q: %w", name, err)
+		}
 		l.pkgs[name].cfg = declcfg.DeclarativeConfig{} // done with it: let it go
 	}
-	return nil
+	return l.flushAll(ctx)
 }
 
 // analysis is what finish computes for one package.
 type analysis struct {
 	// problem is operator-registry's verdict on the package, "" if valid.
 	problem string
-	// ranked holds the package's bundle ids from the lowest version up.
-	ranked []int64
+	// ranks maps the package's bundle ids to their place in version order.
+	ranks map[int64]int
 	// edges are the skipRange upgrade edges: from, channel, to.
 	edges [][3]string
 }
@@ -75,30 +89,33 @@ func analyzeAll(ctx context.Context, names []string, pkgs map[string]*pkgState) 
 }
 
 func analyze(st *pkgState) analysis {
-	ranked, versions := rankOrder(st)
-	return analysis{problem: validate(st.cfg), ranked: ranked, edges: skipRangeEdges(st, versions)}
+	return analysis{problem: validate(st.cfg), ranks: rankOrder(st.bundles), edges: skipRangeEdges(st)}
 }
 
-// write stores a package's analysis and display metadata.
+// write stores a package's problems, bundles and skipRange edges.
 func (l *loader) write(ctx context.Context, name string, st *pkgState, a analysis) error {
 	if a.problem != "" {
-		if _, err := l.exec(ctx, "problem", name, a.problem); err != nil {
+		if err := l.insert(ctx, "problems", name, a.problem); err != nil {
 			return fmt.Errorf("record problems of package %q: %w", name, err)
 		}
 		l.stats.Problems++
 	}
-	for rank, id := range a.ranked {
-		if _, err := l.exec(ctx, "rank", rank, id); err != nil {
-			return fmt.Errorf("rank versions of package %q: %w", name, err)
+	for _, b := range st.bundles {
+		var major, minor, patch any
+		var pre string
+		if v := b.semver; v != nil {
+			major, minor, patch = int64(v.Major), int64(v.Minor), int64(v.Patch)
+			pre = preRelease(*v)
+		}
+		if err := l.insert(ctx, "bundles", b.id, name, b.name, b.version, b.release, b.image, b.blobID,
+			major, minor, patch, pre, a.ranks[b.id]); err != nil {
+			return fmt.Errorf("index bundle %q of package %q: %w", b.name, name, err)
 		}
 	}
 	for _, e := range a.edges {
-		if _, err := l.exec(ctx, "edge", name, e[0], e[1], e[2]); err != nil {
+		if err := l.insert(ctx, "skip_range_edges", name, e[0], e[1], e[2]); err != nil {
 			return fmt.Errorf("index skipRange edges of package %q: %w", name, err)
 		}
-	}
-	if err := l.describe(ctx, name, st); err != nil {
-		return fmt.Errorf("index metadata of package %q: %w", name, err)
 	}
 	return nil
 }
@@ -117,58 +134,29 @@ func validate(cfg declcfg.DeclarativeConfig) string {
 	return ""
 }
 
-// rankOrder sorts the package's bundles in semver order, so "newest first"
-// is an indexed ORDER BY on the rank. Versions that do not parse sort below
-// all others; ties go by bundle name. It also returns the parsed versions.
-func rankOrder(st *pkgState) ([]int64, map[string]semver.Version) {
-	type ranked struct {
-		id      int64
-		name    string
-		version *semver.Version
-	}
-	var bundles []ranked
-	seen := map[string]bool{}
-	for _, b := range st.cfg.Bundles {
-		id, ok := st.bundleIDs[b.Name]
-		if !ok || seen[b.Name] {
-			continue // not indexed, or a duplicate name: ranked once
-		}
-		seen[b.Name] = true
-		r := ranked{id: id, name: b.Name}
-		for _, p := range b.Properties {
-			var pp packageProperty
-			if p.Type == property.TypePackage && json.Unmarshal(p.Value, &pp) == nil {
-				if v, err := semver.Parse(pp.Version); err == nil {
-					r.version = &v
-				}
-				break
-			}
-		}
-		bundles = append(bundles, r)
-	}
-	sort.SliceStable(bundles, func(i, j int) bool {
-		a, b := bundles[i], bundles[j]
+// rankOrder places the package's bundles in semver order, so "newest first"
+// is an indexed ORDER BY on the rank (0 = lowest). Versions that do not
+// parse sort below all others; ties go by bundle name.
+func rankOrder(bundles []bundleRow) map[int64]int {
+	sorted := slices.Clone(bundles)
+	slices.SortStableFunc(sorted, func(a, b bundleRow) int {
 		switch {
-		case a.version == nil && b.version != nil:
-			return true
-		case a.version != nil && b.version == nil:
-			return false
-		case a.version != nil && b.version != nil:
-			if c := a.version.Compare(*b.version); c != 0 {
-				return c < 0
+		case a.semver == nil && b.semver != nil:
+			return -1
+		case a.semver != nil && b.semver == nil:
+			return 1
+		case a.semver != nil && b.semver != nil:
+			if c := a.semver.Compare(*b.semver); c != 0 {
+				return c
 			}
 		}
-		return a.name < b.name
+		return strings.Compare(a.name, b.name)
 	})
-	ids := make([]int64, len(bundles))
-	versions := map[string]semver.Version{}
-	for i, b := range bundles {
-		ids[i] = b.id
-		if b.version != nil {
-			versions[b.name] = *b.version
-		}
+	ranks := make(map[int64]int, len(sorted))
+	for rank, b := range sorted {
+		ranks[b.id] = rank
 	}
-	return ids, versions
+	return ranks
 }
 
 // skipRangeEdges finds, for every entry with a skipRange, the bundles of
@@ -176,7 +164,7 @@ func rankOrder(st *pkgState) ([]int64, map[string]semver.Version) {
 // indexed lookup rather than an evaluation of every range in the package.
 // Ranges are parsed with blang/semver's ParseRange, as operator-registry
 // does; one that does not parse matches nothing (validation reports it).
-func skipRangeEdges(st *pkgState, versions map[string]semver.Version) [][3]string {
+func skipRangeEdges(st *pkgState) [][3]string {
 	var edges [][3]string
 	seen := map[string]bool{}
 	for _, ch := range st.cfg.Channels {
@@ -192,14 +180,14 @@ func skipRangeEdges(st *pkgState, versions map[string]semver.Version) [][3]strin
 			if err != nil {
 				continue
 			}
-			for from, v := range versions {
-				if from != e.Name && inRange(v) {
-					edges = append(edges, [3]string{from, ch.Name, e.Name})
+			for _, b := range st.bundles {
+				if b.semver != nil && b.name != e.Name && inRange(*b.semver) {
+					edges = append(edges, [3]string{b.name, ch.Name, e.Name})
 				}
 			}
 		}
 	}
-	// Map order is random; sorted edges keep a build's output deterministic.
+	// Sorted edges keep a build's output in one order, whatever the walk's.
 	sort.Slice(edges, func(i, j int) bool {
 		a, b := edges[i], edges[j]
 		if a[0] != b[0] {
@@ -253,30 +241,37 @@ func displayOf(m property.CSVMetadata) Display {
 	return d
 }
 
-// describe stores the display metadata a console shows for a package (see
-// Display) and the package's full-text search entry.
+// describe writes the package's row, with the display metadata a console
+// shows for it (see Display), and its full-text search entry.
 func (l *loader) describe(ctx context.Context, name string, st *pkgState) error {
 	if len(st.cfg.Packages) == 0 {
 		return nil // bundles or channels of a package that was never declared
 	}
 	pkg := st.cfg.Packages[0]
 	var meta property.CSVMetadata
+	var display any
 	if id, ok := st.bundleIDs[st.heads[pkg.DefaultChannel]]; ok {
 		var value string
-		err := l.stmts["metadataOf"].QueryRowContext(ctx, id).Scan(&value)
+		err := l.tx.QueryRowContext(ctx, metadataQuery, id).Scan(&value)
 		switch {
 		case err == nil:
 			_ = json.Unmarshal([]byte(value), &meta) // only display data: a bad value shows nothing
-			display, err := json.Marshal(displayOf(meta))
+			encoded, err := json.Marshal(displayOf(meta))
 			if err != nil {
 				return err
 			}
-			if _, err := l.exec(ctx, "metadata", string(display), name); err != nil {
-				return err
-			}
+			display = string(encoded)
 		case !errors.Is(err, sql.ErrNoRows):
 			return err
 		}
+	}
+	var iconData []byte
+	var iconType string
+	if pkg.Icon != nil {
+		iconData, iconType = pkg.Icon.Data, pkg.Icon.MediaType
+	}
+	if err := l.insert(ctx, "packages", name, pkg.DefaultChannel, pkg.Description, iconData, iconType, display); err != nil {
+		return err
 	}
 	description := pkg.Description
 	if description == "" {
@@ -285,6 +280,8 @@ func (l *loader) describe(ctx context.Context, name string, st *pkgState) error 
 	if short := meta.Annotations["description"]; short != "" {
 		description = short + "\n" + description
 	}
-	_, err := l.exec(ctx, "search", name, meta.DisplayName, strings.Join(meta.Keywords, " "), meta.Provider.Name, description)
-	return err
+	return l.insert(ctx, "package_search", name, meta.DisplayName, strings.Join(meta.Keywords, " "), meta.Provider.Name, description)
 }
+
+// metadataQuery reads the olm.csv.metadata of a bundle.
+const metadataQuery = `SELECT value FROM property_values WHERE bundle_id = ? AND type = 'olm.csv.metadata' ORDER BY position LIMIT 1`

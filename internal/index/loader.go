@@ -20,55 +20,67 @@ import (
 // keeps a light copy of each package (everything but bundle object payloads,
 // which are most of a catalog's bytes) for what can only be done once a
 // package is complete: operator-registry's validation, version ranks and the
-// package's display metadata.
+// package's display metadata. Package and bundle rows are written then too,
+// when their rank and display are known.
 type loader struct {
 	tx    *sqlx.Tx
 	stmts map[string]*sql.Stmt
 	stats Stats
 	pkgs  map[string]*pkgState
+	// rows holds the rows of each table not yet inserted (see insert).
+	rows map[string][]any
+	// Ids are given out here rather than by SQLite, so that rows which refer
+	// to a blob, bundle or entry can be batched with it.
+	bundleID, entryID int64
 }
 
 type pkgState struct {
-	cfg       declcfg.DeclarativeConfig
+	cfg     declcfg.DeclarativeConfig
+	bundles []bundleRow
+	// bundleIDs maps the package's indexed bundles to their ids.
 	bundleIDs map[string]int64
 	// heads maps a channel name to its head bundle ("" when it has none or several).
 	heads map[string]string
 }
 
-// The statements of a build, prepared once.
-var insertSQL = map[string]string{
-	"blob":       `INSERT INTO blobs (schema, package, name, offset, data) VALUES (?, ?, ?, ?, ?)`,
-	"package":    `INSERT INTO packages (name, default_channel, description, icon_data, icon_media_type) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
-	"channel":    `INSERT INTO channels (package, name, properties, head, head_problem) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
-	"entry":      `INSERT INTO channel_entries (package, channel, position, bundle, replaces, skip_range) VALUES (?, ?, ?, ?, ?, ?)`,
-	"skip":       `INSERT INTO channel_entry_skips (entry_id, package, skip) VALUES (?, ?, ?)`,
-	"bundle":     `INSERT INTO bundles (package, name, version, release, image, blob_id, ver_major, ver_minor, ver_patch, ver_pre) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
-	"related":    `INSERT INTO related_images (bundle_id, name, image) VALUES (?, ?, ?)`,
-	"property":   `INSERT INTO properties (bundle_id, position, type, value) VALUES (?, ?, ?, ?)`,
-	"provided":   `INSERT INTO provided_gvks (bundle_id, grp, version, kind) VALUES (?, ?, ?, ?)`,
-	"required":   `INSERT INTO required_gvks (bundle_id, grp, version, kind) VALUES (?, ?, ?, ?)`,
-	"reqpkg":     `INSERT INTO required_packages (bundle_id, package_name, version_range) VALUES (?, ?, ?)`,
-	"deprec":     `INSERT INTO deprecations (package, schema, name, message) VALUES (?, ?, ?, ?)`,
-	"problem":    `INSERT INTO problems (package, message) VALUES (?, ?)`,
-	"rank":       `UPDATE bundles SET version_rank = ? WHERE id = ?`,
-	"edge":       `INSERT INTO skip_range_edges (package, from_bundle, channel, to_bundle) VALUES (?, ?, ?, ?)`,
-	"metadata":   `UPDATE packages SET display = ? WHERE name = ?`,
-	"metadataOf": `SELECT value FROM property_values WHERE bundle_id = ? AND type = 'olm.csv.metadata' ORDER BY position LIMIT 1`,
-	"search":     `INSERT INTO package_search (name, display_name, keywords, provider, description) VALUES (?, ?, ?, ?, ?)`,
+// bundleRow is a bundle's row, written once its version rank is known.
+type bundleRow struct {
+	id, blobID                    int64
+	name, version, release, image string
+	// semver is the parsed version, nil when it does not parse.
+	semver *semver.Version
 }
 
-func newLoader(ctx context.Context, tx *sqlx.Tx) (*loader, error) {
-	l := &loader{tx: tx, stmts: map[string]*sql.Stmt{}, pkgs: map[string]*pkgState{},
-		stats: Stats{Schemas: map[string]int{}}}
-	for name, q := range insertSQL {
-		stmt, err := tx.PrepareContext(ctx, q)
-		if err != nil {
-			l.close()
-			return nil, fmt.Errorf("prepare %s insert: %w", name, err)
-		}
-		l.stmts[name] = stmt
-	}
-	return l, nil
+// tables are the columns the loader inserts, per table.
+var tables = map[string]string{
+	"blobs":               "id, schema, package, name, offset, data",
+	"packages":            "name, default_channel, description, icon_data, icon_media_type, display",
+	"channels":            "package, name, properties, head, head_problem",
+	"channel_entries":     "id, package, channel, position, bundle, replaces, skip_range",
+	"channel_entry_skips": "entry_id, package, skip",
+	"bundles":             "id, package, name, version, release, image, blob_id, ver_major, ver_minor, ver_patch, ver_pre, version_rank",
+	"related_images":      "bundle_id, name, image",
+	"properties":          "bundle_id, position, type, value, value_start, value_length",
+	"provided_gvks":       "bundle_id, grp, version, kind",
+	"required_gvks":       "bundle_id, grp, version, kind",
+	"required_packages":   "bundle_id, package_name, version_range",
+	"deprecations":        "package, schema, name, message",
+	"problems":            "package, message",
+	"skip_range_edges":    "package, from_bundle, channel, to_bundle",
+	"package_search":      "name, display_name, keywords, provider, description",
+}
+
+// insertParams is about how many values one INSERT carries. Running a
+// statement costs far more than the row it adds, so rows wait in l.rows and
+// go in multi-row statements; but the driver binds parameters in time
+// quadratic in their number (it searches the arguments for each one), so
+// statements are kept to about a hundred (measured: 96 builds faster than
+// 48 or 256).
+const insertParams = 96
+
+func newLoader(tx *sqlx.Tx) *loader {
+	return &loader{tx: tx, stmts: map[string]*sql.Stmt{}, pkgs: map[string]*pkgState{},
+		rows: map[string][]any{}, stats: Stats{Schemas: map[string]int{}}}
 }
 
 func (l *loader) close() {
@@ -77,8 +89,55 @@ func (l *loader) close() {
 	}
 }
 
-func (l *loader) exec(ctx context.Context, stmt string, args ...any) (sql.Result, error) {
-	return l.stmts[stmt].ExecContext(ctx, args...)
+// insert queues one row of table, given as its values in the order of tables[table].
+func (l *loader) insert(ctx context.Context, table string, values ...any) error {
+	l.rows[table] = append(l.rows[table], values...)
+	if len(l.rows[table])+len(values) > insertParams {
+		return l.flush(ctx, table)
+	}
+	return nil
+}
+
+// flush inserts the queued rows of table.
+func (l *loader) flush(ctx context.Context, table string) error {
+	values := l.rows[table]
+	if len(values) == 0 {
+		return nil
+	}
+	columns := tables[table]
+	n := len(values) / (strings.Count(columns, ",") + 1)
+	key := table + "/" + strconv.Itoa(n)
+	stmt, ok := l.stmts[key]
+	if !ok {
+		row := "(" + strings.TrimSuffix(strings.Repeat("?, ", strings.Count(columns, ",")+1), ", ") + ")"
+		q := "INSERT INTO " + table + " (" + columns + ") VALUES " + strings.TrimSuffix(strings.Repeat(row+", ", n), ", ")
+		var err error
+		if stmt, err = l.tx.PrepareContext(ctx, q); err != nil {
+			return fmt.Errorf("prepare %s insert: %w", table, err)
+		}
+		l.stmts[key] = stmt
+	}
+	if _, err := stmt.ExecContext(ctx, values...); err != nil {
+		return fmt.Errorf("insert %d rows into %s: %w", n, table, err)
+	}
+	clear(values)
+	l.rows[table] = values[:0]
+	return nil
+}
+
+// flushAll inserts every queued row, so that the tables can be read.
+func (l *loader) flushAll(ctx context.Context) error {
+	names := make([]string, 0, len(l.rows))
+	for table := range l.rows {
+		names = append(names, table)
+	}
+	sort.Strings(names) // one order for every build
+	for _, table := range names {
+		if err := l.flush(ctx, table); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (l *loader) pkg(name string) *pkgState {
@@ -94,12 +153,8 @@ func (l *loader) pkg(name string) *pkgState {
 // is of a schema this index understands.
 func (l *loader) add(ctx context.Context, b blob) error {
 	m := b.meta
-	res, err := l.exec(ctx, "blob", m.Schema, m.Package, m.Name, l.stats.AllBytes, string(m.Blob))
-	if err != nil {
-		return fmt.Errorf("store blob %s %q: %w", m.Schema, m.Name, err)
-	}
-	blobID, err := res.LastInsertId()
-	if err != nil {
+	blobID := int64(l.stats.Blobs) + 1
+	if err := l.insert(ctx, "blobs", blobID, m.Schema, m.Package, m.Name, l.stats.AllBytes, string(m.Blob)); err != nil {
 		return fmt.Errorf("store blob %s %q: %w", m.Schema, m.Name, err)
 	}
 	l.stats.Blobs++
@@ -108,7 +163,7 @@ func (l *loader) add(ctx context.Context, b blob) error {
 
 	switch v := b.value.(type) {
 	case *declcfg.Package:
-		return l.addPackage(ctx, v)
+		l.addPackage(v)
 	case *declcfg.Channel:
 		return l.addChannel(ctx, v)
 	case *declcfg.Bundle:
@@ -119,37 +174,29 @@ func (l *loader) add(ctx context.Context, b blob) error {
 	return nil
 }
 
-func (l *loader) addPackage(ctx context.Context, p *declcfg.Package) error {
+// addPackage keeps the package for finish, which writes its row with its
+// display metadata. A repeated package is only validated (and reported).
+func (l *loader) addPackage(p *declcfg.Package) {
 	st := l.pkg(p.Name)
-	st.cfg.Packages = append(st.cfg.Packages, *p)
-	var iconData []byte
-	var iconType string
-	if p.Icon != nil {
-		iconData, iconType = p.Icon.Data, p.Icon.MediaType
-	}
-	res, err := l.exec(ctx, "package", p.Name, p.DefaultChannel, p.Description, iconData, iconType)
-	if err != nil {
-		return fmt.Errorf("index package %q: %w", p.Name, err)
-	}
-	if inserted(res) {
+	if len(st.cfg.Packages) == 0 {
 		l.stats.Packages++
 	}
-	return nil
+	st.cfg.Packages = append(st.cfg.Packages, *p)
 }
 
 func (l *loader) addChannel(ctx context.Context, c *declcfg.Channel) error {
 	st := l.pkg(c.Package)
 	st.cfg.Channels = append(st.cfg.Channels, *c)
-
+	if _, seen := st.heads[c.Name]; seen {
+		return nil // a duplicate: validation records it, the first one answers
+	}
 	head, problem := channelHead(c.Entries)
+	st.heads[c.Name] = head
 	var headArg, problemArg any
 	if problem == "" {
 		headArg = head
 	} else {
 		problemArg = problem
-	}
-	if _, seen := st.heads[c.Name]; !seen {
-		st.heads[c.Name] = head
 	}
 	props, err := json.Marshal(c.Properties)
 	if err != nil {
@@ -158,25 +205,17 @@ func (l *loader) addChannel(ctx context.Context, c *declcfg.Channel) error {
 	if len(c.Properties) == 0 {
 		props = []byte("[]")
 	}
-	res, err := l.exec(ctx, "channel", c.Package, c.Name, string(props), headArg, problemArg)
-	if err != nil {
+	if err := l.insert(ctx, "channels", c.Package, c.Name, string(props), headArg, problemArg); err != nil {
 		return fmt.Errorf("index channel %q of package %q: %w", c.Name, c.Package, err)
-	}
-	if !inserted(res) {
-		return nil // a duplicate: validation records it, the first one answers
 	}
 	l.stats.Channels++
 	for i, e := range c.Entries {
-		res, err := l.exec(ctx, "entry", c.Package, c.Name, i, e.Name, e.Replaces, e.SkipRange)
-		if err != nil {
-			return fmt.Errorf("index entry %q of channel %q: %w", e.Name, c.Name, err)
-		}
-		entryID, err := res.LastInsertId()
-		if err != nil {
+		l.entryID++
+		if err := l.insert(ctx, "channel_entries", l.entryID, c.Package, c.Name, i, e.Name, e.Replaces, e.SkipRange); err != nil {
 			return fmt.Errorf("index entry %q of channel %q: %w", e.Name, c.Name, err)
 		}
 		for _, skip := range e.Skips {
-			if _, err := l.exec(ctx, "skip", entryID, c.Package, skip); err != nil {
+			if err := l.insert(ctx, "channel_entry_skips", l.entryID, c.Package, skip); err != nil {
 				return fmt.Errorf("index skips of entry %q: %w", e.Name, err)
 			}
 		}
@@ -224,65 +263,83 @@ type packageProperty struct {
 	Release     string `json:"release"`
 }
 
-// validatedProperties are the property types operator-registry's validation
-// interprets; the others (bundle objects, CSV metadata, custom types) are
-// most of a catalog's bytes and are left out of the validation copy.
-var validatedProperties = map[string]bool{
-	property.TypePackage: true, property.TypePackageRequired: true, property.TypeGVK: true,
-	property.TypeGVKRequired: true, property.TypeChannel: true,
-}
-
 func (l *loader) addBundle(ctx context.Context, b *declcfg.Bundle, blobID int64, valueStarts []int) error {
 	st := l.pkg(b.Package)
+	_, duplicate := st.bundleIDs[b.Name]
+	id := l.bundleID + 1
 
 	var pkgProp packageProperty
-	light := declcfg.Bundle{Schema: b.Schema, Name: b.Name, Package: b.Package, Image: b.Image}
+	var typed []typedRow
+	// kept is what operator-registry's validation reads of the properties:
+	// olm.package and olm.channel. Of the other types it interprets, it
+	// only checks that each value decodes; those are decoded here, into
+	// the same types, and left out when they do.
+	var kept []property.Property
+	decodes := true
 	for _, p := range b.Properties {
-		switch {
-		case p.Type == property.TypeBundleObject:
-			// Validation only needs to know an object is there.
-			light.Objects = append(light.Objects, "")
-		case p.Type == property.TypePackage:
-			// A bad value is reported by validation, which parses it again.
-			_ = json.Unmarshal(p.Value, &pkgProp)
-			light.Properties = append(light.Properties, cloneProperty(p))
-		case validatedProperties[p.Type]:
-			light.Properties = append(light.Properties, cloneProperty(p))
+		var err error
+		switch p.Type {
+		case property.TypePackage:
+			err = json.Unmarshal(p.Value, &pkgProp)
+			kept = append(kept, cloneProperty(p))
+		case property.TypeChannel:
+			err = json.Unmarshal(p.Value, &property.Channel{})
+			kept = append(kept, cloneProperty(p))
+		default:
+			var row typedRow
+			if row, err = typedRowOf(id, p); err == nil && row.table != "" {
+				typed = append(typed, row)
+			}
+		}
+		decodes = decodes && err == nil
+	}
+	light := declcfg.Bundle{Schema: b.Schema, Name: b.Name, Package: b.Package, Image: b.Image, Properties: kept}
+	if !decodes {
+		// Validation reports the first property that does not decode, by
+		// its position: it gets them all, so the report is its own.
+		light.Properties = make([]property.Property, len(b.Properties))
+		for i, p := range b.Properties {
+			light.Properties[i] = cloneProperty(p)
+		}
+	}
+	for _, p := range b.Properties {
+		if p.Type == property.TypeBundleObject {
+			light.Objects = append(light.Objects, "") // validation only asks whether there is one
 		}
 	}
 	st.cfg.Bundles = append(st.cfg.Bundles, light)
+	if duplicate {
+		return nil // validation reports it; the first one is indexed
+	}
 
-	var major, minor, patch any
-	var pre string
-	if v, err := semver.Parse(pkgProp.Version); err == nil {
-		major, minor, patch = int64(v.Major), int64(v.Minor), int64(v.Patch)
-		pre = preRelease(v)
-	}
-	res, err := l.exec(ctx, "bundle", b.Package, b.Name, pkgProp.Version, pkgProp.Release, b.Image, blobID, major, minor, patch, pre)
-	if err != nil {
-		return fmt.Errorf("index bundle %q of package %q: %w", b.Name, b.Package, err)
-	}
-	if !inserted(res) {
-		return nil
-	}
-	id, err := res.LastInsertId()
-	if err != nil {
-		return fmt.Errorf("index bundle %q of package %q: %w", b.Name, b.Package, err)
-	}
+	l.bundleID = id
 	st.bundleIDs[b.Name] = id
 	l.stats.Bundles++
+	row := bundleRow{id: id, blobID: blobID, name: b.Name, version: pkgProp.Version, release: pkgProp.Release, image: b.Image}
+	if v, err := semver.Parse(pkgProp.Version); err == nil {
+		row.semver = &v
+	}
+	st.bundles = append(st.bundles, row)
 
 	for _, ri := range b.RelatedImages {
-		if _, err := l.exec(ctx, "related", id, ri.Name, ri.Image); err != nil {
+		if err := l.insert(ctx, "related_images", id, ri.Name, ri.Image); err != nil {
 			return fmt.Errorf("index related images of bundle %q: %w", b.Name, err)
 		}
 	}
-	if err := l.insertProperties(ctx, id, b.Properties, valueStarts); err != nil {
-		return fmt.Errorf("index properties of bundle %q: %w", b.Name, err)
-	}
 	for i, p := range b.Properties {
-		if err := l.addTypedProperty(ctx, id, p); err != nil {
-			return fmt.Errorf("index property %d (%s) of bundle %q: %w", i, p.Type, b.Name, err)
+		var err error
+		if at := valueStarts[i]; at >= 0 {
+			err = l.insert(ctx, "properties", id, i, p.Type, nil, at, len(p.Value))
+		} else {
+			err = l.insert(ctx, "properties", id, i, p.Type, rawJSON(p.Value), nil, nil)
+		}
+		if err != nil {
+			return fmt.Errorf("index properties of bundle %q: %w", b.Name, err)
+		}
+	}
+	for _, row := range typed {
+		if err := l.insert(ctx, row.table, row.values...); err != nil {
+			return fmt.Errorf("index properties of bundle %q: %w", b.Name, err)
 		}
 	}
 	return nil
@@ -294,92 +351,43 @@ func cloneProperty(p property.Property) property.Property {
 	return property.Property{Type: p.Type, Value: bytes.Clone(p.Value)}
 }
 
-// propertyBatch is the most rows one properties INSERT carries. A bundle's
-// properties go in a few multi-row statements rather than one per property,
-// which is most of the cost of a build.
-const propertyBatch = 64
-
-// insertProperties stores every property in order, its value as a range of
-// the bundle's blob (starts from valueStarts) or, without one, as JSON.
-func (l *loader) insertProperties(ctx context.Context, bundleID int64, props []property.Property, valueStarts []int) error {
-	for start := 0; start < len(props); start += propertyBatch {
-		batch := props[start:min(start+propertyBatch, len(props))]
-		stmt, err := l.propertyStmt(ctx, len(batch))
-		if err != nil {
-			return err
-		}
-		args := make([]any, 0, 6*len(batch))
-		for i, p := range batch {
-			if at := valueStarts[start+i]; at >= 0 {
-				args = append(args, bundleID, start+i, p.Type, nil, at, len(p.Value))
-			} else {
-				args = append(args, bundleID, start+i, p.Type, rawJSON(p.Value), nil, nil)
-			}
-		}
-		if _, err := stmt.ExecContext(ctx, args...); err != nil {
-			return err
-		}
-	}
-	return nil
+// typedRow is a row of one of the tables that hold a property type queries
+// filter on.
+type typedRow struct {
+	table  string
+	values []any
 }
 
-// propertyStmt returns the prepared INSERT of n property rows.
-func (l *loader) propertyStmt(ctx context.Context, n int) (*sql.Stmt, error) {
-	key := "properties/" + strconv.Itoa(n)
-	if stmt, ok := l.stmts[key]; ok {
-		return stmt, nil
-	}
-	q := "INSERT INTO properties (bundle_id, position, type, value, value_start, value_length) VALUES " +
-		strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, ?), ", n), ", ")
-	stmt, err := l.tx.PrepareContext(ctx, q)
-	if err != nil {
-		return nil, fmt.Errorf("prepare properties insert: %w", err)
-	}
-	l.stmts[key] = stmt
-	return stmt, nil
-}
-
-// addTypedProperty stores a property of a type queries filter on in its own
-// table. A value of the wrong shape stays in properties only; validation
-// reports it.
-func (l *loader) addTypedProperty(ctx context.Context, bundleID int64, p property.Property) error {
+// typedRowOf decodes a property of a type queries filter on into its row;
+// other types have none (an empty table). A value of the wrong shape is an
+// error: it stays in properties only, and validation reports it.
+func typedRowOf(bundleID int64, p property.Property) (typedRow, error) {
 	switch p.Type {
 	case property.TypeGVK:
 		var g property.GVK
-		if json.Unmarshal(p.Value, &g) == nil {
-			_, err := l.exec(ctx, "provided", bundleID, g.Group, g.Version, g.Kind)
-			return err
-		}
+		err := json.Unmarshal(p.Value, &g)
+		return typedRow{"provided_gvks", []any{bundleID, g.Group, g.Version, g.Kind}}, err
 	case property.TypeGVKRequired:
 		var g property.GVKRequired
-		if json.Unmarshal(p.Value, &g) == nil {
-			_, err := l.exec(ctx, "required", bundleID, g.Group, g.Version, g.Kind)
-			return err
-		}
+		err := json.Unmarshal(p.Value, &g)
+		return typedRow{"required_gvks", []any{bundleID, g.Group, g.Version, g.Kind}}, err
 	case property.TypePackageRequired:
 		var r property.PackageRequired
-		if json.Unmarshal(p.Value, &r) == nil {
-			_, err := l.exec(ctx, "reqpkg", bundleID, r.PackageName, r.VersionRange)
-			return err
-		}
+		err := json.Unmarshal(p.Value, &r)
+		return typedRow{"required_packages", []any{bundleID, r.PackageName, r.VersionRange}}, err
 	}
-	return nil
+	return typedRow{}, nil
 }
 
 func (l *loader) addDeprecation(ctx context.Context, d *declcfg.Deprecation) error {
 	st := l.pkg(d.Package)
 	st.cfg.Deprecations = append(st.cfg.Deprecations, *d)
 	for _, e := range d.Entries {
-		if _, err := l.exec(ctx, "deprec", d.Package, e.Reference.Schema, e.Reference.Name, e.Message); err != nil {
+		if err := l.insert(ctx, "deprecations", d.Package, e.Reference.Schema, e.Reference.Name, e.Message); err != nil {
 			return fmt.Errorf("index deprecations of package %q: %w", d.Package, err)
 		}
 	}
 	return nil
-}
-
-func inserted(res sql.Result) bool {
-	n, err := res.RowsAffected()
-	return err == nil && n > 0
 }
 
 // preRelease returns the pre-release part of v as written ("" for a release).

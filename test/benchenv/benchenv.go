@@ -1,6 +1,7 @@
-// Package benchenv gives benchmarks their catalog and their memory figures:
-// the catalog `make bench` generates (or a smaller one made on the spot) and
-// the process's resident memory as Linux reports it.
+// Package benchenv gives benchmarks their catalog and their resource
+// figures: the catalog `make bench` generates (or a smaller one made on the
+// spot), the process's resident memory as Linux reports it, and the CPU
+// time it used.
 package benchenv
 
 import (
@@ -9,7 +10,9 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/catalogd/catalogd/test/fbcgen"
 )
@@ -51,4 +54,20 @@ func statusMiB(field string) float64 {
 		}
 	}
 	return 0
+}
+
+// CPUTime is the CPU time (user and system) the process has used. Wall time
+// on a shared machine varies from run to run; CPU time varies much less, so
+// benchmarks report both.
+func CPUTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// ReportCPU reports the CPU seconds per operation used since start.
+func ReportCPU(b *testing.B, start time.Duration) {
+	b.ReportMetric((CPUTime()-start).Seconds()/float64(b.N), "cpu-s/op")
 }
