@@ -72,8 +72,9 @@ CREATE TABLE skip_range_edges (
     package     TEXT NOT NULL,
     from_bundle TEXT NOT NULL,
     channel     TEXT NOT NULL,
-    to_bundle   TEXT NOT NULL
-);
+    to_bundle   TEXT NOT NULL,
+    PRIMARY KEY (package, from_bundle, channel, to_bundle)
+) WITHOUT ROWID;
 
 CREATE TABLE bundles (
     id           INTEGER PRIMARY KEY,
@@ -85,7 +86,7 @@ CREATE TABLE bundles (
     -- The bundle's blob, which also holds its property values.
     blob_id      INTEGER NOT NULL,
     -- Sortable version: the numeric parts, and version_rank, the bundle's place
-    -- in semver order within its package (0 = lowest), set after the load.
+    -- in semver order within its package (0 = lowest).
     ver_major    INTEGER,
     ver_minor    INTEGER,
     ver_patch    INTEGER,
@@ -94,29 +95,36 @@ CREATE TABLE bundles (
     UNIQUE (package, name)
 );
 
+-- The tables of a bundle's parts below are, like properties, kept in
+-- (bundle_id, position) order (WITHOUT ROWID) rather than beside an index on
+-- bundle_id. position is the place in the bundle's list: of related images,
+-- or of properties for the GVKs and packages taken from them.
 CREATE TABLE related_images (
     bundle_id INTEGER NOT NULL,
+    position  INTEGER NOT NULL,
     name      TEXT    NOT NULL DEFAULT '',
-    image     TEXT    NOT NULL
-);
+    image     TEXT    NOT NULL,
+    PRIMARY KEY (bundle_id, position)
+) WITHOUT ROWID;
 
 -- Every property of every bundle. A property's value is a byte range of its
 -- bundle's blob (value_start, value_length), not a copy: values are most of
 -- a catalog's bytes and would otherwise be stored twice. value holds the
 -- JSON itself only when there is no range (a property without a value).
 -- Read values through property_values.
+-- Rows are small and always looked up by bundle, so the table is kept in
+-- (bundle_id, position) order itself (WITHOUT ROWID) rather than beside an
+-- index: one B-tree to write and to check instead of two. Bundle ids only
+-- grow during a build, so rows are appended.
 CREATE TABLE properties (
     bundle_id    INTEGER NOT NULL,
     position     INTEGER NOT NULL,
     type         TEXT    NOT NULL,
     value        TEXT,
     value_start  INTEGER,
-    value_length INTEGER
-);
--- Created with the table, not after the load: bundle ids only grow, so the
--- index is appended to, which costs little, and the build itself reads the
--- default channel heads' olm.csv.metadata through it.
-CREATE INDEX properties_bundle ON properties (bundle_id, position);
+    value_length INTEGER,
+    PRIMARY KEY (bundle_id, position)
+) WITHOUT ROWID;
 
 -- Every property with its value: the JSON exactly as it stands in the blob
 -- (object, string, number, array or boolean).
@@ -129,23 +137,29 @@ JOIN blobs b ON b.id = bu.blob_id;
 
 CREATE TABLE provided_gvks (
     bundle_id INTEGER NOT NULL,
+    position  INTEGER NOT NULL,
     grp       TEXT    NOT NULL,
     version   TEXT    NOT NULL,
-    kind      TEXT    NOT NULL
-);
+    kind      TEXT    NOT NULL,
+    PRIMARY KEY (bundle_id, position)
+) WITHOUT ROWID;
 
 CREATE TABLE required_gvks (
     bundle_id INTEGER NOT NULL,
+    position  INTEGER NOT NULL,
     grp       TEXT    NOT NULL,
     version   TEXT    NOT NULL,
-    kind      TEXT    NOT NULL
-);
+    kind      TEXT    NOT NULL,
+    PRIMARY KEY (bundle_id, position)
+) WITHOUT ROWID;
 
 CREATE TABLE required_packages (
     bundle_id     INTEGER NOT NULL,
+    position      INTEGER NOT NULL,
     package_name  TEXT    NOT NULL,
-    version_range TEXT    NOT NULL
-);
+    version_range TEXT    NOT NULL,
+    PRIMARY KEY (bundle_id, position)
+) WITHOUT ROWID;
 
 -- schema is olm.package, olm.channel or olm.bundle; name is empty for olm.package.
 CREATE TABLE deprecations (
@@ -176,7 +190,6 @@ DROP TABLE required_packages;
 DROP TABLE required_gvks;
 DROP TABLE provided_gvks;
 DROP VIEW property_values;
-DROP INDEX properties_bundle;
 DROP TABLE properties;
 DROP TABLE related_images;
 DROP TABLE bundles;

@@ -12,28 +12,18 @@ CREATE INDEX channel_entries_bundle ON channel_entries (package, bundle, channel
 CREATE INDEX channel_entries_replaces ON channel_entries (package, replaces);
 CREATE INDEX channel_entry_skips_skip ON channel_entry_skips (package, skip);
 CREATE INDEX channel_entry_skips_entry ON channel_entry_skips (entry_id);
-CREATE INDEX skip_range_edges_from ON skip_range_edges (package, from_bundle, channel);
 CREATE INDEX bundles_package_rank ON bundles (package, version_rank);
 CREATE INDEX bundles_package_version ON bundles (package, version);
-CREATE INDEX related_images_bundle ON related_images (bundle_id);
 CREATE INDEX provided_gvks_gvk ON provided_gvks (kind, grp, version);
-CREATE INDEX provided_gvks_bundle ON provided_gvks (bundle_id);
-CREATE INDEX required_gvks_bundle ON required_gvks (bundle_id);
-CREATE INDEX required_packages_bundle ON required_packages (bundle_id);
 CREATE INDEX deprecations_ref ON deprecations (package, schema, name);
 CREATE INDEX problems_package ON problems (package);
 
 -- +goose Down
 DROP INDEX problems_package;
 DROP INDEX deprecations_ref;
-DROP INDEX required_packages_bundle;
-DROP INDEX required_gvks_bundle;
-DROP INDEX provided_gvks_bundle;
 DROP INDEX provided_gvks_gvk;
-DROP INDEX related_images_bundle;
 DROP INDEX bundles_package_version;
 DROP INDEX bundles_package_rank;
-DROP INDEX skip_range_edges_from;
 DROP INDEX channel_entry_skips_entry;
 DROP INDEX channel_entry_skips_skip;
 DROP INDEX channel_entries_replaces;

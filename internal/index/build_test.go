@@ -463,6 +463,43 @@ func TestVersionRank(t *testing.T) {
 	}
 }
 
+// TestRepeatsIndexedOnce: a catalog that repeats what the index keys on (a
+// package, channel, bundle, channel entry or GVK) still builds; the first
+// one is indexed, each skipRange edge is stored once, and validation
+// reports the repeats.
+func TestRepeatsIndexedOnce(t *testing.T) {
+	bundle := func(v string) string {
+		return `{"schema":"olm.bundle","name":"p.v` + v + `","package":"p","image":"i","properties":[` +
+			`{"type":"olm.package","value":{"packageName":"p","version":"` + v + `"}},` +
+			`{"type":"olm.gvk","value":{"group":"g","kind":"K","version":"v1"}},{"type":"olm.gvk","value":{"group":"g","kind":"K","version":"v1"}}]}`
+	}
+	catalog := strings.Join([]string{
+		`{"schema":"olm.package","name":"p","defaultChannel":"c"}`,
+		`{"schema":"olm.package","name":"p","defaultChannel":"other"}`,
+		bundle("1.0.0"), bundle("2.0.0"), bundle("2.0.0"),
+		`{"schema":"olm.channel","name":"c","package":"p","entries":[{"name":"p.v1.0.0"},` +
+			`{"name":"p.v2.0.0","replaces":"p.v1.0.0","skipRange":"<2.0.0"},{"name":"p.v2.0.0","replaces":"p.v1.0.0","skipRange":"<2.0.0"}]}`,
+		`{"schema":"olm.channel","name":"c","package":"p","entries":[{"name":"p.v1.0.0"}]}`,
+	}, "\n")
+	db, stats, problems := buildProblems(t, fstest.MapFS{"c.json": {Data: []byte(catalog)}})
+	if stats.Packages != 1 || stats.Channels != 1 || stats.Bundles != 2 {
+		t.Errorf("stats = %+v, want 1 package, 1 channel, 2 bundles", stats)
+	}
+	if problems["p"] == "" {
+		t.Error("validation reported no problem for the repeats")
+	}
+	if n := count(t, db, `SELECT count(*) FROM skip_range_edges WHERE package = 'p' AND from_bundle = 'p.v1.0.0' AND to_bundle = 'p.v2.0.0'`); n != 1 {
+		t.Errorf("%d skipRange edges from p.v1.0.0 to p.v2.0.0, want 1", n)
+	}
+	if n := count(t, db, `SELECT count(*) FROM provided_gvks`); n != 4 {
+		t.Errorf("%d provided GVK rows, want 2 for each of the 2 indexed bundles", n)
+	}
+	var defaultChannel string
+	if err := db.Get(&defaultChannel, `SELECT default_channel FROM packages WHERE name = 'p'`); err != nil || defaultChannel != "c" {
+		t.Errorf("default channel %q (%v), want the first package's c", defaultChannel, err)
+	}
+}
+
 // TestCatalogInfo: the file records its schema version, source, digest and
 // build time.
 func TestCatalogInfo(t *testing.T) {

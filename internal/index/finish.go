@@ -1,6 +1,7 @@
 package index
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -187,18 +188,12 @@ func skipRangeEdges(st *pkgState) [][3]string {
 			}
 		}
 	}
-	// Sorted edges keep a build's output in one order, whatever the walk's.
-	sort.Slice(edges, func(i, j int) bool {
-		a, b := edges[i], edges[j]
-		if a[0] != b[0] {
-			return a[0] < b[0]
-		}
-		if a[1] != b[1] {
-			return a[1] < b[1]
-		}
-		return a[2] < b[2]
+	// Sorted, so that an entry a channel lists twice gives its edges once
+	// (they are the table's key).
+	slices.SortFunc(edges, func(a, b [3]string) int {
+		return cmp.Or(strings.Compare(a[0], b[0]), strings.Compare(a[1], b[1]), strings.Compare(a[2], b[2]))
 	})
-	return edges
+	return slices.Compact(edges)
 }
 
 // Display is what a console lists for a package, taken from the

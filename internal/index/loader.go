@@ -59,11 +59,11 @@ var tables = map[string]string{
 	"channel_entries":     "id, package, channel, position, bundle, replaces, skip_range",
 	"channel_entry_skips": "entry_id, package, skip",
 	"bundles":             "id, package, name, version, release, image, blob_id, ver_major, ver_minor, ver_patch, ver_pre, version_rank",
-	"related_images":      "bundle_id, name, image",
+	"related_images":      "bundle_id, position, name, image",
 	"properties":          "bundle_id, position, type, value, value_start, value_length",
-	"provided_gvks":       "bundle_id, grp, version, kind",
-	"required_gvks":       "bundle_id, grp, version, kind",
-	"required_packages":   "bundle_id, package_name, version_range",
+	"provided_gvks":       "bundle_id, position, grp, version, kind",
+	"required_gvks":       "bundle_id, position, grp, version, kind",
+	"required_packages":   "bundle_id, position, package_name, version_range",
 	"deprecations":        "package, schema, name, message",
 	"problems":            "package, message",
 	"skip_range_edges":    "package, from_bundle, channel, to_bundle",
@@ -276,7 +276,7 @@ func (l *loader) addBundle(ctx context.Context, b *declcfg.Bundle, blobID int64,
 	// the same types, and left out when they do.
 	var kept []property.Property
 	decodes := true
-	for _, p := range b.Properties {
+	for i, p := range b.Properties {
 		var err error
 		switch p.Type {
 		case property.TypePackage:
@@ -287,7 +287,7 @@ func (l *loader) addBundle(ctx context.Context, b *declcfg.Bundle, blobID int64,
 			kept = append(kept, cloneProperty(p))
 		default:
 			var row typedRow
-			if row, err = typedRowOf(id, p); err == nil && row.table != "" {
+			if row, err = typedRowOf(id, i, p); err == nil && row.table != "" {
 				typed = append(typed, row)
 			}
 		}
@@ -321,8 +321,8 @@ func (l *loader) addBundle(ctx context.Context, b *declcfg.Bundle, blobID int64,
 	}
 	st.bundles = append(st.bundles, row)
 
-	for _, ri := range b.RelatedImages {
-		if err := l.insert(ctx, "related_images", id, ri.Name, ri.Image); err != nil {
+	for i, ri := range b.RelatedImages {
+		if err := l.insert(ctx, "related_images", id, i, ri.Name, ri.Image); err != nil {
 			return fmt.Errorf("index related images of bundle %q: %w", b.Name, err)
 		}
 	}
@@ -361,20 +361,20 @@ type typedRow struct {
 // typedRowOf decodes a property of a type queries filter on into its row;
 // other types have none (an empty table). A value of the wrong shape is an
 // error: it stays in properties only, and validation reports it.
-func typedRowOf(bundleID int64, p property.Property) (typedRow, error) {
+func typedRowOf(bundleID int64, position int, p property.Property) (typedRow, error) {
 	switch p.Type {
 	case property.TypeGVK:
 		var g property.GVK
 		err := json.Unmarshal(p.Value, &g)
-		return typedRow{"provided_gvks", []any{bundleID, g.Group, g.Version, g.Kind}}, err
+		return typedRow{"provided_gvks", []any{bundleID, position, g.Group, g.Version, g.Kind}}, err
 	case property.TypeGVKRequired:
 		var g property.GVKRequired
 		err := json.Unmarshal(p.Value, &g)
-		return typedRow{"required_gvks", []any{bundleID, g.Group, g.Version, g.Kind}}, err
+		return typedRow{"required_gvks", []any{bundleID, position, g.Group, g.Version, g.Kind}}, err
 	case property.TypePackageRequired:
 		var r property.PackageRequired
 		err := json.Unmarshal(p.Value, &r)
-		return typedRow{"required_packages", []any{bundleID, r.PackageName, r.VersionRange}}, err
+		return typedRow{"required_packages", []any{bundleID, position, r.PackageName, r.VersionRange}}, err
 	}
 	return typedRow{}, nil
 }

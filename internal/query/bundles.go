@@ -185,10 +185,10 @@ func (s *Server) getBundle(r *http.Request, snap *index.Snapshot) (any, error) {
 		dest  any
 		query string
 	}{
-		{"related images", &out.RelatedImages, `SELECT name, image FROM related_images WHERE bundle_id = ? ORDER BY rowid`},
-		{"provided GVKs", &out.ProvidedGVKs, `SELECT grp AS "group", version, kind FROM provided_gvks WHERE bundle_id = ? ORDER BY rowid`},
-		{"required GVKs", &out.RequiredGVKs, `SELECT grp AS "group", version, kind FROM required_gvks WHERE bundle_id = ? ORDER BY rowid`},
-		{"required packages", &out.RequiredPackages, `SELECT package_name AS packagename, version_range AS versionrange FROM required_packages WHERE bundle_id = ? ORDER BY rowid`},
+		{"related images", &out.RelatedImages, `SELECT name, image FROM related_images WHERE bundle_id = ? ORDER BY position`},
+		{"provided GVKs", &out.ProvidedGVKs, `SELECT grp AS "group", version, kind FROM provided_gvks WHERE bundle_id = ? ORDER BY position`},
+		{"required GVKs", &out.RequiredGVKs, `SELECT grp AS "group", version, kind FROM required_gvks WHERE bundle_id = ? ORDER BY position`},
+		{"required packages", &out.RequiredPackages, `SELECT package_name AS packagename, version_range AS versionrange FROM required_packages WHERE bundle_id = ? ORDER BY position`},
 	}
 	for _, q := range queries {
 		if err := snap.Select(ctx, q.dest, q.query, b.ID); err != nil {
