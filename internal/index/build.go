@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -135,7 +136,7 @@ func load(ctx context.Context, db *sqlx.DB, src Source, builtAt time.Time) (Stat
 	l := newLoader(tx)
 	defer l.close()
 
-	if err := walk(ctx, src.FS, l.add); err != nil {
+	if err := walk(ctx, src.FS, buildLimits, l.add); err != nil {
 		return Stats{}, err
 	}
 	if err := l.finish(ctx); err != nil {
@@ -163,20 +164,28 @@ type blob struct {
 	err         error
 }
 
-// parseWorkers is how many files are parsed at once, and aheadFiles how many
-// files may be parsed ahead of the loader. Together with the per-file buffer
-// they bound the memory a build holds, whatever the catalog's size.
-const (
-	aheadFiles   = 8
-	fileBuffer   = 32
-	parseWorkers = 2
-)
+// size is what a blob counts against the walk's byte budget.
+func (b blob) size() int64 {
+	if b.meta == nil {
+		return 0
+	}
+	return int64(len(b.meta.Blob))
+}
 
-// walk parses the catalog's files in parallel and hands each blob to add in
-// walk order (files in lexical order, blobs in file order), which is the
-// order catalogd serves them in. Each file streams through a small buffer,
-// so a catalog held in one huge file is never in memory at once.
-func walk(ctx context.Context, fsys fs.FS, add func(context.Context, blob) error) error {
+// walkLimits bound a walk: it parses workers files at once, up to
+// aheadFiles files ahead of the loader, and holds at most aheadBytes of
+// blobs parsed ahead of the file the loader reads. A file's blobs wait in a
+// channel of fileBuffer, so that a worker rarely blocks on a long file and
+// leaves its core idle; the byte budget, not the channel, is what bounds
+// the memory a build holds, whatever the catalog's size.
+type walkLimits struct {
+	workers, aheadFiles, fileBuffer int
+	aheadBytes                      int64
+}
+
+var buildLimits = walkLimits{workers: 2, aheadFiles: 32, fileBuffer: 1024, aheadBytes: 16 << 20}
+
+func walk(ctx context.Context, fsys fs.FS, limits walkLimits, add func(context.Context, blob) error) error {
 	if fsys == nil {
 		return errors.New("parse catalog: no filesystem given")
 	}
@@ -187,42 +196,102 @@ func walk(ctx context.Context, fsys fs.FS, add func(context.Context, blob) error
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	files := make([]chan blob, len(paths))
-	for i := range files {
-		files[i] = make(chan blob, fileBuffer)
-	}
-	ahead := make(chan struct{}, aheadFiles)
-	workers := make(chan struct{}, parseWorkers)
+	// The launcher opens files in walk order; the loader takes each file's
+	// channel from opened in the same order.
+	budget := newByteBudget(ctx, limits.aheadBytes)
+	opened := make(chan chan blob, limits.aheadFiles)
+	workers := make(chan struct{}, limits.workers)
 	go func() {
+		defer close(opened)
 		for i, path := range paths {
+			file := make(chan blob, limits.fileBuffer)
 			select {
-			case ahead <- struct{}{}:
+			case opened <- file:
 			case <-ctx.Done():
 				return
 			}
-			workers <- struct{}{}
+			select {
+			case workers <- struct{}{}:
+			case <-ctx.Done():
+				close(file) // the loader may be waiting on it; it finds ctx done
+				return
+			}
 			go func() {
 				defer func() { <-workers }()
-				parseFile(ctx, fsys, path, files[i])
+				parseFile(ctx, fsys, path, file, func(b blob) bool { return budget.acquire(i, b.size()) })
 			}()
 		}
 	}()
 
-	for _, file := range files {
+	i := 0
+	for file := range opened {
+		budget.advance(i)
+		i++
 		for b := range file {
 			if b.err != nil {
 				return b.err
 			}
-			if err := add(ctx, b); err != nil {
+			err := add(ctx, b)
+			budget.release(b.size())
+			if err != nil {
 				return err
 			}
 		}
-		<-ahead
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 	}
-	return nil
+	return ctx.Err()
+}
+
+// byteBudget bounds the bytes of blobs parsed ahead of the loader. The file
+// the loader reads is never held back: its blobs are what frees the budget.
+type byteBudget struct {
+	mu    sync.Mutex
+	cond  *sync.Cond
+	ctx   context.Context
+	used  int64
+	limit int64
+	// head is the index of the file the loader reads.
+	head int
+}
+
+func newByteBudget(ctx context.Context, limit int64) *byteBudget {
+	b := &byteBudget{ctx: ctx, limit: limit}
+	b.cond = sync.NewCond(&b.mu)
+	context.AfterFunc(ctx, func() {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		b.cond.Broadcast()
+	})
+	return b
+}
+
+// acquire waits until n more bytes of file fit, and reports false if the
+// walk was cancelled meanwhile.
+func (b *byteBudget) acquire(file int, n int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for file != b.head && b.used+n > b.limit && b.ctx.Err() == nil {
+		b.cond.Wait()
+	}
+	b.used += n
+	return b.ctx.Err() == nil
+}
+
+func (b *byteBudget) release(n int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.used -= n
+	b.cond.Broadcast()
+}
+
+// advance tells the budget which file the loader now reads.
+func (b *byteBudget) advance(file int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.head = file
+	b.cond.Broadcast()
 }
 
 // catalogFiles lists the catalog's files as declcfg walks them: lexical
@@ -246,10 +315,14 @@ func catalogFiles(fsys fs.FS) ([]string, error) {
 }
 
 // parseFile streams one file's blobs into out and closes it; a failure is
-// sent as the last blob.
-func parseFile(ctx context.Context, fsys fs.FS, path string, out chan<- blob) {
+// sent as the last blob. reserve is called before each blob is sent and
+// reports false when the walk is cancelled.
+func parseFile(ctx context.Context, fsys fs.FS, path string, out chan<- blob, reserve func(blob) bool) {
 	defer close(out)
 	send := func(b blob) bool {
+		if !reserve(b) {
+			return false
+		}
 		select {
 		case out <- b:
 			return true

@@ -44,7 +44,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(`{"schema":"olm.channel","entries":"not a list"}`))
 	f.Add([]byte("---\n---\nschema: x\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		_ = walk(context.Background(), fstest.MapFS{"a/c.json": {Data: data}, "b/c.yaml": {Data: data}}, func(_ context.Context, b blob) error {
+		_ = walk(context.Background(), fstest.MapFS{"a/c.json": {Data: data}, "b/c.yaml": {Data: data}}, buildLimits, func(_ context.Context, b blob) error {
 			if b.meta.Schema == "" {
 				t.Errorf("blob without schema passed the parser: %q", b.meta.Blob)
 			}

@@ -1,0 +1,94 @@
+package index
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/catalogd/catalogd/test/fbcfacts"
+)
+
+// TestWalkLimits walks a generated catalog under limits from the tightest
+// (one blob buffered, a one-byte budget) to the build's own, and checks that
+// every blob arrives once and in walk order: the stream equals the catalogd
+// encoding of the files, read by fbcfacts.
+func TestWalkLimits(t *testing.T) {
+	dir := generated(t)
+	want := fbcfacts.Load(t, dir).JSONLines()
+	tests := []struct {
+		name   string
+		limits walkLimits
+	}{
+		{"tightest", walkLimits{workers: 1, aheadFiles: 1, fileBuffer: 1, aheadBytes: 1}},
+		{"budget smaller than a blob", walkLimits{workers: 4, aheadFiles: 8, fileBuffer: 64, aheadBytes: 100}},
+		{"many workers, little buffer", walkLimits{workers: 8, aheadFiles: 2, fileBuffer: 2, aheadBytes: 64 << 10}},
+		{"build", buildLimits},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got bytes.Buffer
+			err := walk(context.Background(), os.DirFS(dir), tt.limits, func(_ context.Context, b blob) error {
+				got.Write(b.meta.Blob)
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got.Bytes(), want) {
+				t.Errorf("walk gave %d bytes that differ from the catalog's %d", got.Len(), len(want))
+			}
+		})
+	}
+}
+
+// TestWalkStops: a walk that is cancelled, or whose loader fails, returns
+// that error and leaves no parsing goroutine behind, whatever it was
+// waiting on (a full channel, the byte budget, a free worker).
+func TestWalkStops(t *testing.T) {
+	dir := generated(t)
+	errLoad := errors.New("load failed")
+	tests := []struct {
+		name   string
+		limits walkLimits
+		cancel bool
+		want   error
+	}{
+		{"cancelled, waiting on the budget", walkLimits{workers: 2, aheadFiles: 4, fileBuffer: 64, aheadBytes: 1}, true, context.Canceled},
+		{"cancelled, waiting on channels", walkLimits{workers: 2, aheadFiles: 4, fileBuffer: 1, aheadBytes: 1 << 30}, true, context.Canceled},
+		{"loader fails", buildLimits, false, errLoad},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := runtime.NumGoroutine()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			n := 0
+			err := walk(ctx, os.DirFS(dir), tt.limits, func(context.Context, blob) error {
+				if n++; n < 20 {
+					return nil
+				}
+				if tt.cancel {
+					cancel()
+					return nil
+				}
+				return errLoad
+			})
+			if !errors.Is(err, tt.want) {
+				t.Fatalf("walk returned %v, want %v", err, tt.want)
+			}
+			// Goroutines end on their own once they see the walk is over;
+			// wait for them rather than assume how long that takes.
+			for deadline := time.Now().Add(10 * time.Second); runtime.NumGoroutine() > before; {
+				if time.Now().After(deadline) {
+					buf := make([]byte, 1<<16)
+					t.Fatalf("%d goroutines before the walk, %d after:\n%s", before, runtime.NumGoroutine(), buf[:runtime.Stack(buf, true)])
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		})
+	}
+}
