@@ -33,13 +33,42 @@ func BenchmarkParse(b *testing.B) {
 	b.SetBytes(catalogBytes(b, dir))
 	cpu := benchenv.CPUTime()
 	for b.Loop() {
-		if err := declcfg.WalkMetasFS(context.Background(), os.DirFS(dir), func(_ string, _ *declcfg.Meta, err error) error {
-			return err
-		}); err != nil {
-			b.Fatal(err)
-		}
+		parse(b, dir)
 	}
 	benchenv.ReportCPU(b, cpu)
+}
+
+func parse(b *testing.B, dir string) {
+	if err := declcfg.WalkMetasFS(context.Background(), os.DirFS(dir), func(_ string, _ *declcfg.Meta, err error) error {
+		return err
+	}); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// BenchmarkBuildToParse reports how many times longer a build takes than
+// a parse of the same catalog. Each iteration times one of each, back to
+// back, so that the ratio holds even when the machine's speed drifts from
+// one benchmark to the next, as it does on a shared one.
+func BenchmarkBuildToParse(b *testing.B) {
+	dir := benchenv.Catalog(b)
+	tmp := b.TempDir()
+	var parsing, building time.Duration
+	i := 0
+	for b.Loop() {
+		start := time.Now()
+		parse(b, dir)
+		parsing += time.Since(start)
+		path := filepath.Join(tmp, strconv.Itoa(i)+".db")
+		i++
+		start = time.Now()
+		if _, err := Build(context.Background(), path, Source{FS: os.DirFS(dir), Ref: dir, Digest: "sha256:bench"}, time.Now()); err != nil {
+			b.Fatal(err)
+		}
+		building += time.Since(start)
+		os.Remove(path)
+	}
+	b.ReportMetric(building.Seconds()/parsing.Seconds(), "build/parse")
 }
 
 // BenchmarkBuild indexes the catalog and reports the file size and the
