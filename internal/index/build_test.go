@@ -314,6 +314,9 @@ func checkBlobs(t *testing.T, db *sqlx.DB, want *fbcfacts.Catalog) {
 	if wantAll := want.JSONLines(); !bytes.Equal(all.Bytes(), wantAll) {
 		t.Errorf("blobs differ from the catalogd encoding of the catalog (%d vs %d bytes)", all.Len(), len(wantAll))
 	}
+	if n := count(t, db, `SELECT count(*) FROM blobs WHERE typeof(data) != 'text'`); n != 0 {
+		t.Errorf("%d blobs are not stored as text", n)
+	}
 	if n := count(t, db, `SELECT all_size FROM catalog_info`); n != all.Len() {
 		t.Errorf("all_size %d, stream has %d bytes", n, all.Len())
 	}

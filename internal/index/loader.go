@@ -70,6 +70,11 @@ var tables = map[string]string{
 	"package_search":      "name, display_name, keywords, provider, description",
 }
 
+// textBytes are the columns whose value is given as bytes and stored as
+// text: blob data, most of a catalog's bytes, which would otherwise be
+// copied into a string on the way.
+var textBytes = map[string]bool{"blobs.data": true}
+
 // insertParams is about how many values one INSERT carries. Running a
 // statement costs far more than the row it adds, so rows wait in l.rows and
 // go in multi-row statements; but the driver binds parameters in time
@@ -104,13 +109,20 @@ func (l *loader) flush(ctx context.Context, table string) error {
 	if len(values) == 0 {
 		return nil
 	}
-	columns := tables[table]
-	n := len(values) / (strings.Count(columns, ",") + 1)
+	columns := strings.Split(tables[table], ", ")
+	n := len(values) / len(columns)
 	key := table + "/" + strconv.Itoa(n)
 	stmt, ok := l.stmts[key]
 	if !ok {
-		row := "(" + strings.TrimSuffix(strings.Repeat("?, ", strings.Count(columns, ",")+1), ", ") + ")"
-		q := "INSERT INTO " + table + " (" + columns + ") VALUES " + strings.TrimSuffix(strings.Repeat(row+", ", n), ", ")
+		params := make([]string, len(columns))
+		for i, c := range columns {
+			params[i] = "?"
+			if textBytes[table+"."+c] {
+				params[i] = "CAST(? AS TEXT)"
+			}
+		}
+		row := "(" + strings.Join(params, ", ") + ")"
+		q := "INSERT INTO " + table + " (" + tables[table] + ") VALUES " + strings.TrimSuffix(strings.Repeat(row+", ", n), ", ")
 		var err error
 		if stmt, err = l.tx.PrepareContext(ctx, q); err != nil {
 			return fmt.Errorf("prepare %s insert: %w", table, err)
@@ -154,7 +166,7 @@ func (l *loader) pkg(name string) *pkgState {
 func (l *loader) add(ctx context.Context, b blob) error {
 	m := b.meta
 	blobID := int64(l.stats.Blobs) + 1
-	if err := l.insert(ctx, "blobs", blobID, m.Schema, m.Package, m.Name, l.stats.AllBytes, string(m.Blob)); err != nil {
+	if err := l.insert(ctx, "blobs", blobID, m.Schema, m.Package, m.Name, l.stats.AllBytes, m.Blob); err != nil {
 		return fmt.Errorf("store blob %s %q: %w", m.Schema, m.Name, err)
 	}
 	l.stats.Blobs++
