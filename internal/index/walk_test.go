@@ -92,3 +92,52 @@ func TestWalkStops(t *testing.T) {
 		})
 	}
 }
+
+// TestByteBudget: files ahead of the loader wait once the budget is spent;
+// the file the loader reads waits only for its own blobs; a blob larger
+// than the budget passes when nothing else waits.
+func TestByteBudget(t *testing.T) {
+	b := newByteBudget(context.Background(), 100)
+	acquired := func(file int, n int64) chan struct{} {
+		done := make(chan struct{})
+		go func() {
+			b.acquire(file, n)
+			close(done)
+		}()
+		return done
+	}
+	// blocked reports whether done stays open for a while: a pass can be
+	// wrong only in the lenient direction (it was about to close).
+	blocked := func(done chan struct{}) bool {
+		select {
+		case <-done:
+			return false
+		case <-time.After(50 * time.Millisecond):
+			return true
+		}
+	}
+
+	<-acquired(0, 60) // the loader's file
+	<-acquired(1, 30)
+	ahead := acquired(2, 30) // 120 would be over the budget
+	if !blocked(ahead) {
+		t.Fatal("a file ahead went over the budget")
+	}
+	head := acquired(0, 30) // over the budget too, but its own blobs are only 90
+	if blocked(head) {
+		t.Fatal("the loader's file waited on files ahead of it")
+	}
+	own := acquired(0, 20) // 110 of its own
+	if !blocked(own) {
+		t.Fatal("the loader's file went over the budget with its own blobs")
+	}
+	b.release(0, 60) // the loader's file holds 30: its 20 more fit
+	<-own
+	b.release(1, 30) // 50 in all: the file ahead's 30 fit
+	<-ahead
+
+	big := newByteBudget(context.Background(), 10)
+	if !big.acquire(5, 1000) {
+		t.Fatal("a blob larger than the budget did not pass alone")
+	}
+}
