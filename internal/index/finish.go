@@ -34,9 +34,12 @@ func (l *loader) finish(ctx context.Context) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if err := l.write(ctx, name, l.pkgs[name], results[i]); err != nil {
+		st := l.pkgs[name]
+		if err := l.write(ctx, name, st, results[i]); err != nil {
 			return err
 		}
+		// Done with them: let them go. describe needs only the package.
+		results[i], st.bundles, st.channels, st.cfg.Deprecations = analysis{}, nil, nil, nil
 	}
 	if err := l.flushAll(ctx); err != nil {
 		return err
@@ -57,8 +60,11 @@ func (l *loader) finish(ctx context.Context) error {
 type analysis struct {
 	// problem is operator-registry's verdict on the package, "" if valid.
 	problem string
-	// ranks maps the package's bundle ids to their place in version order.
-	ranks map[int64]int
+	// versions and ranks are, for each of the package's bundles, its
+	// parsed version (nil when it does not parse) and its place in version
+	// order.
+	versions []*semver.Version
+	ranks    []int
 	// edges are the skipRange upgrade edges: from, channel, to.
 	edges [][3]string
 }
@@ -74,7 +80,7 @@ func analyzeAll(ctx context.Context, names []string, pkgs map[string]*pkgState) 
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				results[i] = analyze(pkgs[names[i]])
+				results[i] = analyze(names[i], pkgs[names[i]])
 			}
 		}()
 	}
@@ -89,8 +95,40 @@ func analyzeAll(ctx context.Context, names []string, pkgs map[string]*pkgState) 
 	return results
 }
 
-func analyze(st *pkgState) analysis {
-	return analysis{problem: validate(st.cfg), ranks: rankOrder(st.bundles), edges: skipRangeEdges(st)}
+func analyze(name string, st *pkgState) analysis {
+	versions := make([]*semver.Version, len(st.bundles))
+	for i, b := range st.bundles {
+		if v, err := semver.Parse(b.version); err == nil {
+			versions[i] = &v
+		}
+	}
+	cfg := st.validationConfig(name)
+	return analysis{
+		problem:  validate(cfg),
+		versions: versions,
+		ranks:    rankOrder(st.bundles, versions),
+		edges:    skipRangeEdges(cfg.Channels, st.bundles, versions),
+	}
+}
+
+// validationConfig is the package as operator-registry's validation reads
+// it: the package's own blobs, and its bundles (repeats included) with the
+// properties validation reads and a stand-in for their objects, whose
+// content it does not read.
+func (st *pkgState) validationConfig(name string) declcfg.DeclarativeConfig {
+	cfg := st.cfg
+	cfg.Channels = make([]declcfg.Channel, len(st.channels))
+	for i, blob := range st.channels {
+		_ = json.Unmarshal(blob, &cfg.Channels[i]) // it decoded when it was loaded
+	}
+	cfg.Bundles = make([]declcfg.Bundle, len(st.bundles))
+	for i, b := range st.bundles {
+		cfg.Bundles[i] = declcfg.Bundle{Schema: declcfg.SchemaBundle, Name: b.name, Package: name, Image: b.image, Properties: b.props}
+		if b.objects {
+			cfg.Bundles[i].Objects = []string{""}
+		}
+	}
+	return cfg
 }
 
 // write stores a package's problems, bundles and skipRange edges.
@@ -101,15 +139,18 @@ func (l *loader) write(ctx context.Context, name string, st *pkgState, a analysi
 		}
 		l.stats.Problems++
 	}
-	for _, b := range st.bundles {
+	for i, b := range st.bundles {
+		if b.id == 0 {
+			continue
+		}
 		var major, minor, patch any
 		var pre string
-		if v := b.semver; v != nil {
+		if v := a.versions[i]; v != nil {
 			major, minor, patch = int64(v.Major), int64(v.Minor), int64(v.Patch)
 			pre = preRelease(*v)
 		}
 		if err := l.insert(ctx, "bundles", b.id, name, b.name, b.version, b.release, b.image, b.blobID,
-			major, minor, patch, pre, a.ranks[b.id]); err != nil {
+			major, minor, patch, pre, a.ranks[i]); err != nil {
 			return fmt.Errorf("index bundle %q of package %q: %w", b.name, name, err)
 		}
 	}
@@ -135,27 +176,43 @@ func validate(cfg declcfg.DeclarativeConfig) string {
 	return ""
 }
 
-// rankOrder places the package's bundles in semver order, so "newest first"
-// is an indexed ORDER BY on the rank (0 = lowest). Versions that do not
-// parse sort below all others; ties go by bundle name.
-func rankOrder(bundles []bundleRow) map[int64]int {
-	sorted := slices.Clone(bundles)
-	slices.SortStableFunc(sorted, func(a, b bundleRow) int {
+// preRelease returns the pre-release part of v as written ("" for a release).
+func preRelease(v semver.Version) string {
+	parts := make([]string, len(v.Pre))
+	for i, p := range v.Pre {
+		parts[i] = p.String()
+	}
+	return strings.Join(parts, ".")
+}
+
+// rankOrder places the package's indexed bundles in semver order, so
+// "newest first" is an indexed ORDER BY on the rank (0 = lowest), and
+// returns each bundle's rank. Versions that do not parse sort below all
+// others; ties go by bundle name.
+func rankOrder(bundles []bundleRow, versions []*semver.Version) []int {
+	var order []int
+	for i, b := range bundles {
+		if b.id != 0 {
+			order = append(order, i)
+		}
+	}
+	slices.SortStableFunc(order, func(i, j int) int {
+		a, b := versions[i], versions[j]
 		switch {
-		case a.semver == nil && b.semver != nil:
+		case a == nil && b != nil:
 			return -1
-		case a.semver != nil && b.semver == nil:
+		case a != nil && b == nil:
 			return 1
-		case a.semver != nil && b.semver != nil:
-			if c := a.semver.Compare(*b.semver); c != 0 {
+		case a != nil && b != nil:
+			if c := a.Compare(*b); c != 0 {
 				return c
 			}
 		}
-		return strings.Compare(a.name, b.name)
+		return strings.Compare(bundles[i].name, bundles[j].name)
 	})
-	ranks := make(map[int64]int, len(sorted))
-	for rank, b := range sorted {
-		ranks[b.id] = rank
+	ranks := make([]int, len(bundles))
+	for rank, i := range order {
+		ranks[i] = rank
 	}
 	return ranks
 }
@@ -165,10 +222,10 @@ func rankOrder(bundles []bundleRow) map[int64]int {
 // indexed lookup rather than an evaluation of every range in the package.
 // Ranges are parsed with blang/semver's ParseRange, as operator-registry
 // does; one that does not parse matches nothing (validation reports it).
-func skipRangeEdges(st *pkgState) [][3]string {
+func skipRangeEdges(channels []declcfg.Channel, bundles []bundleRow, versions []*semver.Version) [][3]string {
 	var edges [][3]string
 	seen := map[string]bool{}
-	for _, ch := range st.cfg.Channels {
+	for _, ch := range channels {
 		if seen[ch.Name] {
 			continue // a duplicate channel: the first one is the indexed one
 		}
@@ -181,8 +238,8 @@ func skipRangeEdges(st *pkgState) [][3]string {
 			if err != nil {
 				continue
 			}
-			for _, b := range st.bundles {
-				if b.semver != nil && b.name != e.Name && inRange(*b.semver) {
+			for i, b := range bundles {
+				if v := versions[i]; b.id != 0 && v != nil && b.name != e.Name && inRange(*v) {
 					edges = append(edges, [3]string{b.name, ch.Name, e.Name})
 				}
 			}

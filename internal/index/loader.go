@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/blang/semver/v4"
 	"github.com/jmoiron/sqlx"
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
 	"github.com/operator-framework/operator-registry/alpha/property"
@@ -34,8 +33,17 @@ type loader struct {
 	bundleID, entryID int64
 }
 
+// pkgState is what the loader keeps of a package until finish. It is
+// what memory grows with, per bundle, so bundles are kept as compact rows
+// rather than as declcfg.Bundles (see validationConfig).
 type pkgState struct {
-	cfg     declcfg.DeclarativeConfig
+	// cfg holds the package's olm.package and olm.deprecations blobs; its
+	// channels are in channels and its bundles in bundles.
+	cfg declcfg.DeclarativeConfig
+	// channels are the package's olm.channel blobs as JSON, which is a
+	// third of the size of a decoded declcfg.Channel.
+	channels [][]byte
+	// bundles are the package's bundles in walk order, repeats included.
 	bundles []bundleRow
 	// bundleIDs maps the package's indexed bundles to their ids.
 	bundleIDs map[string]int64
@@ -43,12 +51,17 @@ type pkgState struct {
 	heads map[string]string
 }
 
-// bundleRow is a bundle's row, written once its version rank is known.
+// bundleRow is a bundle's row, written once its version rank is known, and
+// what validation reads of the bundle.
 type bundleRow struct {
+	// id is 0 for a bundle that repeats an earlier one's name: it is not
+	// indexed, only validated.
 	id, blobID                    int64
 	name, version, release, image string
-	// semver is the parsed version, nil when it does not parse.
-	semver *semver.Version
+	// props are the properties validation reads (see addBundle), and
+	// objects whether the bundle has any olm.bundle.object.
+	props   []property.Property
+	objects bool
 }
 
 // tables are the columns the loader inserts, per table.
@@ -177,7 +190,7 @@ func (l *loader) add(ctx context.Context, b blob) error {
 	case *declcfg.Package:
 		l.addPackage(v)
 	case *declcfg.Channel:
-		return l.addChannel(ctx, v)
+		return l.addChannel(ctx, v, m.Blob)
 	case *declcfg.Bundle:
 		return l.addBundle(ctx, v, blobID, b.valueStarts)
 	case *declcfg.Deprecation:
@@ -196,9 +209,9 @@ func (l *loader) addPackage(p *declcfg.Package) {
 	st.cfg.Packages = append(st.cfg.Packages, *p)
 }
 
-func (l *loader) addChannel(ctx context.Context, c *declcfg.Channel) error {
+func (l *loader) addChannel(ctx context.Context, c *declcfg.Channel, blob []byte) error {
 	st := l.pkg(c.Package)
-	st.cfg.Channels = append(st.cfg.Channels, *c)
+	st.channels = append(st.channels, blob)
 	if _, seen := st.heads[c.Name]; seen {
 		return nil // a duplicate: validation records it, the first one answers
 	}
@@ -305,33 +318,27 @@ func (l *loader) addBundle(ctx context.Context, b *declcfg.Bundle, blobID int64,
 		}
 		decodes = decodes && err == nil
 	}
-	light := declcfg.Bundle{Schema: b.Schema, Name: b.Name, Package: b.Package, Image: b.Image, Properties: kept}
+	row := bundleRow{blobID: blobID, name: b.Name, version: pkgProp.Version, release: pkgProp.Release, image: b.Image, props: kept}
 	if !decodes {
 		// Validation reports the first property that does not decode, by
 		// its position: it gets them all, so the report is its own.
-		light.Properties = make([]property.Property, len(b.Properties))
+		row.props = make([]property.Property, len(b.Properties))
 		for i, p := range b.Properties {
-			light.Properties[i] = cloneProperty(p)
+			row.props[i] = cloneProperty(p)
 		}
 	}
 	for _, p := range b.Properties {
-		if p.Type == property.TypeBundleObject {
-			light.Objects = append(light.Objects, "") // validation only asks whether there is one
-		}
+		row.objects = row.objects || p.Type == property.TypeBundleObject
 	}
-	st.cfg.Bundles = append(st.cfg.Bundles, light)
 	if duplicate {
+		st.bundles = append(st.bundles, row)
 		return nil // validation reports it; the first one is indexed
 	}
-
+	row.id = id
+	st.bundles = append(st.bundles, row)
 	l.bundleID = id
 	st.bundleIDs[b.Name] = id
 	l.stats.Bundles++
-	row := bundleRow{id: id, blobID: blobID, name: b.Name, version: pkgProp.Version, release: pkgProp.Release, image: b.Image}
-	if v, err := semver.Parse(pkgProp.Version); err == nil {
-		row.semver = &v
-	}
-	st.bundles = append(st.bundles, row)
 
 	for i, ri := range b.RelatedImages {
 		if err := l.insert(ctx, "related_images", id, i, ri.Name, ri.Image); err != nil {
@@ -400,13 +407,4 @@ func (l *loader) addDeprecation(ctx context.Context, d *declcfg.Deprecation) err
 		}
 	}
 	return nil
-}
-
-// preRelease returns the pre-release part of v as written ("" for a release).
-func preRelease(v semver.Version) string {
-	parts := make([]string, len(v.Pre))
-	for i, p := range v.Pre {
-		parts[i] = p.String()
-	}
-	return strings.Join(parts, ".")
 }
