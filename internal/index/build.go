@@ -136,7 +136,10 @@ func load(ctx context.Context, db *sqlx.DB, src Source, builtAt time.Time) (Stat
 	}
 	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
 
-	l := newLoader(tx)
+	l, err := newLoader(ctx, tx)
+	if err != nil {
+		return Stats{}, err
+	}
 	defer l.close()
 
 	if err := walk(ctx, src.FS, buildLimits, l.add); err != nil {

@@ -497,6 +497,14 @@ func TestRepeatsIndexedOnce(t *testing.T) {
 	if n := count(t, db, `SELECT count(*) FROM provided_gvks`); n != 4 {
 		t.Errorf("%d provided GVK rows, want 2 for each of the 2 indexed bundles", n)
 	}
+	for _, table := range bundleParts {
+		if n := count(t, db, `SELECT count(*) FROM `+table+` WHERE bundle_id NOT IN (SELECT id FROM bundles)`); n != 0 {
+			t.Errorf("%s has %d rows of bundles that are not indexed", table, n)
+		}
+	}
+	if n := count(t, db, `SELECT count(*) FROM sqlite_schema WHERE name LIKE 'work%'`); n != 0 {
+		t.Errorf("%d work tables left in the index", n)
+	}
 	var defaultChannel string
 	if err := db.Get(&defaultChannel, `SELECT default_channel FROM packages WHERE name = 'p'`); err != nil || defaultChannel != "c" {
 		t.Errorf("default channel %q (%v), want the first package's c", defaultChannel, err)

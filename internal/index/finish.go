@@ -11,7 +11,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 
 	"github.com/blang/semver/v4"
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
@@ -19,45 +18,195 @@ import (
 )
 
 // finish does what needs a whole package: validation, version ranks,
-// skipRange edges, display metadata and the search entry. The computation
-// runs for all packages on every core; only the writes are serial. The
-// display metadata is read back from the index, so it is written after
-// everything else has been inserted.
+// skipRange edges, display metadata and the search entry. Packages are read
+// back from the work tables a few at a time, analyzed on every core, and
+// written in name order (the writes are serial), so memory holds a few
+// packages, not the catalog.
 func (l *loader) finish(ctx context.Context) error {
+	if err := l.flushAll(ctx); err != nil {
+		return err
+	}
 	names := make([]string, 0, len(l.pkgs))
 	for name := range l.pkgs {
 		names = append(names, name)
 	}
 	sort.Strings(names)
-	results := analyzeAll(ctx, names, l.pkgs)
+
+	// An analysis is started window packages ahead of the writes; on an
+	// early return, those under way finish into their buffered channels.
+	window := 2 * runtime.GOMAXPROCS(0)
+	results := make([]chan analysis, len(names))
+	start := func(i int) error {
+		pkg, err := l.readPackage(ctx, names[i])
+		if err != nil {
+			return fmt.Errorf("read package %q back: %w", names[i], err)
+		}
+		results[i] = make(chan analysis, 1)
+		go func() { results[i] <- analyze(pkg) }()
+		return nil
+	}
+	for i := range min(window, len(names)) {
+		if err := start(i); err != nil {
+			return err
+		}
+	}
 	for i, name := range names {
-		if err := ctx.Err(); err != nil {
+		var a analysis
+		select {
+		case a = <-results[i]:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		results[i] = nil
+		if err := l.write(ctx, a); err != nil {
 			return err
 		}
-		st := l.pkgs[name]
-		if err := l.write(ctx, name, st, results[i]); err != nil {
-			return err
+		if err := l.describe(ctx, a); err != nil {
+			return fmt.Errorf("index metadata of package %q: %w", name, err)
 		}
-		// Done with them: let them go. describe needs only the package.
-		results[i], st.bundles, st.channels, st.cfg.Deprecations = analysis{}, nil, nil, nil
+		if next := i + window; next < len(names) {
+			if err := start(next); err != nil {
+				return err
+			}
+		}
 	}
 	if err := l.flushAll(ctx); err != nil {
 		return err
 	}
-	for _, name := range names {
-		if err := ctx.Err(); err != nil {
+	// Their pages go to the free list, which the secondary indexes, created
+	// next, take up again.
+	if _, err := l.tx.ExecContext(ctx, `DROP TABLE work_blobs; DROP TABLE work_bundles`); err != nil {
+		return fmt.Errorf("drop work tables: %w", err)
+	}
+	return nil
+}
+
+// pkgData is a package as finish reads it back: its olm.package,
+// olm.channel and olm.deprecations blobs, and its bundles in walk order.
+// The reading is serial; decode, which runs with the analysis, is not.
+type pkgData struct {
+	name    string
+	blobs   []rawBlob
+	cfg     declcfg.DeclarativeConfig
+	bundles []bundleRow
+}
+
+type rawBlob struct {
+	schema string
+	data   []byte
+}
+
+// bundleRow is a bundle as the walk noted it: its row, and what validation
+// reads of it.
+type bundleRow struct {
+	id, blobID                    int64
+	name, version, release, image string
+	// repeat says an earlier bundle of the package has the same name; only
+	// the first is indexed.
+	repeat bool
+	// props are the properties validation reads (see addBundle), stored
+	// until decoded, and objects whether the bundle has any
+	// olm.bundle.object.
+	props       []property.Property
+	storedProps []byte
+	objects     bool
+}
+
+// storedProperty is how the work table keeps a property: a property
+// without a value stays without one.
+type storedProperty struct {
+	Type  string          `json:"type"`
+	Value json.RawMessage `json:"value,omitempty"`
+}
+
+// The statements that read a package back.
+const (
+	readBlobsQuery = `SELECT b.schema, CAST(b.data AS BLOB) FROM work_blobs w
+		JOIN blobs b ON b.id = w.blob_id WHERE w.package = ? ORDER BY w.blob_id`
+	readBundlesQuery = `SELECT id, blob_id, name, version, release, image, props, objects
+		FROM work_bundles WHERE package = ? ORDER BY id`
+)
+
+// readPackage reads a package back from the work tables.
+func (l *loader) readPackage(ctx context.Context, name string) (*pkgData, error) {
+	pkg := &pkgData{name: name}
+	err := l.each(ctx, readBlobsQuery, name, func(rows *sql.Rows) error {
+		var b rawBlob
+		if err := rows.Scan(&b.schema, &b.data); err != nil {
 			return err
 		}
-		if err := l.describe(ctx, name, l.pkgs[name]); err != nil {
-			return fmt.Errorf("index metadata of package %q: %w", name, err)
-		}
-		l.pkgs[name].cfg = declcfg.DeclarativeConfig{} // done with it: let it go
+		pkg.blobs = append(pkg.blobs, b)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	return l.flushAll(ctx)
+	seen := map[string]bool{}
+	err = l.each(ctx, readBundlesQuery, name, func(rows *sql.Rows) error {
+		var b bundleRow
+		if err := rows.Scan(&b.id, &b.blobID, &b.name, &b.version, &b.release, &b.image, &b.storedProps, &b.objects); err != nil {
+			return err
+		}
+		b.repeat = seen[b.name]
+		seen[b.name] = true
+		pkg.bundles = append(pkg.bundles, b)
+		return nil
+	})
+	return pkg, err
+}
+
+// each runs a prepared query with one argument and calls fn for each row.
+func (l *loader) each(ctx context.Context, query string, arg any, fn func(*sql.Rows) error) error {
+	stmt, ok := l.stmts[query]
+	if !ok {
+		var err error
+		if stmt, err = l.tx.PrepareContext(ctx, query); err != nil {
+			return err
+		}
+		l.stmts[query] = stmt
+	}
+	rows, err := stmt.QueryContext(ctx, arg)
+	if err != nil {
+		return err
+	}
+	return eachRow(rows, fn)
+}
+
+// decode decodes what readPackage read. Each blob decoded when it was
+// loaded, and each property list when it was stored.
+func (pkg *pkgData) decode() {
+	for _, b := range pkg.blobs {
+		switch b.schema {
+		case declcfg.SchemaPackage:
+			var p declcfg.Package
+			_ = json.Unmarshal(b.data, &p)
+			pkg.cfg.Packages = append(pkg.cfg.Packages, p)
+		case declcfg.SchemaChannel:
+			var c declcfg.Channel
+			_ = json.Unmarshal(b.data, &c)
+			pkg.cfg.Channels = append(pkg.cfg.Channels, c)
+		case declcfg.SchemaDeprecation:
+			var d declcfg.Deprecation
+			_ = json.Unmarshal(b.data, &d)
+			pkg.cfg.Deprecations = append(pkg.cfg.Deprecations, d)
+		}
+	}
+	pkg.blobs = nil
+	for i := range pkg.bundles {
+		b := &pkg.bundles[i]
+		var stored []storedProperty
+		_ = json.Unmarshal(b.storedProps, &stored)
+		b.props = make([]property.Property, len(stored))
+		for j, p := range stored {
+			b.props[j] = property.Property(p)
+		}
+		b.storedProps = nil
+	}
 }
 
 // analysis is what finish computes for one package.
 type analysis struct {
+	*pkgData
 	// problem is operator-registry's verdict on the package, "" if valid.
 	problem string
 	// versions and ranks are, for each of the package's bundles, its
@@ -69,45 +218,20 @@ type analysis struct {
 	edges [][3]string
 }
 
-// analyzeAll analyzes every package on every core and returns the results
-// in the order of names.
-func analyzeAll(ctx context.Context, names []string, pkgs map[string]*pkgState) []analysis {
-	results := make([]analysis, len(names))
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for w := 0; w < runtime.GOMAXPROCS(0); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				results[i] = analyze(names[i], pkgs[names[i]])
-			}
-		}()
-	}
-	for i := range names {
-		if ctx.Err() != nil {
-			break
-		}
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	return results
-}
-
-func analyze(name string, st *pkgState) analysis {
-	versions := make([]*semver.Version, len(st.bundles))
-	for i, b := range st.bundles {
+func analyze(pkg *pkgData) analysis {
+	pkg.decode()
+	versions := make([]*semver.Version, len(pkg.bundles))
+	for i, b := range pkg.bundles {
 		if v, err := semver.Parse(b.version); err == nil {
 			versions[i] = &v
 		}
 	}
-	cfg := st.validationConfig(name)
 	return analysis{
-		problem:  validate(cfg),
+		pkgData:  pkg,
+		problem:  validate(pkg.validationConfig()),
 		versions: versions,
-		ranks:    rankOrder(st.bundles, versions),
-		edges:    skipRangeEdges(cfg.Channels, st.bundles, versions),
+		ranks:    rankOrder(pkg.bundles, versions),
+		edges:    skipRangeEdges(pkg.cfg.Channels, pkg.bundles, versions),
 	}
 }
 
@@ -115,15 +239,11 @@ func analyze(name string, st *pkgState) analysis {
 // it: the package's own blobs, and its bundles (repeats included) with the
 // properties validation reads and a stand-in for their objects, whose
 // content it does not read.
-func (st *pkgState) validationConfig(name string) declcfg.DeclarativeConfig {
-	cfg := st.cfg
-	cfg.Channels = make([]declcfg.Channel, len(st.channels))
-	for i, blob := range st.channels {
-		_ = json.Unmarshal(blob, &cfg.Channels[i]) // it decoded when it was loaded
-	}
-	cfg.Bundles = make([]declcfg.Bundle, len(st.bundles))
-	for i, b := range st.bundles {
-		cfg.Bundles[i] = declcfg.Bundle{Schema: declcfg.SchemaBundle, Name: b.name, Package: name, Image: b.image, Properties: b.props}
+func (pkg *pkgData) validationConfig() declcfg.DeclarativeConfig {
+	cfg := pkg.cfg
+	cfg.Bundles = make([]declcfg.Bundle, len(pkg.bundles))
+	for i, b := range pkg.bundles {
+		cfg.Bundles[i] = declcfg.Bundle{Schema: declcfg.SchemaBundle, Name: b.name, Package: pkg.name, Image: b.image, Properties: b.props}
 		if b.objects {
 			cfg.Bundles[i].Objects = []string{""}
 		}
@@ -131,16 +251,25 @@ func (st *pkgState) validationConfig(name string) declcfg.DeclarativeConfig {
 	return cfg
 }
 
-// write stores a package's problems, bundles and skipRange edges.
-func (l *loader) write(ctx context.Context, name string, st *pkgState, a analysis) error {
+// bundleParts are the tables that hold a bundle's parts by bundle id.
+var bundleParts = []string{"properties", "related_images", "provided_gvks", "required_gvks", "required_packages"}
+
+// write stores a package's problems, bundles and skipRange edges, and
+// removes the parts the walk stored for bundles that repeat a name.
+func (l *loader) write(ctx context.Context, a analysis) error {
 	if a.problem != "" {
-		if err := l.insert(ctx, "problems", name, a.problem); err != nil {
-			return fmt.Errorf("record problems of package %q: %w", name, err)
+		if err := l.insert(ctx, "problems", a.name, a.problem); err != nil {
+			return fmt.Errorf("record problems of package %q: %w", a.name, err)
 		}
 		l.stats.Problems++
 	}
-	for i, b := range st.bundles {
-		if b.id == 0 {
+	for i, b := range a.bundles {
+		if b.repeat {
+			for _, table := range bundleParts {
+				if _, err := l.tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE bundle_id = ?`, b.id); err != nil {
+					return fmt.Errorf("remove repeated bundle %q of package %q: %w", b.name, a.name, err)
+				}
+			}
 			continue
 		}
 		var major, minor, patch any
@@ -149,14 +278,15 @@ func (l *loader) write(ctx context.Context, name string, st *pkgState, a analysi
 			major, minor, patch = int64(v.Major), int64(v.Minor), int64(v.Patch)
 			pre = preRelease(*v)
 		}
-		if err := l.insert(ctx, "bundles", b.id, name, b.name, b.version, b.release, b.image, b.blobID,
+		if err := l.insert(ctx, "bundles", b.id, a.name, b.name, b.version, b.release, b.image, b.blobID,
 			major, minor, patch, pre, a.ranks[i]); err != nil {
-			return fmt.Errorf("index bundle %q of package %q: %w", b.name, name, err)
+			return fmt.Errorf("index bundle %q of package %q: %w", b.name, a.name, err)
 		}
+		l.stats.Bundles++
 	}
 	for _, e := range a.edges {
-		if err := l.insert(ctx, "skip_range_edges", name, e[0], e[1], e[2]); err != nil {
-			return fmt.Errorf("index skipRange edges of package %q: %w", name, err)
+		if err := l.insert(ctx, "skip_range_edges", a.name, e[0], e[1], e[2]); err != nil {
+			return fmt.Errorf("index skipRange edges of package %q: %w", a.name, err)
 		}
 	}
 	return nil
@@ -192,7 +322,7 @@ func preRelease(v semver.Version) string {
 func rankOrder(bundles []bundleRow, versions []*semver.Version) []int {
 	var order []int
 	for i, b := range bundles {
-		if b.id != 0 {
+		if !b.repeat {
 			order = append(order, i)
 		}
 	}
@@ -239,7 +369,7 @@ func skipRangeEdges(channels []declcfg.Channel, bundles []bundleRow, versions []
 				continue
 			}
 			for i, b := range bundles {
-				if v := versions[i]; b.id != 0 && v != nil && b.name != e.Name && inRange(*v) {
+				if v := versions[i]; !b.repeat && v != nil && b.name != e.Name && inRange(*v) {
 					edges = append(edges, [3]string{b.name, ch.Name, e.Name})
 				}
 			}
@@ -295,16 +425,16 @@ func displayOf(m property.CSVMetadata) Display {
 
 // describe writes the package's row, with the display metadata a console
 // shows for it (see Display), and its full-text search entry.
-func (l *loader) describe(ctx context.Context, name string, st *pkgState) error {
-	if len(st.cfg.Packages) == 0 {
+func (l *loader) describe(ctx context.Context, a analysis) error {
+	if len(a.cfg.Packages) == 0 {
 		return nil // bundles or channels of a package that was never declared
 	}
-	pkg := st.cfg.Packages[0]
+	pkg := a.cfg.Packages[0]
 	var meta property.CSVMetadata
 	var display any
-	if id, ok := st.bundleIDs[st.heads[pkg.DefaultChannel]]; ok {
+	if head, ok := a.defaultHead(pkg.DefaultChannel); ok {
 		var value string
-		err := l.tx.QueryRowContext(ctx, metadataQuery, id).Scan(&value)
+		err := l.tx.QueryRowContext(ctx, metadataQuery, head.id, head.blobID).Scan(&value)
 		switch {
 		case err == nil:
 			_ = json.Unmarshal([]byte(value), &meta) // only display data: a bad value shows nothing
@@ -322,7 +452,7 @@ func (l *loader) describe(ctx context.Context, name string, st *pkgState) error 
 	if pkg.Icon != nil {
 		iconData, iconType = pkg.Icon.Data, pkg.Icon.MediaType
 	}
-	if err := l.insert(ctx, "packages", name, pkg.DefaultChannel, pkg.Description, iconData, iconType, display); err != nil {
+	if err := l.insert(ctx, "packages", a.name, pkg.DefaultChannel, pkg.Description, iconData, iconType, display); err != nil {
 		return err
 	}
 	description := pkg.Description
@@ -332,8 +462,33 @@ func (l *loader) describe(ctx context.Context, name string, st *pkgState) error 
 	if short := meta.Annotations["description"]; short != "" {
 		description = short + "\n" + description
 	}
-	return l.insert(ctx, "package_search", name, meta.DisplayName, strings.Join(meta.Keywords, " "), meta.Provider.Name, description)
+	return l.insert(ctx, "package_search", a.name, meta.DisplayName, strings.Join(meta.Keywords, " "), meta.Provider.Name, description)
 }
 
-// metadataQuery reads the olm.csv.metadata of a bundle.
-const metadataQuery = `SELECT value FROM property_values WHERE bundle_id = ? AND type = 'olm.csv.metadata' ORDER BY position LIMIT 1`
+// defaultHead returns the indexed head of the named channel (the first
+// channel of that name), if it has one.
+func (pkg *pkgData) defaultHead(channel string) (bundleRow, bool) {
+	for _, c := range pkg.cfg.Channels {
+		if c.Name != channel {
+			continue
+		}
+		head, problem := channelHead(c.Entries)
+		if problem != "" {
+			return bundleRow{}, false
+		}
+		for _, b := range pkg.bundles {
+			if b.name == head && !b.repeat {
+				return b, true
+			}
+		}
+		return bundleRow{}, false
+	}
+	return bundleRow{}, false
+}
+
+// metadataQuery reads the olm.csv.metadata of a bundle, given its id and
+// its blob's, as the property_values view would: finish has not written
+// the bundle's row the view joins through yet.
+const metadataQuery = `SELECT coalesce(p.value, CAST(substr(CAST(b.data AS BLOB), p.value_start + 1, p.value_length) AS TEXT))
+	FROM properties p, blobs b WHERE p.bundle_id = ? AND p.type = 'olm.csv.metadata' AND b.id = ?
+	ORDER BY p.position LIMIT 1`

@@ -15,12 +15,13 @@ import (
 	"github.com/operator-framework/operator-registry/alpha/property"
 )
 
-// loader inserts blobs as they stream in. Besides the rows it writes, it
-// keeps a light copy of each package (everything but bundle object payloads,
-// which are most of a catalog's bytes) for what can only be done once a
-// package is complete: operator-registry's validation, version ranks and the
-// package's display metadata. Package and bundle rows are written then too,
-// when their rank and display are known.
+// loader inserts blobs as they stream in. What can only be done once a
+// package is complete (operator-registry's validation, version ranks,
+// skipRange edges, display metadata) is done by finish; until then a
+// package's bundles and blobs are noted in two work tables of the file
+// (see workTables), not in memory, so a build's memory does not grow with
+// the catalog. Package and bundle rows are written by finish, when their
+// rank and display are known.
 type loader struct {
 	tx    *sqlx.Tx
 	stmts map[string]*sql.Stmt
@@ -33,39 +34,42 @@ type loader struct {
 	bundleID, entryID int64
 }
 
-// pkgState is what the loader keeps of a package until finish. It is
-// what memory grows with, per bundle, so bundles are kept as compact rows
-// rather than as declcfg.Bundles (see validationConfig).
+// pkgState is what the loader keeps in memory of a package during the walk.
 type pkgState struct {
-	// cfg holds the package's olm.package and olm.deprecations blobs; its
-	// channels are in channels and its bundles in bundles.
-	cfg declcfg.DeclarativeConfig
-	// channels are the package's olm.channel blobs as JSON, which is a
-	// third of the size of a decoded declcfg.Channel.
-	channels [][]byte
-	// bundles are the package's bundles in walk order, repeats included.
-	bundles []bundleRow
-	// bundleIDs maps the package's indexed bundles to their ids.
-	bundleIDs map[string]int64
-	// heads maps a channel name to its head bundle ("" when it has none or several).
-	heads map[string]string
+	// declared says an olm.package blob was seen.
+	declared bool
+	// channels holds the names of the package's channels; the first channel
+	// of a name is the one indexed.
+	channels map[string]bool
 }
 
-// bundleRow is a bundle's row, written once its version rank is known, and
-// what validation reads of the bundle.
-type bundleRow struct {
-	// id is 0 for a bundle that repeats an earlier one's name: it is not
-	// indexed, only validated.
-	id, blobID                    int64
-	name, version, release, image string
-	// props are the properties validation reads (see addBundle), and
-	// objects whether the bundle has any olm.bundle.object.
-	props   []property.Property
-	objects bool
-}
+// workTables note, during the walk, what finish needs of each package: the
+// ids of its olm.package, olm.channel and olm.deprecations blobs, and a row
+// per bundle with what validation reads of it. They are dropped before the
+// load commits.
+const workTables = `
+CREATE TABLE work_blobs (
+    package TEXT    NOT NULL,
+    blob_id INTEGER NOT NULL,
+    PRIMARY KEY (package, blob_id)
+) WITHOUT ROWID;
+CREATE TABLE work_bundles (
+    package TEXT    NOT NULL,
+    id      INTEGER NOT NULL,
+    blob_id INTEGER NOT NULL,
+    name    TEXT    NOT NULL,
+    version TEXT    NOT NULL,
+    release TEXT    NOT NULL,
+    image   TEXT    NOT NULL,
+    props   TEXT    NOT NULL,
+    objects INTEGER NOT NULL,
+    PRIMARY KEY (package, id)
+) WITHOUT ROWID;`
 
 // tables are the columns the loader inserts, per table.
 var tables = map[string]string{
+	"work_blobs":          "package, blob_id",
+	"work_bundles":        "package, id, blob_id, name, version, release, image, props, objects",
 	"blobs":               "id, schema, package, name, offset, data",
 	"packages":            "name, default_channel, description, icon_data, icon_media_type, display",
 	"channels":            "package, name, properties, head, head_problem",
@@ -96,9 +100,12 @@ var textBytes = map[string]bool{"blobs.data": true}
 // 48 or 256).
 const insertParams = 96
 
-func newLoader(tx *sqlx.Tx) *loader {
+func newLoader(ctx context.Context, tx *sqlx.Tx) (*loader, error) {
+	if _, err := tx.ExecContext(ctx, workTables); err != nil {
+		return nil, fmt.Errorf("create work tables: %w", err)
+	}
 	return &loader{tx: tx, stmts: map[string]*sql.Stmt{}, pkgs: map[string]*pkgState{},
-		rows: map[string][]any{}, stats: Stats{Schemas: map[string]int{}}}
+		rows: map[string][]any{}, stats: Stats{Schemas: map[string]int{}}}, nil
 }
 
 func (l *loader) close() {
@@ -168,7 +175,7 @@ func (l *loader) flushAll(ctx context.Context) error {
 func (l *loader) pkg(name string) *pkgState {
 	p, ok := l.pkgs[name]
 	if !ok {
-		p = &pkgState{bundleIDs: map[string]int64{}, heads: map[string]string{}}
+		p = &pkgState{channels: map[string]bool{}}
 		l.pkgs[name] = p
 	}
 	return p
@@ -188,35 +195,38 @@ func (l *loader) add(ctx context.Context, b blob) error {
 
 	switch v := b.value.(type) {
 	case *declcfg.Package:
-		l.addPackage(v)
+		return l.addPackage(ctx, v, blobID)
 	case *declcfg.Channel:
-		return l.addChannel(ctx, v, m.Blob)
+		return l.addChannel(ctx, v, blobID)
 	case *declcfg.Bundle:
 		return l.addBundle(ctx, v, blobID, b.valueStarts)
 	case *declcfg.Deprecation:
-		return l.addDeprecation(ctx, v)
+		return l.addDeprecation(ctx, v, blobID)
 	}
 	return nil
 }
 
-// addPackage keeps the package for finish, which writes its row with its
+// addPackage notes the package for finish, which writes its row with its
 // display metadata. A repeated package is only validated (and reported).
-func (l *loader) addPackage(p *declcfg.Package) {
+func (l *loader) addPackage(ctx context.Context, p *declcfg.Package, blobID int64) error {
 	st := l.pkg(p.Name)
-	if len(st.cfg.Packages) == 0 {
+	if !st.declared {
+		st.declared = true
 		l.stats.Packages++
 	}
-	st.cfg.Packages = append(st.cfg.Packages, *p)
+	return l.insert(ctx, "work_blobs", p.Name, blobID)
 }
 
-func (l *loader) addChannel(ctx context.Context, c *declcfg.Channel, blob []byte) error {
+func (l *loader) addChannel(ctx context.Context, c *declcfg.Channel, blobID int64) error {
 	st := l.pkg(c.Package)
-	st.channels = append(st.channels, blob)
-	if _, seen := st.heads[c.Name]; seen {
+	if err := l.insert(ctx, "work_blobs", c.Package, blobID); err != nil {
+		return fmt.Errorf("index channel %q of package %q: %w", c.Name, c.Package, err)
+	}
+	if st.channels[c.Name] {
 		return nil // a duplicate: validation records it, the first one answers
 	}
+	st.channels[c.Name] = true
 	head, problem := channelHead(c.Entries)
-	st.heads[c.Name] = head
 	var headArg, problemArg any
 	if problem == "" {
 		headArg = head
@@ -288,10 +298,14 @@ type packageProperty struct {
 	Release     string `json:"release"`
 }
 
+// addBundle stores the bundle's parts (properties, related images, GVKs
+// and required packages) and notes its row for finish. A bundle repeating an
+// earlier one's name is stored the same way; finish, which sees the whole
+// package, removes its parts again and only validates it.
 func (l *loader) addBundle(ctx context.Context, b *declcfg.Bundle, blobID int64, valueStarts []int) error {
-	st := l.pkg(b.Package)
-	_, duplicate := st.bundleIDs[b.Name]
-	id := l.bundleID + 1
+	l.pkg(b.Package)
+	l.bundleID++
+	id := l.bundleID
 
 	var pkgProp packageProperty
 	var typed []typedRow
@@ -300,16 +314,18 @@ func (l *loader) addBundle(ctx context.Context, b *declcfg.Bundle, blobID int64,
 	// only checks that each value decodes; those are decoded here, into
 	// the same types, and left out when they do.
 	var kept []property.Property
-	decodes := true
+	decodes, objects := true, false
 	for i, p := range b.Properties {
 		var err error
 		switch p.Type {
 		case property.TypePackage:
 			err = json.Unmarshal(p.Value, &pkgProp)
-			kept = append(kept, cloneProperty(p))
+			kept = append(kept, p)
 		case property.TypeChannel:
 			err = json.Unmarshal(p.Value, &property.Channel{})
-			kept = append(kept, cloneProperty(p))
+			kept = append(kept, p)
+		case property.TypeBundleObject:
+			objects = true
 		default:
 			var row typedRow
 			if row, err = typedRowOf(id, i, p); err == nil && row.table != "" {
@@ -318,27 +334,18 @@ func (l *loader) addBundle(ctx context.Context, b *declcfg.Bundle, blobID int64,
 		}
 		decodes = decodes && err == nil
 	}
-	row := bundleRow{blobID: blobID, name: b.Name, version: pkgProp.Version, release: pkgProp.Release, image: b.Image, props: kept}
 	if !decodes {
 		// Validation reports the first property that does not decode, by
 		// its position: it gets them all, so the report is its own.
-		row.props = make([]property.Property, len(b.Properties))
-		for i, p := range b.Properties {
-			row.props[i] = cloneProperty(p)
-		}
+		kept = b.Properties
 	}
-	for _, p := range b.Properties {
-		row.objects = row.objects || p.Type == property.TypeBundleObject
+	props, err := storeProperties(kept)
+	if err != nil {
+		return fmt.Errorf("index bundle %q: %w", b.Name, err)
 	}
-	if duplicate {
-		st.bundles = append(st.bundles, row)
-		return nil // validation reports it; the first one is indexed
+	if err := l.insert(ctx, "work_bundles", b.Package, id, blobID, b.Name, pkgProp.Version, pkgProp.Release, b.Image, props, objects); err != nil {
+		return fmt.Errorf("index bundle %q: %w", b.Name, err)
 	}
-	row.id = id
-	st.bundles = append(st.bundles, row)
-	l.bundleID = id
-	st.bundleIDs[b.Name] = id
-	l.stats.Bundles++
 
 	for i, ri := range b.RelatedImages {
 		if err := l.insert(ctx, "related_images", id, i, ri.Name, ri.Image); err != nil {
@@ -364,10 +371,18 @@ func (l *loader) addBundle(ctx context.Context, b *declcfg.Bundle, blobID int64,
 	return nil
 }
 
-// cloneProperty copies a property whose value may be a slice of its blob,
-// so that keeping the property does not keep the whole blob.
-func cloneProperty(p property.Property) property.Property {
-	return property.Property{Type: p.Type, Value: bytes.Clone(p.Value)}
+// storeProperties encodes properties for the work table (see
+// storedProperty), values as they are.
+func storeProperties(props []property.Property) (string, error) {
+	stored := make([]storedProperty, len(props))
+	for i, p := range props {
+		stored[i] = storedProperty(p)
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	err := enc.Encode(stored)
+	return buf.String(), err
 }
 
 // typedRow is a row of one of the tables that hold a property type queries
@@ -398,9 +413,11 @@ func typedRowOf(bundleID int64, position int, p property.Property) (typedRow, er
 	return typedRow{}, nil
 }
 
-func (l *loader) addDeprecation(ctx context.Context, d *declcfg.Deprecation) error {
-	st := l.pkg(d.Package)
-	st.cfg.Deprecations = append(st.cfg.Deprecations, *d)
+func (l *loader) addDeprecation(ctx context.Context, d *declcfg.Deprecation, blobID int64) error {
+	if err := l.insert(ctx, "work_blobs", d.Package, blobID); err != nil {
+		return fmt.Errorf("index deprecations of package %q: %w", d.Package, err)
+	}
+	l.pkg(d.Package)
 	for _, e := range d.Entries {
 		if err := l.insert(ctx, "deprecations", d.Package, e.Reference.Schema, e.Reference.Name, e.Message); err != nil {
 			return fmt.Errorf("index deprecations of package %q: %w", d.Package, err)
