@@ -19,8 +19,9 @@ import (
 // package is complete (operator-registry's validation, version ranks,
 // skipRange edges, display metadata) is done by finish; until then a
 // package's bundles and blobs are noted in two work tables of the file
-// (see workTables), not in memory, so a build's memory does not grow with
-// the catalog. Package and bundle rows are written by finish, when their
+// (see workTables), not in memory, so a build's memory grows with neither
+// the catalog's bytes nor its bundles (only a little with its packages and
+// channels). Package and bundle rows are written by finish, when their
 // rank and display are known.
 type loader struct {
 	tx    *sqlx.Tx
