@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,7 +13,6 @@ import (
 	"github.com/go-logr/logr/testr"
 
 	"github.com/catalogd/catalogd/client"
-	"github.com/catalogd/catalogd/test/apivalidate"
 	"github.com/catalogd/catalogd/test/syncbuf"
 )
 
@@ -50,18 +48,6 @@ const extraPackage = `{"schema":"olm.package","name":"extra","defaultChannel":"s
 
 // brokenJSON does not parse.
 const brokenJSON = `{"schema":"olm.package","name":"extra",`
-
-// newClient returns an API client for base whose every answer is checked
-// against openapi.yaml.
-func newClient(t *testing.T, base string) *client.ClientWithResponses {
-	t.Helper()
-	hc := &http.Client{Transport: apivalidate.New(t).Transport(t, http.DefaultTransport), Timeout: 30 * time.Second}
-	c, err := client.NewClientWithResponses(base, client.WithHTTPClient(hc))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
 
 func getCatalog(t *testing.T, c *client.ClientWithResponses, name string) client.CatalogDetail {
 	t.Helper()

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/catalogd/catalogd/test/apivalidate"
 	"github.com/catalogd/catalogd/test/fbcfacts"
 	"github.com/catalogd/catalogd/test/registrytest"
 )
@@ -22,7 +23,7 @@ func TestServeKeepsRunningWithABrokenCatalog(t *testing.T) {
 
 	srv := startServe(t, "--data-dir", t.TempDir(), "--listen", "127.0.0.1:0",
 		"--catalog", "demo="+demoDir, "--catalog", "broken="+broken, "--priority", "broken=5")
-	api := newClient(t, srv.base)
+	api := apivalidate.NewClient(t, srv.base)
 
 	out := srv.out.String()
 	for _, want := range []string{
@@ -77,7 +78,7 @@ func TestServeDataDirFromAnotherRun(t *testing.T) {
 	broken := t.TempDir()
 	writeFile(t, filepath.Join(broken, "catalog.json"), brokenJSON)
 	other := startServe(t, "--data-dir", data, "--listen", "127.0.0.1:0", "--catalog", "demo="+broken)
-	got := getCatalog(t, newClient(t, other.base), "demo")
+	got := getCatalog(t, apivalidate.NewClient(t, other.base), "demo")
 	if got.State != "Pending" || got.Counts.Packages != 0 || got.LastError == "" {
 		t.Errorf("demo from a broken directory = %+v; want Pending without the other directory's index", got)
 	}
@@ -93,7 +94,7 @@ func TestServeImage(t *testing.T) {
 	args := []string{"--data-dir", data, "--listen", "127.0.0.1:0", "--catalog", "demo=" + ref, "--insecure-registry", reg.Host}
 
 	first := startServe(t, args...)
-	got := getCatalog(t, newClient(t, first.base), "demo")
+	got := getCatalog(t, apivalidate.NewClient(t, first.base), "demo")
 	facts := fbcfacts.Load(t, demoDir)
 	if got.State != "Serving" || got.Source != ref || got.Counts.Bundles != facts.CountBundles() || !strings.HasPrefix(got.ResolvedDigest, "sha256:") {
 		t.Errorf("demo from %s = %+v", ref, got)
@@ -119,7 +120,7 @@ func TestServeImageNotInsecure(t *testing.T) {
 	reg := registrytest.New(t)
 	reg.PushCatalog(t, "catalogs/demo:v1", demoDir, registrytest.PushOptions{})
 	srv := startServe(t, "--data-dir", t.TempDir(), "--listen", "127.0.0.1:0", "--catalog", "demo="+reg.Host+"/catalogs/demo:v1")
-	got := getCatalog(t, newClient(t, srv.base), "demo")
+	got := getCatalog(t, apivalidate.NewClient(t, srv.base), "demo")
 	if got.State != "Pending" || !strings.Contains(got.LastError, "plain HTTP") {
 		t.Errorf("demo = %+v; want Pending with a plain-HTTP error", got)
 	}

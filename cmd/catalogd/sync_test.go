@@ -16,6 +16,7 @@ import (
 	"github.com/catalogd/catalogd/internal/catalogs"
 	"github.com/catalogd/catalogd/internal/index"
 	"github.com/catalogd/catalogd/internal/query"
+	"github.com/catalogd/catalogd/test/apivalidate"
 	"github.com/catalogd/catalogd/test/fbcfacts"
 )
 
@@ -47,7 +48,7 @@ func TestSyncKeepsLastGoodIndex(t *testing.T) {
 	srv := &http.Server{Handler: query.New(reg, store, log)}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
-	api := newClient(t, "http://"+ln.Addr().String())
+	api := apivalidate.NewClient(t, "http://"+ln.Addr().String())
 	ctx := context.Background()
 	extra := filepath.Join(dir, "extra", "catalog.json")
 

@@ -7,8 +7,9 @@
 // break clients). JSON Lines bodies are checked line by line, and gzip bodies
 // are decompressed first.
 //
-// Use Check (or CheckRecorder) on answers a test already has, or wrap a
-// client's transport with Transport so that every answer is checked.
+// Use Check (or CheckRecorder) on answers a test already has, wrap a
+// client's transport with Transport so that every answer is checked, or get
+// a checked generated client from NewClient.
 package apivalidate
 
 import (
@@ -27,6 +28,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
@@ -34,6 +36,7 @@ import (
 	legacyrouter "github.com/getkin/kin-openapi/routers/legacy"
 
 	catalogd "github.com/catalogd/catalogd"
+	"github.com/catalogd/catalogd/client"
 )
 
 // Validator checks HTTP answers against the embedded API description.
@@ -52,6 +55,18 @@ func New(t testing.TB) *Validator {
 		t.Fatalf("apivalidate: %v", err)
 	}
 	return v
+}
+
+// NewClient returns a generated API client for the server at base whose
+// every answer is checked against the API description.
+func NewClient(t testing.TB, base string) *client.ClientWithResponses {
+	t.Helper()
+	hc := &http.Client{Transport: New(t).Transport(t, http.DefaultTransport), Timeout: 30 * time.Second}
+	c, err := client.NewClientWithResponses(base, client.WithHTTPClient(hc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 func newValidator(spec []byte) (*Validator, error) {

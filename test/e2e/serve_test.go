@@ -135,16 +135,6 @@ func (s *server) stop(t *testing.T) {
 	}
 }
 
-func newClient(t *testing.T, base string) *client.ClientWithResponses {
-	t.Helper()
-	hc := &http.Client{Transport: apivalidate.New(t).Transport(t, http.DefaultTransport), Timeout: 30 * time.Second}
-	c, err := client.NewClientWithResponses(base, client.WithHTTPClient(hc))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
 func sortedKeys[V any](m map[string]V) []string {
 	var keys []string
 	for k := range m {
@@ -185,7 +175,7 @@ func getDemo(t *testing.T, api *client.ClientWithResponses) client.CatalogDetail
 func TestServeDemo(t *testing.T) {
 	facts := fbcfacts.Load(t, demoDir)
 	srv := startServer(t, "--data-dir", t.TempDir(), "--catalog", "demo="+demoDir)
-	api := newClient(t, srv.base)
+	api := apivalidate.NewClient(t, srv.base)
 	ctx := context.Background()
 
 	want := fmt.Sprintf("demo: %d packages, %d channels, %d bundles", len(facts.Packages), facts.CountChannels(), facts.CountBundles())
@@ -262,7 +252,7 @@ func TestServeWatch(t *testing.T) {
 	broken := good[:len(good)/2]
 
 	srv := startServer(t, "--data-dir", t.TempDir(), "--catalog", "demo="+dir, "--watch")
-	api := newClient(t, srv.base)
+	api := apivalidate.NewClient(t, srv.base)
 	before := getDemo(t, api)
 	if before.State != client.CatalogStateServing || before.LastError != "" {
 		t.Fatalf("before the edit: %+v", before)
