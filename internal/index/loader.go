@@ -309,7 +309,6 @@ func (l *loader) addBundle(ctx context.Context, b *declcfg.Bundle, blobID int64,
 	id := l.bundleID
 
 	var pkgProp packageProperty
-	var typed []typedRow
 	// kept is what operator-registry's validation reads of the properties:
 	// olm.package and olm.channel. Of the other types it interprets, it
 	// only checks that each value decodes; those are decoded here, into
@@ -330,7 +329,9 @@ func (l *loader) addBundle(ctx context.Context, b *declcfg.Bundle, blobID int64,
 		default:
 			var row typedRow
 			if row, err = typedRowOf(id, i, p); err == nil && row.table != "" {
-				typed = append(typed, row)
+				if err := l.insert(ctx, row.table, row.values...); err != nil {
+					return fmt.Errorf("index property %d (%s) of bundle %q: %w", i, p.Type, b.Name, err)
+				}
 			}
 		}
 		decodes = decodes && err == nil
@@ -361,11 +362,6 @@ func (l *loader) addBundle(ctx context.Context, b *declcfg.Bundle, blobID int64,
 			err = l.insert(ctx, "properties", id, i, p.Type, rawJSON(p.Value), nil, nil)
 		}
 		if err != nil {
-			return fmt.Errorf("index properties of bundle %q: %w", b.Name, err)
-		}
-	}
-	for _, row := range typed {
-		if err := l.insert(ctx, row.table, row.values...); err != nil {
 			return fmt.Errorf("index properties of bundle %q: %w", b.Name, err)
 		}
 	}
