@@ -2,29 +2,20 @@ package main
 
 import (
 	"errors"
-	"flag"
-	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/catalogd/catalogd/internal/catalogsync"
 )
-
-// usageError is a mistake in the command line: exit code 2, and a hint to
-// read the usage, instead of a runtime failure's exit code 1.
-type usageError struct{ err error }
-
-func (e usageError) Error() string { return e.err.Error() }
-func (e usageError) Unwrap() error { return e.err }
-
-func usagef(format string, args ...any) error {
-	return usageError{fmt.Errorf(format, args...)}
-}
 
 // catalogFlag is one --catalog, with its --priority.
 type catalogFlag struct {
@@ -42,11 +33,16 @@ type serveConfig struct {
 	listen   string
 	dataDir  string
 	watch    bool
-	// verbosity is the logr V-level up to which logs are written.
-	verbosity          int
+	// pollInterval is how often image tags are resolved again; 0 never.
+	pollInterval       time.Duration
+	syncTimeout        time.Duration
 	insecureRegistries []string
 	caFile             string
 	caBundle           []byte
+	tlsCert, tlsKey    string
+
+	// Raw values of the repeatable flags, validated by complete.
+	catalogArgs, priorityArgs []string
 }
 
 // hasImages reports whether any catalog comes from an image.
@@ -59,122 +55,86 @@ func (c serveConfig) hasImages() bool {
 	return false
 }
 
-const serveUsage = `Usage: catalogd serve --catalog NAME=DIR|IMAGE [--catalog ...] --data-dir DIR [flags]
-
-Index file-based catalogs into SQLite under --data-dir and serve the catalog
-API on --listen. A catalog that fails to index stays listed in /catalogs with
-the reason in lastError while the others serve.
-
-Flags:
-`
-
-// newServeFlags declares the flags of `catalogd serve` on a new FlagSet and
-// returns it with the raw values the repeatable flags collect.
-func newServeFlags(cfg *serveConfig, catalogArgs, priorityArgs *[]string) *flag.FlagSet {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(io.Discard) // errors are reported by run, usage by printUsage
-	fs.Func("catalog", "serve catalog `NAME=DIR|IMAGE`: DIR is a file-based catalog directory, IMAGE a\n"+
-		"catalog image with its registry host (quay.io/org/catalog:tag); repeatable", func(v string) error {
-		*catalogArgs = append(*catalogArgs, v)
-		return nil
-	})
-	fs.Func("priority", "give catalogs priorities as `NAME=N` (int32, default 0; higher answers first); repeatable", func(v string) error {
-		*priorityArgs = append(*priorityArgs, v)
-		return nil
-	})
-	fs.StringVar(&cfg.listen, "listen", "127.0.0.1:8080", "serve the API on this `host:port` (port 0 picks a free one)")
-	fs.StringVar(&cfg.dataDir, "data-dir", "", "keep indexes (and unpacked images) in `DIR`; required")
-	fs.BoolVar(&cfg.watch, "watch", false, "re-index a directory catalog when its files change; a broken edit keeps the last good index serving")
-	fs.IntVar(&cfg.verbosity, "v", 0, "log verbosity `N`: 0 start-up and failures, 1 each index build, 2 each file event")
-	fs.Func("insecure-registry", "talk plain HTTP to the registry at `host[:port]`; repeatable", func(v string) error {
-		if v == "" || strings.ContainsAny(v, "/ ") {
-			return errors.New("want host or host:port")
-		}
-		cfg.insecureRegistries = append(cfg.insecureRegistries, v)
-		return nil
-	})
-	fs.StringVar(&cfg.caFile, "ca-file", "", "also trust the PEM certificates in `FILE` for registries")
-	return fs
+// bind declares the flags of `catalogd serve` on fs.
+func (c *serveConfig) bind(fs *pflag.FlagSet) {
+	fs.StringArrayVar(&c.catalogArgs, "catalog", nil, "serve catalog `NAME=DIR|IMAGE`: DIR is a file-based catalog directory, IMAGE a\n"+
+		"catalog image with its registry host (quay.io/org/catalog:tag); repeatable")
+	fs.StringArrayVar(&c.priorityArgs, "priority", nil, "give catalogs priorities as `NAME=N` (int32, default 0; higher answers first); repeatable")
+	fs.StringVar(&c.listen, "listen", "127.0.0.1:8080", "serve the API on this `host:port` (port 0 picks a free one)")
+	fs.StringVar(&c.dataDir, "data-dir", "", "keep indexes (and unpacked images) in `DIR`; required")
+	fs.BoolVar(&c.watch, "watch", false, "re-index a directory catalog when its files change; a broken edit keeps the last good index serving")
+	fs.DurationVar(&c.pollInterval, "poll-interval", 0, "resolve image tags again this often and index new content (0: only at start-up and on failure)")
+	fs.DurationVar(&c.syncTimeout, "sync-timeout", catalogsync.DefaultSyncTimeout, "deadline of one catalog sync (resolve, pull, unpack, index)")
+	fs.StringArrayVar(&c.insecureRegistries, "insecure-registry", nil, "talk plain HTTP to the registry at `host[:port]`; repeatable")
+	fs.StringVar(&c.caFile, "ca-file", "", "also trust the PEM certificates in `FILE` for registries")
+	fs.StringVar(&c.tlsCert, "tls-cert", "", "serve HTTPS with the PEM certificate in `FILE`, reloaded when it changes")
+	fs.StringVar(&c.tlsKey, "tls-key", "", "PEM private key of --tls-cert")
 }
 
-// printUsage writes the usage of `catalogd serve`, with long flags spelt as
-// --name, the way the README and the Makefile spell them (the flag package
-// takes one dash or two).
-func printUsage(w io.Writer, fs *flag.FlagSet) {
-	fmt.Fprint(w, serveUsage)
-	fs.VisitAll(func(f *flag.Flag) {
-		arg, usage := flag.UnquoteUsage(f)
-		line := "  --" + f.Name
-		if len(f.Name) == 1 {
-			line = "  -" + f.Name
-		}
-		if arg != "" {
-			line += " " + arg
-		}
-		fmt.Fprintf(w, "%s\n    \t%s", line, strings.ReplaceAll(usage, "\n", "\n    \t"))
-		if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" {
-			fmt.Fprintf(w, " (default %s)", f.DefValue)
-		}
-		fmt.Fprintln(w)
-	})
-}
-
-// parseServe parses and validates the arguments of `catalogd serve`. It
-// returns flag.ErrHelp for -h, and a usageError for anything wrong.
-func parseServe(args []string, stdout io.Writer) (serveConfig, error) {
-	var (
-		cfg                       serveConfig
-		catalogArgs, priorityArgs []string
-	)
-	fs := newServeFlags(&cfg, &catalogArgs, &priorityArgs)
+// parseServe parses and validates the arguments of `catalogd serve` (tests
+// use it; the command itself parses through cobra).
+func parseServe(args []string) (serveConfig, error) {
+	var cfg serveConfig
+	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	cfg.bind(fs)
 	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			printUsage(stdout, fs)
-			return cfg, err
-		}
 		return cfg, usageError{err}
 	}
-	if fs.NArg() > 0 {
-		return cfg, usagef("unexpected argument %q (catalogs are given as --catalog NAME=DIR)", fs.Arg(0))
+	return cfg, cfg.complete(fs.Args())
+}
+
+// complete validates the parsed flags; args are the positional arguments.
+func (cfg *serveConfig) complete(args []string) error {
+	if len(args) > 0 {
+		return usagef("unexpected argument %q (catalogs are given as --catalog NAME=DIR)", args[0])
 	}
-	if len(catalogArgs) == 0 {
-		return cfg, usagef("no catalog to serve: give at least one --catalog NAME=DIR")
+	if len(cfg.catalogArgs) == 0 {
+		return usagef("no catalog to serve: give at least one --catalog NAME=DIR")
 	}
 	if cfg.dataDir == "" {
-		return cfg, usagef("--data-dir is required: it is where the indexes are kept")
+		return usagef("--data-dir is required: it is where the indexes are kept")
 	}
-	if cfg.verbosity < 0 || cfg.verbosity > 10 {
-		return cfg, usagef("-v %d: want a level from 0 to 10", cfg.verbosity)
+	if cfg.pollInterval < 0 {
+		return usagef("--poll-interval %s: want a positive duration, or 0 for no polling", cfg.pollInterval)
+	}
+	if (cfg.tlsCert == "") != (cfg.tlsKey == "") {
+		return usagef("--tls-cert and --tls-key go together: give both or neither")
+	}
+	for _, r := range cfg.insecureRegistries {
+		if r == "" || strings.ContainsAny(r, "/ ") {
+			return usagef("--insecure-registry %q: want host or host:port", r)
+		}
 	}
 
 	seen := map[string]int{} // name → index in cfg.catalogs
-	for _, arg := range catalogArgs {
+	for _, arg := range cfg.catalogArgs {
 		c, err := parseCatalog(arg)
 		if err != nil {
-			return cfg, err
+			return err
 		}
 		if _, dup := seen[c.name]; dup {
-			return cfg, usagef("--catalog %s: catalog %q is given twice", arg, c.name)
+			return usagef("--catalog %s: catalog %q is given twice", arg, c.name)
 		}
 		seen[c.name] = len(cfg.catalogs)
 		cfg.catalogs = append(cfg.catalogs, c)
 	}
 	prioritised := map[string]bool{}
-	for _, arg := range priorityArgs {
+	for _, arg := range cfg.priorityArgs {
 		n, v, ok := strings.Cut(arg, "=")
 		if !ok {
-			return cfg, usagef("--priority %s: want NAME=N", arg)
+			return usagef("--priority %s: want NAME=N", arg)
 		}
 		i, known := seen[n]
 		if !known {
-			return cfg, usagef("--priority %s: no --catalog is named %q", arg, n)
+			return usagef("--priority %s: no --catalog is named %q", arg, n)
 		}
 		if prioritised[n] {
-			return cfg, usagef("--priority %s: catalog %q is given a priority twice", arg, n)
+			return usagef("--priority %s: catalog %q is given a priority twice", arg, n)
 		}
 		p, err := strconv.ParseInt(v, 10, 32)
 		if err != nil {
-			return cfg, usagef("--priority %s: %q is not a 32-bit integer", arg, v)
+			return usagef("--priority %s: %q is not a 32-bit integer", arg, v)
 		}
 		prioritised[n] = true
 		cfg.catalogs[i].priority = int32(p)
@@ -182,11 +142,11 @@ func parseServe(args []string, stdout io.Writer) (serveConfig, error) {
 	if cfg.caFile != "" {
 		b, err := os.ReadFile(cfg.caFile)
 		if err != nil {
-			return cfg, usagef("--ca-file: %w", err)
+			return usagef("--ca-file: %w", err)
 		}
 		cfg.caBundle = b
 	}
-	return cfg, nil
+	return nil
 }
 
 // parseCatalog parses one NAME=DIR|IMAGE. A value naming an existing

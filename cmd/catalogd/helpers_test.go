@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -117,7 +116,7 @@ type running struct {
 // waits for the start-up summary (every catalog tried once).
 func startServe(t *testing.T, args ...string) running {
 	t.Helper()
-	cfg, err := parseServe(args, &bytes.Buffer{})
+	cfg, err := parseServe(args)
 	if err != nil {
 		t.Fatalf("parseServe(%q): %v", args, err)
 	}

@@ -3,122 +3,173 @@
 // `catalogd serve` indexes catalog directories (or images) given on the
 // command line and serves the catalog API, with no cluster needed; it is
 // what `make run` starts. `catalogd manager` runs in a cluster: the
-// ClusterCatalog controller and the same API (see internal/manager). Exit
-// codes: 0 after a clean shutdown (SIGINT or SIGTERM), 1 on a runtime
-// failure, 2 on a mistake in the command line.
+// ClusterCatalog controllers and the same API (see internal/manager). Both
+// keep their catalogs with the same catalog-sync service and expose the
+// API through the same HTTP server. Exit codes: 0 after a clean shutdown
+// (SIGINT or SIGTERM), 1 on a runtime failure, 2 on a mistake in the
+// command line.
 package main
 
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
+	"github.com/go-logr/logr"
+	"github.com/spf13/cobra"
 	"go.uber.org/zap/zapcore"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/catalogd/catalogd/internal/manager"
+	"github.com/catalogd/catalogd/internal/version"
 )
-
-const usage = `catalogd is a catalog server for OLM file-based catalogs.
-
-Usage:
-  catalogd serve --catalog NAME=DIR|IMAGE [--catalog ...] --data-dir DIR [flags]
-      index catalogs from directories or images and serve the API; no cluster needed
-  catalogd manager --data-dir DIR [flags]
-      run the ClusterCatalog controller and the API in a cluster
-  catalogd help
-
-Run 'catalogd serve -h' or 'catalogd manager -h' for the flags.
-`
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-// run dispatches to a subcommand and returns the process's exit code.
-func run(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
-		return 2
-	}
-	switch args[0] {
-	case "serve":
-		return runServe(args[1:], stdout, stderr)
-	case "manager":
-		return runManager(args[1:], stderr)
-	case "help", "-h", "-help", "--help":
-		fmt.Fprint(stdout, usage)
-		return 0
-	default:
-		fmt.Fprintf(stderr, "catalogd: unknown command %q\n\n%s", args[0], usage)
-		return 2
-	}
+// usageError is a mistake in the command line: exit code 2, and a hint to
+// read the usage, instead of a runtime failure's exit code 1.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func usagef(format string, args ...any) error {
+	return usageError{fmt.Errorf(format, args...)}
 }
 
-func runServe(args []string, stdout, stderr io.Writer) int {
-	cfg, err := parseServe(args, stdout)
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
+// logFlags are the logging flags every subcommand takes.
+type logFlags struct {
+	verbosity int
+	format    string
+}
+
+func (l *logFlags) bind(cmd *cobra.Command) {
+	cmd.PersistentFlags().IntVarP(&l.verbosity, "verbosity", "v", 0, "log verbosity: 0 start-up and failures, 1 each index build and request, 2 each file event")
+	cmd.PersistentFlags().StringVar(&l.format, "log-format", "console", "log format: console (for people) or json (for log collectors)")
+}
+
+// logger builds the process's logger from the flags.
+func (l *logFlags) logger(w io.Writer) (logr.Logger, error) {
+	if l.verbosity < 0 || l.verbosity > 10 {
+		return logr.Logger{}, usagef("--verbosity %d: want a level from 0 to 10", l.verbosity)
 	}
-	if err != nil {
-		return fail(stderr, err)
+	enc := zap.ConsoleEncoder()
+	switch l.format {
+	case "console":
+	case "json":
+		enc = zap.JSONEncoder()
+	default:
+		return logr.Logger{}, usagef("--log-format %q: want console or json", l.format)
 	}
-	log := zap.New(
-		zap.WriteTo(stderr),
-		zap.ConsoleEncoder(),
-		zap.Level(zapcore.Level(-cfg.verbosity)),
+	return zap.New(
+		zap.WriteTo(w),
+		enc,
+		zap.Level(zapcore.Level(-l.verbosity)),
 		// Failures here are about catalogs, not code: a stack trace on
 		// each would bury the message.
 		zap.StacktraceLevel(zapcore.DPanicLevel),
-	)
-
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	// After the first signal, a second one ends the process at once.
-	context.AfterFunc(ctx, stop)
-
-	ln, err := net.Listen("tcp", cfg.listen)
-	if err != nil {
-		return fail(stderr, fmt.Errorf("listen on %s: %w", cfg.listen, err))
-	}
-	if err := serve(ctx, cfg, ln, stdout, log); err != nil {
-		return fail(stderr, err)
-	}
-	return 0
+	), nil
 }
 
-func runManager(args []string, stderr io.Writer) int {
-	// Parsed here first only to tell a usage error (exit 2) from a failure.
-	if _, _, err := manager.ParseFlags(args, stderr); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		fmt.Fprintf(stderr, "catalogd manager: %v\n", err)
-		return 2
-	}
+// signalContext ends on SIGINT or SIGTERM; after the first signal, a second
+// one ends the process at once.
+func signalContext() (context.Context, context.CancelFunc) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	context.AfterFunc(ctx, stop)
-	if err := manager.Run(ctx, args); err != nil {
-		fmt.Fprintf(stderr, "catalogd manager: %v\n", err)
-		return 1
-	}
-	return 0
+	return ctx, stop
 }
 
-// fail reports err and returns its exit code: 2 for a usage error.
-func fail(stderr io.Writer, err error) int {
+// newRoot builds the command tree.
+func newRoot(stdout, stderr io.Writer) *cobra.Command {
+	var logs logFlags
+	root := &cobra.Command{
+		Use:           "catalogd",
+		Short:         "catalogd is a catalog server for OLM file-based catalogs.",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.CompletionOptions.DisableDefaultCmd = true
+	logs.bind(root)
+
+	root.AddCommand(&cobra.Command{
+		Use:   "version",
+		Short: "print the version of this build",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			_, err := fmt.Fprintln(cmd.OutOrStdout(), "catalogd", version.String())
+			return err
+		},
+	})
+	root.AddCommand(newServeCommand(&logs))
+	root.AddCommand(newManagerCommand(&logs))
+	return root
+}
+
+func newManagerCommand(logs *logFlags) *cobra.Command {
+	var cfg manager.Config
+	cmd := &cobra.Command{
+		Use:   "manager --data-dir DIR [flags]",
+		Short: "run the ClusterCatalog controllers and the API in a cluster",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := cfg.Complete(); err != nil {
+				return usageError{err}
+			}
+			log, err := logs.logger(cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			ctrl.SetLogger(log)
+			restCfg, err := ctrl.GetConfig()
+			if err != nil {
+				return fmt.Errorf("load kubeconfig: %w", err)
+			}
+			cfg.UserAgent = "catalogd/" + version.String()
+			log.Info("catalogd manager starting", "version", version.String())
+			ctx, stop := signalContext()
+			defer stop()
+			return manager.Run(ctx, restCfg, cfg, log)
+		},
+	}
+	cfg.BindFlags(cmd.Flags())
+	return cmd
+}
+
+// run executes the command line and returns the process's exit code.
+func run(args []string, stdout, stderr io.Writer) int {
+	root := newRoot(stdout, stderr)
+	root.SetArgs(args)
+	cmd, err := root.ExecuteC()
+	if err == nil {
+		return 0
+	}
 	var ue usageError
-	if errors.As(err, &ue) {
-		fmt.Fprintf(stderr, "catalogd serve: %v\nRun 'catalogd serve -h' for the flags.\n", err)
+	if errors.As(err, &ue) || isCobraUsage(err) {
+		fmt.Fprintf(stderr, "%s: %v\nRun '%s --help' for the flags.\n", cmd.CommandPath(), err, cmd.CommandPath())
 		return 2
 	}
-	fmt.Fprintf(stderr, "catalogd serve: %v\n", err)
+	fmt.Fprintf(stderr, "%s: %v\n", cmd.CommandPath(), err)
 	return 1
+}
+
+// isCobraUsage reports cobra's own complaints about the command line (an
+// unknown subcommand, stray arguments), which it returns as plain errors.
+func isCobraUsage(err error) bool {
+	for _, p := range []string{"unknown command", "unknown flag", "accepts ", "requires ", "invalid argument"} {
+		if strings.HasPrefix(err.Error(), p) {
+			return true
+		}
+	}
+	return false
 }

@@ -3,35 +3,69 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
+	"encoding/json"
 	"fmt"
 	"io"
-	stdlog "log"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/spf13/cobra"
 
+	"github.com/catalogd/catalogd/client"
 	"github.com/catalogd/catalogd/internal/catalogs"
+	"github.com/catalogd/catalogd/internal/catalogsync"
 	"github.com/catalogd/catalogd/internal/index"
 	"github.com/catalogd/catalogd/internal/query"
+	"github.com/catalogd/catalogd/internal/server"
 	"github.com/catalogd/catalogd/internal/source"
 	"github.com/catalogd/catalogd/internal/unpack"
+	"github.com/catalogd/catalogd/internal/version"
 )
 
-// shutdownGrace is how long in-flight requests get to finish on SIGINT or
-// SIGTERM before their connections are closed.
-const shutdownGrace = 10 * time.Second
+// newServeCommand is `catalogd serve`.
+func newServeCommand(logs *logFlags) *cobra.Command {
+	var cfg serveConfig
+	cmd := &cobra.Command{
+		Use:   "serve --catalog NAME=DIR|IMAGE [--catalog ...] --data-dir DIR [flags]",
+		Short: "index catalogs from directories or images and serve the API; no cluster needed",
+		Long: `Index file-based catalogs into SQLite under --data-dir and serve the catalog
+API on --listen. A catalog that fails to index stays listed in /catalogs with
+the reason in lastError while the others serve.`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := cfg.complete(args); err != nil {
+				return err
+			}
+			log, err := logs.logger(cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			log.Info("catalogd serve starting", "version", version.String())
+			ctx, stop := signalContext()
+			defer stop()
+			ln, err := net.Listen("tcp", cfg.listen)
+			if err != nil {
+				return fmt.Errorf("listen on %s: %w", cfg.listen, err)
+			}
+			return serve(ctx, cfg, ln, cmd.OutOrStdout(), log)
+		},
+	}
+	cfg.bind(cmd.Flags())
+	return cmd
+}
 
-// serve runs `catalogd serve` on ln until ctx ends: it indexes every catalog
-// (in parallel), serves the API meanwhile (catalogs answer as soon as their
-// index is live), prints a summary to out, and with cfg.watch re-indexes
-// directory catalogs as they change. A catalog that fails to index does not
-// stop the server: its LastError says why.
+// serve runs `catalogd serve` on ln until ctx ends: it registers the
+// indexes kept in the data directory (they answer at once), serves the API,
+// syncs every catalog (in parallel), prints a summary to out, then keeps
+// them current: failures are retried with backoff, image tags polled every
+// --poll-interval, and with --watch directories re-indexed as they change.
+// A catalog that fails to index does not stop the server: its LastError
+// says why.
 func serve(ctx context.Context, cfg serveConfig, ln net.Listener, out io.Writer, log logr.Logger) error {
 	defer ln.Close()
 	if err := os.MkdirAll(cfg.dataDir, 0o755); err != nil {
@@ -58,149 +92,91 @@ func serve(ctx context.Context, cfg serveConfig, ln net.Listener, out io.Writer,
 		if unpacker, err = unpack.New(unpack.Options{
 			CABundle:           cfg.caBundle,
 			InsecureRegistries: cfg.insecureRegistries,
-			UserAgent:          "catalogd",
+			UserAgent:          "catalogd/" + version.String(),
 			Logger:             log.WithName("unpack"),
 		}); err != nil {
 			return usageError{fmt.Errorf("--ca-file %s: %w", cfg.caFile, err)}
 		}
 	}
 
-	reg := catalogs.NewRegistry()
-	indexers := make([]*indexer, 0, len(cfg.catalogs))
+	table := catalogs.NewTable()
+	svc := catalogsync.New(catalogsync.Options{
+		Store:       store,
+		Table:       table,
+		Log:         log.WithName("sync"),
+		SyncTimeout: cfg.syncTimeout,
+		DataDir:     cfg.dataDir,
+	})
+	sources := map[string]catalogsync.Source{}
 	for _, c := range cfg.catalogs {
-		var src contentSource = dirSource{path: c.dir}
+		var src catalogsync.Source = catalogsync.DirSource{Path: c.dir}
 		if c.image != nil {
-			src = imageSource{ref: c.image, unpacker: unpacker, tmpDir: unpackDir}
+			src = catalogsync.ImageSource{Ref: c.image, Unpacker: unpacker, TempDir: unpackDir}
 		}
-		x, err := register(store, reg, c, src, log)
-		if err != nil {
-			return err
-		}
-		indexers = append(indexers, x)
+		sources[c.name] = src
 	}
-	if err := dropUnlisted(store, cfg, log); err != nil {
+	// An index of a catalog no longer listed, or one another source left
+	// under a listed name, is removed rather than served.
+	if err := svc.Prune(func(name, ref string) bool { return sources[name] != nil && sources[name].Built(ref) }); err != nil {
 		return err
 	}
+	svc.Load()
+	for _, c := range cfg.catalogs {
+		spec := catalogsync.Spec{Name: c.name, Source: sources[c.name], Priority: c.priority}
+		if c.image != nil {
+			spec.PollInterval = cfg.pollInterval
+		}
+		svc.Set(spec)
+	}
+	svc.MarkLoaded()
 
-	srv := &http.Server{
-		Handler:           query.New(reg, store, log.WithName("query")),
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       time.Minute,
-		// No WriteTimeout: /api/v1/all of a large catalog streams for as long
-		// as a slow client takes, and a fixed limit would cut it off.
-		IdleTimeout:    2 * time.Minute,
-		MaxHeaderBytes: 64 << 10,
-		ErrorLog:       stdlog.New(logWriter{log.WithName("http")}, "", 0),
-		// Requests keep the background context: cancelling them with ctx
-		// would cut off the in-flight requests Shutdown lets finish.
+	api := query.New(table, store, log.WithName("query"))
+	srv, err := server.New(server.Options{
+		API:         api,
+		Ready:       svc.Ready,
+		TLSCertFile: cfg.tlsCert,
+		TLSKeyFile:  cfg.tlsKey,
+		Log:         log.WithName("http"),
+	})
+	if err != nil {
+		return usageError{err}
 	}
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	base := "http://" + urlHost(ln.Addr())
+	go func() { served <- srv.Serve(ctx, ln) }()
+	base := srv.Scheme() + "://" + urlHost(ln.Addr())
 	fmt.Fprintf(out, "catalogd serving %s, indexes in %s\n", base, filepath.Join(cfg.dataDir, "index"))
-	log.Info("serving the catalog API", "address", ln.Addr().String(), "catalogs", len(indexers))
+	log.Info("serving the catalog API", "address", ln.Addr().String(), "catalogs", len(cfg.catalogs))
 
 	var background sync.WaitGroup
 	if cfg.watch {
-		for _, x := range indexers {
-			if d, ok := x.src.(dirSource); ok {
-				background.Go(func() { watch(ctx, x, d.path) })
-			} else {
-				fmt.Fprintf(out, "  (%s comes from an image: --watch does not apply to it)\n", x.name)
+		for _, c := range cfg.catalogs {
+			if c.image != nil {
+				fmt.Fprintf(out, "  (%s comes from an image: --watch does not apply to it)\n", c.name)
+				continue
 			}
+			background.Go(func() { watch(ctx, svc, c.name, c.dir, log) })
 		}
 	}
 
-	results := indexAll(ctx, indexers)
+	results := svc.SyncAll(ctx)
 	if ctx.Err() == nil {
-		printSummary(ctx, out, base, indexers, results, cfg.watch)
+		printSummary(out, base, cfg, api, results, cfg.watch)
 	}
+	background.Go(func() { _ = svc.Start(ctx) })
 
-	select {
-	case <-ctx.Done():
-		err = nil
-	case err = <-served:
-		err = fmt.Errorf("serve HTTP: %w", err)
-	}
+	err = <-served
 	log.Info("shutting down")
-	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
-	defer cancel()
-	if shutdownErr := srv.Shutdown(shutdownCtx); shutdownErr != nil {
-		err = errors.Join(err, fmt.Errorf("shut down HTTP server: %w", shutdownErr))
-		_ = srv.Close()
-	}
 	background.Wait()
 	return err
 }
 
-// register puts a catalog into the registry: Serving at once when --data-dir
-// holds an index built from the same source (it answers while the new one
-// builds), Pending otherwise. An index left there from another source under
-// the same name is removed rather than served under this catalog's name.
-func register(store *index.Store, reg *catalogs.Registry, c catalogFlag, src contentSource, log logr.Logger) (*indexer, error) {
-	state := catalogs.Pending
-	if info, ok := store.Info(c.name); ok {
-		if src.Built(info.SourceRef) {
-			state = catalogs.Serving
-		} else {
-			log.Info("removing an index built from another source", "catalog", c.name, "source", info.SourceRef)
-			if err := store.Remove(c.name); err != nil {
-				return nil, err
-			}
-		}
-	}
-	reg.Put(catalogs.Catalog{Name: c.name, Source: src.Describe(), Priority: c.priority, State: state})
-	return &indexer{name: c.name, src: src, store: store, reg: reg, log: log.WithValues("catalog", c.name)}, nil
-}
-
-// dropUnlisted removes indexes of catalogs no longer on the command line, so
-// that --data-dir does not grow with every catalog ever served from it.
-func dropUnlisted(store *index.Store, cfg serveConfig, log logr.Logger) error {
-	listed := map[string]bool{}
-	for _, c := range cfg.catalogs {
-		listed[c.name] = true
-	}
-	for _, name := range store.Catalogs() {
-		if !listed[name] {
-			log.Info("removing the index of a catalog that is no longer served", "catalog", name)
-			if err := store.Remove(name); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// outcome is how the first sync of one catalog went.
-type outcome struct {
-	res syncResult
-	err error
-}
-
-// indexAll syncs every catalog in parallel; each catalog is served as soon
-// as its own index is live.
-func indexAll(ctx context.Context, indexers []*indexer) []outcome {
-	results := make([]outcome, len(indexers))
-	var wg sync.WaitGroup
-	for i, x := range indexers {
-		wg.Go(func() {
-			res, err := x.sync(ctx)
-			results[i] = outcome{res, err}
-		})
-	}
-	wg.Wait()
-	return results
-}
-
 // watch re-indexes a directory catalog whenever its files change, until ctx
-// ends. A failed re-index has already been logged and recorded by sync.
-func watch(ctx context.Context, x *indexer, dir string) {
-	log := x.log.WithName("watch")
+// ends.
+func watch(ctx context.Context, svc *catalogsync.Service, name, dir string, log logr.Logger) {
+	log = log.WithName("watch").WithValues("catalog", name)
 	err := source.Watch(logr.NewContext(ctx, log), dir, source.DefaultDebounce, func() {
 		log.Info("catalog directory changed; re-indexing")
-		if res, err := x.sync(ctx); err == nil && res.rebuilt {
-			log.Info("re-indexed", "duration", res.duration.Round(time.Millisecond).String())
-		}
+		svc.Trigger(name)
 	})
 	if err != nil {
 		log.Error(err, "not watching the catalog directory any more")
@@ -208,42 +184,43 @@ func watch(ctx context.Context, x *indexer, dir string) {
 }
 
 // printSummary tells whoever started the server what each catalog holds,
-// what went wrong, and what to try first.
-func printSummary(ctx context.Context, out io.Writer, base string, indexers []*indexer, results []outcome, watching bool) {
+// what went wrong, and what to try first. It asks the API itself, so the
+// summary says what a client would be told, whether the index was just
+// built or kept from an earlier run.
+func printSummary(out io.Writer, base string, cfg serveConfig, api http.Handler, results map[string]catalogsync.Outcome, watching bool) {
 	var b bytes.Buffer
 	first := ""
-	for i, x := range indexers {
-		r := results[i]
-		if r.err != nil {
-			state := "Pending"
-			if _, ok := x.store.Info(x.name); ok {
-				state = "Serving its previous index"
-			}
-			fmt.Fprintf(&b, "  %s: NOT INDEXED (%s): %v\n", x.name, state, r.err)
+	for _, c := range cfg.catalogs {
+		detail, err := catalogDetail(api, c.name)
+		if err != nil {
+			fmt.Fprintf(&b, "  %s: cannot be read: %v\n", c.name, err)
 			continue
 		}
-		c, err := x.readCounts(ctx)
-		if err != nil {
-			fmt.Fprintf(&b, "  %s: indexed, but its index cannot be read: %v\n", x.name, err)
+		if r := results[c.name]; r.Err != nil {
+			state := "Pending"
+			if detail.IndexedAt != nil {
+				state = "Serving its previous index"
+			}
+			fmt.Fprintf(&b, "  %s: NOT INDEXED (%s): %v\n", c.name, state, r.Err)
 			continue
 		}
 		how := "unchanged since the last run"
-		if r.res.rebuilt {
-			how = "indexed in " + r.res.duration.Round(time.Millisecond).String()
+		if r := results[c.name]; r.Rebuilt {
+			how = "indexed in " + r.Duration.Round(time.Millisecond).String()
 		}
 		fmt.Fprintf(&b, "  %s: %d packages, %d channels, %d bundles (%s, from %s)\n",
-			x.name, c.packages, c.channels, c.bundles, how, x.src.Describe())
-		if n := len(c.problems); n > 0 {
-			fmt.Fprintf(&b, "    %d problems (the packages concerned still answer; all in %s/catalogs/%s):\n", n, base, x.name)
-			for _, p := range c.problems[:min(n, 3)] {
-				fmt.Fprintf(&b, "      %s\n", p)
+			c.name, detail.Counts.Packages, detail.Counts.Channels, detail.Counts.Bundles, how, c.value)
+		if n := len(detail.Problems); n > 0 {
+			fmt.Fprintf(&b, "    %d problems (the packages concerned still answer; all in %s/catalogs/%s):\n", n, base, c.name)
+			for _, p := range detail.Problems[:min(n, 3)] {
+				fmt.Fprintf(&b, "      %s: %s\n", p.Package, p.Message)
 			}
 			if n > 3 {
 				fmt.Fprintf(&b, "      ...\n")
 			}
 		}
 		if first == "" {
-			first = x.name
+			first = c.name
 		}
 	}
 	if watching {
@@ -257,6 +234,20 @@ func printSummary(ctx context.Context, out io.Writer, base string, indexers []*i
 	_, _ = out.Write(b.Bytes())
 }
 
+// catalogDetail asks api for GET /catalogs/{name}, in process.
+func catalogDetail(api http.Handler, name string) (client.CatalogDetail, error) {
+	rec := httptest.NewRecorder()
+	api.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/catalogs/"+name, nil))
+	var d client.CatalogDetail
+	if rec.Code != http.StatusOK {
+		return d, fmt.Errorf("GET /catalogs/%s: %d %s", name, rec.Code, bytes.TrimSpace(rec.Body.Bytes()))
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &d); err != nil {
+		return d, fmt.Errorf("GET /catalogs/%s: %w", name, err)
+	}
+	return d, nil
+}
+
 // urlHost turns a listen address into a host:port to put in a URL: an
 // unspecified address (":8080", "[::]:8080") becomes localhost.
 func urlHost(addr net.Addr) string {
@@ -268,13 +259,4 @@ func urlHost(addr net.Addr) string {
 		host = "localhost"
 	}
 	return net.JoinHostPort(host, port)
-}
-
-// logWriter sends the HTTP server's own messages (TLS handshake errors,
-// panics it recovered) to the structured log.
-type logWriter struct{ log logr.Logger }
-
-func (w logWriter) Write(p []byte) (int, error) {
-	w.log.Info(string(bytes.TrimRight(p, "\n")))
-	return len(p), nil
 }

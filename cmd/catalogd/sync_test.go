@@ -14,6 +14,7 @@ import (
 	"github.com/go-logr/logr/testr"
 
 	"github.com/catalogd/catalogd/internal/catalogs"
+	"github.com/catalogd/catalogd/internal/catalogsync"
 	"github.com/catalogd/catalogd/internal/index"
 	"github.com/catalogd/catalogd/internal/query"
 	"github.com/catalogd/catalogd/test/apivalidate"
@@ -32,11 +33,8 @@ func TestSyncKeepsLastGoodIndex(t *testing.T) {
 	dir := copyDemo(t)
 	facts := fbcfacts.Load(t, dir)
 	log := testr.New(t)
-	store, reg := newStoreAndRegistry(t, log)
-	x, err := register(store, reg, catalogFlag{name: "demo", dir: dir}, dirSource{path: dir}, log)
-	if err != nil {
-		t.Fatal(err)
-	}
+	store, reg, svc := newSyncService(t, log)
+	svc.Set(catalogsync.Spec{Name: "demo", Source: catalogsync.DirSource{Path: dir}})
 	if c, _ := reg.Get("demo"); c.State != catalogs.Pending {
 		t.Fatalf("before the first sync: state %s, want Pending", c.State)
 	}
@@ -123,7 +121,7 @@ func TestSyncKeepsLastGoodIndex(t *testing.T) {
 	for _, step := range steps {
 		t.Run(step.name, func(t *testing.T) {
 			step.edit(t)
-			res, err := x.sync(ctx)
+			res, err := svc.Sync(ctx, "demo", nil)
 			if step.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), step.wantErr) {
 					t.Fatalf("sync = %v; want an error containing %q", err, step.wantErr)
@@ -131,8 +129,8 @@ func TestSyncKeepsLastGoodIndex(t *testing.T) {
 			} else if err != nil {
 				t.Fatalf("sync: %v", err)
 			}
-			if err == nil && res.rebuilt != step.wantRebuilt {
-				t.Errorf("rebuilt = %v, want %v", res.rebuilt, step.wantRebuilt)
+			if err == nil && res.Rebuilt != step.wantRebuilt {
+				t.Errorf("rebuilt = %v, want %v", res.Rebuilt, step.wantRebuilt)
 			}
 
 			detail := getCatalog(t, api, "demo")
@@ -171,12 +169,9 @@ func TestFirstSyncFailureStaysPending(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "catalog.json"), brokenJSON)
 	log := testr.New(t)
-	store, reg := newStoreAndRegistry(t, log)
-	x, err := register(store, reg, catalogFlag{name: "broken", dir: dir}, dirSource{path: dir}, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := x.sync(context.Background()); err == nil {
+	_, reg, svc := newSyncService(t, log)
+	svc.Set(catalogsync.Spec{Name: "broken", Source: catalogsync.DirSource{Path: dir}})
+	if _, err := svc.Sync(context.Background(), "broken", nil); err == nil {
 		t.Fatal("sync of broken JSON succeeded")
 	}
 	c, _ := reg.Get("broken")
@@ -185,14 +180,15 @@ func TestFirstSyncFailureStaysPending(t *testing.T) {
 	}
 }
 
-// newStoreAndRegistry is an empty index store, closed when the test ends,
-// and an empty catalog registry.
-func newStoreAndRegistry(t *testing.T, log logr.Logger) (*index.Store, *catalogs.Registry) {
+// newSyncService is an empty index store, closed when the test ends, an
+// empty catalog table, and a sync service keeping the one in the other.
+func newSyncService(t *testing.T, log logr.Logger) (*index.Store, *catalogs.Table, *catalogsync.Service) {
 	t.Helper()
 	store, err := index.NewStore(t.TempDir(), log)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	return store, catalogs.NewRegistry()
+	table := catalogs.NewTable()
+	return store, table, catalogsync.New(catalogsync.Options{Store: store, Table: table, Log: log})
 }

@@ -1,7 +1,8 @@
-// Package catalogs owns the list of catalogs a server knows about and what is
-// known of each beyond its index: where it comes from, its priority, whether
-// its owner switched it off, and why its last rebuild failed. The controller
-// and `catalogd serve` write it; the query API reads it.
+// Package catalogs owns the in-memory table of the catalogs a server knows
+// about and what is known of each beyond its index: where it comes from, its
+// priority, whether its owner switched it off, and why its last rebuild
+// failed. The catalog-sync service (internal/catalogsync) is its one writer;
+// the HTTP API and the readiness check read it.
 package catalogs
 
 import (
@@ -31,24 +32,45 @@ type Catalog struct {
 	LastError string
 }
 
-// Registry is a concurrency-safe set of catalogs.
-type Registry struct {
+// Table is a concurrency-safe set of catalogs.
+type Table struct {
 	mu       sync.RWMutex
 	catalogs map[string]Catalog
+	// loaded is set once the table holds every catalog the server is meant
+	// to serve; until then a name it lacks may still be one of them.
+	loaded bool
 }
 
-// NewRegistry returns an empty registry.
-func NewRegistry() *Registry { return &Registry{catalogs: map[string]Catalog{}} }
+// NewTable returns an empty table.
+func NewTable() *Table { return &Table{catalogs: map[string]Catalog{}} }
+
+// MarkLoaded records that the table now lists every catalog the server is
+// meant to serve, so an unknown name is one it does not serve.
+func (r *Table) MarkLoaded() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.loaded = true
+}
+
+// Loaded reports whether MarkLoaded was called: before that, a name missing
+// from the table may be a catalog that is about to be listed (a restart
+// that has not read its catalogs yet), and should be answered "not yet",
+// not "no such catalog".
+func (r *Table) Loaded() bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.loaded
+}
 
 // Put adds or replaces a catalog.
-func (r *Registry) Put(c Catalog) {
+func (r *Table) Put(c Catalog) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.catalogs[c.Name] = c
 }
 
 // Update changes a known catalog in place; it reports false for an unknown one.
-func (r *Registry) Update(name string, change func(*Catalog)) bool {
+func (r *Table) Update(name string, change func(*Catalog)) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	c, ok := r.catalogs[name]
@@ -61,14 +83,14 @@ func (r *Registry) Update(name string, change func(*Catalog)) bool {
 }
 
 // Delete forgets a catalog.
-func (r *Registry) Delete(name string) {
+func (r *Table) Delete(name string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.catalogs, name)
 }
 
 // Get returns one catalog.
-func (r *Registry) Get(name string) (Catalog, bool) {
+func (r *Table) Get(name string) (Catalog, bool) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	c, ok := r.catalogs[name]
@@ -77,7 +99,7 @@ func (r *Registry) Get(name string) (Catalog, bool) {
 
 // List returns every catalog, higher priority first, then by name: the order
 // in which answers from several catalogs are given.
-func (r *Registry) List() []Catalog {
+func (r *Table) List() []Catalog {
 	r.mu.RLock()
 	out := make([]Catalog, 0, len(r.catalogs))
 	for _, c := range r.catalogs {

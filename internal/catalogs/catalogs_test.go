@@ -6,7 +6,7 @@ import (
 )
 
 func TestListOrder(t *testing.T) {
-	r := NewRegistry()
+	r := NewTable()
 	for _, c := range []Catalog{
 		{Name: "b", Priority: 0}, {Name: "a", Priority: 0}, {Name: "z", Priority: 10}, {Name: "m", Priority: -5},
 	} {
@@ -22,7 +22,7 @@ func TestListOrder(t *testing.T) {
 }
 
 func TestUpdate(t *testing.T) {
-	r := NewRegistry()
+	r := NewTable()
 	if r.Update("missing", func(c *Catalog) { c.State = Serving }) {
 		t.Error("Update of an unknown catalog reported success")
 	}
@@ -36,5 +36,16 @@ func TestUpdate(t *testing.T) {
 	r.Delete("a")
 	if _, ok := r.Get("a"); ok {
 		t.Error("Delete left the catalog")
+	}
+}
+
+func TestLoaded(t *testing.T) {
+	r := NewTable()
+	if r.Loaded() {
+		t.Fatal("a new table says it is loaded")
+	}
+	r.MarkLoaded()
+	if !r.Loaded() {
+		t.Error("MarkLoaded did not stick")
 	}
 }

@@ -1,14 +1,14 @@
-// Package manager runs `catalogd manager`: the ClusterCatalog controller and
-// the query API in one controller-runtime manager, sharing one index store
-// and one catalog registry.
+// Package manager runs `catalogd manager`: one controller-runtime manager
+// holding the ClusterCatalog controllers, the catalog-sync service and the
+// query API, sharing one index store and one catalog table. Only the status
+// writer is leader-elected: every replica syncs and serves.
 package manager
 
 import (
+	"cmp"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -18,32 +18,35 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	catalogdv1 "github.com/catalogd/catalogd/api/v1"
 	"github.com/catalogd/catalogd/internal/catalogs"
+	"github.com/catalogd/catalogd/internal/catalogsync"
 	"github.com/catalogd/catalogd/internal/index"
 	"github.com/catalogd/catalogd/internal/query"
 	"github.com/catalogd/catalogd/internal/reconcile"
+	"github.com/catalogd/catalogd/internal/server"
 	"github.com/catalogd/catalogd/internal/unpack"
 )
 
-// Config is the parsed command line of `catalogd manager`.
+// Config is the command line of `catalogd manager`.
 type Config struct {
-	Kubeconfig         string
 	DataDir            string
 	Listen             string
 	MetricsBindAddress string
@@ -54,69 +57,71 @@ type Config struct {
 	GlobalPullSecret   types.NamespacedName
 	// ServiceAccount's imagePullSecrets are used for pulls before the
 	// global pull secret, as for a pod running as that account.
-	ServiceAccount      types.NamespacedName
-	CAFile              string
-	InsecureRegistries  []string
-	ShutdownGracePeriod time.Duration
+	ServiceAccount          types.NamespacedName
+	CAFile                  string
+	InsecureRegistries      []string
+	TLSCertFile, TLSKeyFile string
+	ShutdownGracePeriod     time.Duration
+	MaxConcurrentReconciles int
+	SyncTimeout             time.Duration
+	// UserAgent is sent to registries.
+	UserAgent string
 	// SkipControllerNameValidation lets one process run the manager more
 	// than once (tests); controller names are otherwise process-global.
 	SkipControllerNameValidation bool
+	// Metrics is where catalogd's own metrics are registered; nil means
+	// controller-runtime's registry, served on --metrics-bind-address. A
+	// process that runs the manager more than once (tests) passes its own.
+	Metrics prometheus.Registerer
+
+	pullSecret, account string
 }
 
-// stringList is a repeatable string flag.
-type stringList []string
+// BindFlags declares the flags of `catalogd manager` on fs, filling c.
+func (c *Config) BindFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&c.DataDir, "data-dir", "", "directory for indexes and unpacked images (required)")
+	fs.StringVar(&c.Listen, "listen", "127.0.0.1:8080", "address of the query API")
+	fs.StringVar(&c.TLSCertFile, "tls-cert", "", "PEM certificate of the query API (HTTPS); reloaded when the file changes")
+	fs.StringVar(&c.TLSKeyFile, "tls-key", "", "PEM private key of --tls-cert")
+	fs.StringVar(&c.MetricsBindAddress, "metrics-bind-address", "0", `address of the Prometheus metrics endpoint; "0" disables it`)
+	fs.StringVar(&c.HealthProbeAddress, "health-probe-bind-address", ":8081", `address of /healthz and /readyz; "0" disables it`)
+	fs.BoolVar(&c.LeaderElect, "leader-elect", false, "elect a leader so that one replica writes ClusterCatalog status; every replica serves")
+	fs.StringVar(&c.LeaderElectionNS, "leader-election-namespace", "", "namespace of the leader election lease (default: the pod's namespace)")
+	fs.StringVar(&c.ExternalBaseURL, "external-base-url", "", "URL clients reach the query API at; status.urls.base is this plus /catalogs/<name> (default: http(s)://<listen>)")
+	fs.StringVar(&c.pullSecret, "global-pull-secret", "", "namespace/name of an image pull secret used for every catalog")
+	fs.StringVar(&c.account, "service-account", "", "namespace/name of the service account whose imagePullSecrets are used for pulls (catalogd's own, in a cluster)")
+	fs.StringVar(&c.CAFile, "ca-file", "", "PEM file of extra CA certificates trusted for registries")
+	fs.StringSliceVar(&c.InsecureRegistries, "insecure-registry", nil, "registry host[:port] spoken to over plain HTTP (repeatable)")
+	fs.DurationVar(&c.ShutdownGracePeriod, "shutdown-grace-period", server.ShutdownGrace, "how long in-flight queries may take at shutdown")
+	fs.IntVar(&c.MaxConcurrentReconciles, "max-concurrent-reconciles", 4, "catalogs reconciled at once, so one slow registry delays no other catalog")
+	fs.DurationVar(&c.SyncTimeout, "sync-timeout", catalogsync.DefaultSyncTimeout, "deadline of one catalog sync (resolve, pull, unpack, index)")
+}
 
-func (l *stringList) String() string     { return strings.Join(*l, ",") }
-func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
-
-// ParseFlags parses the arguments of `catalogd manager` (without the
-// subcommand name). Zap logging flags (--zap-log-level, ...) are accepted too.
-func ParseFlags(args []string, output io.Writer) (Config, *zap.Options, error) {
-	fs := flag.NewFlagSet("catalogd manager", flag.ContinueOnError)
-	fs.SetOutput(output)
-	var (
-		cfg          Config
-		pullSecret   string
-		account      string
-		insecureRegs stringList
-	)
-	fs.StringVar(&cfg.Kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, in-cluster config, ~/.kube/config)")
-	fs.StringVar(&cfg.DataDir, "data-dir", "", "directory for indexes and unpacked images (required)")
-	fs.StringVar(&cfg.Listen, "listen", "127.0.0.1:8080", "address of the query API")
-	fs.StringVar(&cfg.MetricsBindAddress, "metrics-bind-address", "0", `address of the metrics endpoint; "0" disables it`)
-	fs.StringVar(&cfg.HealthProbeAddress, "health-probe-bind-address", ":8081", `address of /healthz and /readyz; "0" disables it`)
-	fs.BoolVar(&cfg.LeaderElect, "leader-elect", false, "elect a leader so that only one replica reconciles and serves")
-	fs.StringVar(&cfg.LeaderElectionNS, "leader-election-namespace", "", "namespace of the leader election lease (default: the pod's namespace)")
-	fs.StringVar(&cfg.ExternalBaseURL, "external-base-url", "", "URL clients reach the query API at; status.urls.base is this plus /catalogs/<name> (default: http://<listen>)")
-	fs.StringVar(&pullSecret, "global-pull-secret", "", "namespace/name of an image pull secret used for every catalog")
-	fs.StringVar(&account, "service-account", "", "namespace/name of the service account whose imagePullSecrets are used for pulls (catalogd's own, in a cluster)")
-	fs.StringVar(&cfg.CAFile, "ca-file", "", "PEM file of extra CA certificates trusted for registries")
-	fs.Var(&insecureRegs, "insecure-registry", "registry host[:port] spoken to over plain HTTP (repeatable)")
-	fs.DurationVar(&cfg.ShutdownGracePeriod, "shutdown-grace-period", 10*time.Second, "how long in-flight queries may take at shutdown")
-	zopts := &zap.Options{}
-	zopts.BindFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		return Config{}, nil, err
-	}
-	if fs.NArg() > 0 {
-		return Config{}, nil, fmt.Errorf("unexpected arguments: %v", fs.Args())
-	}
-	if cfg.DataDir == "" {
-		return Config{}, nil, errors.New("--data-dir is required")
+// Complete checks the parsed flags and fills in defaults that depend on
+// other flags.
+func (c *Config) Complete() error {
+	if c.DataDir == "" {
+		return errors.New("--data-dir is required")
 	}
 	var err error
-	if cfg.GlobalPullSecret, err = namespacedName("--global-pull-secret", pullSecret); err != nil {
-		return Config{}, nil, err
+	if c.GlobalPullSecret, err = namespacedName("--global-pull-secret", c.pullSecret); err != nil {
+		return err
 	}
-	if cfg.ServiceAccount, err = namespacedName("--service-account", account); err != nil {
-		return Config{}, nil, err
+	if c.ServiceAccount, err = namespacedName("--service-account", c.account); err != nil {
+		return err
 	}
-	if cfg.ExternalBaseURL == "" {
-		cfg.ExternalBaseURL = "http://" + cfg.Listen
+	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
+		return errors.New("--tls-cert and --tls-key go together: give both or neither")
 	}
-	cfg.ExternalBaseURL = strings.TrimSuffix(cfg.ExternalBaseURL, "/")
-	cfg.InsecureRegistries = insecureRegs
-	return cfg, zopts, nil
+	if c.ExternalBaseURL == "" {
+		scheme := "http://"
+		if c.TLSCertFile != "" {
+			scheme = "https://"
+		}
+		c.ExternalBaseURL = scheme + c.Listen
+	}
+	c.ExternalBaseURL = strings.TrimSuffix(c.ExternalBaseURL, "/")
+	return nil
 }
 
 // namespacedName parses a namespace/name flag value; empty means unset.
@@ -131,54 +136,62 @@ func namespacedName(flag, v string) (types.NamespacedName, error) {
 	return types.NamespacedName{Namespace: ns, Name: name}, nil
 }
 
-// Run parses args, sets up logging and runs the manager against the cluster
-// of the ambient kubeconfig until ctx ends.
-func Run(ctx context.Context, args []string) error {
-	cfg, zopts, err := ParseFlags(args, os.Stderr)
-	if err != nil {
-		return err
-	}
-	log := zap.New(zap.UseFlagOptions(zopts))
-	ctrl.SetLogger(log)
-	var restCfg *rest.Config
-	if cfg.Kubeconfig != "" {
-		restCfg, err = clientcmd.BuildConfigFromFlags("", cfg.Kubeconfig)
-	} else {
-		restCfg, err = ctrl.GetConfig()
-	}
-	if err != nil {
-		return fmt.Errorf("loading kubeconfig: %w", err)
-	}
-	return RunWithConfig(ctx, restCfg, cfg, log)
-}
-
-// RunWithConfig runs the controller and the query API until ctx ends.
-func RunWithConfig(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger) error {
+// Run runs the manager until ctx ends.
+//
+// Start-up order is what makes a restart answer at once: the indexes on disk
+// are registered, and the API's port is bound, before the manager starts;
+// catalogs the cluster lists are added once the cache has synced, and only
+// then is an unknown catalog name answered 404 rather than 503.
+func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger) error {
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, catalogdv1.AddToScheme} {
 		if err := add(scheme); err != nil {
-			return fmt.Errorf("building scheme: %w", err)
+			return fmt.Errorf("build scheme: %w", err)
 		}
 	}
 
 	// Unpacks left over by a crash are useless; start clean.
 	tmpDir := filepath.Join(cfg.DataDir, "tmp")
 	if err := os.RemoveAll(tmpDir); err != nil {
-		return fmt.Errorf("cleaning %s: %w", tmpDir, err)
+		return fmt.Errorf("clean %s: %w", tmpDir, err)
 	}
 	if err := os.MkdirAll(tmpDir, 0o755); err != nil {
-		return fmt.Errorf("creating %s: %w", tmpDir, err)
+		return fmt.Errorf("create %s: %w", tmpDir, err)
 	}
 	store, err := index.NewStore(filepath.Join(cfg.DataDir, "index"), log.WithName("index"))
 	if err != nil {
-		return fmt.Errorf("opening index store: %w", err)
+		return fmt.Errorf("open index store: %w", err)
 	}
 	defer func() {
 		if err := store.Close(); err != nil {
 			log.Error(err, "closing index store")
 		}
 	}()
-	cats := catalogs.NewRegistry()
+	table := catalogs.NewTable()
+	svc := catalogsync.New(catalogsync.Options{
+		Store:       store,
+		Table:       table,
+		Log:         log.WithName("sync"),
+		SyncTimeout: cfg.SyncTimeout,
+		DataDir:     cfg.DataDir,
+		Metrics:     cmp.Or[prometheus.Registerer](cfg.Metrics, metrics.Registry),
+	})
+	svc.Load()
+
+	api, err := server.New(server.Options{
+		API:         query.New(table, store, log.WithName("query")),
+		Ready:       svc.Ready,
+		TLSCertFile: cfg.TLSCertFile,
+		TLSKeyFile:  cfg.TLSKeyFile,
+		Log:         log.WithName("http"),
+	})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
+	}
 
 	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
 		Scheme:                  scheme,
@@ -188,23 +201,24 @@ func RunWithConfig(ctx context.Context, restCfg *rest.Config, cfg Config, log lo
 		LeaderElection:          cfg.LeaderElect,
 		LeaderElectionID:        "catalogd-manager.olm.operatorframework.io",
 		LeaderElectionNamespace: cfg.LeaderElectionNS,
-		// The index lives on this replica's disk: a new leader rebuilds it,
-		// so the old one may stop at once.
+		// Only status writing moves with the lease; the next leader picks
+		// up at once.
 		LeaderElectionReleaseOnCancel: true,
 		Controller:                    config.Controller{SkipNameValidation: &cfg.SkipControllerNameValidation},
 	})
 	if err != nil {
-		return fmt.Errorf("creating manager: %w", err)
+		_ = ln.Close()
+		return fmt.Errorf("create manager: %w", err)
 	}
 
 	opts := unpack.Options{
 		InsecureRegistries: cfg.InsecureRegistries,
-		UserAgent:          "catalogd",
+		UserAgent:          cfg.UserAgent,
 		Logger:             log.WithName("unpack"),
 	}
 	if cfg.CAFile != "" {
 		if opts.CABundle, err = os.ReadFile(cfg.CAFile); err != nil {
-			return fmt.Errorf("reading --ca-file: %w", err)
+			return fmt.Errorf("read --ca-file: %w", err)
 		}
 	}
 	if cfg.GlobalPullSecret.Name != "" || cfg.ServiceAccount.Name != "" {
@@ -213,75 +227,93 @@ func RunWithConfig(ctx context.Context, restCfg *rest.Config, cfg Config, log lo
 	}
 	unpacker, err := unpack.New(opts)
 	if err != nil {
-		return fmt.Errorf("creating unpacker: %w", err)
+		return fmt.Errorf("create unpacker: %w", err)
+	}
+	image := func(ref name.Reference) catalogsync.Source {
+		return catalogsync.ImageSource{Ref: ref, Unpacker: unpacker, TempDir: tmpDir}
 	}
 
-	r := &reconcile.Reconciler{
-		Client:   mgr.GetClient(),
-		Store:    store,
-		Registry: cats,
-		Unpacker: unpacker,
-		TempDir:  tmpDir,
-		BaseURL:  cfg.ExternalBaseURL,
-		Log:      log.WithName("reconcile"),
+	grace := cfg.ShutdownGracePeriod
+	runnables := []manager.Runnable{
+		svc,
+		&manager.Server{Name: "catalog-api", Server: api.HTTP, Listener: api.Listener(ln), ShutdownTimeout: &grace},
+		&initialList{cache: mgr.GetCache(), sync: svc, image: image},
 	}
-	if err := r.SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("setting up the ClusterCatalog controller: %w", err)
+	if api.Certs != nil {
+		runnables = append(runnables, api.Certs)
 	}
-
-	api := query.New(cats, store, log.WithName("query"))
-	if err := mgr.Add(&queryServer{addr: cfg.Listen, handler: api, grace: cfg.ShutdownGracePeriod, log: log.WithName("query")}); err != nil {
-		return fmt.Errorf("adding the query API: %w", err)
+	for _, r := range runnables {
+		if err := mgr.Add(r); err != nil {
+			return fmt.Errorf("add %T to the manager: %w", r, err)
+		}
+	}
+	if err := (&reconcile.Reconciler{
+		Client:                  mgr.GetClient(),
+		Sync:                    svc,
+		Catalogs:                table,
+		Image:                   image,
+		BaseURL:                 cfg.ExternalBaseURL,
+		MaxConcurrentReconciles: cfg.MaxConcurrentReconciles,
+	}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("set up the ClusterCatalog controller: %w", err)
+	}
+	if err := (&reconcile.LocalSyncer{
+		Client:                  mgr.GetClient(),
+		Sync:                    svc,
+		Image:                   image,
+		MaxConcurrentReconciles: cfg.MaxConcurrentReconciles,
+	}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("set up the local catalog syncer: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
-		return fmt.Errorf("adding health check: %w", err)
+		return fmt.Errorf("add health check: %w", err)
 	}
-	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
-		return fmt.Errorf("adding ready check: %w", err)
+	if err := mgr.AddReadyzCheck("catalogs", func(*http.Request) error { return svc.Ready() }); err != nil {
+		return fmt.Errorf("add ready check: %w", err)
 	}
 
-	log.Info("starting manager", "listen", cfg.Listen, "dataDir", cfg.DataDir, "externalBaseURL", cfg.ExternalBaseURL)
+	log.Info("starting manager", "listen", ln.Addr().String(), "tls", api.Certs != nil,
+		"dataDir", cfg.DataDir, "externalBaseURL", cfg.ExternalBaseURL, "indexedOnDisk", len(store.Catalogs()))
 	if err := mgr.Start(ctx); err != nil {
-		return fmt.Errorf("running manager: %w", err)
+		return fmt.Errorf("run manager: %w", err)
 	}
 	return nil
 }
 
-// queryServer runs the query API as a manager Runnable. It needs leader
-// election: only the leader reconciles, so only its indexes are current.
-type queryServer struct {
-	addr    string
-	handler http.Handler
-	grace   time.Duration
-	log     logr.Logger
+// initialList tells the sync service every ClusterCatalog once the cache
+// has synced, removes indexes whose ClusterCatalog is gone, and marks the
+// catalog table loaded. It runs on every replica.
+type initialList struct {
+	cache interface {
+		WaitForCacheSync(ctx context.Context) bool
+		List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error
+	}
+	sync  *catalogsync.Service
+	image reconcile.ImageSource
 }
 
-var _ manager.Runnable = (*queryServer)(nil)
+func (l *initialList) NeedLeaderElection() bool { return false }
 
-// Start serves until ctx ends, then shuts down gracefully.
-func (q *queryServer) Start(ctx context.Context) error {
-	ln, err := net.Listen("tcp", q.addr)
-	if err != nil {
-		return fmt.Errorf("listening on %s: %w", q.addr, err)
+func (l *initialList) Start(ctx context.Context) error {
+	if !l.cache.WaitForCacheSync(ctx) {
+		return nil // stopped before the cache synced
 	}
-	srv := &http.Server{
-		Handler:           q.handler,
-		ReadHeaderTimeout: 10 * time.Second,
-		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	var list catalogdv1.ClusterCatalogList
+	if err := l.cache.List(ctx, &list); err != nil {
+		return fmt.Errorf("list ClusterCatalogs: %w", err)
 	}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	q.log.Info("query API listening", "address", ln.Addr().String())
-	select {
-	case err := <-errc:
-		return fmt.Errorf("serving the query API: %w", err)
-	case <-ctx.Done():
+	keep := map[string]bool{}
+	for i := range list.Items {
+		cat := &list.Items[i]
+		if cat.DeletionTimestamp.IsZero() {
+			keep[cat.Name] = true
+			l.sync.Set(reconcile.SpecFor(cat, l.image))
+		}
 	}
-	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), q.grace)
-	defer cancel()
-	if err := srv.Shutdown(shutdownCtx); err != nil {
-		return fmt.Errorf("shutting down the query API: %w", err)
+	if err := l.sync.Prune(func(name, _ string) bool { return keep[name] }); err != nil {
+		return err
 	}
+	l.sync.MarkLoaded()
 	return nil
 }
 

@@ -13,6 +13,8 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/testr"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -54,25 +56,33 @@ func TestParseFlags(t *testing.T) {
 				"--ca-file", "/ca.pem", "--insecure-registry", "a:5000", "--insecure-registry", "b",
 			},
 			check: func(t *testing.T, cfg manager.Config) {
-				want := manager.Config{
-					DataDir: "/d", Listen: ":9000", MetricsBindAddress: ":9090", HealthProbeAddress: ":9091",
-					LeaderElect: true, ExternalBaseURL: "https://catalogd.example",
-					GlobalPullSecret: types.NamespacedName{Namespace: "olm", Name: "pull"},
-					CAFile:           "/ca.pem", InsecureRegistries: []string{"a:5000", "b"},
-					ShutdownGracePeriod: 10 * time.Second,
-				}
-				if fmt.Sprintf("%+v", cfg) != fmt.Sprintf("%+v", want) {
-					t.Errorf("got %+v\nwant %+v", cfg, want)
+				got := []any{cfg.DataDir, cfg.Listen, cfg.MetricsBindAddress, cfg.HealthProbeAddress, cfg.LeaderElect,
+					cfg.ExternalBaseURL, cfg.GlobalPullSecret, cfg.CAFile, cfg.InsecureRegistries, cfg.ShutdownGracePeriod,
+					cfg.MaxConcurrentReconciles}
+				want := []any{"/d", ":9000", ":9090", ":9091", true,
+					"https://catalogd.example", types.NamespacedName{Namespace: "olm", Name: "pull"}, "/ca.pem", []string{"a:5000", "b"}, 10 * time.Second,
+					4}
+				if fmt.Sprint(got) != fmt.Sprint(want) {
+					t.Errorf("got %v\nwant %v", got, want)
 				}
 			},
 		},
+		{
+			name: "TLS makes the default base URL https",
+			args: []string{"--data-dir", "/d", "--listen", ":8443", "--tls-cert", "c.pem", "--tls-key", "k.pem"},
+			check: func(t *testing.T, cfg manager.Config) {
+				if cfg.ExternalBaseURL != "https://:8443" || cfg.TLSCertFile != "c.pem" || cfg.TLSKeyFile != "k.pem" {
+					t.Errorf("got %+v", cfg)
+				}
+			},
+		},
+		{name: "TLS certificate without key", args: []string{"--data-dir", "/d", "--tls-cert", "c.pem"}, wantErr: "go together"},
 		{name: "no data dir", args: []string{"--listen", ":1"}, wantErr: "--data-dir is required"},
 		{name: "bad pull secret", args: []string{"--data-dir", "/d", "--global-pull-secret", "pull"}, wantErr: "want namespace/name"},
 		{name: "unknown flag", args: []string{"--data-dir", "/d", "--nope"}, wantErr: "nope"},
-		{name: "stray argument", args: []string{"--data-dir", "/d", "extra"}, wantErr: "unexpected arguments"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg, _, err := manager.ParseFlags(tc.args, io.Discard)
+			cfg, err := parseFlags(tc.args)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("error %v, want one containing %q", err, tc.wantErr)
@@ -85,6 +95,18 @@ func TestParseFlags(t *testing.T) {
 			tc.check(t, cfg)
 		})
 	}
+}
+
+// parseFlags parses args as `catalogd manager` does.
+func parseFlags(args []string) (manager.Config, error) {
+	var cfg manager.Config
+	fs := pflag.NewFlagSet("manager", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	cfg.BindFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return cfg, err
+	}
+	return cfg, cfg.Complete()
 }
 
 // freeAddr returns a loopback address with a port that was free a moment ago.
@@ -165,20 +187,22 @@ func TestRunServesWhatTheControllerIndexed(t *testing.T) {
 			}
 
 			listen := freeAddr(t)
-			cfg, _, err := manager.ParseFlags(append([]string{
+			cfg, err := parseFlags(append([]string{
 				"--data-dir", t.TempDir(), "--listen", listen, "--metrics-bind-address", "0",
 				"--health-probe-bind-address", "0", "--insecure-registry", reg.Host,
-			}, tt.flags...), io.Discard)
+			}, tt.flags...))
 			if err != nil {
 				t.Fatal(err)
 			}
-			cfg.SkipControllerNameValidation = true // the manager runs once per subtest in one process
+			// The manager runs once per subtest in one process.
+			cfg.SkipControllerNameValidation = true
+			cfg.Metrics = prometheus.NewRegistry()
 
 			done := make(chan struct{})
 			var runErr error
 			go func() {
 				defer close(done)
-				runErr = manager.RunWithConfig(ctx, restCfg, cfg, testr.New(t))
+				runErr = manager.Run(ctx, restCfg, cfg, testr.New(t))
 			}()
 			t.Cleanup(func() {
 				cancel()

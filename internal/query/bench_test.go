@@ -32,7 +32,7 @@ func BenchmarkHTTP(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer store.Close()
-	reg := catalogs.NewRegistry()
+	reg := catalogs.NewTable()
 	for i, name := range []string{"one", "two", "three"} {
 		if _, _, _, err := store.Update(context.Background(), name, index.Source{FS: os.DirFS(dir), Ref: dir, Digest: fmt.Sprintf("sha256:%d", i)}); err != nil {
 			b.Fatal(err)

@@ -26,7 +26,7 @@ func FuzzRequestParams(f *testing.F) {
 	if _, _, _, err := store.Update(context.Background(), "demo", index.Source{FS: os.DirFS(demoDir), Digest: "sha256:demo"}); err != nil {
 		f.Fatal(err)
 	}
-	reg := catalogs.NewRegistry()
+	reg := catalogs.NewTable()
 	reg.Put(catalogs.Catalog{Name: "demo", State: catalogs.Serving})
 	srv := New(reg, store, logr.Discard())
 

@@ -27,7 +27,7 @@ const demoDir = "../../test/testdata/demo"
 type harness struct {
 	t      *testing.T
 	store  *index.Store
-	reg    *catalogs.Registry
+	reg    *catalogs.Table
 	srv    *httptest.Server
 	client *client.ClientWithResponses
 	http   *http.Client
@@ -45,7 +45,7 @@ func newHarness(t *testing.T) *harness {
 
 func newHarnessWith(t *testing.T, store *index.Store, idx Indexes) *harness {
 	t.Helper()
-	h := &harness{t: t, store: store, reg: catalogs.NewRegistry()}
+	h := &harness{t: t, store: store, reg: catalogs.NewTable()}
 	h.srv = httptest.NewServer(New(h.reg, idx, testr.NewWithOptions(t, testr.Options{Verbosity: 0})))
 	t.Cleanup(h.srv.Close)
 	h.http = &http.Client{Transport: apivalidate.New(t).Transport(t, http.DefaultTransport)}

@@ -34,7 +34,7 @@ import (
 )
 
 // Catalogs is what the API needs to know of the catalogs besides their
-// indexes; *catalogs.Registry provides it.
+// indexes; *catalogs.Table provides it.
 type Catalogs interface {
 	List() []catalogs.Catalog
 	Get(name string) (catalogs.Catalog, bool)

@@ -1,64 +1,100 @@
-// Package reconcile owns the ClusterCatalog controller: it turns each
-// ClusterCatalog into a live index in the Store and an entry in the catalog
-// Registry, and reports what happened in the object's status.
+// Package reconcile owns the ClusterCatalog controllers. Two run in every
+// `catalogd manager` replica:
 //
-// A tag is resolved to a digest on every reconcile (one manifest HEAD); the
-// image is pulled and indexed only when that digest differs from the one the
-// live index was built from, so polling an unchanged tag, or changing only a
-// catalog's priority or labels, costs no blob download and no rebuild. A
-// failed update never takes the previous index down: the catalog keeps
-// serving it while the controller retries or waits for the user.
+//   - Reconciler, leader-elected, is the one writer of ClusterCatalog status.
+//     It resolves spec.source.image.ref to a digest, has the local
+//     catalog-sync service index it, and publishes the digest in
+//     status.resolvedSource only once that index is live, so that the digest
+//     in status always names content known to index.
+//   - LocalSyncer, on every replica, tells the local catalog-sync service
+//     what each ClusterCatalog should serve: the digest in
+//     status.resolvedSource, pulled by digest. Every replica thus serves the
+//     same bytes, and a replica that is not the leader still answers.
+//
+// A tag is resolved on every leader reconcile (one manifest HEAD); the image
+// is pulled only when that digest is neither live nor known to be bad, so
+// polling an unchanged tag, or changing only a catalog's priority or labels,
+// costs no blob download and no rebuild. A failed update never takes the
+// previous index down.
 package reconcile
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
-	"github.com/go-logr/logr"
 	"github.com/google/go-containerregistry/pkg/name"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	catalogdv1 "github.com/catalogd/catalogd/api/v1"
 	"github.com/catalogd/catalogd/internal/catalogs"
-	"github.com/catalogd/catalogd/internal/index"
-	"github.com/catalogd/catalogd/internal/unpack"
+	"github.com/catalogd/catalogd/internal/catalogsync"
 )
 
-// Unpacker resolves image references and extracts catalog images;
-// *unpack.Unpacker provides it.
-type Unpacker interface {
-	Resolve(ctx context.Context, ref string) (string, error)
-	Unpack(ctx context.Context, digestRef, dst string) (unpack.Result, error)
+// Syncer is the part of the catalog-sync service the controllers use;
+// *catalogsync.Service provides it.
+type Syncer interface {
+	Set(spec catalogsync.Spec)
+	Sync(ctx context.Context, name string, src catalogsync.Source) (catalogsync.Result, error)
+	Remove(name string) error
+	Backoff(name string, poll time.Duration) time.Duration
 }
 
-// Reconciler reconciles ClusterCatalogs.
+// Catalogs reads the catalog table; *catalogs.Table provides it.
+type Catalogs interface {
+	Get(name string) (catalogs.Catalog, bool)
+}
+
+// ImageSource makes the source of an image reference (a tag or a digest).
+type ImageSource func(ref name.Reference) catalogsync.Source
+
+// SpecFor is what a ClusterCatalog asks this replica to serve: the digest
+// the leader published, with the catalog's priority and availability. The
+// leader and every replica compute it the same way from the same object, so
+// they never disagree about a catalog's spec.
+func SpecFor(cat *catalogdv1.ClusterCatalog, source ImageSource) catalogsync.Spec {
+	spec := catalogsync.Spec{
+		Name:        cat.Name,
+		Priority:    cat.Spec.Priority,
+		Unavailable: cat.Spec.AvailabilityMode == catalogdv1.AvailabilityModeUnavailable,
+	}
+	if img := cat.Spec.Source.Image; img != nil {
+		spec.Display = img.Ref
+	}
+	if rs := cat.Status.ResolvedSource; rs != nil && rs.Image != nil && !spec.Unavailable {
+		if d, err := name.NewDigest(rs.Image.Ref); err == nil {
+			spec.Source = source(d)
+		}
+	}
+	return spec
+}
+
+// Reconciler is the leader's ClusterCatalog controller: the status writer.
 type Reconciler struct {
 	Client   client.Client
-	Store    *index.Store
-	Registry *catalogs.Registry
-	Unpacker Unpacker
-	// TempDir is where images are unpacked before indexing; each unpack uses
-	// its own directory below it, removed afterwards. Empty means os.TempDir.
-	TempDir string
+	Sync     Syncer
+	Catalogs Catalogs
+	// Image makes the source the leader resolves and pulls.
+	Image ImageSource
 	// BaseURL is the external URL of the query API, without a trailing
 	// slash; a catalog's status.urls.base is BaseURL + "/catalogs/" + name.
 	BaseURL string
-	Log     logr.Logger
+	// MaxConcurrentReconciles lets catalogs reconcile side by side, so one
+	// slow registry delays no other catalog. Zero means 4.
+	MaxConcurrentReconciles int
 	// PollInterval turns spec.source.image.pollIntervalMinutes into a
 	// duration; nil means minutes. Tests shorten it.
 	PollInterval func(minutes int) time.Duration
@@ -71,67 +107,82 @@ type Reconciler struct {
 // changes do.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&catalogdv1.ClusterCatalog{}, builderPredicates()).
+		For(&catalogdv1.ClusterCatalog{}, builder.WithPredicates(predicate.Or(
+			predicate.GenerationChangedPredicate{},
+			predicate.LabelChangedPredicate{},
+			predicate.AnnotationChangedPredicate{},
+			finalizersChanged(),
+		))).
 		Named("clustercatalog").
+		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency(r.MaxConcurrentReconciles)}).
 		Complete(r)
+}
+
+func concurrency(n int) int {
+	if n <= 0 {
+		return 4
+	}
+	return n
+}
+
+// finalizersChanged lets through updates that add or remove finalizers or
+// set the deletion timestamp: someone removing our finalizer gets it back,
+// and a deletion is finalized.
+func finalizersChanged() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		if e.ObjectOld == nil || e.ObjectNew == nil {
+			return true
+		}
+		return !equality.Semantic.DeepEqual(e.ObjectOld.GetFinalizers(), e.ObjectNew.GetFinalizers()) ||
+			!equality.Semantic.DeepEqual(e.ObjectOld.GetDeletionTimestamp(), e.ObjectNew.GetDeletionTimestamp())
+	}}
 }
 
 // +kubebuilder:rbac:groups=olm.operatorframework.io,resources=clustercatalogs,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=olm.operatorframework.io,resources=clustercatalogs/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=olm.operatorframework.io,resources=clustercatalogs/finalizers,verbs=update
 
-// Reconcile brings one ClusterCatalog's index, registry entry and status in
-// line with its spec.
+// Reconcile brings one ClusterCatalog's index and status in line with its
+// spec.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	name := req.Name
-	log := r.Log.WithValues("catalog", name)
-
 	cat := &catalogdv1.ClusterCatalog{}
 	if err := r.Client.Get(ctx, req.NamespacedName, cat); err != nil {
 		if apierrors.IsNotFound(err) {
 			// Gone without our finalizer (or after it was removed): make
 			// sure nothing is left behind.
-			return ctrl.Result{}, r.forget(name)
+			return ctrl.Result{}, r.Sync.Remove(req.Name)
 		}
-		return ctrl.Result{}, fmt.Errorf("getting ClusterCatalog %q: %w", name, err)
+		return ctrl.Result{}, fmt.Errorf("get ClusterCatalog %q: %w", req.Name, err)
 	}
-
 	if !cat.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, r.finalize(ctx, cat)
 	}
-
 	if err := r.ensureMetadata(ctx, cat); err != nil {
 		return ctrl.Result{}, err
 	}
 
 	orig := cat.DeepCopy()
-	res, recErr := r.reconcileContent(ctx, log, cat)
+	res, recErr := r.reconcileContent(ctx, cat)
 	if !equality.Semantic.DeepEqual(orig.Status, cat.Status) {
 		if err := r.Client.Status().Patch(ctx, cat, client.MergeFrom(orig)); err != nil {
-			return ctrl.Result{}, errors.Join(recErr, fmt.Errorf("updating status of ClusterCatalog %q: %w", name, err))
+			// The digest is live here already; the retry publishes it.
+			return ctrl.Result{}, fmt.Errorf("update status of ClusterCatalog %q: %w", cat.Name, err)
 		}
 	}
-	if recErr != nil {
-		log.Error(recErr, "reconciling catalog failed; will retry")
-	}
+	// What the status now says is what every replica serves; this one need
+	// not wait for its own watch to hear it.
+	r.Sync.Set(SpecFor(cat, r.Image))
 	return res, recErr
 }
 
-// forget drops the index and registry entry of a catalog.
-func (r *Reconciler) forget(name string) error {
-	r.Registry.Delete(name)
-	if err := r.Store.Remove(name); err != nil {
-		return fmt.Errorf("removing index of ClusterCatalog %q: %w", name, err)
-	}
-	return nil
-}
-
 // finalize cleans up a deleted catalog, then lets the deletion go through.
+// Other replicas remove their own copies when their LocalSyncer sees the
+// deletion.
 func (r *Reconciler) finalize(ctx context.Context, cat *catalogdv1.ClusterCatalog) error {
 	if !controllerutil.ContainsFinalizer(cat, catalogdv1.DeleteServerCacheFinalizer) {
 		return nil
 	}
-	if err := r.forget(cat.Name); err != nil {
+	if err := r.Sync.Remove(cat.Name); err != nil {
 		return err
 	}
 	orig := cat.DeepCopy()
@@ -140,9 +191,9 @@ func (r *Reconciler) finalize(ctx context.Context, cat *catalogdv1.ClusterCatalo
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
-		return fmt.Errorf("removing finalizer from ClusterCatalog %q: %w", cat.Name, err)
+		return fmt.Errorf("remove finalizer from ClusterCatalog %q: %w", cat.Name, err)
 	}
-	r.Log.Info("catalog deleted; index removed", "catalog", cat.Name)
+	ctrl.LoggerFrom(ctx).Info("catalog deleted; index removed")
 	return nil
 }
 
@@ -161,30 +212,23 @@ func (r *Reconciler) ensureMetadata(ctx context.Context, cat *catalogdv1.Cluster
 		return nil
 	}
 	if err := r.Client.Patch(ctx, cat, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
-		return fmt.Errorf("adding label and finalizer to ClusterCatalog %q: %w", cat.Name, err)
+		return fmt.Errorf("add label and finalizer to ClusterCatalog %q: %w", cat.Name, err)
 	}
 	return nil
 }
 
-// reconcileContent updates the index and registry and fills cat.Status. It
-// returns the error to retry with exponential backoff; terminal failures
-// return nil and wait for a spec change or the next poll.
-func (r *Reconciler) reconcileContent(ctx context.Context, log logr.Logger, cat *catalogdv1.ClusterCatalog) (ctrl.Result, error) {
-	name := cat.Name
-	ref := ""
-	if cat.Spec.Source.Image != nil {
-		ref = cat.Spec.Source.Image.Ref
-	}
-	r.register(name, ref, cat.Spec.Priority)
+// reconcileContent syncs the catalog and fills cat.Status. A failure under a
+// tag is retried after the sync service's backoff, capped at the poll
+// interval; a content failure at a digest is terminal, since content at a
+// digest never changes.
+func (r *Reconciler) reconcileContent(ctx context.Context, cat *catalogdv1.ClusterCatalog) (ctrl.Result, error) {
+	catName := cat.Name
+	r.Sync.Set(SpecFor(cat, r.Image))
 
 	if cat.Spec.AvailabilityMode == catalogdv1.AvailabilityModeUnavailable {
-		if err := r.Store.Remove(name); err != nil {
-			return ctrl.Result{}, fmt.Errorf("removing index of unavailable ClusterCatalog %q: %w", name, err)
+		if _, err := r.Sync.Sync(ctx, catName, nil); err != nil {
+			return ctrl.Result{}, err
 		}
-		r.Registry.Update(name, func(c *catalogs.Catalog) {
-			c.State = catalogs.Unavailable
-			c.LastError = ""
-		})
 		r.setCondition(cat, catalogdv1.TypeServing, metav1.ConditionFalse, catalogdv1.ReasonUserSpecifiedUnavailable,
 			"spec.availabilityMode is Unavailable: the catalog's content is not served")
 		r.setCondition(cat, catalogdv1.TypeProgressing, metav1.ConditionTrue, catalogdv1.ReasonSucceeded,
@@ -195,120 +239,55 @@ func (r *Reconciler) reconcileContent(ctx context.Context, log logr.Logger, cat 
 		return ctrl.Result{}, nil
 	}
 
-	if cat.Spec.Source.Type != catalogdv1.SourceTypeImage || cat.Spec.Source.Image == nil {
+	img := cat.Spec.Source.Image
+	if cat.Spec.Source.Type != catalogdv1.SourceTypeImage || img == nil {
 		err := fmt.Errorf("source type %q is not supported; use type Image with spec.source.image.ref", cat.Spec.Source.Type)
 		r.fail(cat, err, true)
-		return ctrl.Result{}, nil
+		return ctrl.Result{}, reconcile.TerminalError(err)
+	}
+	ref, err := name.ParseReference(img.Ref)
+	if err != nil {
+		err = fmt.Errorf("spec.source.image.ref %q: %w", img.Ref, err)
+		r.fail(cat, err, true)
+		return ctrl.Result{}, reconcile.TerminalError(err)
 	}
 
-	digestRef, unpacked, err := r.update(ctx, log, name, ref)
+	res, err := r.Sync.Sync(ctx, catName, r.Image(ref))
 	if err != nil {
-		// Content at a digest never changes, so a content error there needs
-		// the user; under a tag, a new push can fix it, so it is retried.
-		terminal := (unpack.IsTerminal(err) || errors.Is(err, index.ErrInvalidCatalog)) && isDigestRef(ref)
+		if ctx.Err() != nil {
+			return ctrl.Result{}, err
+		}
+		_, atDigest := ref.(name.Digest)
+		terminal := atDigest && catalogsync.IsContentError(err)
 		r.fail(cat, err, terminal)
 		if terminal {
-			// A new push to a tag can clear a terminal error, so keep polling.
-			return r.pollResult(cat), nil
+			return ctrl.Result{}, reconcile.TerminalError(err)
 		}
-		return ctrl.Result{}, err
+		ctrl.LoggerFrom(ctx).Error(err, "sync failed; retrying")
+		return ctrl.Result{RequeueAfter: r.Sync.Backoff(catName, r.pollInterval(cat))}, nil
 	}
 
-	r.Registry.Update(name, func(c *catalogs.Catalog) {
-		c.State = catalogs.Serving
-		c.LastError = ""
-	})
 	r.setCondition(cat, catalogdv1.TypeServing, metav1.ConditionTrue, catalogdv1.ReasonAvailable,
-		fmt.Sprintf("serving %s", digestRef))
+		fmt.Sprintf("serving %s", res.Ref))
 	r.setCondition(cat, catalogdv1.TypeProgressing, metav1.ConditionTrue, catalogdv1.ReasonSucceeded,
-		fmt.Sprintf("indexed %s", digestRef))
+		fmt.Sprintf("indexed %s", res.Ref))
 	cat.Status.ResolvedSource = &catalogdv1.ResolvedCatalogSource{
 		Type:  catalogdv1.SourceTypeImage,
-		Image: &catalogdv1.ResolvedImageSource{Ref: digestRef},
+		Image: &catalogdv1.ResolvedImageSource{Ref: res.Ref},
 	}
-	cat.Status.URLs = &catalogdv1.ClusterCatalogURLs{Base: strings.TrimSuffix(r.BaseURL, "/") + "/catalogs/" + name}
-	if unpacked || cat.Status.LastUnpacked == nil {
+	cat.Status.URLs = &catalogdv1.ClusterCatalogURLs{Base: strings.TrimSuffix(r.BaseURL, "/") + "/catalogs/" + catName}
+	if res.Rebuilt || cat.Status.LastUnpacked == nil {
 		now := metav1.NewTime(r.now().Truncate(time.Second))
 		cat.Status.LastUnpacked = &now
 	}
 	return r.pollResult(cat), nil
 }
 
-// register makes sure the registry knows the catalog with its current source
-// and priority, without touching its state or last error.
-func (r *Reconciler) register(name, ref string, priority int32) {
-	if r.Registry.Update(name, func(c *catalogs.Catalog) {
-		c.Source = ref
-		c.Priority = priority
-	}) {
-		return
-	}
-	state := catalogs.Pending
-	if _, ok := r.Store.Info(name); ok {
-		// An index kept on disk from before a restart answers already.
-		state = catalogs.Serving
-	}
-	r.Registry.Put(catalogs.Catalog{Name: name, Source: ref, Priority: priority, State: state})
-}
-
-// update resolves ref and, when its digest is not the live one, pulls and
-// indexes it. It returns the digest reference now live and whether it was
-// unpacked by this call.
-func (r *Reconciler) update(ctx context.Context, log logr.Logger, name, ref string) (string, bool, error) {
-	digestRef, err := r.Unpacker.Resolve(ctx, ref)
-	if err != nil {
-		return "", false, err // unpack says what it was resolving
-	}
-	digest := digestOf(digestRef)
-	if info, ok := r.Store.Info(name); ok && info.Digest == digest {
-		log.V(1).Info("digest unchanged; nothing to pull", "digestRef", digestRef)
-		return digestRef, false, nil
-	}
-
-	base := r.TempDir
-	if base != "" {
-		if err := os.MkdirAll(base, 0o755); err != nil {
-			return "", false, fmt.Errorf("creating unpack directory: %w", err)
-		}
-	}
-	tmp, err := os.MkdirTemp(base, "unpack-"+name+"-")
-	if err != nil {
-		return "", false, fmt.Errorf("creating unpack directory: %w", err)
-	}
-	defer func() {
-		if err := os.RemoveAll(tmp); err != nil {
-			log.Error(err, "removing unpack directory", "path", tmp)
-		}
-	}()
-	dst := filepath.Join(tmp, "fbc")
-	start := r.now()
-	res, err := r.Unpacker.Unpack(ctx, digestRef, dst)
-	if err != nil {
-		return "", false, fmt.Errorf("pulling %s: %w", digestRef, err)
-	}
-	_, stats, _, err := r.Store.Update(ctx, name, index.Source{FS: os.DirFS(dst), Ref: digestRef, Digest: digest})
-	if err != nil {
-		return "", false, fmt.Errorf("indexing the content of %s: %w", digestRef, err)
-	}
-	log.Info("catalog indexed", "digestRef", digestRef, "files", res.Files, "bytes", res.Bytes,
-		"packages", stats.Packages, "bundles", stats.Bundles, "duration", r.now().Sub(start).String())
-	return digestRef, true, nil
-}
-
-// fail records a failed update: the registry's last error and the
-// conditions. The previous index, if any, keeps serving.
+// fail records a failed update in the conditions. The previous index, if
+// any, keeps serving.
 func (r *Reconciler) fail(cat *catalogdv1.ClusterCatalog, err error, terminal bool) {
-	name := cat.Name
-	_, serving := r.Store.Info(name)
-	r.Registry.Update(name, func(c *catalogs.Catalog) {
-		c.LastError = err.Error()
-		if serving {
-			c.State = catalogs.Serving
-		} else {
-			c.State = catalogs.Pending
-		}
-	})
-	if serving {
+	c, _ := r.Catalogs.Get(cat.Name)
+	if c.State == catalogs.Serving {
 		prev := "the previous content"
 		if cat.Status.ResolvedSource != nil && cat.Status.ResolvedSource.Image != nil {
 			prev = cat.Status.ResolvedSource.Image.Ref
@@ -319,12 +298,17 @@ func (r *Reconciler) fail(cat *catalogdv1.ClusterCatalog, err error, terminal bo
 		r.setCondition(cat, catalogdv1.TypeServing, metav1.ConditionFalse, catalogdv1.ReasonUnavailable,
 			"no content has been indexed yet (see Progressing)")
 	}
+	// The table's copy of the error is the one cleaned for clients.
+	msg := c.LastError
+	if msg == "" {
+		msg = err.Error()
+	}
 	if terminal {
 		r.setCondition(cat, catalogdv1.TypeProgressing, metav1.ConditionFalse, catalogdv1.ReasonBlocked,
-			fmt.Sprintf("%v; retrying cannot fix this: change spec.source or push fixed content", err))
+			msg+"; retrying cannot fix this: change spec.source or push fixed content")
 	} else {
 		r.setCondition(cat, catalogdv1.TypeProgressing, metav1.ConditionTrue, catalogdv1.ReasonRetrying,
-			fmt.Sprintf("%v; retrying with backoff", err))
+			msg+"; retrying with backoff")
 	}
 }
 
@@ -333,28 +317,32 @@ func (r *Reconciler) setCondition(cat *catalogdv1.ClusterCatalog, typ string, st
 		Type:               typ,
 		Status:             status,
 		Reason:             reason,
-		Message:            truncate(msg, 32768),
+		Message:            msg,
 		ObservedGeneration: cat.Generation,
 		LastTransitionTime: metav1.NewTime(r.now()),
 	})
 }
 
+// pollInterval is the catalog's poll interval; 0 when it does not poll.
+func (r *Reconciler) pollInterval(cat *catalogdv1.ClusterCatalog) time.Duration {
+	img := cat.Spec.Source.Image
+	if img == nil || img.PollIntervalMinutes == nil || *img.PollIntervalMinutes <= 0 {
+		return 0
+	}
+	if r.PollInterval != nil {
+		return max(r.PollInterval(*img.PollIntervalMinutes), 0)
+	}
+	return time.Duration(*img.PollIntervalMinutes) * time.Minute
+}
+
 // pollResult asks to be called again after the poll interval, plus up to 10%
 // jitter so that catalogs created together do not poll together.
 func (r *Reconciler) pollResult(cat *catalogdv1.ClusterCatalog) ctrl.Result {
-	img := cat.Spec.Source.Image
-	if img == nil || img.PollIntervalMinutes == nil || *img.PollIntervalMinutes <= 0 {
-		return ctrl.Result{}
-	}
-	interval := time.Duration(*img.PollIntervalMinutes) * time.Minute
-	if r.PollInterval != nil {
-		interval = r.PollInterval(*img.PollIntervalMinutes)
-	}
+	interval := r.pollInterval(cat)
 	if interval <= 0 {
 		return ctrl.Result{}
 	}
-	jitter := time.Duration(rand.Int64N(int64(interval)/10 + 1))
-	return ctrl.Result{RequeueAfter: interval + jitter}
+	return ctrl.Result{RequeueAfter: wait.Jitter(interval, 0.1)}
 }
 
 func (r *Reconciler) now() time.Time {
@@ -364,41 +352,46 @@ func (r *Reconciler) now() time.Time {
 	return time.Now()
 }
 
-// isDigestRef reports whether ref names its content by digest.
-func isDigestRef(ref string) bool {
-	_, err := name.NewDigest(ref)
-	return err == nil
+// LocalSyncer runs on every replica, leader or not: it keeps the local
+// catalog-sync service's spec of each ClusterCatalog in line with the
+// object, and removes the local index of a deleted one.
+type LocalSyncer struct {
+	Client client.Client
+	Sync   Syncer
+	Image  ImageSource
+	// MaxConcurrentReconciles: see Reconciler's.
+	MaxConcurrentReconciles int
 }
 
-// digestOf returns the algorithm:hex part of a digest reference.
-func digestOf(digestRef string) string {
-	if i := strings.LastIndex(digestRef, "@"); i >= 0 {
-		return digestRef[i+1:]
+// SetupWithManager registers the syncer with mgr as a controller that does
+// not need leader election. It watches status too: status.resolvedSource is
+// what it serves.
+func (l *LocalSyncer) SetupWithManager(mgr ctrl.Manager) error {
+	needLeader := false
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&catalogdv1.ClusterCatalog{}).
+		Named("clustercatalog-local").
+		WithOptions(controller.Options{
+			NeedLeaderElection:      &needLeader,
+			MaxConcurrentReconciles: concurrency(l.MaxConcurrentReconciles),
+		}).
+		Complete(l)
+}
+
+// Reconcile sets the catalog's spec in the sync service, which pulls the
+// published digest in the background, or removes the catalog when the
+// object is gone or being deleted.
+func (l *LocalSyncer) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	cat := &catalogdv1.ClusterCatalog{}
+	if err := l.Client.Get(ctx, req.NamespacedName, cat); err != nil {
+		if apierrors.IsNotFound(err) {
+			return ctrl.Result{}, l.Sync.Remove(req.Name)
+		}
+		return ctrl.Result{}, fmt.Errorf("get ClusterCatalog %q: %w", req.Name, err)
 	}
-	return digestRef
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
+	if !cat.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, l.Sync.Remove(cat.Name)
 	}
-	return s[:n-3] + "..."
-}
-
-// builderPredicates lets through every event except updates that change
-// only the status (including the controller's own status writes).
-func builderPredicates() builder.ForOption {
-	return builder.WithPredicates(predicate.Funcs{
-		UpdateFunc: func(e event.UpdateEvent) bool {
-			if e.ObjectOld == nil || e.ObjectNew == nil {
-				return true
-			}
-			o, n := e.ObjectOld, e.ObjectNew
-			return o.GetGeneration() != n.GetGeneration() ||
-				!equality.Semantic.DeepEqual(o.GetLabels(), n.GetLabels()) ||
-				!equality.Semantic.DeepEqual(o.GetAnnotations(), n.GetAnnotations()) ||
-				!equality.Semantic.DeepEqual(o.GetFinalizers(), n.GetFinalizers()) ||
-				!equality.Semantic.DeepEqual(o.GetDeletionTimestamp(), n.GetDeletionTimestamp())
-		},
-	})
+	l.Sync.Set(SpecFor(cat, l.Image))
+	return ctrl.Result{}, nil
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/testr"
+	"github.com/google/go-containerregistry/pkg/name"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,6 +29,7 @@ import (
 
 	catalogdv1 "github.com/catalogd/catalogd/api/v1"
 	"github.com/catalogd/catalogd/internal/catalogs"
+	"github.com/catalogd/catalogd/internal/catalogsync"
 	"github.com/catalogd/catalogd/internal/index"
 	"github.com/catalogd/catalogd/internal/reconcile"
 	"github.com/catalogd/catalogd/internal/unpack"
@@ -48,7 +50,7 @@ type env struct {
 	c     client.Client
 	reg   *registrytest.Registry
 	store *index.Store
-	cats  *catalogs.Registry
+	cats  *catalogs.Table
 }
 
 func start(t *testing.T) *env {
@@ -76,7 +78,13 @@ func start(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cats := catalogs.NewRegistry()
+	cats := catalogs.NewTable()
+	svc := catalogsync.New(catalogsync.Options{Store: store, Table: cats, Log: log.WithName("sync"),
+		MinBackoff: 100 * time.Millisecond, MaxBackoff: time.Second})
+	tmp := t.TempDir()
+	image := func(ref name.Reference) catalogsync.Source {
+		return catalogsync.ImageSource{Ref: ref, Unpacker: unpacker, TempDir: tmp}
+	}
 
 	skip := true
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
@@ -91,17 +99,21 @@ func start(t *testing.T) *env {
 	}
 	r := &reconcile.Reconciler{
 		Client:   mgr.GetClient(),
-		Store:    store,
-		Registry: cats,
-		Unpacker: unpacker,
-		TempDir:  t.TempDir(),
+		Sync:     svc,
+		Catalogs: cats,
+		Image:    image,
 		BaseURL:  baseURL,
-		Log:      log.WithName("reconcile"),
 		// pollIntervalMinutes: 1 means one second here.
 		PollInterval: func(minutes int) time.Duration { return time.Duration(minutes) * time.Second },
 	}
 	if err := r.SetupWithManager(mgr); err != nil {
 		t.Fatalf("setting up reconciler: %v", err)
+	}
+	if err := (&reconcile.LocalSyncer{Client: mgr.GetClient(), Sync: svc, Image: image}).SetupWithManager(mgr); err != nil {
+		t.Fatalf("setting up local syncer: %v", err)
+	}
+	if err := mgr.Add(svc); err != nil {
+		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

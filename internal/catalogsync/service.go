@@ -1,0 +1,595 @@
+// Package catalogsync owns the lifecycle of every catalog one catalogd
+// process serves: it fetches a catalog's content from its source, has the
+// store build an index and swap it in, and records the outcome (state, last
+// error) in the catalog table, as the table's one writer. It registers the
+// indexes found on disk before anything is fetched, so that a restart
+// answers from its first request; removes indexes no catalog owns any more;
+// retries failures with a backoff capped at the poll interval; polls image
+// tags; and never pulls again a digest whose content failed to index.
+//
+// `catalogd serve` runs it with the directories and images of its command
+// line. `catalogd manager` runs it on every replica with the digests the
+// leader's ClusterCatalog controller publishes in status, and the leader
+// also calls Sync with the tag to learn which digest to publish.
+package catalogsync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/catalogd/catalogd/internal/catalogs"
+	"github.com/catalogd/catalogd/internal/index"
+	"github.com/catalogd/catalogd/internal/unpack"
+)
+
+// Store keeps the live index of each catalog; *store.Store provides it.
+type Store interface {
+	Info(catalog string) (index.Info, bool)
+	Update(ctx context.Context, catalog string, src index.Source) (index.Info, index.Stats, bool, error)
+	Remove(catalog string) error
+	Catalogs() []string
+}
+
+// Defaults of Options.
+const (
+	DefaultMaxConcurrentBuilds = 2
+	DefaultSyncTimeout         = 10 * time.Minute
+	DefaultMinBackoff          = time.Second
+	DefaultMaxBackoff          = 5 * time.Minute
+)
+
+// Options configures a Service.
+type Options struct {
+	Store Store
+	Table *catalogs.Table
+	Log   logr.Logger
+	// MaxConcurrentBuilds bounds the index builds that run at once (each
+	// holds a parse buffer and SQLite's cache); fetches are not bounded
+	// here, since a slow registry must not hold up other catalogs.
+	MaxConcurrentBuilds int
+	// SyncTimeout bounds one sync: resolve, pull, unpack and build. A
+	// registry that stalls fails the sync instead of hanging it.
+	SyncTimeout time.Duration
+	// MinBackoff and MaxBackoff bound the wait before retrying a failed
+	// sync; a catalog's poll interval caps it further.
+	MinBackoff, MaxBackoff time.Duration
+	// DataDir is removed from error messages before they are shown to
+	// clients: where the server keeps its files is nobody else's business.
+	DataDir string
+	// Metrics registers the sync metrics; nil registers none.
+	Metrics prometheus.Registerer
+}
+
+// Spec says what one catalog should serve.
+type Spec struct {
+	Name string
+	// Source is nil when there is nothing to index yet (a ClusterCatalog
+	// whose digest the leader has not published).
+	Source Source
+	// Display is what /catalogs shows as the catalog's source, when it is
+	// not Source.Describe() (a ClusterCatalog's tag, while Source pulls
+	// the digest the tag resolved to).
+	Display  string
+	Priority int32
+	// Unavailable switches the catalog off: its index is removed and it
+	// answers 503 until switched on again.
+	Unavailable bool
+	// PollInterval is how often the source is checked for new content; 0
+	// means only when told (a spec change, a file watch, a retry).
+	PollInterval time.Duration
+}
+
+// Result is what one successful sync did.
+type Result struct {
+	// Ref and Digest name the content now live.
+	Ref, Digest string
+	// Rebuilt is false when that content was live already.
+	Rebuilt  bool
+	Duration time.Duration
+	Stats    index.Stats
+}
+
+// Service keeps every catalog's index in line with its source.
+type Service struct {
+	opts    Options
+	builds  chan struct{}
+	metrics *metrics
+
+	mu       sync.Mutex
+	catalogs map[string]*entry
+	runCtx   context.Context // set while Run runs
+	loops    sync.WaitGroup
+}
+
+// entry is one catalog's spec and the memory of its recent syncs.
+type entry struct {
+	name string
+	kick chan struct{} // capacity 1: a pending "sync now"
+
+	// syncMu makes syncs of this catalog run one at a time, each reading its
+	// source after the previous one finished: a sync started by a later
+	// change can then never be overtaken by one that read older content.
+	syncMu sync.Mutex
+
+	// Guarded by Service.mu.
+	spec      Spec
+	removed   bool
+	attempted bool
+	failures  int
+	// badDigest is content that failed to index; it is not fetched again
+	// until the source's digest changes. badErr is why it failed.
+	badDigest string
+	badErr    error
+	stopLoop  context.CancelFunc
+}
+
+// New returns a Service with no catalogs.
+func New(opts Options) *Service {
+	if opts.MaxConcurrentBuilds <= 0 {
+		opts.MaxConcurrentBuilds = DefaultMaxConcurrentBuilds
+	}
+	if opts.SyncTimeout <= 0 {
+		opts.SyncTimeout = DefaultSyncTimeout
+	}
+	if opts.MinBackoff <= 0 {
+		opts.MinBackoff = DefaultMinBackoff
+	}
+	if opts.MaxBackoff <= 0 {
+		opts.MaxBackoff = DefaultMaxBackoff
+	}
+	s := &Service{
+		opts:     opts,
+		builds:   make(chan struct{}, opts.MaxConcurrentBuilds),
+		catalogs: map[string]*entry{},
+	}
+	s.metrics = newMetrics(s)
+	if opts.Metrics != nil {
+		opts.Metrics.MustRegister(s.metrics.collectors()...)
+	}
+	return s
+}
+
+// Load puts every catalog with a live index on disk into the table as
+// Serving, before any source is read, so that after a restart they answer
+// from the first request however slow their sources are.
+func (s *Service) Load() {
+	for _, name := range s.opts.Store.Catalogs() {
+		info, ok := s.opts.Store.Info(name)
+		if !ok {
+			continue
+		}
+		if _, known := s.opts.Table.Get(name); known {
+			continue
+		}
+		s.opts.Table.Put(catalogs.Catalog{Name: name, Source: info.SourceRef, State: catalogs.Serving})
+	}
+}
+
+// Prune removes the index and table entry of every catalog with a live index
+// for which keep, given its name and the reference it was built from, is
+// false: catalogs no longer configured, or an index another source left
+// under a configured name.
+func (s *Service) Prune(keep func(name, sourceRef string) bool) error {
+	var errs []error
+	for _, name := range s.opts.Store.Catalogs() {
+		info, ok := s.opts.Store.Info(name)
+		if !ok || keep(name, info.SourceRef) {
+			continue
+		}
+		s.opts.Log.Info("removing an index no catalog owns", "catalog", name, "source", info.SourceRef)
+		if err := s.Remove(name); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// MarkLoaded says every catalog the server should serve has been Set: from
+// now on a name the table lacks answers 404 instead of 503.
+func (s *Service) MarkLoaded() { s.opts.Table.MarkLoaded() }
+
+// Set adds a catalog or changes what it should serve. A new source (or
+// switching the catalog on or off) makes its loop sync at once; a change of
+// priority alone only updates the table.
+func (s *Service) Set(spec Spec) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.catalogs[spec.Name]
+	if !ok {
+		e = &entry{name: spec.Name, kick: make(chan struct{}, 1)}
+		s.catalogs[spec.Name] = e
+	}
+	changed := !ok || describe(e.spec.Source) != describe(spec.Source) ||
+		e.spec.Unavailable != spec.Unavailable || e.spec.PollInterval != spec.PollInterval
+	if changed {
+		e.attempted, e.failures, e.badDigest, e.badErr = false, 0, "", nil
+	}
+	e.spec = spec
+	c, known := s.opts.Table.Get(spec.Name)
+	c.Name, c.Source, c.Priority = spec.Name, spec.Display, spec.Priority
+	if c.Source == "" {
+		c.Source = describe(spec.Source)
+	}
+	switch _, live := s.opts.Store.Info(spec.Name); {
+	case spec.Unavailable:
+		// The loop removes the index; meanwhile nothing is served.
+		c.State, c.LastError = catalogs.Unavailable, ""
+	case live:
+		c.State = catalogs.Serving
+	case !known || c.State == catalogs.Unavailable:
+		c.State, c.LastError = catalogs.Pending, ""
+	}
+	s.opts.Table.Put(c)
+	if s.runCtx != nil && e.stopLoop == nil {
+		s.startLoop(e)
+	}
+	if changed && (spec.Source != nil || spec.Unavailable) {
+		e.poke()
+	}
+}
+
+func describe(src Source) string {
+	if src == nil {
+		return ""
+	}
+	return src.Describe()
+}
+
+func (e *entry) poke() {
+	select {
+	case e.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Trigger makes a catalog's loop sync now, as when its directory changed.
+func (s *Service) Trigger(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e, ok := s.catalogs[name]; ok {
+		e.poke()
+	}
+}
+
+// Remove forgets a catalog and deletes its index; a sync in progress is
+// cancelled first. Readers holding the index finish on it.
+func (s *Service) Remove(name string) error {
+	s.mu.Lock()
+	e, ok := s.catalogs[name]
+	if ok && e.stopLoop != nil {
+		e.stopLoop()
+	}
+	s.mu.Unlock()
+	if ok {
+		e.syncMu.Lock()
+		defer e.syncMu.Unlock()
+		s.mu.Lock()
+		e.removed = true
+		delete(s.catalogs, name)
+		s.mu.Unlock()
+	}
+	s.opts.Table.Delete(name)
+	if err := s.opts.Store.Remove(name); err != nil {
+		return fmt.Errorf("remove catalog %q: %w", name, err)
+	}
+	return nil
+}
+
+// Ready reports whether every catalog that should serve has a live index on
+// this replica: the table is loaded, and each catalog with a source that is
+// not switched off answers from its own index. A catalog whose source has
+// never indexed keeps the replica unready, and the error says why.
+func (s *Service) Ready() error {
+	if !s.opts.Table.Loaded() {
+		return errors.New("the catalog list has not been loaded yet")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var missing []string
+	for name, e := range s.catalogs {
+		if e.spec.Source == nil || e.spec.Unavailable {
+			continue
+		}
+		if _, ok := s.opts.Store.Info(name); !ok {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	sort.Strings(missing)
+	return fmt.Errorf("not indexed yet: %v", missing)
+}
+
+// Sync brings one catalog's index in line with src, or with its spec's
+// source when src is nil, and records the outcome in the table. On failure
+// the previous index, if any, keeps serving and LastError says why; the
+// error is returned, not logged, so that the caller reports it once.
+func (s *Service) Sync(ctx context.Context, name string, src Source) (Result, error) {
+	s.mu.Lock()
+	e, ok := s.catalogs[name]
+	s.mu.Unlock()
+	if !ok {
+		return Result{}, fmt.Errorf("sync catalog %q: not configured", name)
+	}
+	e.syncMu.Lock()
+	defer e.syncMu.Unlock()
+	s.mu.Lock()
+	spec, removed := e.spec, e.removed
+	if src == nil {
+		src = spec.Source
+	}
+	bad, badErr := e.badDigest, e.badErr
+	s.mu.Unlock()
+	if removed {
+		return Result{}, fmt.Errorf("sync catalog %q: removed", name)
+	}
+	if spec.Unavailable {
+		return Result{}, s.switchOff(name)
+	}
+	if src == nil {
+		return Result{}, nil
+	}
+	start := time.Now()
+	res, err := s.fetchAndBuild(ctx, name, src, bad, badErr)
+	res.Duration = time.Since(start)
+	s.record(ctx, e, res, err)
+	return res, err
+}
+
+func (s *Service) switchOff(name string) error {
+	if err := s.opts.Store.Remove(name); err != nil {
+		return fmt.Errorf("remove index of unavailable catalog %q: %w", name, err)
+	}
+	s.opts.Table.Update(name, func(c *catalogs.Catalog) { c.State, c.LastError = catalogs.Unavailable, "" })
+	return nil
+}
+
+// fetchAndBuild does the work of one sync under its deadline.
+func (s *Service) fetchAndBuild(ctx context.Context, name string, src Source, bad string, badErr error) (Result, error) {
+	ctx, cancel := context.WithTimeoutCause(ctx, s.opts.SyncTimeout,
+		fmt.Errorf("sync of catalog %q timed out after %s", name, s.opts.SyncTimeout))
+	defer cancel()
+	live := ""
+	if info, ok := s.opts.Store.Info(name); ok {
+		live = info.Digest
+	}
+	fetchStart := time.Now()
+	f, err := src.Fetch(ctx, func(d string) bool { return d == live || d == bad })
+	defer f.cleanup()
+	res := Result{Ref: f.Ref, Digest: f.Digest}
+	if err != nil {
+		return res, withCause(ctx, fmt.Errorf("read catalog %q: %w", name, err))
+	}
+	if f.Pulled {
+		s.metrics.pulled(time.Since(fetchStart), f.Bytes)
+	}
+	switch f.Digest {
+	case live:
+		return res, nil
+	case bad:
+		// The same content failed before: say so again without pulling or
+		// indexing it again.
+		return res, badErr
+	}
+	select {
+	case s.builds <- struct{}{}:
+		defer func() { <-s.builds }()
+	case <-ctx.Done():
+		return res, withCause(ctx, fmt.Errorf("index catalog %q: waiting for a build slot: %w", name, ctx.Err()))
+	}
+	buildStart := time.Now()
+	info, stats, rebuilt, err := s.opts.Store.Update(ctx, name, f.Source)
+	s.metrics.built(time.Since(buildStart), err)
+	if err != nil {
+		return res, withCause(ctx, fmt.Errorf("indexing %s: %w", f.Ref, err))
+	}
+	res.Rebuilt, res.Stats = rebuilt, stats
+	res.Ref, res.Digest = info.SourceRef, info.Digest
+	return res, nil
+}
+
+// withCause adds the deadline's cause to an error a timeout produced, so the
+// message says the sync timed out rather than only "context deadline
+// exceeded".
+func withCause(ctx context.Context, err error) error {
+	if cause := context.Cause(ctx); cause != nil && errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, cause) {
+		return fmt.Errorf("%w: %w", cause, err)
+	}
+	return err
+}
+
+// IsContentError reports whether err is about a catalog's content, which
+// retrying the same digest cannot fix.
+func IsContentError(err error) bool {
+	return errors.Is(err, index.ErrInvalidCatalog) || (unpack.IsTerminal(err) && !errors.Is(err, unpack.ErrInvalidReference))
+}
+
+// record writes the outcome of a sync into the table and the entry.
+func (s *Service) record(ctx context.Context, e *entry, res Result, err error) {
+	log := s.opts.Log.WithValues("catalog", e.name)
+	s.mu.Lock()
+	e.attempted = true
+	if err == nil {
+		e.failures, e.badDigest, e.badErr = 0, "", nil
+	} else if ctx.Err() == nil {
+		e.failures++
+		if IsContentError(err) && res.Digest != "" {
+			e.badDigest, e.badErr = res.Digest, err
+		}
+	}
+	s.mu.Unlock()
+	if err != nil && ctx.Err() != nil {
+		// Cut short by shutdown or by the caller: says nothing about the
+		// catalog.
+		return
+	}
+	_, serving := s.opts.Store.Info(e.name)
+	s.opts.Table.Update(e.name, func(c *catalogs.Catalog) {
+		if c.State != catalogs.Unavailable {
+			c.State = catalogs.Pending
+			if serving {
+				c.State = catalogs.Serving
+			}
+		}
+		c.LastError = ""
+		if err != nil {
+			c.LastError = s.clean(err)
+		}
+	})
+	switch {
+	case err != nil:
+		// Sync's caller says what failed, once: the loop logs, the
+		// controller writes it into status.
+	case res.Rebuilt:
+		log.Info("catalog indexed", "ref", res.Ref, "bundles", res.Stats.Bundles, "problems", res.Stats.Problems,
+			"duration", res.Duration.Round(time.Millisecond).String())
+	default:
+		log.V(1).Info("catalog unchanged", "ref", res.Ref)
+	}
+}
+
+// Backoff is how long to wait before retrying a catalog after its last
+// sync: zero after a success, else doubling from MinBackoff with each
+// failure in a row, up to MaxBackoff, and never past poll when poll > 0 —
+// a catalog polled every minute is retried at least every minute.
+func (s *Service) Backoff(name string, poll time.Duration) time.Duration {
+	s.mu.Lock()
+	e, ok := s.catalogs[name]
+	failures := 0
+	if ok {
+		failures = e.failures
+	}
+	s.mu.Unlock()
+	if failures == 0 {
+		return 0
+	}
+	d := s.opts.MinBackoff
+	for i := 1; i < failures && d < s.opts.MaxBackoff; i++ {
+		d *= 2
+	}
+	d = wait.Jitter(min(d, s.opts.MaxBackoff), 0.1)
+	if poll > 0 && d > poll {
+		d = poll
+	}
+	return d
+}
+
+// next is when a catalog's loop syncs again on its own: after a failure the
+// backoff, after a success the poll interval (with up to 10% jitter so that
+// catalogs configured together do not poll together), otherwise never (0).
+func (s *Service) next(name string) time.Duration {
+	s.mu.Lock()
+	e, ok := s.catalogs[name]
+	var poll time.Duration
+	if ok && !e.spec.Unavailable && e.spec.Source != nil {
+		poll = e.spec.PollInterval
+	}
+	s.mu.Unlock()
+	if !ok {
+		return 0
+	}
+	if d := s.Backoff(name, poll); d > 0 {
+		return d
+	}
+	if poll > 0 {
+		return wait.Jitter(poll, 0.1)
+	}
+	return 0
+}
+
+// Outcome is how one sync went.
+type Outcome struct {
+	Result
+	Err error
+}
+
+// SyncAll syncs every catalog once, in parallel, and returns each outcome by
+// name: `catalogd serve` reports them before serving on.
+func (s *Service) SyncAll(ctx context.Context) map[string]Outcome {
+	s.mu.Lock()
+	names := make([]string, 0, len(s.catalogs))
+	for name := range s.catalogs {
+		names = append(names, name)
+	}
+	s.mu.Unlock()
+	out := make(map[string]Outcome, len(names))
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, name := range names {
+		wg.Go(func() {
+			res, err := s.Sync(ctx, name, nil)
+			mu.Lock()
+			out[name] = Outcome{res, err}
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+// Start runs every catalog's loop until ctx ends: a catalog syncs when it is
+// Set with a new source, when triggered, when its backoff or poll interval
+// runs out, and once at start unless it was synced already. It implements
+// controller-runtime's Runnable; see NeedLeaderElection.
+func (s *Service) Start(ctx context.Context) error {
+	s.mu.Lock()
+	s.runCtx = ctx
+	for _, e := range s.catalogs {
+		s.startLoop(e)
+	}
+	s.mu.Unlock()
+	<-ctx.Done()
+	s.mu.Lock()
+	s.runCtx = nil
+	s.mu.Unlock()
+	s.loops.Wait()
+	return nil
+}
+
+// NeedLeaderElection is false: every replica keeps its own indexes and
+// serves them.
+func (s *Service) NeedLeaderElection() bool { return false }
+
+// startLoop starts e's loop; s.mu is held.
+func (s *Service) startLoop(e *entry) {
+	ctx, cancel := context.WithCancel(s.runCtx)
+	e.stopLoop = cancel
+	if !e.attempted {
+		e.poke()
+	}
+	s.loops.Go(func() { s.loop(ctx, e) })
+}
+
+func (s *Service) loop(ctx context.Context, e *entry) {
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	if d := s.next(e.name); d > 0 {
+		timer.Reset(d)
+	}
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-e.kick:
+		case <-timer.C:
+		}
+		if _, err := s.Sync(ctx, e.name, nil); err != nil && ctx.Err() == nil {
+			_, serving := s.opts.Store.Info(e.name)
+			s.opts.Log.Error(err, "sync failed; will retry", "catalog", e.name, "servingPreviousIndex", serving)
+		}
+		timer.Stop()
+		if d := s.next(e.name); d > 0 {
+			timer.Reset(d)
+		}
+	}
+}

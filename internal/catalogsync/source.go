@@ -1,0 +1,142 @@
+package catalogsync
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/google/go-containerregistry/pkg/name"
+
+	"github.com/catalogd/catalogd/internal/index"
+	"github.com/catalogd/catalogd/internal/source"
+	"github.com/catalogd/catalogd/internal/unpack"
+)
+
+// Source is where one catalog's content comes from: a directory or an image.
+// Keeping it behind this interface is what lets a catalog be either without
+// the indexing, reporting and retrying code caring which.
+type Source interface {
+	// Fetch makes the current content available for indexing. On failure it
+	// still returns the content's Ref and Digest when it learnt them. skip reports,
+	// for the digest of the content the source holds now, that the content
+	// itself is not needed (it is already live, or it failed before): a
+	// source that can learn the digest more cheaply than the content (an
+	// image tag: one manifest request) then returns a Fetched with only Ref
+	// and Digest set.
+	Fetch(ctx context.Context, skip func(digest string) bool) (Fetched, error)
+	// Describe says where the content comes from, as shown in /catalogs.
+	Describe() string
+	// Built reports whether an index whose SourceRef is ref was built from
+	// this source, so that one left on disk by an earlier run of a different
+	// catalog of the same name is not served as this one.
+	Built(ref string) bool
+}
+
+// Fetched is content made available by Source.Fetch.
+type Fetched struct {
+	index.Source
+	// Pulled says the content was downloaded (an image), and Bytes how much
+	// it unpacked to, for the pull metrics.
+	Pulled bool
+	Bytes  int64
+	// Cleanup releases what Fetch made; nil when there is nothing to release.
+	Cleanup func()
+}
+
+func (f Fetched) cleanup() {
+	if f.Cleanup != nil {
+		f.Cleanup()
+	}
+}
+
+// DirSource is a catalog directory on local disk.
+type DirSource struct {
+	// Path is absolute.
+	Path string
+}
+
+// Fetch digests the directory; the index reads it in place.
+func (d DirSource) Fetch(context.Context, func(string) bool) (Fetched, error) {
+	src, err := source.Dir(d.Path)
+	return Fetched{Source: src}, err
+}
+
+// Describe is the directory's path.
+func (d DirSource) Describe() string { return d.Path }
+
+// Built matches an index built from the same directory.
+func (d DirSource) Built(ref string) bool { return ref == d.Path }
+
+// Unpacker resolves image references and extracts catalog images;
+// *unpack.Unpacker provides it.
+type Unpacker interface {
+	Resolve(ctx context.Context, ref string) (string, error)
+	Unpack(ctx context.Context, digestRef, dst string) (unpack.Result, error)
+}
+
+// ImageSource is a catalog image in a registry. A tag is resolved on every
+// Fetch (one manifest request); layers are pulled only for a digest that is
+// neither live nor known to be bad. A digest reference is resolved without
+// asking the registry.
+type ImageSource struct {
+	Ref      name.Reference
+	Unpacker Unpacker
+	// TempDir is where images are unpacked, each into its own directory
+	// that Cleanup removes.
+	TempDir string
+}
+
+// Fetch resolves the reference and, unless skip says otherwise, unpacks it.
+func (s ImageSource) Fetch(ctx context.Context, skip func(string) bool) (Fetched, error) {
+	// The unpacker's errors name the reference already.
+	digestRef, err := s.Unpacker.Resolve(ctx, s.Ref.String())
+	if err != nil {
+		return Fetched{}, err
+	}
+	digest := digestOf(digestRef)
+	if skip(digest) {
+		return Fetched{Source: index.Source{Ref: digestRef, Digest: digest}}, nil
+	}
+	if err := os.MkdirAll(s.TempDir, 0o755); err != nil {
+		return Fetched{}, fmt.Errorf("create unpack directory: %w", err)
+	}
+	tmp, err := os.MkdirTemp(s.TempDir, "unpack-")
+	if err != nil {
+		return Fetched{}, fmt.Errorf("create unpack directory: %w", err)
+	}
+	cleanup := func() { _ = os.RemoveAll(tmp) }
+	dst := filepath.Join(tmp, "fbc")
+	res, err := s.Unpacker.Unpack(ctx, digestRef, dst)
+	if err != nil {
+		cleanup()
+		// The digest is returned with the error: content that cannot be
+		// unpacked is not pulled again until the tag moves.
+		return Fetched{Source: index.Source{Ref: digestRef, Digest: digest}}, fmt.Errorf("pull %s: %w", digestRef, err)
+	}
+	return Fetched{
+		Source:  index.Source{FS: os.DirFS(dst), Ref: digestRef, Digest: digest},
+		Pulled:  true,
+		Bytes:   res.Bytes,
+		Cleanup: cleanup,
+	}, nil
+}
+
+// Describe is the reference as given.
+func (s ImageSource) Describe() string { return s.Ref.String() }
+
+// Built compares repositories: a new push to the same tag is the same
+// catalog, whose previous index may keep serving until the new one is built.
+func (s ImageSource) Built(ref string) bool {
+	repo, _, _ := strings.Cut(ref, "@")
+	return repo == s.Ref.Context().Name()
+}
+
+// digestOf returns the algorithm:hex part of a digest reference.
+func digestOf(digestRef string) string {
+	if i := strings.LastIndex(digestRef, "@"); i >= 0 {
+		return digestRef[i+1:]
+	}
+	return digestRef
+}
