@@ -33,6 +33,7 @@ func BenchmarkHTTP(b *testing.B) {
 	}
 	defer store.Close()
 	reg := catalogs.NewTable()
+	reg.MarkLoaded()
 	for i, name := range []string{"one", "two", "three"} {
 		if _, _, _, err := store.Update(context.Background(), name, index.Source{FS: os.DirFS(dir), Ref: dir, Digest: fmt.Sprintf("sha256:%d", i)}); err != nil {
 			b.Fatal(err)

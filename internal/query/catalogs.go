@@ -102,9 +102,9 @@ func (s *Server) getCatalog(w http.ResponseWriter, r *http.Request) {
 		s.writeProblem(w, r, badParam("catalog", "catalog name %q is not a DNS-1123 subdomain: %s", name, strings.Join(errs, "; ")))
 		return
 	}
-	c, ok := s.cats.Get(name)
-	if !ok {
-		s.writeProblem(w, r, notFound("catalog", "no catalog named %q", name))
+	c, err := s.lookupCatalog(name)
+	if err != nil {
+		s.writeProblem(w, r, err)
 		return
 	}
 	snap, err := s.acquireIfIndexed(c)

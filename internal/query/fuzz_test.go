@@ -27,6 +27,7 @@ func FuzzRequestParams(f *testing.F) {
 		f.Fatal(err)
 	}
 	reg := catalogs.NewTable()
+	reg.MarkLoaded()
 	reg.Put(catalogs.Catalog{Name: "demo", State: catalogs.Serving})
 	srv := New(reg, store, logr.Discard())
 

@@ -46,6 +46,7 @@ func newHarness(t *testing.T) *harness {
 func newHarnessWith(t *testing.T, store *index.Store, idx Indexes) *harness {
 	t.Helper()
 	h := &harness{t: t, store: store, reg: catalogs.NewTable()}
+	h.reg.MarkLoaded()
 	h.srv = httptest.NewServer(New(h.reg, idx, testr.NewWithOptions(t, testr.Options{Verbosity: 0})))
 	t.Cleanup(h.srv.Close)
 	h.http = &http.Client{Transport: apivalidate.New(t).Transport(t, http.DefaultTransport)}

@@ -9,12 +9,15 @@ import (
 	"io"
 	"io/fs"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"sync"
 	"testing"
 	"testing/fstest"
 	"time"
+
+	"github.com/go-logr/logr"
 
 	"github.com/catalogd/catalogd/client"
 	"github.com/catalogd/catalogd/internal/catalogs"
@@ -244,6 +247,41 @@ func TestHead(t *testing.T) {
 		}
 		if cl := resp.Header.Get("Content-Length"); path == "/catalogs/demo/api/v1/all" && cl != fmt.Sprint(len(getBody)) {
 			t.Errorf("HEAD %s: Content-Length %q, GET body %d bytes", path, cl, len(getBody))
+		}
+	}
+}
+
+// TestUnknownCatalogBeforeTheListIsLoaded checks the answer for a catalog
+// name the server does not know: 503 with Retry-After while it has not read
+// its catalog list yet (a restart), 404 once it has.
+func TestUnknownCatalogBeforeTheListIsLoaded(t *testing.T) {
+	store, err := index.NewStore(t.TempDir(), logr.Discard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	table := catalogs.NewTable()
+	srv := httptest.NewServer(New(table, store, logr.Discard()))
+	t.Cleanup(srv.Close)
+	for _, tc := range []struct {
+		loaded     bool
+		wantStatus int
+	}{{false, http.StatusServiceUnavailable}, {true, http.StatusNotFound}} {
+		if tc.loaded {
+			table.MarkLoaded()
+		}
+		for _, path := range []string{"/catalogs/later", "/catalogs/later/packages"} {
+			resp, err := http.Get(srv.URL + path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != tc.wantStatus {
+				t.Errorf("loaded=%v GET %s: %d, want %d", tc.loaded, path, resp.StatusCode, tc.wantStatus)
+			}
+			if tc.wantStatus == http.StatusServiceUnavailable && resp.Header.Get("Retry-After") == "" {
+				t.Errorf("loaded=%v GET %s: 503 without Retry-After", tc.loaded, path)
+			}
 		}
 	}
 }

@@ -38,6 +38,9 @@ import (
 type Catalogs interface {
 	List() []catalogs.Catalog
 	Get(name string) (catalogs.Catalog, bool)
+	// Loaded is false while the server may not know every catalog yet (a
+	// restart before it has read its catalog list).
+	Loaded() bool
 }
 
 // Indexes gives read access to the live index of a catalog; *index.Store
@@ -220,9 +223,9 @@ func (s *Server) openCatalog(r *http.Request) (*index.Snapshot, error) {
 	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
 		return nil, badParam("catalog", "catalog name %q is not a DNS-1123 subdomain: %s", name, strings.Join(errs, "; "))
 	}
-	c, ok := s.cats.Get(name)
-	if !ok {
-		return nil, notFound("catalog", "no catalog named %q", name)
+	c, err := s.lookupCatalog(name)
+	if err != nil {
+		return nil, err
 	}
 	if c.State == catalogs.Unavailable {
 		return nil, &problem{status: http.StatusServiceUnavailable, typ: "catalog-unavailable", param: "catalog",
@@ -237,6 +240,22 @@ func (s *Server) openCatalog(r *http.Request) (*index.Snapshot, error) {
 		return nil, &problem{status: http.StatusServiceUnavailable, typ: "catalog-not-ready", param: "catalog", detail: detail, retryAfter: "5"}
 	}
 	return snap, err
+}
+
+// lookupCatalog finds a catalog by name. A name the server does not know is
+// 404 once the catalog list is loaded, and 503 before: right after a
+// restart the name may be one of the catalogs about to be listed.
+func (s *Server) lookupCatalog(name string) (catalogs.Catalog, error) {
+	c, ok := s.cats.Get(name)
+	switch {
+	case ok:
+		return c, nil
+	case !s.cats.Loaded():
+		return c, &problem{status: http.StatusServiceUnavailable, typ: "catalog-not-ready", param: "catalog", retryAfter: "1",
+			detail: fmt.Sprintf("catalog %q is not known yet: the server is still reading its catalog list", name)}
+	default:
+		return c, notFound("catalog", "no catalog named %q", name)
+	}
 }
 
 // catalogHandler wraps an endpoint of one catalog: it checks the query
