@@ -131,7 +131,7 @@ func newManagerCommand(logs *logFlags) *cobra.Command {
 				return err
 			}
 			ctrl.SetLogger(log)
-			restCfg, err := ctrl.GetConfig()
+			restCfg, err := cfg.RESTConfig()
 			if err != nil {
 				return fmt.Errorf("load kubeconfig: %w", err)
 			}

@@ -14,6 +14,7 @@
 package catalogsync
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -85,6 +86,11 @@ type Spec struct {
 	// PollInterval is how often the source is checked for new content; 0
 	// means only when told (a spec change, a file watch, a retry).
 	PollInterval time.Duration
+	// ReportedError is why the catalog's owner last failed to update it (the
+	// leader's Progressing condition), shown as LastError while this
+	// replica has no error of its own: every replica then tells clients
+	// the same.
+	ReportedError string
 }
 
 // Result is what one successful sync did.
@@ -128,7 +134,9 @@ type entry struct {
 	// until the source's digest changes. badErr is why it failed.
 	badDigest string
 	badErr    error
-	stopLoop  context.CancelFunc
+	// ownErr is the cleaned error of this replica's last sync, if it failed.
+	ownErr   string
+	stopLoop context.CancelFunc
 }
 
 // New returns a Service with no catalogs.
@@ -210,22 +218,23 @@ func (s *Service) Set(spec Spec) {
 	changed := !ok || describe(e.spec.Source) != describe(spec.Source) ||
 		e.spec.Unavailable != spec.Unavailable || e.spec.PollInterval != spec.PollInterval
 	if changed {
-		e.attempted, e.failures, e.badDigest, e.badErr = false, 0, "", nil
+		e.attempted, e.failures, e.badDigest, e.badErr, e.ownErr = false, 0, "", nil, ""
 	}
 	e.spec = spec
-	c, known := s.opts.Table.Get(spec.Name)
+	c, _ := s.opts.Table.Get(spec.Name)
 	c.Name, c.Source, c.Priority = spec.Name, spec.Display, spec.Priority
 	if c.Source == "" {
 		c.Source = describe(spec.Source)
 	}
+	c.LastError = cmp.Or(e.ownErr, truncate(spec.ReportedError, maxErrorBytes))
 	switch _, live := s.opts.Store.Info(spec.Name); {
 	case spec.Unavailable:
 		// The loop removes the index; meanwhile nothing is served.
 		c.State, c.LastError = catalogs.Unavailable, ""
 	case live:
 		c.State = catalogs.Serving
-	case !known || c.State == catalogs.Unavailable:
-		c.State, c.LastError = catalogs.Pending, ""
+	default:
+		c.State = catalogs.Pending
 	}
 	s.opts.Table.Put(c)
 	if s.runCtx != nil && e.stopLoop == nil {
@@ -416,22 +425,25 @@ func IsContentError(err error) bool {
 // record writes the outcome of a sync into the table and the entry.
 func (s *Service) record(ctx context.Context, e *entry, res Result, err error) {
 	log := s.opts.Log.WithValues("catalog", e.name)
-	s.mu.Lock()
-	e.attempted = true
-	if err == nil {
-		e.failures, e.badDigest, e.badErr = 0, "", nil
-	} else if ctx.Err() == nil {
-		e.failures++
-		if IsContentError(err) && res.Digest != "" {
-			e.badDigest, e.badErr = res.Digest, err
-		}
-	}
-	s.mu.Unlock()
 	if err != nil && ctx.Err() != nil {
 		// Cut short by shutdown or by the caller: says nothing about the
 		// catalog.
 		return
 	}
+	s.mu.Lock()
+	e.attempted = true
+	e.ownErr = ""
+	if err == nil {
+		e.failures, e.badDigest, e.badErr = 0, "", nil
+	} else {
+		e.failures++
+		e.ownErr = s.clean(err)
+		if IsContentError(err) && res.Digest != "" {
+			e.badDigest, e.badErr = res.Digest, err
+		}
+	}
+	lastError := cmp.Or(e.ownErr, truncate(e.spec.ReportedError, maxErrorBytes))
+	s.mu.Unlock()
 	_, serving := s.opts.Store.Info(e.name)
 	s.opts.Table.Update(e.name, func(c *catalogs.Catalog) {
 		if c.State != catalogs.Unavailable {
@@ -440,10 +452,7 @@ func (s *Service) record(ctx context.Context, e *entry, res Result, err error) {
 				c.State = catalogs.Serving
 			}
 		}
-		c.LastError = ""
-		if err != nil {
-			c.LastError = s.clean(err)
-		}
+		c.LastError = lastError
 	})
 	switch {
 	case err != nil:

@@ -27,6 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
@@ -47,6 +48,9 @@ import (
 
 // Config is the command line of `catalogd manager`.
 type Config struct {
+	// Kubeconfig is a kubeconfig file; empty means $KUBECONFIG, the
+	// in-cluster config, or ~/.kube/config, in that order.
+	Kubeconfig         string
 	DataDir            string
 	Listen             string
 	MetricsBindAddress string
@@ -79,6 +83,7 @@ type Config struct {
 
 // BindFlags declares the flags of `catalogd manager` on fs, filling c.
 func (c *Config) BindFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&c.Kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, the in-cluster config, ~/.kube/config)")
 	fs.StringVar(&c.DataDir, "data-dir", "", "directory for indexes and unpacked images (required)")
 	fs.StringVar(&c.Listen, "listen", "127.0.0.1:8080", "address of the query API")
 	fs.StringVar(&c.TLSCertFile, "tls-cert", "", "PEM certificate of the query API (HTTPS); reloaded when the file changes")
@@ -134,6 +139,14 @@ func namespacedName(flag, v string) (types.NamespacedName, error) {
 		return types.NamespacedName{}, fmt.Errorf("%s %q: want namespace/name", flag, v)
 	}
 	return types.NamespacedName{Namespace: ns, Name: name}, nil
+}
+
+// RESTConfig is the client config the flags name.
+func (c *Config) RESTConfig() (*rest.Config, error) {
+	if c.Kubeconfig != "" {
+		return clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
+	}
+	return ctrl.GetConfig()
 }
 
 // Run runs the manager until ctx ends.

@@ -74,6 +74,10 @@ func SpecFor(cat *catalogdv1.ClusterCatalog, source ImageSource) catalogsync.Spe
 	if img := cat.Spec.Source.Image; img != nil {
 		spec.Display = img.Ref
 	}
+	if c := meta.FindStatusCondition(cat.Status.Conditions, catalogdv1.TypeProgressing); c != nil &&
+		(c.Reason == catalogdv1.ReasonRetrying || c.Reason == catalogdv1.ReasonBlocked) {
+		spec.ReportedError = c.Message
+	}
 	if rs := cat.Status.ResolvedSource; rs != nil && rs.Image != nil && !spec.Unavailable {
 		if d, err := name.NewDigest(rs.Image.Ref); err == nil {
 			spec.Source = source(d)
