@@ -1,0 +1,239 @@
+package catalogsync_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/testr"
+	"github.com/google/go-containerregistry/pkg/name"
+
+	"github.com/catalogd/catalogd/internal/catalogs"
+	"github.com/catalogd/catalogd/internal/catalogsync"
+	"github.com/catalogd/catalogd/internal/index"
+	"github.com/catalogd/catalogd/internal/unpack"
+	"github.com/catalogd/catalogd/test/registrytest"
+)
+
+const demoDir = "../../test/testdata/demo"
+
+// env is a real index store, a table and a service over them.
+type env struct {
+	store *index.Store
+	table *catalogs.Table
+	svc   *catalogsync.Service
+}
+
+func newEnv(t *testing.T, opts catalogsync.Options) *env {
+	t.Helper()
+	store, err := index.NewStore(t.TempDir(), testr.New(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	table := catalogs.NewTable()
+	opts.Store, opts.Table, opts.Log = store, table, testr.New(t)
+	return &env{store: store, table: table, svc: catalogsync.New(opts)}
+}
+
+// brokenCatalog is the demo with one file that does not parse.
+func brokenCatalog(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "broken")
+	if err := os.CopyFS(dir, os.DirFS(demoDir)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "zz-broken.json"), []byte(`{"schema":"olm.bundle","name":`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func imageSource(t *testing.T, reg *registrytest.Registry, repoTag string) catalogsync.ImageSource {
+	t.Helper()
+	u, err := unpack.New(unpack.Options{InsecureRegistries: []string{reg.Host}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := name.ParseReference(reg.Host + "/" + repoTag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return catalogsync.ImageSource{Ref: ref, Unpacker: u, TempDir: t.TempDir()}
+}
+
+// TestBadDigestIsNotPulledAgain: content that failed to index is not
+// downloaded again while the tag still points at it; a new push is.
+func TestBadDigestIsNotPulledAgain(t *testing.T) {
+	reg := registrytest.New(t)
+	broken := reg.PushCatalog(t, "catalogs/demo:latest", brokenCatalog(t), registrytest.PushOptions{})
+	e := newEnv(t, catalogsync.Options{})
+	e.svc.Set(catalogsync.Spec{Name: "demo", Source: imageSource(t, reg, "catalogs/demo:latest")})
+	ctx := context.Background()
+
+	_, first := e.svc.Sync(ctx, "demo", nil)
+	if first == nil || !strings.Contains(first.Error(), "zz-broken.json") {
+		t.Fatalf("first sync: %v; want an error naming the broken file", first)
+	}
+	if !catalogsync.IsContentError(first) {
+		t.Errorf("%v is not a content error", first)
+	}
+	reg.Reset()
+	_, again := e.svc.Sync(ctx, "demo", nil)
+	if again == nil || again.Error() != first.Error() {
+		t.Errorf("second sync: %v; want the same error as the first", again)
+	}
+	if c := reg.Counts(); c.BlobGets != 0 || c.ManifestHeads+c.ManifestGets == 0 {
+		t.Errorf("second sync of the same digest: %+v; want the tag resolved and no blob fetched", c)
+	}
+	if c, _ := e.table.Get("demo"); c.State != catalogs.Pending || !strings.Contains(c.LastError, "zz-broken.json") {
+		t.Errorf("table: %+v; want Pending with the error", c)
+	}
+
+	fixed := reg.PushCatalog(t, "catalogs/demo:latest", demoDir, registrytest.PushOptions{})
+	res, err := e.svc.Sync(ctx, "demo", nil)
+	if err != nil || res.Ref != fixed || res.Ref == broken || !res.Rebuilt {
+		t.Fatalf("sync after the fix: %+v, %v; want %s indexed", res, err, fixed)
+	}
+	if c, _ := e.table.Get("demo"); c.State != catalogs.Serving || c.LastError != "" {
+		t.Errorf("table after the fix: %+v; want Serving without an error", c)
+	}
+}
+
+// TestBackoffIsCappedByThePollInterval is the table of waits after failures.
+func TestBackoffIsCappedByThePollInterval(t *testing.T) {
+	dir := brokenCatalog(t)
+	e := newEnv(t, catalogsync.Options{MinBackoff: time.Second, MaxBackoff: time.Hour})
+	e.svc.Set(catalogsync.Spec{Name: "broken", Source: catalogsync.DirSource{Path: dir}})
+	if d := e.svc.Backoff("broken", time.Minute); d != 0 {
+		t.Errorf("backoff before any failure: %s, want 0", d)
+	}
+	for failures := 1; failures <= 14; failures++ {
+		if _, err := e.svc.Sync(context.Background(), "broken", nil); err == nil {
+			t.Fatal("a broken catalog synced")
+		}
+		// Doubling from MinBackoff up to MaxBackoff, plus up to 10% jitter,
+		// and never past the poll interval.
+		base := min(time.Second<<(failures-1), time.Hour)
+		for _, tc := range []struct {
+			poll, lo, hi time.Duration
+		}{
+			{poll: 0, lo: base, hi: base + base/10},
+			{poll: time.Minute, lo: min(base, time.Minute), hi: min(base+base/10, time.Minute)},
+		} {
+			if got := e.svc.Backoff("broken", tc.poll); got < tc.lo || got > tc.hi {
+				t.Errorf("after %d failures, poll %s: backoff %s, want within [%s, %s]", failures, tc.poll, got, tc.lo, tc.hi)
+			}
+		}
+	}
+}
+
+// TestLoopPicksUpAFixWithinThePollInterval runs the service's loop on a tag
+// that is broken long enough for the backoff to grow past the poll
+// interval, then pushes a fix: it is served without waiting the backoff out.
+func TestLoopPicksUpAFixWithinThePollInterval(t *testing.T) {
+	reg := registrytest.New(t)
+	reg.PushCatalog(t, "catalogs/demo:latest", brokenCatalog(t), registrytest.PushOptions{})
+	e := newEnv(t, catalogsync.Options{MinBackoff: 20 * time.Millisecond, MaxBackoff: time.Hour})
+	const poll = 300 * time.Millisecond
+	e.svc.Set(catalogsync.Spec{Name: "demo", Source: imageSource(t, reg, "catalogs/demo:latest"), PollInterval: poll})
+	e.svc.MarkLoaded()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.svc.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	// Enough failures in a row that an uncapped backoff (20 ms doubling)
+	// would now wait for minutes.
+	waitUntil(t, "a backoff past the poll interval", func() bool { return e.svc.Backoff("demo", 0) > 10*time.Second })
+	if err := e.svc.Ready(); err == nil {
+		t.Error("ready while the only catalog has no index")
+	}
+	fixed := reg.PushCatalog(t, "catalogs/demo:latest", demoDir, registrytest.PushOptions{})
+	waitUntil(t, "the fix to be served", func() bool {
+		info, ok := e.store.Info("demo")
+		return ok && info.SourceRef == fixed
+	})
+	if err := e.svc.Ready(); err != nil {
+		t.Errorf("not ready once the catalog serves: %v", err)
+	}
+}
+
+// waitUntil polls cond for up to 10 s: far longer than the poll interval
+// the tests expect, far shorter than the backoff they rule out.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestReady is the readiness of a replica as its catalogs come and go.
+func TestReady(t *testing.T) {
+	e := newEnv(t, catalogsync.Options{})
+	if err := e.svc.Ready(); err == nil || !strings.Contains(err.Error(), "not been loaded") {
+		t.Errorf("before the list is loaded: %v", err)
+	}
+	e.svc.Set(catalogsync.Spec{Name: "later"}) // no source yet: not expected to serve
+	e.svc.Set(catalogsync.Spec{Name: "demo", Source: catalogsync.DirSource{Path: mustAbs(t, demoDir)}})
+	e.svc.MarkLoaded()
+	if err := e.svc.Ready(); err == nil || !strings.Contains(err.Error(), "demo") || strings.Contains(err.Error(), "later") {
+		t.Errorf("before demo is indexed: %v; want demo named, later not", err)
+	}
+	if _, err := e.svc.Sync(context.Background(), "demo", nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.svc.Ready(); err != nil {
+		t.Errorf("after demo is indexed: %v", err)
+	}
+}
+
+// TestLastErrorIsCleaned: errors shown to clients name no path below the
+// data directory and are bounded in size.
+func TestLastErrorIsCleaned(t *testing.T) {
+	data := t.TempDir()
+	dir := filepath.Join(data, "catalogs", "huge")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Repeat("x", 200) + "/" + strings.Repeat("y", 200)
+	if err := os.MkdirAll(filepath.Join(dir, long), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		if err := os.WriteFile(filepath.Join(dir, long, strings.Repeat("z", 200)+string(rune('a'+i))+".json"), []byte(`{"schema":`), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e := newEnv(t, catalogsync.Options{DataDir: data})
+	e.svc.Set(catalogsync.Spec{Name: "huge", Source: catalogsync.DirSource{Path: dir}})
+	_, err := e.svc.Sync(context.Background(), "huge", nil)
+	if err == nil {
+		t.Fatal("broken catalog synced")
+	}
+	c, _ := e.table.Get("huge")
+	if c.LastError == "" || strings.Contains(c.LastError, data) {
+		t.Errorf("lastError %q names the data directory %s", c.LastError, data)
+	}
+	if len(c.LastError) > 2048 {
+		t.Errorf("lastError is %d bytes; want at most 2048", len(c.LastError))
+	}
+}
+
+func mustAbs(t *testing.T, p string) string {
+	t.Helper()
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return abs
+}
