@@ -1,0 +1,317 @@
+package reconcile_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	catalogdv1 "github.com/catalogd/catalogd/api/v1"
+	"github.com/catalogd/catalogd/internal/catalogs"
+	"github.com/catalogd/catalogd/internal/catalogsync"
+	"github.com/catalogd/catalogd/internal/index"
+	reconciler "github.com/catalogd/catalogd/internal/reconcile"
+)
+
+// syncer is a Syncer that answers each Sync with the next scripted outcome
+// and records what it was asked.
+type syncer struct {
+	outcomes []outcome
+	specs    []catalogsync.Spec
+	synced   []string // Describe() of each source synced; "" for the spec's
+	removed  []string
+	table    *catalogs.Table
+}
+
+type outcome struct {
+	res catalogsync.Result
+	err error
+}
+
+func (s *syncer) Set(spec catalogsync.Spec) {
+	s.specs = append(s.specs, spec)
+	if _, ok := s.table.Get(spec.Name); !ok {
+		s.table.Put(catalogs.Catalog{Name: spec.Name, State: catalogs.Pending})
+	}
+}
+
+func (s *syncer) Sync(_ context.Context, catalog string, src catalogsync.Source) (catalogsync.Result, error) {
+	d := ""
+	if src != nil {
+		d = src.Describe()
+	}
+	s.synced = append(s.synced, d)
+	if len(s.outcomes) == 0 {
+		return catalogsync.Result{}, fmt.Errorf("unexpected sync of %s", catalog)
+	}
+	o := s.outcomes[0]
+	s.outcomes = s.outcomes[1:]
+	if o.err == nil {
+		s.table.Update(catalog, func(c *catalogs.Catalog) { c.State, c.LastError = catalogs.Serving, "" })
+	} else {
+		s.table.Update(catalog, func(c *catalogs.Catalog) { c.LastError = o.err.Error() })
+	}
+	return o.res, o.err
+}
+
+func (s *syncer) Remove(name string) error {
+	s.removed = append(s.removed, name)
+	s.table.Delete(name)
+	return nil
+}
+
+// Backoff is one second whatever the failures, capped by poll as the
+// service caps it, so the test can see the cap applied.
+func (s *syncer) Backoff(_ string, poll time.Duration) time.Duration {
+	if poll > 0 && poll < time.Second {
+		return poll
+	}
+	return time.Second
+}
+
+// describedSource is a catalogsync.Source the fake never fetches.
+type describedSource struct{ ref name.Reference }
+
+func (d describedSource) Fetch(context.Context, func(string) bool) (catalogsync.Fetched, error) {
+	return catalogsync.Fetched{}, errors.New("not fetched in unit tests")
+}
+func (d describedSource) Describe() string  { return d.ref.String() }
+func (d describedSource) Built(string) bool { return true }
+
+const (
+	tag       = "registry.example.com/catalogs/demo:v1"
+	digestRef = "registry.example.com/catalogs/demo@sha256:1111111111111111111111111111111111111111111111111111111111111111"
+)
+
+func newCatalog(ref string, mutate ...func(*catalogdv1.ClusterCatalog)) *catalogdv1.ClusterCatalog {
+	cat := &catalogdv1.ClusterCatalog{
+		ObjectMeta: metav1.ObjectMeta{Name: "demo", Generation: 1},
+		Spec: catalogdv1.ClusterCatalogSpec{Source: catalogdv1.CatalogSource{
+			Type: catalogdv1.SourceTypeImage, Image: &catalogdv1.ImageSource{Ref: ref},
+		}},
+	}
+	for _, m := range mutate {
+		m(cat)
+	}
+	return cat
+}
+
+// TestReconcileUnit runs the leader's Reconcile against a fake client and a
+// scripted sync service: what it writes into status, what it returns to
+// controller-runtime, and what it asks of the service.
+func TestReconcileUnit(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := catalogdv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	one := 1
+	contentErr := fmt.Errorf("indexing %s: %w", digestRef, index.ErrInvalidCatalog)
+	tests := []struct {
+		name     string
+		cat      *catalogdv1.ClusterCatalog
+		outcomes []outcome
+		// wantResult/wantTerminal: what controller-runtime is told.
+		wantRequeue  time.Duration
+		wantTerminal bool
+		wantErr      bool
+		// wantServing/wantProgressing: status and reason of the conditions.
+		wantServing     metav1.ConditionStatus
+		wantProgressing string
+		wantResolved    string
+		wantRemoved     bool
+	}{
+		{
+			name:            "a tag is indexed and its digest published",
+			cat:             newCatalog(tag),
+			outcomes:        []outcome{{res: catalogsync.Result{Ref: digestRef, Rebuilt: true}}},
+			wantServing:     metav1.ConditionTrue,
+			wantProgressing: catalogdv1.ReasonSucceeded,
+			wantResolved:    digestRef,
+		},
+		{
+			name:            "a polled tag asks to be called again after the interval",
+			cat:             newCatalog(tag, func(c *catalogdv1.ClusterCatalog) { c.Spec.Source.Image.PollIntervalMinutes = &one }),
+			outcomes:        []outcome{{res: catalogsync.Result{Ref: digestRef}}},
+			wantRequeue:     time.Minute,
+			wantServing:     metav1.ConditionTrue,
+			wantProgressing: catalogdv1.ReasonSucceeded,
+			wantResolved:    digestRef,
+		},
+		{
+			name:            "a failure under a tag is retried, with backoff",
+			cat:             newCatalog(tag),
+			outcomes:        []outcome{{err: contentErr}},
+			wantRequeue:     time.Second,
+			wantServing:     metav1.ConditionFalse,
+			wantProgressing: catalogdv1.ReasonRetrying,
+		},
+		{
+			name:            "a content failure at a digest is terminal",
+			cat:             newCatalog(digestRef),
+			outcomes:        []outcome{{err: contentErr}},
+			wantTerminal:    true,
+			wantServing:     metav1.ConditionFalse,
+			wantProgressing: catalogdv1.ReasonBlocked,
+		},
+		{
+			name:            "a network failure at a digest is retried",
+			cat:             newCatalog(digestRef),
+			outcomes:        []outcome{{err: errors.New("connection refused")}},
+			wantRequeue:     time.Second,
+			wantServing:     metav1.ConditionFalse,
+			wantProgressing: catalogdv1.ReasonRetrying,
+		},
+		{
+			name: "unavailable is switched off",
+			cat: newCatalog(tag, func(c *catalogdv1.ClusterCatalog) {
+				c.Spec.AvailabilityMode = catalogdv1.AvailabilityModeUnavailable
+			}),
+			outcomes:        []outcome{{}},
+			wantServing:     metav1.ConditionFalse,
+			wantProgressing: catalogdv1.ReasonSucceeded,
+		},
+		{
+			name: "a deleted catalog is removed and its finalizer dropped",
+			cat: newCatalog(tag, func(c *catalogdv1.ClusterCatalog) {
+				now := metav1.Now()
+				c.DeletionTimestamp = &now
+				c.Finalizers = []string{catalogdv1.DeleteServerCacheFinalizer}
+			}),
+			wantRemoved: true,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(tc.cat).
+				WithStatusSubresource(&catalogdv1.ClusterCatalog{}).Build()
+			s := &syncer{outcomes: tc.outcomes, table: catalogs.NewTable()}
+			r := &reconciler.Reconciler{
+				Client: c, Sync: s, Catalogs: s.table, BaseURL: "https://catalogd.example",
+				Image: func(ref name.Reference) catalogsync.Source { return describedSource{ref} },
+			}
+			res, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Name: "demo"}})
+			if got := errors.Is(err, reconcile.TerminalError(nil)); got != tc.wantTerminal {
+				t.Errorf("terminal = %v (%v), want %v", got, err, tc.wantTerminal)
+			}
+			if (err != nil && !tc.wantTerminal) != tc.wantErr {
+				t.Errorf("error %v, want error: %v", err, tc.wantErr)
+			}
+			if lo, hi := tc.wantRequeue, tc.wantRequeue+tc.wantRequeue/10; res.RequeueAfter < lo || res.RequeueAfter > hi {
+				t.Errorf("RequeueAfter %s, want within [%s, %s]", res.RequeueAfter, lo, hi)
+			}
+			if len(s.outcomes) != 0 {
+				t.Errorf("%d scripted syncs were not run", len(s.outcomes))
+			}
+			if got := len(s.removed) > 0; got != tc.wantRemoved {
+				t.Errorf("removed %v, want removal: %v", s.removed, tc.wantRemoved)
+			}
+
+			var got catalogdv1.ClusterCatalog
+			err = c.Get(context.Background(), types.NamespacedName{Name: "demo"}, &got)
+			if tc.wantRemoved {
+				// The fake client deletes an object once its last
+				// finalizer is gone, as the API server does.
+				if err == nil && len(got.Finalizers) != 0 {
+					t.Errorf("finalizers left: %v", got.Finalizers)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkCondition(t, &got, catalogdv1.TypeServing, tc.wantServing, "")
+			checkCondition(t, &got, catalogdv1.TypeProgressing, "", tc.wantProgressing)
+			resolved := ""
+			if rs := got.Status.ResolvedSource; rs != nil && rs.Image != nil {
+				resolved = rs.Image.Ref
+			}
+			if resolved != tc.wantResolved {
+				t.Errorf("resolvedSource %q, want %q", resolved, tc.wantResolved)
+			}
+			if tc.wantResolved != "" && (got.Status.URLs == nil || got.Status.URLs.Base != "https://catalogd.example/catalogs/demo") {
+				t.Errorf("urls %+v", got.Status.URLs)
+			}
+			// The spec the replicas serve follows the status just written.
+			if last := s.specs[len(s.specs)-1]; (last.Source != nil) != (tc.wantResolved != "") ||
+				(last.Source != nil && !strings.HasSuffix(last.Source.Describe(), strings.TrimPrefix(tc.wantResolved, "registry.example.com/"))) {
+				t.Errorf("last spec set: %+v, want the source %q", last, tc.wantResolved)
+			}
+		})
+	}
+}
+
+func checkCondition(t *testing.T, cat *catalogdv1.ClusterCatalog, typ string, status metav1.ConditionStatus, reason string) {
+	t.Helper()
+	c := meta.FindStatusCondition(cat.Status.Conditions, typ)
+	if c == nil {
+		t.Errorf("no %s condition", typ)
+		return
+	}
+	if (status != "" && c.Status != status) || (reason != "" && c.Reason != reason) {
+		t.Errorf("%s = %s/%s (%s), want %s/%s", typ, c.Status, c.Reason, c.Message, status, reason)
+	}
+}
+
+// TestLocalSyncerUnit: every replica sets the spec the status names, and
+// removes a catalog whose object is gone or being deleted.
+func TestLocalSyncerUnit(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := catalogdv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	resolved := newCatalog(tag, func(c *catalogdv1.ClusterCatalog) {
+		c.Spec.Priority = 7
+		c.Status.ResolvedSource = &catalogdv1.ResolvedCatalogSource{Type: catalogdv1.SourceTypeImage,
+			Image: &catalogdv1.ResolvedImageSource{Ref: digestRef}}
+		meta.SetStatusCondition(&c.Status.Conditions, metav1.Condition{Type: catalogdv1.TypeProgressing,
+			Status: metav1.ConditionTrue, Reason: catalogdv1.ReasonRetrying, Message: "pull failed; retrying with backoff"})
+	})
+	for _, tc := range []struct {
+		name        string
+		objs        []client.Object
+		wantSpec    bool
+		wantRemoved bool
+	}{
+		{name: "resolved", objs: []client.Object{resolved}, wantSpec: true},
+		{name: "gone", wantRemoved: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(tc.objs...).Build()
+			s := &syncer{table: catalogs.NewTable()}
+			l := &reconciler.LocalSyncer{Client: c, Sync: s,
+				Image: func(ref name.Reference) catalogsync.Source { return describedSource{ref} }}
+			if _, err := l.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Name: "demo"}}); err != nil {
+				t.Fatal(err)
+			}
+			if (len(s.removed) > 0) != tc.wantRemoved {
+				t.Errorf("removed %v, want removal %v", s.removed, tc.wantRemoved)
+			}
+			if !tc.wantSpec {
+				if len(s.specs) != 0 {
+					t.Errorf("specs set: %+v", s.specs)
+				}
+				return
+			}
+			if len(s.specs) != 1 {
+				t.Fatalf("specs set: %+v", s.specs)
+			}
+			spec := s.specs[0]
+			if spec.Source == nil || spec.Source.Describe() != digestRef || spec.Priority != 7 || spec.Display != tag ||
+				spec.ReportedError != "pull failed; retrying with backoff" {
+				t.Errorf("spec %+v; want the digest, priority 7, the tag shown and the leader's error", spec)
+			}
+		})
+	}
+}
