@@ -1,0 +1,190 @@
+package server_test
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/testr"
+
+	"github.com/catalogd/catalogd/internal/server"
+)
+
+// writeCert writes a self-signed certificate for 127.0.0.1 with the given
+// common name, and returns its PEM.
+func writeCert(t *testing.T, certFile, keyFile, cn string) []byte {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(time.Now().UnixNano()),
+		Subject:      pkix.Name{CommonName: cn},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(time.Hour),
+		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	// Written to temporary names and renamed, as a mounted Secret changes.
+	for path, data := range map[string][]byte{
+		certFile: certPEM,
+		keyFile:  pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}),
+	} {
+		if err := os.WriteFile(path+".new", data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(path+".new", path); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return certPEM
+}
+
+func start(t *testing.T, opts server.Options) (*server.Server, string) {
+	t.Helper()
+	opts.Log = testr.New(t)
+	srv, err := server.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, ln) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	return srv, srv.Scheme() + "://" + ln.Addr().String()
+}
+
+var api = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "api "+r.URL.Path) })
+
+// TestTLSCertificateIsReloaded serves HTTPS, replaces the certificate files
+// as a rotated Secret does, and sees new handshakes use the new one.
+func TestTLSCertificateIsReloaded(t *testing.T) {
+	dir := t.TempDir()
+	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	first := writeCert(t, certFile, keyFile, "first")
+	_, base := start(t, server.Options{API: api, Ready: func() error { return nil }, TLSCertFile: certFile, TLSKeyFile: keyFile})
+	if !strings.HasPrefix(base, "https://") {
+		t.Fatalf("base %s is not https", base)
+	}
+	served := func() string {
+		// Only the served certificate is read, not trusted.
+		conn, err := tls.Dial("tcp", strings.TrimPrefix(base, "https://"), &tls.Config{InsecureSkipVerify: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		return conn.ConnectionState().PeerCertificates[0].Subject.CommonName
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(first)
+	c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	resp, err := c.Get(base + "/catalogs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(body) != "api /catalogs" {
+		t.Errorf("HTTPS answer %q", body)
+	}
+	if got := served(); got != "first" {
+		t.Fatalf("serving %q, want first", got)
+	}
+	writeCert(t, certFile, keyFile, "second")
+	deadline := time.Now().Add(10 * time.Second)
+	for served() != "second" {
+		if time.Now().After(deadline) {
+			t.Fatal("the rotated certificate was not picked up")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestHealthAndReadiness: /healthz is always ok, /readyz says why not.
+func TestHealthAndReadiness(t *testing.T) {
+	var notReady error = errors.New("not indexed yet: [demo]")
+	_, base := start(t, server.Options{API: api, Ready: func() error { return notReady }})
+	for _, tc := range []struct {
+		path     string
+		ready    bool
+		wantCode int
+		wantBody string
+	}{
+		{"/healthz", false, http.StatusOK, "ok"},
+		{"/readyz", false, http.StatusServiceUnavailable, "not indexed yet: [demo]"},
+		{"/readyz", true, http.StatusOK, "ok"},
+		{"/catalogs/demo", true, http.StatusOK, "api /catalogs/demo"},
+	} {
+		if tc.ready {
+			notReady = nil
+		}
+		resp, err := http.Get(base + tc.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.wantCode || !strings.Contains(string(body), tc.wantBody) {
+			t.Errorf("GET %s (ready %v): %d %q, want %d %q", tc.path, tc.ready, resp.StatusCode, body, tc.wantCode, tc.wantBody)
+		}
+	}
+}
+
+// TestLimits: oversized headers are refused before they reach the API.
+func TestLimits(t *testing.T) {
+	_, base := start(t, server.Options{API: api, Ready: func() error { return nil }})
+	req, err := http.NewRequest(http.MethodGet, base+"/catalogs", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("X-Big", strings.Repeat("a", server.MaxHeaderBytes+4096))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
+		t.Errorf("a %d-byte header: %d, want 431", server.MaxHeaderBytes+4096, resp.StatusCode)
+	}
+}
+
+func TestTLSFilesGoTogether(t *testing.T) {
+	if _, err := server.New(server.Options{API: api, TLSCertFile: "c.pem"}); err == nil {
+		t.Error("a certificate without a key was accepted")
+	}
+}
