@@ -356,8 +356,74 @@ func TestTwoManagers(t *testing.T) {
 		t.Errorf("the restart pulled %d blobs; the index on disk should have served", n)
 	}
 
+	// Fail over: stop a (the leader since b released the lease on its
+	// restart, or not: either way b must write status now), and point demo
+	// at new content. b publishes and serves it, and a client polling b all
+	// along sees no failure.
+	smaller := t.TempDir()
+	if err := os.CopyFS(smaller, os.DirFS(demoDir)); err != nil {
+		t.Fatal(err)
+	}
+	var dropped string
+	for p := range facts.Packages {
+		dropped = p
+		break
+	}
+	if err := os.RemoveAll(filepath.Join(smaller, dropped)); err != nil {
+		t.Fatal(err)
+	}
+	v2 := reg.PushCatalog(t, "catalogs/demo:v2", smaller, registrytest.PushOptions{})
+	var polls, pollFailures atomic.Int64
+	stopPolling = make(chan struct{})
+	polled = make(chan struct{})
+	go func() {
+		defer close(polled)
+		for {
+			select {
+			case <-stopPolling:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			polls.Add(1)
+			if code, _, _, err := get(b.api + "/catalogs/demo/packages"); err != nil || code != http.StatusOK {
+				pollFailures.Add(1)
+			}
+		}
+	}()
+	a.stop(t)
+	stopped := time.Now()
+	var cat catalogdv1.ClusterCatalog
+	if err := c.Get(ctx, types.NamespacedName{Name: "demo"}, &cat); err != nil {
+		t.Fatal(err)
+	}
+	cat.Spec.Source.Image.Ref = reg.Host + "/catalogs/demo:v2"
+	if err := c.Update(ctx, &cat); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "b to publish and serve v2", 60*time.Second, func() error {
+		if err := c.Get(ctx, types.NamespacedName{Name: "demo"}, &cat); err != nil {
+			return err
+		}
+		if rs := cat.Status.ResolvedSource; rs == nil || rs.Image.Ref != v2 {
+			return fmt.Errorf("resolvedSource %+v, want %s", cat.Status.ResolvedSource, v2)
+		}
+		_, _, body, err := get(b.api + "/catalogs/demo/packages/" + dropped)
+		if err == nil && !bytes.Contains(body, []byte("not-found")) {
+			err = fmt.Errorf("b still serves %s: %s", dropped, body)
+		}
+		return err
+	})
+	gap := time.Since(stopped)
+	close(stopPolling)
+	<-polled
+	t.Logf("failover: status updated and served by the other replica %s after the leader stopped; %d polls, %d failed",
+		gap.Round(time.Millisecond), polls.Load(), pollFailures.Load())
+	if n := pollFailures.Load(); n > 0 {
+		t.Errorf("%d of %d queries failed during the failover", n, polls.Load())
+	}
+
 	// What a metrics scrape shows: catalogd's own series are there.
-	code, _, body, err := get(a.metrics + "/metrics")
+	code, _, body, err := get(b.metrics + "/metrics")
 	if err != nil || code != http.StatusOK {
 		t.Fatalf("GET /metrics: %d %v", code, err)
 	}
@@ -368,6 +434,6 @@ func TestTwoManagers(t *testing.T) {
 		}
 	}
 	if os.Getenv("CATALOGD_E2E_METRICS") != "" {
-		t.Logf("metrics of replica a:\n%s", body)
+		t.Logf("metrics of replica b:\n%s", body)
 	}
 }
