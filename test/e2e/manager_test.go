@@ -13,7 +13,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
-	"sync/atomic"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -184,6 +184,56 @@ func waitFor(t *testing.T, what string, timeout time.Duration, cond func() error
 	}
 }
 
+// polled is what a poll loop saw.
+type polled struct {
+	answered, failed int
+	first            time.Time // of the first answer
+	firstFailure     string
+}
+
+// poll GETs url in a loop, as a client behind a Service would, until the
+// returned stop is called; connections refused (nothing listening yet) are
+// not answers. The loop is bounded by the test's own deadlines.
+func poll(url string) (stop func() polled) {
+	var mu sync.Mutex
+	var p polled
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+			code, _, body, err := get(url)
+			if err != nil {
+				continue
+			}
+			mu.Lock()
+			if p.answered == 0 {
+				p.first = time.Now()
+			}
+			p.answered++
+			if code != http.StatusOK {
+				p.failed++
+				if p.firstFailure == "" {
+					p.firstFailure = fmt.Sprintf("%d %s", code, body)
+				}
+			}
+			mu.Unlock()
+		}
+	}()
+	return func() polled {
+		close(done)
+		<-finished
+		mu.Lock()
+		defer mu.Unlock()
+		return p
+	}
+}
+
 // TestTwoManagers runs two `catalogd manager` processes against one API
 // server, one loopback registry and one registry that never answers, as
 // two replicas behind one Service: both answer every query with the same
@@ -238,13 +288,16 @@ func TestTwoManagers(t *testing.T) {
 		}
 		return nil
 	})
+	// Each replica learns the published digest from its own watch, so it
+	// serves it a moment after the leader does; ready then means indexed.
 	for _, m := range replicas {
-		waitFor(t, "every replica to be ready", 60*time.Second, func() error {
-			code, _, body, err := get(m.probe + "/readyz")
-			if err == nil && code != http.StatusOK {
-				err = fmt.Errorf("/readyz: %d %s", code, body)
+		waitFor(t, "every replica to serve demo and be ready", 60*time.Second, func() error {
+			for _, url := range []string{m.api + "/catalogs/demo/packages", m.probe + "/readyz"} {
+				if code, _, body, err := get(url); err != nil || code != http.StatusOK {
+					return fmt.Errorf("GET %s: %d %s %v", url, code, body, err)
+				}
 			}
-			return err
+			return nil
 		})
 	}
 
@@ -307,31 +360,7 @@ func TestTwoManagers(t *testing.T) {
 	// blob is pulled again.
 	reg.Reset()
 	b.stop(t)
-	var answered, failed atomic.Int64
-	var firstFailure, firstAnswer atomic.Value
-	stopPolling := make(chan struct{})
-	polled := make(chan struct{})
-	go func() {
-		defer close(polled)
-		for {
-			select {
-			case <-stopPolling:
-				return
-			default:
-			}
-			code, _, body, err := get(b.api + "/catalogs/demo/packages")
-			if err != nil {
-				time.Sleep(5 * time.Millisecond) // not listening yet
-				continue
-			}
-			answered.Add(1)
-			firstAnswer.CompareAndSwap(nil, time.Now())
-			if code != http.StatusOK {
-				failed.Add(1)
-				firstFailure.CompareAndSwap(nil, fmt.Sprintf("%d %s", code, body))
-			}
-		}
-	}()
+	stopPolling := poll(b.api + "/catalogs/demo/packages")
 	restarted := time.Now()
 	b.start(t)
 	waitFor(t, "the restarted replica to be ready", 60*time.Second, func() error {
@@ -342,15 +371,14 @@ func TestTwoManagers(t *testing.T) {
 		return err
 	})
 	time.Sleep(200 * time.Millisecond)
-	close(stopPolling)
-	<-polled
-	if answered.Load() == 0 {
+	restart := stopPolling()
+	if restart.answered == 0 {
 		t.Fatal("the restarted replica answered nothing")
 	}
 	t.Logf("restart: first answer %s after exec, %d answers, %d not 200",
-		firstAnswer.Load().(time.Time).Sub(restarted).Round(time.Millisecond), answered.Load(), failed.Load())
-	if n := failed.Load(); n > 0 {
-		t.Errorf("%d of %d answers of the restarted replica were not 200; the first: %v", n, answered.Load(), firstFailure.Load())
+		restart.first.Sub(restarted).Round(time.Millisecond), restart.answered, restart.failed)
+	if restart.failed > 0 {
+		t.Errorf("%d of %d answers of the restarted replica were not 200; the first: %s", restart.failed, restart.answered, restart.firstFailure)
 	}
 	if n := reg.Counts().BlobGets; n != 0 {
 		t.Errorf("the restart pulled %d blobs; the index on disk should have served", n)
@@ -373,23 +401,7 @@ func TestTwoManagers(t *testing.T) {
 		t.Fatal(err)
 	}
 	v2 := reg.PushCatalog(t, "catalogs/demo:v2", smaller, registrytest.PushOptions{})
-	var polls, pollFailures atomic.Int64
-	stopPolling = make(chan struct{})
-	polled = make(chan struct{})
-	go func() {
-		defer close(polled)
-		for {
-			select {
-			case <-stopPolling:
-				return
-			case <-time.After(20 * time.Millisecond):
-			}
-			polls.Add(1)
-			if code, _, _, err := get(b.api + "/catalogs/demo/packages"); err != nil || code != http.StatusOK {
-				pollFailures.Add(1)
-			}
-		}
-	}()
+	stopPolling = poll(b.api + "/catalogs/demo/packages")
 	a.stop(t)
 	stopped := time.Now()
 	var cat catalogdv1.ClusterCatalog
@@ -414,12 +426,11 @@ func TestTwoManagers(t *testing.T) {
 		return err
 	})
 	gap := time.Since(stopped)
-	close(stopPolling)
-	<-polled
-	t.Logf("failover: status updated and served by the other replica %s after the leader stopped; %d polls, %d failed",
-		gap.Round(time.Millisecond), polls.Load(), pollFailures.Load())
-	if n := pollFailures.Load(); n > 0 {
-		t.Errorf("%d of %d queries failed during the failover", n, polls.Load())
+	failover := stopPolling()
+	t.Logf("failover: status updated and served by the other replica %s after the leader stopped; %d answers, %d not 200",
+		gap.Round(time.Millisecond), failover.answered, failover.failed)
+	if failover.failed > 0 || failover.answered == 0 {
+		t.Errorf("%d of %d queries failed during the failover; the first: %s", failover.failed, failover.answered, failover.firstFailure)
 	}
 
 	// What a metrics scrape shows: catalogd's own series are there.
