@@ -10,6 +10,9 @@ LISTEN ?= 127.0.0.1:8080
 # commits since it, or the abbreviated commit when there is no tag; -dirty
 # marks uncommitted changes. internal/version reports it.
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+# Expanded once, so a commit made while make runs cannot give the binaries
+# and the image labels different versions.
+VERSION := $(VERSION)
 VERSION_LDFLAGS := -X github.com/catalogd/catalogd/internal/version.version=$(VERSION)
 
 .PHONY: all build run test unit fmt vet lint tools

@@ -16,6 +16,9 @@ IMAGE_TAG ?= catalogd:$(VERSION)
 IMAGE_SOURCE ?= https://github.com/catalogd/catalogd
 IMAGE_REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+# Expanded once, like VERSION.
+IMAGE_REVISION := $(IMAGE_REVISION)
+SOURCE_DATE_EPOCH := $(SOURCE_DATE_EPOCH)
 # The Debian CA bundle of the build machine.
 IMAGE_CA_BUNDLE ?= /etc/ssl/certs/ca-certificates.crt
 # docker-save format holds one platform: the one `docker load` or
