@@ -6,6 +6,14 @@ GO ?= go
 BIN := $(CURDIR)/bin
 DATA_DIR ?= $(CURDIR)/tmp/data
 LISTEN ?= 127.0.0.1:8080
+# The version every binary and image is stamped with: the nearest tag plus
+# commits since it, or the abbreviated commit when there is no tag; -dirty
+# marks uncommitted changes. internal/version reports it.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+# Expanded once, so a commit made while make runs cannot give the binaries
+# and the image labels different versions.
+VERSION := $(VERSION)
+VERSION_LDFLAGS := -X github.com/catalogd/catalogd/internal/version.version=$(VERSION)
 
 .PHONY: all build run test unit fmt vet lint tools
 all: build
@@ -23,7 +31,7 @@ $(TOOLS): hack/tools/go.mod hack/tools/go.sum
 	touch $(TOOLS)
 
 build:
-	$(GO) build -o $(BIN)/catalogd ./cmd/catalogd
+	$(GO) build -ldflags '$(VERSION_LDFLAGS)' -o $(BIN)/catalogd ./cmd/catalogd
 
 ## run: serve the demo catalog on $(LISTEN) with no cluster.
 run: build
