@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -578,4 +579,31 @@ func equalRules(a, b []rbacv1.PolicyRule) bool {
 		return out
 	}
 	return slices.Equal(key(a), key(b))
+}
+
+// TestManagerAcceptsTheArgs runs the real binary with the Deployment's
+// arguments: it must get past flag parsing (exit code 2 is a usage error)
+// and fail only where a cluster is needed, loading the kubeconfig.
+func TestManagerAcceptsTheArgs(t *testing.T) {
+	dep := only[appsv1.Deployment](t, render(t, "default"), "Deployment")
+	mgr := dep.Spec.Template.Spec.Containers[0]
+	bin := filepath.Join(t.TempDir(), "catalogd")
+	build := exec.Command("go", "build", "-o", bin, "github.com/catalogd/catalogd/cmd/catalogd")
+	build.Dir = repoRoot()
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	args := make([]string, len(mgr.Args))
+	for i, a := range mgr.Args {
+		// What the kubelet does with $(VAR) from the container's env.
+		args[i] = strings.ReplaceAll(a, "$(POD_NAMESPACE)", dep.Namespace)
+	}
+	args = append(args, "--kubeconfig", filepath.Join(t.TempDir(), "missing-kubeconfig"))
+	cmd := exec.Command(bin, args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	if code := cmd.ProcessState.ExitCode(); code != 1 || !strings.Contains(stderr.String(), "kubeconfig") {
+		t.Errorf("catalogd %q: exit code %d (%v), want 1 at loading the kubeconfig:\n%s", args, code, err, stderr.String())
+	}
 }
