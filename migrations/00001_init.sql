@@ -3,7 +3,6 @@
 -- be inserted in whatever order the catalog lists them without resolving ids.
 -- Secondary indexes are created by 00002 after the bulk load is done.
 
--- +goose Up
 CREATE TABLE catalog_info (
     id             INTEGER PRIMARY KEY CHECK (id = 1),
     source_ref     TEXT    NOT NULL,
@@ -181,22 +180,3 @@ CREATE VIRTUAL TABLE package_search USING fts5(
     name, display_name, keywords, provider, description,
     tokenize = 'porter unicode61'
 );
-
--- +goose Down
-DROP TABLE package_search;
-DROP TABLE problems;
-DROP TABLE deprecations;
-DROP TABLE required_packages;
-DROP TABLE required_gvks;
-DROP TABLE provided_gvks;
-DROP VIEW property_values;
-DROP TABLE properties;
-DROP TABLE related_images;
-DROP TABLE bundles;
-DROP TABLE skip_range_edges;
-DROP TABLE channel_entry_skips;
-DROP TABLE channel_entries;
-DROP TABLE channels;
-DROP TABLE packages;
-DROP TABLE blobs;
-DROP TABLE catalog_info;

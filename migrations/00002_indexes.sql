@@ -2,7 +2,6 @@
 -- with EXPLAIN QUERY PLAN in internal/query's tests). Creating them after the
 -- bulk load is much faster than maintaining them row by row.
 
--- +goose Up
 CREATE INDEX blobs_schema_package_name ON blobs (schema, package, name);
 CREATE INDEX blobs_package_name ON blobs (package, name);
 CREATE INDEX blobs_name ON blobs (name);
@@ -17,19 +16,3 @@ CREATE INDEX bundles_package_version ON bundles (package, version);
 CREATE INDEX provided_gvks_gvk ON provided_gvks (kind, grp, version);
 CREATE INDEX deprecations_ref ON deprecations (package, schema, name);
 CREATE INDEX problems_package ON problems (package);
-
--- +goose Down
-DROP INDEX problems_package;
-DROP INDEX deprecations_ref;
-DROP INDEX provided_gvks_gvk;
-DROP INDEX bundles_package_version;
-DROP INDEX bundles_package_rank;
-DROP INDEX channel_entry_skips_entry;
-DROP INDEX channel_entry_skips_skip;
-DROP INDEX channel_entries_replaces;
-DROP INDEX channel_entries_bundle;
-DROP INDEX channel_entries_channel;
-DROP INDEX blobs_offset;
-DROP INDEX blobs_name;
-DROP INDEX blobs_package_name;
-DROP INDEX blobs_schema_package_name;

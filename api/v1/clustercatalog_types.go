@@ -276,7 +276,3 @@ type ResolvedImageSource struct {
 	// +kubebuilder:validation:XValidation:rule="self.matches('@[A-Za-z][A-Za-z0-9]*([-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9A-Fa-f]{32,}$')",message="must end with a valid digest: '@algorithm:hex', with an algorithm starting with a letter and at least 32 hex digits"
 	Ref string `json:"ref"`
 }
-
-func init() {
-	SchemeBuilder.Register(&ClusterCatalog{}, &ClusterCatalogList{})
-}

@@ -13,8 +13,9 @@
 package v1
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/scheme"
 )
 
 var (
@@ -22,8 +23,18 @@ var (
 	GroupVersion = schema.GroupVersion{Group: "olm.operatorframework.io", Version: "v1"}
 
 	// SchemeBuilder registers this package's types with a runtime.Scheme.
-	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+	// It is apimachinery's builder, not controller-runtime's (deprecated
+	// there), so the API package depends on apimachinery alone.
+	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
 
 	// AddToScheme adds ClusterCatalog and ClusterCatalogList to a scheme.
 	AddToScheme = SchemeBuilder.AddToScheme
 )
+
+// addKnownTypes registers the kinds of this group version together with the
+// meta types (ListOptions, ...) that clients send alongside them.
+func addKnownTypes(s *runtime.Scheme) error {
+	s.AddKnownTypes(GroupVersion, &ClusterCatalog{}, &ClusterCatalogList{})
+	metav1.AddToGroupVersion(s, GroupVersion)
+	return nil
+}

@@ -19,7 +19,6 @@ import (
 	"github.com/joelanford/ignore"
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
 	"github.com/operator-framework/operator-registry/alpha/property"
-	"github.com/pressly/goose/v3"
 	_ "modernc.org/sqlite" // registers the pure-Go "sqlite" driver
 
 	"github.com/catalogd/catalogd/migrations"
@@ -31,13 +30,6 @@ import (
 var ErrInvalidCatalog = errors.New("invalid catalog")
 
 func invalid(err error) error { return fmt.Errorf("%w: %w", ErrInvalidCatalog, err) }
-
-// Schema versions of migrations/: tables first, secondary indexes after the
-// bulk load, because maintaining indexes row by row makes the load slower.
-const (
-	schemaTables  int64 = 1
-	schemaIndexes int64 = 2
-)
 
 // Source is catalog content to index.
 type Source struct {
@@ -86,11 +78,7 @@ func Build(ctx context.Context, path string, src Source, builtAt time.Time) (sta
 		}
 	}()
 
-	provider, err := goose.NewProvider(goose.DialectSQLite3, db.DB, migrations.FS)
-	if err != nil {
-		return Stats{}, fmt.Errorf("load migrations: %w", err)
-	}
-	if _, err := provider.UpTo(ctx, schemaTables); err != nil {
+	if err := migrations.Apply(ctx, db, migrations.Tables); err != nil {
 		return Stats{}, fmt.Errorf("create tables: %w", err)
 	}
 
@@ -101,7 +89,7 @@ func Build(ctx context.Context, path string, src Source, builtAt time.Time) (sta
 	// No ANALYZE: without statistics SQLite takes every table to be large
 	// and uses the indexes, so query plans do not flip with catalog size
 	// (internal/query's TestQueryPlans checks them).
-	if _, err := provider.UpTo(ctx, schemaIndexes); err != nil {
+	if err := migrations.Apply(ctx, db, migrations.Indexes); err != nil {
 		return Stats{}, fmt.Errorf("create indexes: %w", err)
 	}
 	if err := check(ctx, db, stats); err != nil {

@@ -8,8 +8,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -18,6 +18,7 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
 
+	"github.com/catalogd/catalogd/migrations"
 	"github.com/catalogd/catalogd/test/fbcfacts"
 	"github.com/catalogd/catalogd/test/fbcgen"
 )
@@ -511,7 +512,7 @@ func TestRepeatsIndexedOnce(t *testing.T) {
 	}
 }
 
-// TestCatalogInfo: the file records its schema version, source, digest and
+// TestCatalogInfo: the file records its schema digest, source, digest and
 // build time.
 func TestCatalogInfo(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "index.db")
@@ -525,19 +526,64 @@ func TestCatalogInfo(t *testing.T) {
 		Ref     string `db:"source_ref"`
 		Digest  string `db:"content_digest"`
 		BuiltAt string `db:"built_at"`
+		Schema  string `db:"schema_digest"`
 	}
-	if err := db.Get(&info, `SELECT source_ref, content_digest, built_at FROM catalog_info`); err != nil {
+	if err := db.Get(&info, `SELECT source_ref, content_digest, built_at, schema_digest FROM catalog_info`); err != nil {
 		t.Fatal(err)
 	}
-	if info.Ref != "quay.io/x:1" || info.Digest != "sha256:abc" || info.BuiltAt != "2026-11-21T12:00:00Z" {
-		t.Errorf("catalog info = %+v", info)
+	if info.Ref != "quay.io/x:1" || info.Digest != "sha256:abc" || info.BuiltAt != "2026-11-21T12:00:00Z" || info.Schema != migrations.Digest() {
+		t.Errorf("catalog info = %+v, want schema digest %s", info, migrations.Digest())
 	}
-	var versions []int64
-	if err := db.Select(&versions, `SELECT version_id FROM goose_db_version WHERE is_applied ORDER BY id`); err != nil {
+}
+
+// schemaObject matches the statements of the schema files that create a named
+// object, capturing the kind of object and its name.
+var schemaObject = regexp.MustCompile(`(?im)^\s*CREATE\s+(?:UNIQUE\s+)?(?:(VIRTUAL)\s+)?(TABLE|INDEX|VIEW)\s+(?:IF\s+NOT\s+EXISTS\s+)?(\w+)`)
+
+// createStatement matches the start of every CREATE statement, so that
+// TestSchemaApplied notices one that schemaObject does not understand.
+var createStatement = regexp.MustCompile(`(?im)^\s*CREATE\s`)
+
+// TestSchemaApplied: a built index holds every table, view and index that the
+// schema files create, each of its kind; the expectation is read from the
+// files themselves, so it follows any change to them.
+func TestSchemaApplied(t *testing.T) {
+	want := map[string]string{}
+	for _, file := range []string{migrations.Tables, migrations.Indexes} {
+		data, err := migrations.FS.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		matches := schemaObject.FindAllStringSubmatch(string(data), -1)
+		if creates := len(createStatement.FindAllString(string(data), -1)); creates == 0 || len(matches) != creates {
+			t.Fatalf("schema file %s: %d CREATE statements, %d of them recognised by this test", file, creates, len(matches))
+		}
+		for _, m := range matches {
+			// sqlite_schema lists a virtual table as a table.
+			want[m[3]] = strings.ToLower(m[2])
+		}
+	}
+
+	path := filepath.Join(t.TempDir(), "index.db")
+	if _, err := Build(context.Background(), path, Source{FS: tinyCatalog("x", 1), Ref: "x", Digest: "sha256:abc"}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	sort.Slice(versions, func(i, j int) bool { return versions[i] < versions[j] })
-	if len(versions) == 0 || versions[len(versions)-1] != schemaIndexes {
-		t.Errorf("schema versions applied = %v, want up to %d", versions, schemaIndexes)
+	db := sqlx.MustOpen("sqlite", "file:"+path+"?mode=ro")
+	defer db.Close()
+	var objects []struct {
+		Name string `db:"name"`
+		Type string `db:"type"`
+	}
+	if err := db.Select(&objects, `SELECT name, type FROM sqlite_schema`); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, o := range objects {
+		got[o.Name] = o.Type
+	}
+	for name, kind := range want {
+		if got[name] != kind {
+			t.Errorf("%s %s of the schema files: found as %q in the built index", kind, name, got[name])
+		}
 	}
 }
