@@ -20,6 +20,7 @@ import (
 	"github.com/catalogd/catalogd/internal/catalogs"
 	"github.com/catalogd/catalogd/internal/index"
 	"github.com/catalogd/catalogd/test/benchenv"
+	"github.com/catalogd/catalogd/test/fbcgen"
 )
 
 // BenchmarkHTTP serves three copies of the benchmark catalog over loopback
@@ -46,6 +47,11 @@ func BenchmarkHTTP(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	// The answers measured are those of a real catalog's shape: a package
+	// with a channel of 100 or more entries (the shortest such), upgrades
+	// from its oldest bundle, the GVK that about 95 bundles provide (see
+	// BENCH_GEN_FLAGS), a typical GVK (the median by providers) and the
+	// widest one (thousands of providers).
 	var pkg, channel, head, from, group, version, kind, tgroup, tversion, tkind string
 	db := snap.DB
 	must := func(err error) {
@@ -53,35 +59,44 @@ func BenchmarkHTTP(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	must(db.Get(&pkg, `SELECT package FROM bundles GROUP BY package ORDER BY count(*) DESC LIMIT 1`))
-	must(db.Get(&channel, `SELECT default_channel FROM packages WHERE name = ?`, pkg))
+	must(db.QueryRow(`SELECT package, channel FROM channel_entries GROUP BY package, channel HAVING count(*) >= 100 ORDER BY count(*), package LIMIT 1`).Scan(&pkg, &channel))
 	must(db.Get(&head, `SELECT head FROM channels WHERE package = ? AND name = ?`, pkg, channel))
-	must(db.Get(&from, `SELECT bundle FROM channel_entries WHERE package = ? AND channel = ? ORDER BY position LIMIT 1`, pkg, channel))
-	// The widest GVK (the most providers) and a typical one (the median).
+	must(db.Get(&from, `SELECT name FROM bundles WHERE package = ? ORDER BY version_rank LIMIT 1`, pkg))
 	const byProviders = `SELECT grp, version, kind FROM provided_gvks GROUP BY grp, version, kind ORDER BY count(DISTINCT bundle_id) DESC, kind LIMIT 1 OFFSET ?`
-	var distinct int
+	var distinct, wide int
 	must(db.Get(&distinct, `SELECT count(*) FROM (SELECT DISTINCT grp, version, kind FROM provided_gvks)`))
 	must(db.QueryRow(byProviders, 0).Scan(&group, &version, &kind))
 	must(db.QueryRow(byProviders, distinct/2).Scan(&tgroup, &tversion, &tkind))
+	w := fbcgen.WideGVK
+	must(db.Get(&wide, `SELECT count(DISTINCT bundle_id) FROM provided_gvks WHERE grp = ? AND version = ? AND kind = ?`, w.Group, w.Version, w.Kind))
 	snap.Release()
+	if wide < 90 {
+		b.Logf("only %d bundles provide %s/%s %s; generate the catalog with -wide-gvk-bundles (make bench does)", wide, w.Group, w.Version, w.Kind)
+	}
 
-	gvk := "group=" + url.QueryEscape(group) + "&version=" + version + "&kind=" + kind
+	widest := "group=" + url.QueryEscape(group) + "&version=" + version + "&kind=" + kind
 	typical := "group=" + url.QueryEscape(tgroup) + "&version=" + tversion + "&kind=" + tkind
+	wideGVK := "group=" + url.QueryEscape(w.Group) + "&version=" + w.Version + "&kind=" + w.Kind
 	base := "/catalogs/one/packages/" + pkg
 	endpoints := []struct{ name, path string }{
 		{"catalogs", "/catalogs"},
-		{"packages", "/catalogs/one/packages?limit=50"},
+		{"catalog", "/catalogs/one"},
+		{"packages-50", "/catalogs/one/packages?limit=50"},
+		{"packages-100", "/catalogs/one/packages?limit=100"},
 		{"search", "/catalogs/one/packages?q=operator&limit=20"},
 		{"package", base},
 		{"channels-with-heads", base + "/channels"},
-		{"channel-entries", base + "/channels/" + channel},
-		{"bundles", base + "/bundles?limit=20&version=" + url.QueryEscape(">=0.0.0")},
+		{"channel-100-entries", base + "/channels/" + channel},
+		{"bundles-100", base + "/bundles?limit=100"},
+		{"bundles-version-20", base + "/bundles?limit=20&version=" + url.QueryEscape(">=0.0.0")},
 		{"bundle", base + "/bundles/" + head},
-		{"upgrades", base + "/upgrades?from=" + from},
+		{"upgrades-from-oldest", base + "/upgrades?from=" + from},
 		{"providers-typical", "/catalogs/one/providers?" + typical},
 		{"providers-typical-latest", "/catalogs/one/providers?latest=true&" + typical},
 		{"providers-all-catalogs-typical", "/providers?" + typical},
-		{"providers-widest", "/catalogs/one/providers?" + gvk},
+		{"providers-wide", "/catalogs/one/providers?" + wideGVK},
+		{"providers-all-catalogs-wide", "/providers?" + wideGVK},
+		{"providers-widest", "/catalogs/one/providers?" + widest},
 		{"metas-package", "/catalogs/one/api/v1/metas?schema=olm.package"},
 	}
 	debug.FreeOSMemory()
@@ -123,7 +138,7 @@ func BenchmarkHTTP(b *testing.B) {
 				go func(w int) {
 					defer wg.Done()
 					for i := w; time.Now().Before(deadline); i++ {
-						get(endpoints[3+i%10].path)
+						get(endpoints[4+i%12].path)
 						done.Add(1)
 					}
 				}(w)
