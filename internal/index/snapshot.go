@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/jmoiron/sqlx"
 )
@@ -19,6 +20,11 @@ type stmtCache struct {
 	db    *sqlx.DB
 	mu    sync.Mutex
 	stmts map[string]*sqlx.Stmt
+	// queries counts the statements run on the file, so tests can check
+	// that an answer takes a fixed number of queries, not one per item.
+	queries atomic.Int64
+	// memo holds what readers derived from the file (see Snapshot.Memo).
+	memo sync.Map
 }
 
 func newStmtCache(db *sqlx.DB) *stmtCache {
@@ -71,7 +77,44 @@ func (s *Snapshot) withStmt(ctx context.Context, query string, fn func(*sqlx.Stm
 	if once {
 		defer st.Close()
 	}
+	if s.stmts != nil {
+		s.stmts.queries.Add(1)
+	}
 	return fn(st)
+}
+
+// Queries is how many statements have run on the snapshot's file so far.
+func (s *Snapshot) Queries() int64 {
+	if s.stmts == nil {
+		return 0
+	}
+	return s.stmts.queries.Load()
+}
+
+// memoEntry computes a memoised value once, whoever asks first.
+type memoEntry struct {
+	once sync.Once
+	v    any
+	err  error
+}
+
+// Memo returns what compute derives from the file, computing it on the
+// first call for key and keeping it while the file is open: a live file
+// never changes, so whatever is read from it stays true. An error is not
+// kept (it may be the caller's cancelled context): the next call retries.
+// It is for small derived data read often, such as a package's parsed
+// skipRanges.
+func (s *Snapshot) Memo(key string, compute func() (any, error)) (any, error) {
+	if s.stmts == nil {
+		return compute()
+	}
+	e, _ := s.stmts.memo.LoadOrStore(key, &memoEntry{})
+	m := e.(*memoEntry)
+	m.once.Do(func() { m.v, m.err = compute() })
+	if m.err != nil {
+		s.stmts.memo.CompareAndDelete(key, m)
+	}
+	return m.v, m.err
 }
 
 // Get runs a query expected to return one row and scans it into dest.

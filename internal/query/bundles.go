@@ -23,12 +23,14 @@ type bundleRow struct {
 	Release string `db:"release"`
 	Image   string `db:"image"`
 	Rank    int    `db:"version_rank"`
+	BlobID  int64  `db:"blob_id"`
 }
 
-const bundleColumns = `id, name, version, release, image, version_rank`
+const bundleColumns = `id, name, version, release, image, version_rank, blob_id`
 
 // bundleChannels returns the entries that list a bundle, by channel name,
-// marking the channels it heads.
+// marking the channels it heads, with their skips: two queries, whatever
+// the number of entries.
 func bundleChannels(ctx context.Context, db *index.Snapshot, pkg, bundle string) ([]client.BundleChannel, error) {
 	var rows []struct {
 		ID        int64          `db:"id"`
@@ -42,14 +44,27 @@ func bundleChannels(ctx context.Context, db *index.Snapshot, pkg, bundle string)
 		WHERE e.package = ? AND e.bundle = ? ORDER BY e.channel, e.id`, pkg, bundle); err != nil {
 		return nil, fmt.Errorf("read channels of bundle %q: %w", bundle, err)
 	}
+	var skipRows []struct {
+		EntryID int64  `db:"entry_id"`
+		Skip    string `db:"skip"`
+	}
+	if err := db.Select(ctx, &skipRows, `SELECT s.entry_id, s.skip FROM channel_entries e
+		JOIN channel_entry_skips s ON s.entry_id = e.id
+		WHERE e.package = ? AND e.bundle = ? ORDER BY s.entry_id, s.rowid`, pkg, bundle); err != nil {
+		return nil, fmt.Errorf("read skips of bundle %q: %w", bundle, err)
+	}
+	skips := map[int64][]string{}
+	for _, r := range skipRows {
+		skips[r.EntryID] = append(skips[r.EntryID], r.Skip)
+	}
 	out := make([]client.BundleChannel, 0, len(rows))
 	for _, r := range rows {
-		var skips []string
-		if err := db.Select(ctx, &skips, `SELECT skip FROM channel_entry_skips WHERE entry_id = ? ORDER BY rowid`, r.ID); err != nil {
-			return nil, fmt.Errorf("read skips of bundle %q: %w", bundle, err)
+		list := skips[r.ID]
+		if list == nil {
+			list = []string{}
 		}
 		out = append(out, client.BundleChannel{Channel: r.Channel, Replaces: r.Replaces, SkipRange: r.SkipRange,
-			Skips: skips, IsHead: r.Head.Valid && r.Head.String == bundle})
+			Skips: list, IsHead: r.Head.Valid && r.Head.String == bundle})
 	}
 	return out, nil
 }
@@ -124,7 +139,7 @@ func (s *Server) listBundles(r *http.Request, snap *index.Snapshot) (any, error)
 	}
 
 	out := client.BundleList{Items: []client.BundleSummary{}}
-	lastRank := 0
+	var page []bundleRow
 	for _, b := range rows {
 		if constraint != nil {
 			v, err := semver.NewVersion(b.Version)
@@ -132,23 +147,71 @@ func (s *Server) listBundles(r *http.Request, snap *index.Snapshot) (any, error)
 				continue
 			}
 		}
-		if len(out.Items) == pg.limit {
-			out.Continue = continueToken(snap.Info.Digest, strconv.Itoa(lastRank))
+		if len(page) == pg.limit {
+			out.Continue = continueToken(snap.Info.Digest, strconv.Itoa(page[len(page)-1].Rank))
 			break
 		}
-		lastRank = b.Rank
-		names := []string{}
-		if err := snap.Select(ctx, &names, `SELECT DISTINCT channel FROM channel_entries WHERE package = ? AND bundle = ? ORDER BY channel`, pkg.Name, b.Name); err != nil {
-			return nil, fmt.Errorf("read channels of bundle %q: %w", b.Name, err)
+		page = append(page, b)
+	}
+	if len(page) == 0 {
+		return out, nil
+	}
+	channels, deprecations, err := bundleExtras(ctx, snap, pkg.Name, page[len(page)-1].Rank, page[0].Rank)
+	if err != nil {
+		return nil, err
+	}
+	for _, b := range page {
+		names := channels[b.Name]
+		if names == nil {
+			names = []string{}
 		}
-		dep, err := bundleDeprecation(ctx, snap, pkg.Name, b.Name)
-		if err != nil {
-			return nil, err
+		dep := deprecations[b.Name]
+		if dep.Message == "" {
+			dep = deprecations[""] // a deprecated package deprecates each of its bundles
 		}
 		out.Items = append(out.Items, client.BundleSummary{Name: b.Name, Version: b.Version, Release: b.Release,
 			Image: b.Image, Channels: names, Deprecation: dep})
 	}
 	return out, nil
+}
+
+// bundleExtras reads, in two queries whatever the page's length, the
+// channels of a package's bundles ranked from lowRank to highRank, and the
+// deprecations of its bundles (by name) and of itself (under "").
+func bundleExtras(ctx context.Context, snap *index.Snapshot, pkg string, lowRank, highRank int) (map[string][]string, map[string]client.Deprecation, error) {
+	var chRows []struct {
+		Bundle  string `db:"name"`
+		Channel string `db:"channel"`
+	}
+	if err := snap.Select(ctx, &chRows, `SELECT DISTINCT b.name, e.channel FROM bundles b
+		JOIN channel_entries e ON e.package = b.package AND e.bundle = b.name
+		WHERE b.package = ? AND b.version_rank BETWEEN ? AND ? ORDER BY b.name, e.channel`, pkg, lowRank, highRank); err != nil {
+		return nil, nil, fmt.Errorf("read channels of bundles of %q: %w", pkg, err)
+	}
+	channels := map[string][]string{}
+	for _, r := range chRows {
+		channels[r.Bundle] = append(channels[r.Bundle], r.Channel)
+	}
+	var depRows []struct {
+		Schema  string `db:"schema"`
+		Name    string `db:"name"`
+		Message string `db:"message"`
+	}
+	if err := snap.Select(ctx, &depRows, `SELECT schema, name, message FROM deprecations
+		WHERE package = ? AND (schema = 'olm.bundle' OR (schema = 'olm.package' AND name = '')) ORDER BY rowid`, pkg); err != nil {
+		return nil, nil, fmt.Errorf("read deprecations of bundles of %q: %w", pkg, err)
+	}
+	deprecations := map[string]client.Deprecation{}
+	for _, r := range depRows {
+		name := r.Name
+		if r.Schema == "olm.package" {
+			name = ""
+		}
+		if _, ok := deprecations[name]; !ok {
+			deprecations[name] = client.Deprecation{Message: r.Message}
+		}
+	}
+	return channels, deprecations, nil
 }
 
 func (s *Server) getBundle(r *http.Request, snap *index.Snapshot) (any, error) {
@@ -170,15 +233,32 @@ func (s *Server) getBundle(r *http.Request, snap *index.Snapshot) (any, error) {
 		Properties: []client.Property{}, RelatedImages: []client.RelatedImage{}, ProvidedGVKs: []client.GVK{},
 		RequiredGVKs: []client.GVK{}, RequiredPackages: []client.PackageRequirement{}}
 
-	var props []struct {
-		Type  string `db:"type"`
-		Value string `db:"value"`
+	// Property values are byte ranges of the bundle's blob: the blob is
+	// read once and sliced here, so the cost is linear in the blob's size
+	// (the property_values view copies the blob for every property).
+	var blob []byte
+	if err := snap.Get(ctx, &blob, `SELECT CAST(data AS BLOB) FROM blobs WHERE id = ?`, b.BlobID); err != nil {
+		return nil, fmt.Errorf("read blob of %q: %w", name, err)
 	}
-	if err := snap.Select(ctx, &props, `SELECT type, value FROM property_values WHERE bundle_id = ? ORDER BY position`, b.ID); err != nil {
+	var props []struct {
+		Type   string         `db:"type"`
+		Value  sql.NullString `db:"value"`
+		Start  sql.NullInt64  `db:"value_start"`
+		Length sql.NullInt64  `db:"value_length"`
+	}
+	if err := snap.Select(ctx, &props, `SELECT type, value, value_start, value_length FROM properties WHERE bundle_id = ? ORDER BY position`, b.ID); err != nil {
 		return nil, fmt.Errorf("read properties of %q: %w", name, err)
 	}
 	for _, p := range props {
-		out.Properties = append(out.Properties, client.Property{Type: p.Type, Value: json.RawMessage(p.Value)})
+		value := json.RawMessage(p.Value.String)
+		if !p.Value.Valid {
+			start, end := p.Start.Int64, p.Start.Int64+p.Length.Int64
+			if !p.Start.Valid || start < 0 || end > int64(len(blob)) || start > end {
+				return nil, fmt.Errorf("read property %s of %q: value range %d-%d outside its %d-byte blob", p.Type, name, start, end, len(blob))
+			}
+			value = json.RawMessage(blob[start:end])
+		}
+		out.Properties = append(out.Properties, client.Property{Type: p.Type, Value: value})
 	}
 	queries := []struct {
 		what  string

@@ -34,9 +34,11 @@ func summary(ctx context.Context, c catalogs.Catalog, snap *index.Snapshot) (cli
 	built := snap.Info.BuiltAt.UTC()
 	out.IndexedAt = &built
 	out.ResolvedDigest = snap.Info.Digest
+	// Counted when the index was built (catalog_counts), not per request.
 	err := snap.Get(ctx, &out.Counts, `SELECT
-		(SELECT count(*) FROM packages) AS packages, (SELECT count(*) FROM channels) AS channels,
-		(SELECT count(*) FROM bundles) AS bundles`)
+		(SELECT count FROM catalog_counts WHERE what = 'packages' AND name = '') AS packages,
+		(SELECT count FROM catalog_counts WHERE what = 'channels' AND name = '') AS channels,
+		(SELECT count FROM catalog_counts WHERE what = 'bundles' AND name = '') AS bundles`)
 	if err != nil {
 		return out, fmt.Errorf("count catalog %q: %w", c.Name, err)
 	}
@@ -136,7 +138,7 @@ func catalogDetail(ctx context.Context, c catalogs.Catalog, snap *index.Snapshot
 	if snap == nil {
 		return d, nil
 	}
-	if err := snap.Select(ctx, &d.Schemas, `SELECT schema, count(*) AS count FROM blobs GROUP BY schema ORDER BY schema`); err != nil {
+	if err := snap.Select(ctx, &d.Schemas, `SELECT name AS schema, count FROM catalog_counts WHERE what = 'schema' ORDER BY name`); err != nil {
 		return d, fmt.Errorf("count schemas of %q: %w", c.Name, err)
 	}
 	for i := range d.Schemas {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/jmoiron/sqlx"
@@ -112,9 +113,73 @@ func (s *Server) serveAll(w http.ResponseWriter, r *http.Request, snap *index.Sn
 		}
 		return s.writeGzip(w, r, etag, snap, reader)
 	}
+	if err := checkRanges(r.Header.Get("Range"), snap.Info.AllBytes); err != nil {
+		w.Header().Set("Content-Range", fmt.Sprintf("bytes */%d", snap.Info.AllBytes))
+		return err
+	}
 	setValidators(w, representationETag(etag, false), snap.Info.BuiltAt)
 	w.Header().Set("Content-Type", jsonlType)
 	http.ServeContent(w, r, "", snap.Info.BuiltAt, reader)
+	return nil
+}
+
+// maxRanges is the most ranges one request may ask for. Resuming a
+// download takes one; each range costs a seek and a batch of blobs read,
+// so a long list of small ranges multiplies the work of one request.
+const maxRanges = 16
+
+// checkRanges rejects, with 416, a Range header of more than maxRanges
+// ranges or of ranges that overlap (RFC 9110 §14.2 lets a server reject
+// both: they are signs of a broken client or of an attack). Anything else,
+// including syntax errors, is left to http.ServeContent, which answers
+// them as RFC 9110 says.
+func checkRanges(header string, size int64) error {
+	spec, ok := strings.CutPrefix(header, "bytes=")
+	if !ok {
+		return nil
+	}
+	parts := strings.Split(spec, ",")
+	if len(parts) > maxRanges {
+		return &problem{status: http.StatusRequestedRangeNotSatisfiable, typ: "range-not-satisfiable", param: "Range",
+			detail: fmt.Sprintf("Range asks for %d ranges; at most %d are answered", len(parts), maxRanges)}
+	}
+	type span struct{ from, to int64 } // inclusive
+	var spans []span
+	for _, p := range parts {
+		first, last, ok := strings.Cut(strings.TrimSpace(p), "-")
+		if !ok {
+			return nil
+		}
+		var sp span
+		switch {
+		case first == "": // the last N bytes
+			n, err := strconv.ParseInt(last, 10, 64)
+			if err != nil {
+				return nil
+			}
+			sp = span{max(0, size-n), size - 1}
+		default:
+			from, err := strconv.ParseInt(first, 10, 64)
+			if err != nil {
+				return nil
+			}
+			sp = span{from, size - 1}
+			if last != "" {
+				to, err := strconv.ParseInt(last, 10, 64)
+				if err != nil {
+					return nil
+				}
+				sp.to = min(to, size-1)
+			}
+		}
+		for _, o := range spans {
+			if sp.from <= o.to && o.from <= sp.to {
+				return &problem{status: http.StatusRequestedRangeNotSatisfiable, typ: "range-not-satisfiable", param: "Range",
+					detail: fmt.Sprintf("Range asks for overlapping ranges (%d-%d and %d-%d); ask for each byte once", o.from, o.to, sp.from, sp.to)}
+			}
+		}
+		spans = append(spans, sp)
+	}
 	return nil
 }
 

@@ -17,9 +17,8 @@ import (
 var fullScan = regexp.MustCompile(`^SCAN (\w+)$`)
 
 // wholeTableByDesign are the statements that read every row on purpose: the
-// catalog totals, the list of all problems and the unfiltered blob stream.
+// list of all problems and the unfiltered blob stream.
 var wholeTableByDesign = []string{
-	"(SELECT count(*) FROM packages)",
 	"SELECT package, message FROM problems ORDER BY package, id",
 	"SELECT data FROM blobs ORDER BY id",
 }

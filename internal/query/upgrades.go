@@ -1,12 +1,14 @@
 package query
 
 import (
+	"context"
 	"database/sql"
 	"errors"
 	"fmt"
 	"net/http"
 	"sort"
 
+	"github.com/blang/semver/v4"
 	"github.com/go-chi/chi/v5"
 
 	"github.com/catalogd/catalogd/client"
@@ -15,10 +17,13 @@ import (
 
 // listUpgrades answers which bundles a bundle may upgrade to directly, by
 // OLM's rules: an entry whose replaces names it, whose skips list it, or
-// whose skipRange contains its version. skipRange edges are evaluated when
-// the index is built, with blang/semver's ParseRange as operator-registry
-// does (its syntax differs from Masterminds' constraints used by the
-// version filter).
+// whose skipRange contains its version. replaces and skips edges come from
+// one indexed query; skipRanges are evaluated here, against the package's
+// ranges parsed once per index file (see skipRanges), with blang/semver's
+// ParseRange as operator-registry does (its syntax differs from
+// Masterminds' constraints used by the version filter). Storing every
+// (bundle, range) pair at build time instead grew with the square of a
+// package's versions.
 func (s *Server) listUpgrades(r *http.Request, snap *index.Snapshot) (any, error) {
 	ctx := r.Context()
 	q := r.URL.Query()
@@ -66,63 +71,71 @@ func (s *Server) listUpgrades(r *http.Request, snap *index.Snapshot) (any, error
 	}
 
 	type key struct{ bundle, channel string }
-	rules := map[key][]client.UpgradeRule{}
-	var order []key
-	add := func(bundle, channel string, rule client.UpgradeRule) {
-		k := key{bundle, channel}
+	type target struct {
+		version string
+		rank    int
+		rules   []client.UpgradeRule
+	}
+	targets := map[key]*target{}
+	add := func(bundle, channel, version string, rank int, rule client.UpgradeRule) {
 		if bundle == src.Name {
 			return
 		}
-		if _, ok := rules[k]; !ok {
-			order = append(order, k)
+		k := key{bundle, channel}
+		t, ok := targets[k]
+		if !ok {
+			t = &target{version: version, rank: rank}
+			targets[k] = t
 		}
-		rules[k] = append(rules[k], rule)
+		t.rules = append(t.rules, rule)
 	}
+	// Entries without a bundle are recorded validation problems, not
+	// upgrades: the joins leave them out.
 	var edges []struct {
-		Bundle    string `db:"bundle"`
-		Channel   string `db:"channel"`
-		SkipRange string `db:"skip_range"`
+		Bundle  string `db:"bundle"`
+		Channel string `db:"channel"`
+		Rule    string `db:"rule"`
+		Version string `db:"version"`
+		Rank    int    `db:"version_rank"`
 	}
-	if err := snap.Select(ctx, &edges, `SELECT bundle, channel, '' AS skip_range FROM channel_entries
-		WHERE package = ? AND replaces = ? AND (? = '' OR channel = ?)`, pkg.Name, src.Name, channelFilter, channelFilter); err != nil {
-		return nil, fmt.Errorf("find entries replacing %q: %w", src.Name, err)
-	}
-	for _, e := range edges {
-		add(e.Bundle, e.Channel, client.UpgradeRuleReplaces)
-	}
-	edges = edges[:0]
-	if err := snap.Select(ctx, &edges, `SELECT e.bundle, e.channel, '' AS skip_range FROM channel_entry_skips s
-		JOIN channel_entries e ON e.id = s.entry_id
-		WHERE s.package = ? AND s.skip = ? AND (? = '' OR e.channel = ?)`, pkg.Name, src.Name, channelFilter, channelFilter); err != nil {
-		return nil, fmt.Errorf("find entries skipping %q: %w", src.Name, err)
-	}
-	for _, e := range edges {
-		add(e.Bundle, e.Channel, client.UpgradeRuleSkips)
-	}
-	edges = edges[:0]
-	if err := snap.Select(ctx, &edges, `SELECT to_bundle AS bundle, channel, '' AS skip_range FROM skip_range_edges
-		WHERE package = ? AND from_bundle = ? AND (? = '' OR channel = ?)`, pkg.Name, src.Name, channelFilter, channelFilter); err != nil {
-		return nil, fmt.Errorf("find skipRanges containing %q: %w", src.Name, err)
+	if err := snap.Select(ctx, &edges, `SELECT x.bundle, x.channel, x.rule, b.version, b.version_rank FROM (
+			SELECT e.bundle, e.channel, 'replaces' AS rule, 0 AS part, e.id FROM channel_entries e
+			WHERE e.package = ? AND e.replaces = ?
+			UNION ALL
+			SELECT e.bundle, e.channel, 'skips' AS rule, 1 AS part, e.id FROM channel_entry_skips s
+			JOIN channel_entries e ON e.id = s.entry_id
+			WHERE s.package = ? AND s.skip = ?) x
+		JOIN bundles b ON b.package = ? AND b.name = x.bundle
+		WHERE ? = '' OR x.channel = ?
+		ORDER BY x.part, x.id`, pkg.Name, src.Name, pkg.Name, src.Name, pkg.Name, channelFilter, channelFilter); err != nil {
+		return nil, fmt.Errorf("find entries replacing or skipping %q: %w", src.Name, err)
 	}
 	for _, e := range edges {
-		add(e.Bundle, e.Channel, client.UpgradeRuleSkipRange)
+		add(e.Bundle, e.Channel, e.Version, e.Rank, client.UpgradeRule(e.Rule))
+	}
+	if v, err := semver.Parse(src.Version); err == nil {
+		ranges, err := skipRanges(ctx, snap, pkg.Name)
+		if err != nil {
+			return nil, err
+		}
+		seen := map[key]bool{} // an entry a channel lists twice gives its edge once
+		for _, r := range ranges {
+			k := key{r.bundle, r.channel}
+			if seen[k] || (channelFilter != "" && r.channel != channelFilter) || !r.contains(v) {
+				continue
+			}
+			seen[k] = true
+			add(r.bundle, r.channel, r.version, r.rank, client.UpgradeRuleSkipRange)
+		}
 	}
 
 	out := client.UpgradeList{From: client.BundleRef{Name: src.Name, Version: src.Version}, Items: []client.UpgradeEdge{}, Heads: []client.ChannelHead{}}
 	ranks := map[string]int{}
-	for _, k := range order {
-		var b bundleRow
-		err := snap.Get(ctx, &b, `SELECT `+bundleColumns+` FROM bundles WHERE package = ? AND name = ?`, pkg.Name, k.bundle)
-		if errors.Is(err, sql.ErrNoRows) {
-			continue // an entry without a bundle: a recorded validation problem, not an upgrade
-		}
-		if err != nil {
-			return nil, fmt.Errorf("read bundle %q: %w", k.bundle, err)
-		}
-		ranks[b.Name] = b.Rank
-		out.Items = append(out.Items, client.UpgradeEdge{Name: b.Name, Version: b.Version, Channel: k.channel, Rules: rules[k]})
+	for k, t := range targets {
+		ranks[k.bundle] = t.rank
+		out.Items = append(out.Items, client.UpgradeEdge{Name: k.bundle, Version: t.version, Channel: k.channel, Rules: t.rules})
 	}
-	sort.SliceStable(out.Items, func(i, j int) bool {
+	sort.Slice(out.Items, func(i, j int) bool {
 		a, b := out.Items[i], out.Items[j]
 		if ranks[a.Name] != ranks[b.Name] {
 			return ranks[a.Name] > ranks[b.Name]
@@ -149,4 +162,51 @@ func (s *Server) listUpgrades(r *http.Request, snap *index.Snapshot) (any, error
 		out.Heads = append(out.Heads, client.ChannelHead{Channel: h.Channel, Name: h.Head, Version: h.Version.String})
 	}
 	return out, nil
+}
+
+// skipRange is a channel entry's skipRange, parsed.
+type skipRange struct {
+	bundle, channel string
+	// version and rank are those of the entry's bundle.
+	version  string
+	rank     int
+	contains semver.Range
+}
+
+// skipRanges returns the parsed skipRanges of a package's entries whose
+// bundle is indexed, in entry order, read and parsed once per index file
+// (a file never changes). A range that does not parse matches nothing;
+// validation reports it.
+func skipRanges(ctx context.Context, snap *index.Snapshot, pkg string) ([]skipRange, error) {
+	v, err := snap.Memo("skipRanges\x00"+pkg, func() (any, error) {
+		var rows []struct {
+			Bundle    string `db:"bundle"`
+			Channel   string `db:"channel"`
+			SkipRange string `db:"skip_range"`
+			Version   string `db:"version"`
+			Rank      int    `db:"version_rank"`
+		}
+		if err := snap.Select(ctx, &rows, `SELECT e.bundle, e.channel, e.skip_range, b.version, b.version_rank
+			FROM channel_entries e JOIN bundles b ON b.package = e.package AND b.name = e.bundle
+			WHERE e.package = ? AND e.skip_range != '' ORDER BY e.id`, pkg); err != nil {
+			return nil, fmt.Errorf("read skipRanges of package %q: %w", pkg, err)
+		}
+		out := make([]skipRange, 0, len(rows))
+		parsed := map[string]semver.Range{}
+		for _, r := range rows {
+			inRange, ok := parsed[r.SkipRange]
+			if !ok {
+				inRange, _ = semver.ParseRange(r.SkipRange)
+				parsed[r.SkipRange] = inRange
+			}
+			if inRange != nil {
+				out = append(out, skipRange{bundle: r.Bundle, channel: r.Channel, version: r.Version, rank: r.Rank, contains: inRange})
+			}
+		}
+		return out, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.([]skipRange), nil
 }
