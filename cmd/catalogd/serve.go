@@ -82,8 +82,12 @@ func serve(ctx context.Context, cfg serveConfig, ln net.Listener, out io.Writer,
 		return err
 	}
 
+	api, err := query.New(reg, store, query.Options{Log: log.WithName("query")})
+	if err != nil {
+		return err
+	}
 	srv := &http.Server{
-		Handler:           query.New(reg, store, log.WithName("query")),
+		Handler:           api,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       time.Minute,
 		// No WriteTimeout: /api/v1/all of a large catalog streams for as long

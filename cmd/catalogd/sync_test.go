@@ -45,7 +45,11 @@ func TestSyncKeepsLastGoodIndex(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: query.New(reg, store, log)}
+	handler, err := query.New(reg, store, query.Options{Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: handler}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
 	api := apivalidate.NewClient(t, "http://"+ln.Addr().String())

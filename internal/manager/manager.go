@@ -31,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	catalogdv1 "github.com/catalogd/catalogd/api/v1"
@@ -229,7 +230,10 @@ func RunWithConfig(ctx context.Context, restCfg *rest.Config, cfg Config, log lo
 		return fmt.Errorf("setting up the ClusterCatalog controller: %w", err)
 	}
 
-	api := query.New(cats, store, log.WithName("query"))
+	api, err := query.New(cats, store, query.Options{Log: log.WithName("query"), Metrics: ctrlmetrics.Registry})
+	if err != nil {
+		return err
+	}
 	if err := mgr.Add(&queryServer{addr: cfg.Listen, handler: api, grace: cfg.ShutdownGracePeriod, log: log.WithName("query")}); err != nil {
 		return fmt.Errorf("adding the query API: %w", err)
 	}

@@ -42,7 +42,11 @@ func BenchmarkHTTP(b *testing.B) {
 		}
 		reg.Put(catalogs.Catalog{Name: name, Source: dir, State: catalogs.Serving})
 	}
-	srv := httptest.NewServer(New(reg, store, logr.Discard()))
+	api, err := New(reg, store, Options{Log: logr.Discard()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := httptest.NewServer(api)
 	defer srv.Close()
 
 	snap, err := store.Acquire("one")
@@ -185,7 +189,11 @@ func BenchmarkBundleManyProperties(b *testing.B) {
 		b.Fatal(err)
 	}
 	reg.Put(catalogs.Catalog{Name: "one", Source: dir, State: catalogs.Serving})
-	srv := httptest.NewServer(New(reg, store, logr.Discard()))
+	api, err := New(reg, store, Options{Log: logr.Discard()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := httptest.NewServer(api)
 	defer srv.Close()
 	for b.Loop() {
 		resp, err := http.Get(srv.URL + "/catalogs/one/packages/p/bundles/p.v1.0.0")

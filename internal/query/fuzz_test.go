@@ -28,7 +28,10 @@ func FuzzRequestParams(f *testing.F) {
 	}
 	reg := catalogs.NewRegistry()
 	reg.Put(catalogs.Catalog{Name: "demo", State: catalogs.Serving})
-	srv := New(reg, store, logr.Discard())
+	srv, err := New(reg, store, Options{Log: logr.Discard()})
+	if err != nil {
+		f.Fatal(err)
+	}
 
 	for _, seed := range [][2]string{
 		{"aurora-cache.v1.1.0", ">=1.0.0 <2.0.0"}, {"1.0.1", "~1.2"}, {"2.0.0-rc.1", "^1 || >=2.0.0-0"},

@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-logr/logr/testr"
 	"github.com/jmoiron/sqlx"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/catalogd/catalogd/client"
 	"github.com/catalogd/catalogd/internal/catalogs"
@@ -31,6 +32,8 @@ type harness struct {
 	srv    *httptest.Server
 	client *client.ClientWithResponses
 	http   *http.Client
+	// metrics is the registry the server's metrics are registered on.
+	metrics *prometheus.Registry
 }
 
 func newHarness(t *testing.T) *harness {
@@ -46,7 +49,12 @@ func newHarness(t *testing.T) *harness {
 func newHarnessWith(t *testing.T, store *index.Store, idx Indexes) *harness {
 	t.Helper()
 	h := &harness{t: t, store: store, reg: catalogs.NewRegistry()}
-	h.srv = httptest.NewServer(New(h.reg, idx, testr.NewWithOptions(t, testr.Options{Verbosity: 0})))
+	h.metrics = prometheus.NewRegistry()
+	api, err := New(h.reg, idx, Options{Log: testr.NewWithOptions(t, testr.Options{Verbosity: 0}), Metrics: h.metrics})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.srv = httptest.NewServer(api)
 	t.Cleanup(h.srv.Close)
 	h.http = &http.Client{Transport: apivalidate.New(t).Transport(t, http.DefaultTransport)}
 	c, err := client.NewClientWithResponses(h.srv.URL, client.WithHTTPClient(h.http))

@@ -19,6 +19,7 @@ import (
 	"net/http"
 	"net/url"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -26,6 +27,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	catalogd "github.com/catalogd/catalogd"
@@ -55,10 +57,28 @@ type Server struct {
 	gzip   gzipPool
 }
 
-// New returns the REST API as an http.Handler.
-func New(cats Catalogs, idx Indexes, log logr.Logger) *Server {
-	s := &Server{cats: cats, idx: idx, log: log}
+// Options configure the REST API.
+type Options struct {
+	// Log receives failures, and an access log line per request at V(1).
+	Log logr.Logger
+	// Metrics, if set, receives the per-route request metrics (see
+	// metrics); the manager passes controller-runtime's registry.
+	Metrics prometheus.Registerer
+}
+
+// New returns the REST API as an http.Handler. It fails only when the
+// metrics cannot be registered (another collector holds their names).
+func New(cats Catalogs, idx Indexes, opts Options) (*Server, error) {
+	s := &Server{cats: cats, idx: idx, log: opts.Log}
+	var m *metrics
+	if opts.Metrics != nil {
+		var err error
+		if m, err = newMetrics(opts.Metrics); err != nil {
+			return nil, fmt.Errorf("register API metrics: %w", err)
+		}
+	}
 	r := chi.NewRouter()
+	r.Use(observe(opts.Log, m))
 	r.Use(s.recoverer)
 	// HEAD is answered like GET without a body, as catalogd does; clients
 	// use it to learn an answer's size and validators.
@@ -89,7 +109,7 @@ func New(cats Catalogs, idx Indexes, log logr.Logger) *Server {
 		r.Get("/api/v1/metas", s.catalogHandler(s.serveMetas, "schema", "package", "name"))
 	})
 	s.router = r
-	return s
+	return s, nil
 }
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.ServeHTTP(w, r) }
@@ -183,9 +203,7 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 				s.writeProblem(w, r, fmt.Errorf("panic: %v", v))
 			}
 		}()
-		start := time.Now()
 		next.ServeHTTP(w, r)
-		s.log.V(2).Info("request", "method", r.Method, "uri", r.URL.RequestURI(), "duration", time.Since(start).String())
 	})
 }
 
@@ -290,15 +308,34 @@ func requestETag(digest string, r *http.Request) string {
 	return hex.EncodeToString(h.Sum(nil)[:12])
 }
 
-// acceptsGzip reports whether the client takes gzip.
+// acceptsGzip reports whether the client takes gzip (RFC 9110 §12.5.3):
+// listed, or covered by "*", with a weight above zero. "gzip;q=0" refuses
+// it, and so does "*;q=0" when gzip is not listed on its own.
 func acceptsGzip(r *http.Request) bool {
+	gzipQ, starQ := -1.0, -1.0
 	for _, part := range strings.Split(r.Header.Get("Accept-Encoding"), ",") {
-		enc, params, _ := strings.Cut(strings.TrimSpace(part), ";")
-		if strings.EqualFold(strings.TrimSpace(enc), "gzip") && strings.ReplaceAll(params, " ", "") != "q=0" {
-			return true
+		enc, params, _ := strings.Cut(part, ";")
+		q := 1.0
+		for _, p := range strings.Split(params, ";") {
+			if name, v, ok := strings.Cut(strings.TrimSpace(p), "="); ok && strings.EqualFold(strings.TrimSpace(name), "q") {
+				f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+				if err != nil || f < 0 || f > 1 {
+					f = 0 // a weight that does not parse accepts nothing
+				}
+				q = f
+			}
+		}
+		switch enc = strings.TrimSpace(enc); {
+		case strings.EqualFold(enc, "gzip"), strings.EqualFold(enc, "x-gzip"):
+			gzipQ = max(gzipQ, q)
+		case enc == "*":
+			starQ = max(starQ, q)
 		}
 	}
-	return false
+	if gzipQ >= 0 {
+		return gzipQ > 0
+	}
+	return starQ > 0
 }
 
 // representationETag quotes an ETag, marking gzip-encoded representations:
@@ -310,13 +347,23 @@ func representationETag(etag string, gz bool) string {
 	return `"` + etag + `"`
 }
 
-// notModified answers 304 when the client's copy is current.
+// maxETags is the most entity tags of an If-None-Match the server
+// compares; a longer list is ignored (the answer is sent in full), so a
+// request cannot make the server compare without end.
+const maxETags = 64
+
+// notModified answers 304 when the client's copy is current. If-None-Match
+// uses the weak comparison (RFC 9110 §13.1.2): W/"x" matches "x".
 func notModified(w http.ResponseWriter, r *http.Request, etag string, modified time.Time) bool {
 	tag := representationETag(etag, acceptsGzip(r))
 	if inm := r.Header.Get("If-None-Match"); inm != "" {
-		for _, candidate := range strings.Split(inm, ",") {
+		candidates := strings.Split(inm, ",")
+		if len(candidates) > maxETags {
+			return false
+		}
+		for _, candidate := range candidates {
 			c := strings.TrimSpace(candidate)
-			if c == tag || c == "*" {
+			if strings.TrimPrefix(c, "W/") == tag || c == "*" {
 				setValidators(w, tag, modified)
 				w.WriteHeader(http.StatusNotModified)
 				return true
