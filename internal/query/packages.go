@@ -8,12 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
 
 	"github.com/go-chi/chi/v5"
-	"github.com/jmoiron/sqlx"
 
 	"github.com/catalogd/catalogd/client"
 	"github.com/catalogd/catalogd/internal/index"
@@ -145,10 +145,13 @@ func (s *Server) listPackages(r *http.Request, snap *index.Snapshot) (any, error
 	if err != nil {
 		return nil, err
 	}
+	all, err := packageSummaries(ctx, snap)
+	if err != nil {
+		return nil, err
+	}
 	q := r.URL.Query()
 	nameFilter := q.Get("name")
-	var rows []packageRow
-	cols := `p.name, p.default_channel, p.display`
+	out := client.PackageList{Items: []client.PackageSummary{}}
 	if text := q.Get("q"); q.Has("q") {
 		match := ftsQuery(text)
 		if match == "" {
@@ -161,94 +164,99 @@ func (s *Server) listPackages(r *http.Request, snap *index.Snapshot) (any, error
 				return nil, badParam("continue", "continue token does not belong to a search; start again without continue")
 			}
 		}
-		err = snap.Select(ctx, &rows, `SELECT `+cols+` FROM package_search s JOIN packages p ON p.name = s.name
+		var names []string
+		err = snap.Select(ctx, &names, `SELECT s.name FROM package_search s JOIN packages p ON p.name = s.name
 			WHERE package_search MATCH ? AND instr(p.name, ?) > 0 ORDER BY s.rank, p.name LIMIT ? OFFSET ?`,
 			match, nameFilter, pg.limit+1, offset)
 		if err != nil {
 			return nil, fmt.Errorf("search packages: %w", err)
 		}
-		return s.packageList(ctx, snap, rows, pg.limit, strconv.Itoa(offset+pg.limit))
-	}
-	err = snap.Select(ctx, &rows, `SELECT `+cols+` FROM packages p
-		WHERE p.name > ? AND instr(p.name, ?) > 0 ORDER BY p.name LIMIT ?`, pg.after, nameFilter, pg.limit+1)
-	if err != nil {
-		return nil, fmt.Errorf("list packages: %w", err)
-	}
-	next := ""
-	if len(rows) > pg.limit {
-		next = rows[pg.limit-1].Name
-	}
-	return s.packageList(ctx, snap, rows, pg.limit, next)
-}
-
-// packageList renders up to limit rows; rows beyond limit mean there is a
-// next page, resumed after nextKey.
-func (s *Server) packageList(ctx context.Context, snap *index.Snapshot, rows []packageRow, limit int, nextKey string) (client.PackageList, error) {
-	out := client.PackageList{Items: []client.PackageSummary{}}
-	if len(rows) > limit {
-		rows = rows[:limit]
-		out.Continue = continueToken(snap.Info.Digest, nextKey)
-	}
-	names := make([]string, len(rows))
-	for i, row := range rows {
-		names[i] = row.Name
-	}
-	channels, deprecations, err := packageExtras(ctx, snap, names)
-	if err != nil {
-		return out, err
-	}
-	for _, row := range rows {
-		m := decodeDisplay(row.Display)
-		chs := channels[row.Name]
-		if chs == nil {
-			chs = []string{}
+		if len(names) > pg.limit {
+			names = names[:pg.limit]
+			out.Continue = continueToken(snap.Info.Digest, strconv.Itoa(offset+pg.limit))
 		}
-		out.Items = append(out.Items, client.PackageSummary{
-			Name: row.Name, DefaultChannel: row.DefaultChannel, Channels: chs, Deprecation: deprecations[row.Name],
-			DisplayName: m.DisplayName, Provider: m.Provider, Keywords: m.Keywords, Maturity: m.Maturity,
-			ShortDescription: m.ShortDescription, Links: m.links(), Maintainers: m.maintainers(),
-		})
+		for _, name := range names {
+			if i, ok := all.byName[name]; ok {
+				out.Items = append(out.Items, all.items[i])
+			}
+		}
+		return out, nil
+	}
+	start, _ := slices.BinarySearchFunc(all.items, pg.after, func(p client.PackageSummary, after string) int {
+		return strings.Compare(p.Name, after)
+	})
+	for _, p := range all.items[start:] {
+		if p.Name <= pg.after || !strings.Contains(p.Name, nameFilter) {
+			continue
+		}
+		if len(out.Items) == pg.limit {
+			out.Continue = continueToken(snap.Info.Digest, out.Items[len(out.Items)-1].Name)
+			break
+		}
+		out.Items = append(out.Items, p)
 	}
 	return out, nil
 }
 
-// packageExtras reads the channel names and package deprecations of a page
-// of packages in two queries rather than two per package.
-func packageExtras(ctx context.Context, db *index.Snapshot, names []string) (map[string][]string, map[string]client.Deprecation, error) {
-	channels := map[string][]string{}
-	deprecations := map[string]client.Deprecation{}
-	if len(names) == 0 {
-		return channels, deprecations, nil
-	}
-	query, args, err := sqlx.In(`SELECT package, name FROM channels WHERE package IN (?) ORDER BY package, name`, names)
+// packageIndex is every package's list entry, by name.
+type packageIndex struct {
+	items  []client.PackageSummary
+	byName map[string]int
+}
+
+// packageSummaries returns every package's list entry, read in three
+// queries once per index file (a file never changes) and kept: a page of
+// packages is then a slice of it, where reading and decoding the rows of
+// each page cost milliseconds. It holds what a console lists of each
+// package, a few hundred bytes each.
+func packageSummaries(ctx context.Context, snap *index.Snapshot) (*packageIndex, error) {
+	v, err := snap.Memo("packageSummaries", func() (any, error) {
+		var rows []packageRow
+		if err := snap.Select(ctx, &rows, `SELECT name, default_channel, display FROM packages ORDER BY name`); err != nil {
+			return nil, fmt.Errorf("list packages: %w", err)
+		}
+		var chRows []struct {
+			Package string `db:"package"`
+			Name    string `db:"name"`
+		}
+		if err := snap.Select(ctx, &chRows, `SELECT package, name FROM channels ORDER BY package, name`); err != nil {
+			return nil, fmt.Errorf("list channels: %w", err)
+		}
+		channels := map[string][]string{}
+		for _, r := range chRows {
+			channels[r.Package] = append(channels[r.Package], r.Name)
+		}
+		var depRows []struct {
+			Package string `db:"package"`
+			Message string `db:"message"`
+		}
+		if err := snap.Select(ctx, &depRows, `SELECT package, message FROM deprecations WHERE schema = 'olm.package' AND name = '' ORDER BY rowid`); err != nil {
+			return nil, fmt.Errorf("read deprecations: %w", err)
+		}
+		deprecations := map[string]client.Deprecation{}
+		for _, r := range depRows {
+			deprecations[r.Package] = client.Deprecation{Message: r.Message}
+		}
+		idx := &packageIndex{items: make([]client.PackageSummary, 0, len(rows)), byName: make(map[string]int, len(rows))}
+		for _, row := range rows {
+			m := decodeDisplay(row.Display)
+			chs := channels[row.Name]
+			if chs == nil {
+				chs = []string{}
+			}
+			idx.byName[row.Name] = len(idx.items)
+			idx.items = append(idx.items, client.PackageSummary{
+				Name: row.Name, DefaultChannel: row.DefaultChannel, Channels: chs, Deprecation: deprecations[row.Name],
+				DisplayName: m.DisplayName, Provider: m.Provider, Keywords: m.Keywords, Maturity: m.Maturity,
+				ShortDescription: m.ShortDescription, Links: m.links(), Maintainers: m.maintainers(),
+			})
+		}
+		return idx, nil
+	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("list channels: %w", err)
+		return nil, err
 	}
-	var chRows []struct {
-		Package string `db:"package"`
-		Name    string `db:"name"`
-	}
-	if err := db.Select(ctx, &chRows, query, args...); err != nil {
-		return nil, nil, fmt.Errorf("list channels: %w", err)
-	}
-	for _, r := range chRows {
-		channels[r.Package] = append(channels[r.Package], r.Name)
-	}
-	query, args, err = sqlx.In(`SELECT package, message FROM deprecations WHERE package IN (?) AND schema = 'olm.package' AND name = ''`, names)
-	if err != nil {
-		return nil, nil, fmt.Errorf("read deprecations: %w", err)
-	}
-	var depRows []struct {
-		Package string `db:"package"`
-		Message string `db:"message"`
-	}
-	if err := db.Select(ctx, &depRows, query, args...); err != nil {
-		return nil, nil, fmt.Errorf("read deprecations: %w", err)
-	}
-	for _, r := range depRows {
-		deprecations[r.Package] = client.Deprecation{Message: r.Message}
-	}
-	return channels, deprecations, nil
+	return v.(*packageIndex), nil
 }
 
 // lookupPackage reads the {package} of a request, or answers 404.

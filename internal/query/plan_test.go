@@ -17,8 +17,11 @@ import (
 var fullScan = regexp.MustCompile(`^SCAN (\w+)$`)
 
 // wholeTableByDesign are the statements that read every row on purpose: the
-// list of all problems and the unfiltered blob stream.
+// list of all problems, the unfiltered blob stream, and what is read once
+// per index file and kept (packageSummaries).
 var wholeTableByDesign = []string{
+	"SELECT package, message FROM deprecations WHERE schema = 'olm.package' AND name = '' ORDER BY rowid",
+	"SELECT c.package, c.name, c.head, p.default_channel FROM channels c LEFT JOIN packages p ON p.name = c.package",
 	"SELECT package, message FROM problems ORDER BY package, id",
 	"SELECT data FROM blobs ORDER BY id",
 }

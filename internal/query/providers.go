@@ -56,22 +56,24 @@ func parseGVK(r *http.Request) (gvkQuery, error) {
 }
 
 // providers lists the bundles of one catalog that provide a GVK, by package
-// and newest version first, each with its channels, in one query.
+// and newest version first, each with its channels, in one query. Whether a
+// channel is its package's default and which bundle heads it come from
+// channelHeads, kept in memory: joining channels and packages for each row
+// cost most of the answer's time.
 func providers(ctx context.Context, db *index.Snapshot, catalog string, g gvkQuery) ([]client.Provider, error) {
-	var rows []struct {
-		Package   string         `db:"package"`
-		Name      string         `db:"name"`
-		Version   string         `db:"version"`
-		Channel   sql.NullString `db:"channel"`
-		IsHead    bool           `db:"is_head"`
-		IsDefault bool           `db:"is_default"`
+	heads, err := channelHeads(ctx, db)
+	if err != nil {
+		return nil, err
 	}
-	if err := db.Select(ctx, &rows, `SELECT b.package, b.name, b.version, e.channel,
-			coalesce(c.head = b.name, 0) AS is_head, coalesce(p.default_channel = e.channel, 0) AS is_default
+	var rows []struct {
+		Package string         `db:"package"`
+		Name    string         `db:"name"`
+		Version string         `db:"version"`
+		Channel sql.NullString `db:"channel"`
+	}
+	if err := db.Select(ctx, &rows, `SELECT b.package, b.name, b.version, e.channel
 		FROM provided_gvks g JOIN bundles b ON b.id = g.bundle_id
 		LEFT JOIN channel_entries e ON e.package = b.package AND e.bundle = b.name
-		LEFT JOIN channels c ON c.package = e.package AND c.name = e.channel
-		LEFT JOIN packages p ON p.name = b.package
 		WHERE g.kind = ? AND g.grp = ? AND g.version = ?
 		ORDER BY b.package, b.version_rank DESC, b.name, e.channel`, g.kind, g.group, g.version); err != nil {
 		return nil, fmt.Errorf("find providers of %s/%s %s: %w", g.group, g.version, g.kind, err)
@@ -94,11 +96,55 @@ func providers(ctx context.Context, db *index.Snapshot, catalog string, g gvkQue
 		if !row.Channel.Valid || (len(cur.Channels) > 0 && cur.Channels[len(cur.Channels)-1].Name == row.Channel.String) {
 			continue
 		}
-		cur.Channels = append(cur.Channels, client.ProviderChannel{Name: row.Channel.String, IsHead: row.IsHead, IsDefault: row.IsDefault})
-		head = head || row.IsHead
+		pkg := heads[row.Package]
+		ch, ok := pkg.channels[row.Channel.String]
+		isHead := ok && ch.Valid && ch.String == row.Name
+		cur.Channels = append(cur.Channels, client.ProviderChannel{Name: row.Channel.String, IsHead: isHead,
+			IsDefault: pkg.declared && pkg.defaultChannel == row.Channel.String})
+		head = head || isHead
 	}
 	flush()
 	return out, nil
+}
+
+// packageHeads are a package's default channel and the head of each of its
+// channels (NULL when ambiguous).
+type packageHeads struct {
+	// declared says the package has an olm.package blob, and so a default channel.
+	declared       bool
+	defaultChannel string
+	channels       map[string]sql.NullString
+}
+
+// channelHeads returns every package's default channel and channel heads,
+// read once per index file and kept: a few hundred names for a real catalog.
+func channelHeads(ctx context.Context, db *index.Snapshot) (map[string]packageHeads, error) {
+	v, err := db.Memo("channelHeads", func() (any, error) {
+		var rows []struct {
+			Package        string         `db:"package"`
+			Name           string         `db:"name"`
+			Head           sql.NullString `db:"head"`
+			DefaultChannel sql.NullString `db:"default_channel"`
+		}
+		if err := db.Select(ctx, &rows, `SELECT c.package, c.name, c.head, p.default_channel
+			FROM channels c LEFT JOIN packages p ON p.name = c.package`); err != nil {
+			return nil, fmt.Errorf("read channel heads: %w", err)
+		}
+		out := map[string]packageHeads{}
+		for _, r := range rows {
+			p, ok := out[r.Package]
+			if !ok {
+				p = packageHeads{declared: r.DefaultChannel.Valid, defaultChannel: r.DefaultChannel.String, channels: map[string]sql.NullString{}}
+				out[r.Package] = p
+			}
+			p.channels[r.Name] = r.Head
+		}
+		return out, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.(map[string]packageHeads), nil
 }
 
 func (s *Server) listProviders(r *http.Request, snap *index.Snapshot) (any, error) {
