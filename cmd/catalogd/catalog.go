@@ -15,6 +15,7 @@ import (
 	"github.com/catalogd/catalogd/internal/catalogs"
 	"github.com/catalogd/catalogd/internal/index"
 	"github.com/catalogd/catalogd/internal/source"
+	"github.com/catalogd/catalogd/internal/store"
 	"github.com/catalogd/catalogd/internal/unpack"
 )
 
@@ -104,7 +105,7 @@ func (s imageSource) Built(ref string) bool {
 type indexer struct {
 	name  string
 	src   contentSource
-	store *index.Store
+	store *store.Store
 	reg   *catalogs.Registry
 	log   logr.Logger
 

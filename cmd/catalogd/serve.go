@@ -17,9 +17,9 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/catalogd/catalogd/internal/catalogs"
-	"github.com/catalogd/catalogd/internal/index"
 	"github.com/catalogd/catalogd/internal/query"
 	"github.com/catalogd/catalogd/internal/source"
+	"github.com/catalogd/catalogd/internal/store"
 	"github.com/catalogd/catalogd/internal/unpack"
 )
 
@@ -37,7 +37,7 @@ func serve(ctx context.Context, cfg serveConfig, ln net.Listener, out io.Writer,
 	if err := os.MkdirAll(cfg.dataDir, 0o755); err != nil {
 		return fmt.Errorf("create data directory: %w", err)
 	}
-	store, err := index.NewStore(filepath.Join(cfg.dataDir, "index"), log.WithName("index"))
+	store, err := store.New(filepath.Join(cfg.dataDir, "index"), log.WithName("index"))
 	if err != nil {
 		return fmt.Errorf("open index store: %w", err)
 	}
@@ -141,7 +141,7 @@ func serve(ctx context.Context, cfg serveConfig, ln net.Listener, out io.Writer,
 // holds an index built from the same source (it answers while the new one
 // builds), Pending otherwise. An index left there from another source under
 // the same name is removed rather than served under this catalog's name.
-func register(store *index.Store, reg *catalogs.Registry, c catalogFlag, src contentSource, log logr.Logger) (*indexer, error) {
+func register(store *store.Store, reg *catalogs.Registry, c catalogFlag, src contentSource, log logr.Logger) (*indexer, error) {
 	state := catalogs.Pending
 	if info, ok := store.Info(c.name); ok {
 		if src.Built(info.SourceRef) {
@@ -159,7 +159,7 @@ func register(store *index.Store, reg *catalogs.Registry, c catalogFlag, src con
 
 // dropUnlisted removes indexes of catalogs no longer on the command line, so
 // that --data-dir does not grow with every catalog ever served from it.
-func dropUnlisted(store *index.Store, cfg serveConfig, log logr.Logger) error {
+func dropUnlisted(store *store.Store, cfg serveConfig, log logr.Logger) error {
 	listed := map[string]bool{}
 	for _, c := range cfg.catalogs {
 		listed[c.name] = true

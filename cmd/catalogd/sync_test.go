@@ -14,8 +14,8 @@ import (
 	"github.com/go-logr/logr/testr"
 
 	"github.com/catalogd/catalogd/internal/catalogs"
-	"github.com/catalogd/catalogd/internal/index"
 	"github.com/catalogd/catalogd/internal/query"
+	"github.com/catalogd/catalogd/internal/store"
 	"github.com/catalogd/catalogd/test/apivalidate"
 	"github.com/catalogd/catalogd/test/fbcfacts"
 )
@@ -191,9 +191,9 @@ func TestFirstSyncFailureStaysPending(t *testing.T) {
 
 // newStoreAndRegistry is an empty index store, closed when the test ends,
 // and an empty catalog registry.
-func newStoreAndRegistry(t *testing.T, log logr.Logger) (*index.Store, *catalogs.Registry) {
+func newStoreAndRegistry(t *testing.T, log logr.Logger) (*store.Store, *catalogs.Registry) {
 	t.Helper()
-	store, err := index.NewStore(t.TempDir(), log)
+	store, err := store.New(t.TempDir(), log)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,8 @@
-// Package index owns the catalog index: it turns a file-based catalog (an
-// fs.FS) into one SQLite database file, and keeps, per catalog, the one file
-// that is live. Building is streaming and transactional; a new file replaces
-// the live one only after it was built and checked completely (see Store).
+// Package index builds the catalog index: it turns a file-based catalog (an
+// fs.FS) into one SQLite database file. Building is streaming and
+// transactional, and the file is checked before Build returns; package
+// store keeps, per catalog, the one file that is live and swaps in a new
+// one only once Build succeeded.
 package index
 
 import (
@@ -46,7 +47,7 @@ type Source struct {
 	// Ref says where the content came from (a directory or an image reference).
 	Ref string
 	// Digest identifies the content: equal digests mean equal content, which
-	// is what lets Store skip a rebuild.
+	// is what lets store.Store skip a rebuild.
 	Digest string
 }
 

@@ -36,9 +36,9 @@ import (
 
 	catalogdv1 "github.com/catalogd/catalogd/api/v1"
 	"github.com/catalogd/catalogd/internal/catalogs"
-	"github.com/catalogd/catalogd/internal/index"
 	"github.com/catalogd/catalogd/internal/query"
 	"github.com/catalogd/catalogd/internal/reconcile"
+	"github.com/catalogd/catalogd/internal/store"
 	"github.com/catalogd/catalogd/internal/unpack"
 )
 
@@ -170,7 +170,7 @@ func RunWithConfig(ctx context.Context, restCfg *rest.Config, cfg Config, log lo
 	if err := os.MkdirAll(tmpDir, 0o755); err != nil {
 		return fmt.Errorf("creating %s: %w", tmpDir, err)
 	}
-	store, err := index.NewStore(filepath.Join(cfg.DataDir, "index"), log.WithName("index"))
+	store, err := store.New(filepath.Join(cfg.DataDir, "index"), log.WithName("index"))
 	if err != nil {
 		return fmt.Errorf("opening index store: %w", err)
 	}

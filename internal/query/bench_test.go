@@ -21,6 +21,7 @@ import (
 
 	"github.com/catalogd/catalogd/internal/catalogs"
 	"github.com/catalogd/catalogd/internal/index"
+	"github.com/catalogd/catalogd/internal/store"
 	"github.com/catalogd/catalogd/test/benchenv"
 	"github.com/catalogd/catalogd/test/fbcgen"
 )
@@ -30,7 +31,7 @@ import (
 // concurrent clients, and the peak RSS while serving.
 func BenchmarkHTTP(b *testing.B) {
 	dir := benchenv.Catalog(b)
-	store, err := index.NewStore(b.TempDir(), logr.Discard())
+	store, err := store.New(b.TempDir(), logr.Discard())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -179,7 +180,7 @@ func BenchmarkBundleManyProperties(b *testing.B) {
 	if err := os.WriteFile(filepath.Join(dir, "c.json"), []byte(catalog), 0o644); err != nil {
 		b.Fatal(err)
 	}
-	store, err := index.NewStore(b.TempDir(), logr.Discard())
+	store, err := store.New(b.TempDir(), logr.Discard())
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/catalogd/catalogd/client"
-	"github.com/catalogd/catalogd/internal/index"
+	"github.com/catalogd/catalogd/internal/store"
 )
 
 type bundleRow struct {
@@ -31,7 +31,7 @@ const bundleColumns = `id, name, version, release, image, version_rank, blob_id`
 // bundleChannels returns the entries that list a bundle, by channel name,
 // marking the channels it heads, with their skips: two queries, whatever
 // the number of entries.
-func bundleChannels(ctx context.Context, db *index.Snapshot, pkg, bundle string) ([]client.BundleChannel, error) {
+func bundleChannels(ctx context.Context, db *store.Snapshot, pkg, bundle string) ([]client.BundleChannel, error) {
 	var rows []struct {
 		ID        int64          `db:"id"`
 		Channel   string         `db:"channel"`
@@ -71,7 +71,7 @@ func bundleChannels(ctx context.Context, db *index.Snapshot, pkg, bundle string)
 
 // bundleDeprecation is the bundle's own deprecation, or its package's: a
 // deprecated package deprecates every bundle in it.
-func bundleDeprecation(ctx context.Context, db *index.Snapshot, pkg, bundle string) (client.Deprecation, error) {
+func bundleDeprecation(ctx context.Context, db *store.Snapshot, pkg, bundle string) (client.Deprecation, error) {
 	d, err := deprecation(ctx, db, pkg, "olm.bundle", bundle)
 	if err != nil || d.Message != "" {
 		return d, err
@@ -87,7 +87,7 @@ func parseConstraint(v string) (*semver.Constraints, error) {
 	return c, nil
 }
 
-func (s *Server) listBundles(r *http.Request, snap *index.Snapshot) (any, error) {
+func (s *Server) listBundles(r *http.Request, snap *store.Snapshot) (any, error) {
 	ctx := r.Context()
 	q := r.URL.Query()
 	pg, err := parsePage(r, snap.Info.Digest)
@@ -178,7 +178,7 @@ func (s *Server) listBundles(r *http.Request, snap *index.Snapshot) (any, error)
 // bundleExtras reads, in two queries whatever the page's length, the
 // channels of a package's bundles ranked from lowRank to highRank, and the
 // deprecations of its bundles (by name) and of itself (under "").
-func bundleExtras(ctx context.Context, snap *index.Snapshot, pkg string, lowRank, highRank int) (map[string][]string, map[string]client.Deprecation, error) {
+func bundleExtras(ctx context.Context, snap *store.Snapshot, pkg string, lowRank, highRank int) (map[string][]string, map[string]client.Deprecation, error) {
 	var chRows []struct {
 		Bundle  string `db:"name"`
 		Channel string `db:"channel"`
@@ -214,7 +214,7 @@ func bundleExtras(ctx context.Context, snap *index.Snapshot, pkg string, lowRank
 	return channels, deprecations, nil
 }
 
-func (s *Server) getBundle(r *http.Request, snap *index.Snapshot) (any, error) {
+func (s *Server) getBundle(r *http.Request, snap *store.Snapshot) (any, error) {
 	ctx := r.Context()
 	pkg, err := lookupPackage(ctx, snap, chi.URLParam(r, "package"))
 	if err != nil {

@@ -14,7 +14,7 @@ import (
 
 	"github.com/catalogd/catalogd/client"
 	"github.com/catalogd/catalogd/internal/catalogs"
-	"github.com/catalogd/catalogd/internal/index"
+	"github.com/catalogd/catalogd/internal/store"
 )
 
 // knownSchemas are the schemas the index interprets; others are kept as blobs.
@@ -23,7 +23,7 @@ var knownSchemas = map[string]bool{
 }
 
 // summary describes one catalog; snap is nil when it has no index.
-func summary(ctx context.Context, c catalogs.Catalog, snap *index.Snapshot) (client.CatalogSummary, error) {
+func summary(ctx context.Context, c catalogs.Catalog, snap *store.Snapshot) (client.CatalogSummary, error) {
 	out := client.CatalogSummary{Name: c.Name, Priority: c.Priority, Source: c.Source, State: client.CatalogState(c.State), LastError: c.LastError}
 	if snap == nil {
 		return out, nil
@@ -47,12 +47,12 @@ func summary(ctx context.Context, c catalogs.Catalog, snap *index.Snapshot) (cli
 
 // acquireIfIndexed returns the catalog's snapshot, or nil when it has none
 // (Unavailable catalogs are reported without reading their index).
-func (s *Server) acquireIfIndexed(c catalogs.Catalog) (*index.Snapshot, error) {
+func (s *Server) acquireIfIndexed(c catalogs.Catalog) (*store.Snapshot, error) {
 	if c.State == catalogs.Unavailable {
 		return nil, nil
 	}
 	snap, err := s.idx.Acquire(c.Name)
-	if errors.Is(err, index.ErrNotIndexed) {
+	if errors.Is(err, store.ErrNotIndexed) {
 		return nil, nil
 	}
 	return snap, err
@@ -125,7 +125,7 @@ func (s *Server) getCatalog(w http.ResponseWriter, r *http.Request) {
 	s.writeComputed(w, r, detail)
 }
 
-func catalogDetail(ctx context.Context, c catalogs.Catalog, snap *index.Snapshot) (client.CatalogDetail, error) {
+func catalogDetail(ctx context.Context, c catalogs.Catalog, snap *store.Snapshot) (client.CatalogDetail, error) {
 	sum, err := summary(ctx, c, snap)
 	if err != nil {
 		return client.CatalogDetail{}, err

@@ -10,7 +10,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/catalogd/catalogd/client"
-	"github.com/catalogd/catalogd/internal/index"
+	"github.com/catalogd/catalogd/internal/store"
 )
 
 // channelRow is a channel with its head, as computed when the index was built.
@@ -40,7 +40,7 @@ func (c channelRow) summary(defaultChannel string) client.ChannelSummary {
 	return out
 }
 
-func channelSummaries(ctx context.Context, db *index.Snapshot, pkg packageRow) ([]client.ChannelSummary, error) {
+func channelSummaries(ctx context.Context, db *store.Snapshot, pkg packageRow) ([]client.ChannelSummary, error) {
 	var rows []channelRow
 	if err := db.Select(ctx, &rows, `SELECT `+channelColumns+` WHERE c.package = ? ORDER BY c.name`, pkg.Name); err != nil {
 		return nil, fmt.Errorf("list channels of %q: %w", pkg.Name, err)
@@ -52,7 +52,7 @@ func channelSummaries(ctx context.Context, db *index.Snapshot, pkg packageRow) (
 	return out, nil
 }
 
-func (s *Server) listChannels(r *http.Request, snap *index.Snapshot) (any, error) {
+func (s *Server) listChannels(r *http.Request, snap *store.Snapshot) (any, error) {
 	pkg, err := lookupPackage(r.Context(), snap, chi.URLParam(r, "package"))
 	if err != nil {
 		return nil, err
@@ -72,7 +72,7 @@ type entryRow struct {
 	Version   sql.NullString `db:"version"`
 }
 
-func (s *Server) getChannel(r *http.Request, snap *index.Snapshot) (any, error) {
+func (s *Server) getChannel(r *http.Request, snap *store.Snapshot) (any, error) {
 	ctx := r.Context()
 	pkg, err := lookupPackage(ctx, snap, chi.URLParam(r, "package"))
 	if err != nil {
@@ -109,7 +109,7 @@ func (s *Server) getChannel(r *http.Request, snap *index.Snapshot) (any, error) 
 }
 
 // channelSkips returns the skips of every entry of a channel by entry id.
-func channelSkips(ctx context.Context, db *index.Snapshot, pkg, channel string) (map[int64][]string, error) {
+func channelSkips(ctx context.Context, db *store.Snapshot, pkg, channel string) (map[int64][]string, error) {
 	var rows []struct {
 		EntryID int64  `db:"entry_id"`
 		Skip    string `db:"skip"`

@@ -12,7 +12,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
-	"github.com/catalogd/catalogd/internal/index"
+	"github.com/catalogd/catalogd/internal/store"
 )
 
 // The catalogd-compatible endpoints serve the stored blobs byte for byte:
@@ -26,7 +26,7 @@ const jsonlType = "application/jsonl"
 // the offset index, and reads go on in blob order, a batch at a time.
 type allReader struct {
 	ctx  context.Context
-	snap *index.Snapshot
+	snap *store.Snapshot
 	size int64
 	pos  int64
 
@@ -102,7 +102,7 @@ func (a *allReader) Seek(offset int64, whence int) (int64, error) {
 	return offset, nil
 }
 
-func (s *Server) serveAll(w http.ResponseWriter, r *http.Request, snap *index.Snapshot) error {
+func (s *Server) serveAll(w http.ResponseWriter, r *http.Request, snap *store.Snapshot) error {
 	etag := requestETag(snap.Info.Digest, r)
 	reader := &allReader{ctx: r.Context(), snap: snap, size: snap.Info.AllBytes}
 	// gzip only whole answers; a Range answer is plain, as byte offsets
@@ -184,7 +184,7 @@ func checkRanges(header string, size int64) error {
 }
 
 // writeGzip streams src gzip-encoded.
-func (s *Server) writeGzip(w http.ResponseWriter, r *http.Request, etag string, snap *index.Snapshot, src io.Reader) error {
+func (s *Server) writeGzip(w http.ResponseWriter, r *http.Request, etag string, snap *store.Snapshot, src io.Reader) error {
 	setValidators(w, representationETag(etag, true), snap.Info.BuiltAt)
 	w.Header().Set("Content-Type", jsonlType)
 	w.Header().Set("Content-Encoding", "gzip")
@@ -209,7 +209,7 @@ func abortOnError(err error) error {
 
 // serveMetas answers the blobs that match every given filter exactly; an
 // empty filter value matches everything, as in catalogd.
-func (s *Server) serveMetas(w http.ResponseWriter, r *http.Request, snap *index.Snapshot) error {
+func (s *Server) serveMetas(w http.ResponseWriter, r *http.Request, snap *store.Snapshot) error {
 	q := r.URL.Query()
 	var conds []string
 	var args []any

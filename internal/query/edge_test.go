@@ -12,7 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/catalogd/catalogd/internal/index"
+	"github.com/catalogd/catalogd/internal/store"
 )
 
 // TestAcceptEncoding checks content negotiation by RFC 9110's weights: a
@@ -83,7 +83,7 @@ func TestIfNoneMatchForms(t *testing.T) {
 // TestAccessLogAndMetrics checks the V(1) access log line and the
 // per-route metrics, labelled by route pattern, not by path.
 func TestAccessLogAndMetrics(t *testing.T) {
-	store, err := index.NewStore(t.TempDir(), funcr.New(func(string, string) {}, funcr.Options{}))
+	store, err := store.New(t.TempDir(), funcr.New(func(string, string) {}, funcr.Options{}))
 	if err != nil {
 		t.Fatal(err)
 	}

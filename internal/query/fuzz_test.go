@@ -13,12 +13,13 @@ import (
 
 	"github.com/catalogd/catalogd/internal/catalogs"
 	"github.com/catalogd/catalogd/internal/index"
+	"github.com/catalogd/catalogd/internal/store"
 )
 
 // FuzzRequestParams sends arbitrary parameter values to every endpoint that
 // takes them: bad input must be a 4xx problem document, never a 500.
 func FuzzRequestParams(f *testing.F) {
-	store, err := index.NewStore(f.TempDir(), logr.Discard())
+	store, err := store.New(f.TempDir(), logr.Discard())
 	if err != nil {
 		f.Fatal(err)
 	}

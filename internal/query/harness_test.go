@@ -18,6 +18,7 @@ import (
 	"github.com/catalogd/catalogd/client"
 	"github.com/catalogd/catalogd/internal/catalogs"
 	"github.com/catalogd/catalogd/internal/index"
+	"github.com/catalogd/catalogd/internal/store"
 	"github.com/catalogd/catalogd/test/apivalidate"
 )
 
@@ -27,7 +28,7 @@ const demoDir = "../../test/testdata/demo"
 // generated client whose every answer is checked against openapi.yaml.
 type harness struct {
 	t      *testing.T
-	store  *index.Store
+	store  *store.Store
 	reg    *catalogs.Registry
 	srv    *httptest.Server
 	client *client.ClientWithResponses
@@ -38,7 +39,7 @@ type harness struct {
 
 func newHarness(t *testing.T) *harness {
 	t.Helper()
-	store, err := index.NewStore(t.TempDir(), testr.New(t))
+	store, err := store.New(t.TempDir(), testr.New(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +47,7 @@ func newHarness(t *testing.T) *harness {
 	return newHarnessWith(t, store, store)
 }
 
-func newHarnessWith(t *testing.T, store *index.Store, idx Indexes) *harness {
+func newHarnessWith(t *testing.T, store *store.Store, idx Indexes) *harness {
 	t.Helper()
 	h := &harness{t: t, store: store, reg: catalogs.NewRegistry()}
 	h.metrics = prometheus.NewRegistry()
@@ -96,13 +97,13 @@ func (h *harness) get(path string, header ...string) *http.Response {
 // tracingIndexes serves snapshots whose connections record every SQL
 // statement they prepare, so a test can check each one's query plan.
 type tracingIndexes struct {
-	store *index.Store
+	store *store.Store
 	mu    sync.Mutex
 	dbs   map[string]*sqlx.DB
 	seen  *sync.Map
 }
 
-func (ti *tracingIndexes) Acquire(catalog string) (*index.Snapshot, error) {
+func (ti *tracingIndexes) Acquire(catalog string) (*store.Snapshot, error) {
 	snap, err := ti.store.Acquire(catalog)
 	if err != nil {
 		return nil, err
@@ -116,7 +117,7 @@ func (ti *tracingIndexes) Acquire(catalog string) (*index.Snapshot, error) {
 		ti.dbs[snap.Info.Path] = db
 	}
 	snap.Release() // the traced connection reads the same immutable file
-	return &index.Snapshot{DB: db, Info: snap.Info}, nil
+	return &store.Snapshot{DB: db, Info: snap.Info}, nil
 }
 
 type traceConnector struct {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/catalogd/catalogd/client"
 	"github.com/catalogd/catalogd/internal/index"
+	"github.com/catalogd/catalogd/internal/store"
 )
 
 const (
@@ -116,7 +117,7 @@ type packageRow struct {
 
 // deprecation returns the deprecation message of a package (schema
 // olm.package, empty name), a channel or a bundle, if the catalog has one.
-func deprecation(ctx context.Context, db *index.Snapshot, pkg, schema, name string) (client.Deprecation, error) {
+func deprecation(ctx context.Context, db *store.Snapshot, pkg, schema, name string) (client.Deprecation, error) {
 	var msg string
 	err := db.Get(ctx, &msg, `SELECT message FROM deprecations WHERE package = ? AND schema = ? AND name = ? LIMIT 1`, pkg, schema, name)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -139,7 +140,7 @@ func ftsQuery(q string) string {
 	return strings.Join(terms, " ")
 }
 
-func (s *Server) listPackages(r *http.Request, snap *index.Snapshot) (any, error) {
+func (s *Server) listPackages(r *http.Request, snap *store.Snapshot) (any, error) {
 	ctx := r.Context()
 	pg, err := parsePage(r, snap.Info.Digest)
 	if err != nil {
@@ -209,7 +210,7 @@ type packageIndex struct {
 // packages is then a slice of it, where reading and decoding the rows of
 // each page cost milliseconds. It holds what a console lists of each
 // package, a few hundred bytes each.
-func packageSummaries(ctx context.Context, snap *index.Snapshot) (*packageIndex, error) {
+func packageSummaries(ctx context.Context, snap *store.Snapshot) (*packageIndex, error) {
 	v, err := snap.Memo("packageSummaries", func() (any, error) {
 		var rows []packageRow
 		if err := snap.Select(ctx, &rows, `SELECT name, default_channel, display FROM packages ORDER BY name`); err != nil {
@@ -260,7 +261,7 @@ func packageSummaries(ctx context.Context, snap *index.Snapshot) (*packageIndex,
 }
 
 // lookupPackage reads the {package} of a request, or answers 404.
-func lookupPackage(ctx context.Context, db *index.Snapshot, name string) (packageRow, error) {
+func lookupPackage(ctx context.Context, db *store.Snapshot, name string) (packageRow, error) {
 	var row packageRow
 	err := db.Get(ctx, &row, `SELECT name, default_channel, description, display,
 		icon_data IS NOT NULL AND length(icon_data) > 0 AS has_icon FROM packages WHERE name = ?`, name)
@@ -273,7 +274,7 @@ func lookupPackage(ctx context.Context, db *index.Snapshot, name string) (packag
 	return row, nil
 }
 
-func (s *Server) getPackage(r *http.Request, snap *index.Snapshot) (any, error) {
+func (s *Server) getPackage(r *http.Request, snap *store.Snapshot) (any, error) {
 	ctx := r.Context()
 	row, err := lookupPackage(ctx, snap, chi.URLParam(r, "package"))
 	if err != nil {
@@ -300,7 +301,7 @@ func (s *Server) getPackage(r *http.Request, snap *index.Snapshot) (any, error) 
 	}, nil
 }
 
-func (s *Server) getIcon(w http.ResponseWriter, r *http.Request, snap *index.Snapshot) error {
+func (s *Server) getIcon(w http.ResponseWriter, r *http.Request, snap *store.Snapshot) error {
 	name := chi.URLParam(r, "package")
 	etag := requestETag(snap.Info.Digest, r)
 	var icon struct {

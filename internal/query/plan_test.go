@@ -10,7 +10,7 @@ import (
 	"github.com/go-logr/logr/testr"
 	"github.com/jmoiron/sqlx"
 
-	"github.com/catalogd/catalogd/internal/index"
+	"github.com/catalogd/catalogd/internal/store"
 )
 
 // fullScan matches a plan step that reads a whole table, not through an index.
@@ -30,7 +30,7 @@ var wholeTableByDesign = []string{
 // statement, then checks with EXPLAIN QUERY PLAN that each one is served by
 // an index, so no request grows with the catalog's size.
 func TestQueryPlans(t *testing.T) {
-	store, err := index.NewStore(t.TempDir(), testr.New(t))
+	store, err := store.New(t.TempDir(), testr.New(t))
 	if err != nil {
 		t.Fatal(err)
 	}

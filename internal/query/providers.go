@@ -14,7 +14,7 @@ import (
 
 	"github.com/catalogd/catalogd/client"
 	"github.com/catalogd/catalogd/internal/catalogs"
-	"github.com/catalogd/catalogd/internal/index"
+	"github.com/catalogd/catalogd/internal/store"
 )
 
 // gvkQuery is a parsed providers request.
@@ -60,7 +60,7 @@ func parseGVK(r *http.Request) (gvkQuery, error) {
 // channel is its package's default and which bundle heads it come from
 // channelHeads, kept in memory: joining channels and packages for each row
 // cost most of the answer's time.
-func providers(ctx context.Context, db *index.Snapshot, catalog string, g gvkQuery) ([]client.Provider, error) {
+func providers(ctx context.Context, db *store.Snapshot, catalog string, g gvkQuery) ([]client.Provider, error) {
 	heads, err := channelHeads(ctx, db)
 	if err != nil {
 		return nil, err
@@ -118,7 +118,7 @@ type packageHeads struct {
 
 // channelHeads returns every package's default channel and channel heads,
 // read once per index file and kept: a few hundred names for a real catalog.
-func channelHeads(ctx context.Context, db *index.Snapshot) (map[string]packageHeads, error) {
+func channelHeads(ctx context.Context, db *store.Snapshot) (map[string]packageHeads, error) {
 	v, err := db.Memo("channelHeads", func() (any, error) {
 		var rows []struct {
 			Package        string         `db:"package"`
@@ -147,7 +147,7 @@ func channelHeads(ctx context.Context, db *index.Snapshot) (map[string]packageHe
 	return v.(map[string]packageHeads), nil
 }
 
-func (s *Server) listProviders(r *http.Request, snap *index.Snapshot) (any, error) {
+func (s *Server) listProviders(r *http.Request, snap *store.Snapshot) (any, error) {
 	g, err := parseGVK(r)
 	if err != nil {
 		return nil, err

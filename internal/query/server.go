@@ -32,7 +32,7 @@ import (
 
 	catalogd "github.com/catalogd/catalogd"
 	"github.com/catalogd/catalogd/internal/catalogs"
-	"github.com/catalogd/catalogd/internal/index"
+	"github.com/catalogd/catalogd/internal/store"
 )
 
 // Catalogs is what the API needs to know of the catalogs besides their
@@ -42,10 +42,10 @@ type Catalogs interface {
 	Get(name string) (catalogs.Catalog, bool)
 }
 
-// Indexes gives read access to the live index of a catalog; *index.Store
+// Indexes gives read access to the live index of a catalog; *store.Store
 // provides it.
 type Indexes interface {
-	Acquire(catalog string) (*index.Snapshot, error)
+	Acquire(catalog string) (*store.Snapshot, error)
 }
 
 // Server is the REST API.
@@ -233,7 +233,7 @@ func checkParams(q url.Values, allowed []string) error {
 }
 
 // openCatalog resolves the {catalog} of a request to a snapshot of its index.
-func (s *Server) openCatalog(r *http.Request) (*index.Snapshot, error) {
+func (s *Server) openCatalog(r *http.Request) (*store.Snapshot, error) {
 	name := chi.URLParam(r, "catalog")
 	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
 		return nil, badParam("catalog", "catalog name %q is not a DNS-1123 subdomain: %s", name, strings.Join(errs, "; "))
@@ -247,7 +247,7 @@ func (s *Server) openCatalog(r *http.Request) (*index.Snapshot, error) {
 			detail: fmt.Sprintf("catalog %q is switched off by its owner (availabilityMode Unavailable)", name)}
 	}
 	snap, err := s.idx.Acquire(name)
-	if errors.Is(err, index.ErrNotIndexed) {
+	if errors.Is(err, store.ErrNotIndexed) {
 		detail := fmt.Sprintf("catalog %q is not indexed yet", name)
 		if c.LastError != "" {
 			detail += "; last attempt failed: " + c.LastError
@@ -260,7 +260,7 @@ func (s *Server) openCatalog(r *http.Request) (*index.Snapshot, error) {
 // catalogHandler wraps an endpoint of one catalog: it checks the query
 // parameters, holds a snapshot for the whole request and answers errors as
 // problem documents.
-func (s *Server) catalogHandler(fn func(http.ResponseWriter, *http.Request, *index.Snapshot) error, params ...string) http.HandlerFunc {
+func (s *Server) catalogHandler(fn func(http.ResponseWriter, *http.Request, *store.Snapshot) error, params ...string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if err := checkParams(r.URL.Query(), params); err != nil {
 			s.writeProblem(w, r, err)
@@ -282,8 +282,8 @@ func (s *Server) catalogHandler(fn func(http.ResponseWriter, *http.Request, *ind
 // only on the index content and the request, its ETag is derived from the
 // content digest and the request, and a matching If-None-Match is answered
 // before any query runs.
-func (s *Server) catalogJSON(fn func(*http.Request, *index.Snapshot) (any, error), params ...string) http.HandlerFunc {
-	return s.catalogHandler(func(w http.ResponseWriter, r *http.Request, snap *index.Snapshot) error {
+func (s *Server) catalogJSON(fn func(*http.Request, *store.Snapshot) (any, error), params ...string) http.HandlerFunc {
+	return s.catalogHandler(func(w http.ResponseWriter, r *http.Request, snap *store.Snapshot) error {
 		etag := requestETag(snap.Info.Digest, r)
 		if notModified(w, r, etag, snap.Info.BuiltAt) {
 			return nil

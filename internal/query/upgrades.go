@@ -12,7 +12,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/catalogd/catalogd/client"
-	"github.com/catalogd/catalogd/internal/index"
+	"github.com/catalogd/catalogd/internal/store"
 )
 
 // listUpgrades answers which bundles a bundle may upgrade to directly, by
@@ -24,7 +24,7 @@ import (
 // Masterminds' constraints used by the version filter). Storing every
 // (bundle, range) pair at build time instead grew with the square of a
 // package's versions.
-func (s *Server) listUpgrades(r *http.Request, snap *index.Snapshot) (any, error) {
+func (s *Server) listUpgrades(r *http.Request, snap *store.Snapshot) (any, error) {
 	ctx := r.Context()
 	q := r.URL.Query()
 	from := q.Get("from")
@@ -177,7 +177,7 @@ type skipRange struct {
 // bundle is indexed, in entry order, read and parsed once per index file
 // (a file never changes). A range that does not parse matches nothing;
 // validation reports it.
-func skipRanges(ctx context.Context, snap *index.Snapshot, pkg string) ([]skipRange, error) {
+func skipRanges(ctx context.Context, snap *store.Snapshot, pkg string) ([]skipRange, error) {
 	v, err := snap.Memo("skipRanges\x00"+pkg, func() (any, error) {
 		var rows []struct {
 			Bundle    string `db:"bundle"`

@@ -36,6 +36,7 @@ import (
 	catalogdv1 "github.com/catalogd/catalogd/api/v1"
 	"github.com/catalogd/catalogd/internal/catalogs"
 	"github.com/catalogd/catalogd/internal/index"
+	"github.com/catalogd/catalogd/internal/store"
 	"github.com/catalogd/catalogd/internal/unpack"
 )
 
@@ -49,7 +50,7 @@ type Unpacker interface {
 // Reconciler reconciles ClusterCatalogs.
 type Reconciler struct {
 	Client   client.Client
-	Store    *index.Store
+	Store    *store.Store
 	Registry *catalogs.Registry
 	Unpacker Unpacker
 	// TempDir is where images are unpacked before indexing; each unpack uses

@@ -28,8 +28,8 @@ import (
 
 	catalogdv1 "github.com/catalogd/catalogd/api/v1"
 	"github.com/catalogd/catalogd/internal/catalogs"
-	"github.com/catalogd/catalogd/internal/index"
 	"github.com/catalogd/catalogd/internal/reconcile"
+	"github.com/catalogd/catalogd/internal/store"
 	"github.com/catalogd/catalogd/internal/unpack"
 	"github.com/catalogd/catalogd/test/fbcfacts"
 	"github.com/catalogd/catalogd/test/kubetest"
@@ -47,7 +47,7 @@ const (
 type env struct {
 	c     client.Client
 	reg   *registrytest.Registry
-	store *index.Store
+	store *store.Store
 	cats  *catalogs.Registry
 }
 
@@ -67,7 +67,7 @@ func start(t *testing.T) *env {
 	log := testr.NewWithOptions(t, testr.Options{Verbosity: 0})
 
 	reg := registrytest.New(t)
-	store, err := index.NewStore(filepath.Join(t.TempDir(), "index"), log.WithName("index"))
+	store, err := store.New(filepath.Join(t.TempDir(), "index"), log.WithName("index"))
 	if err != nil {
 		t.Fatal(err)
 	}

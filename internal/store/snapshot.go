@@ -1,4 +1,4 @@
-package index
+package store
 
 import (
 	"context"
@@ -135,21 +135,12 @@ func (s *Snapshot) Each(ctx context.Context, query string, args []any, fn func(*
 		if err != nil {
 			return err
 		}
-		return eachRow(rows, fn)
-	})
-}
-
-// eachRow calls fn for each of rows (sql.Rows or sqlx.Rows), then closes them.
-func eachRow[R interface {
-	Next() bool
-	Err() error
-	Close() error
-}](rows R, fn func(R) error) error {
-	defer rows.Close()
-	for rows.Next() {
-		if err := fn(rows); err != nil {
-			return err
+		defer rows.Close()
+		for rows.Next() {
+			if err := fn(rows); err != nil {
+				return err
+			}
 		}
-	}
-	return rows.Err()
+		return rows.Err()
+	})
 }
