@@ -190,24 +190,17 @@ func (x *indexer) readCounts(ctx context.Context) (counts, error) {
 		return counts{}, err
 	}
 	defer snap.Release()
-	var c counts
-	err = snap.DB.QueryRowContext(ctx, `SELECT
-		(SELECT count(*) FROM packages), (SELECT count(*) FROM channels), (SELECT count(*) FROM bundles)`).
-		Scan(&c.packages, &c.channels, &c.bundles)
+	total, err := snap.Catalog.Counts(ctx)
 	if err != nil {
 		return counts{}, fmt.Errorf("count catalog %q: %w", x.name, err)
 	}
-	rows, err := snap.DB.QueryContext(ctx, `SELECT package, message FROM problems ORDER BY package, id`)
+	problems, err := snap.Catalog.Problems(ctx, "")
 	if err != nil {
 		return counts{}, fmt.Errorf("read problems of catalog %q: %w", x.name, err)
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var pkg, msg string
-		if err := rows.Scan(&pkg, &msg); err != nil {
-			return counts{}, fmt.Errorf("read problems of catalog %q: %w", x.name, err)
-		}
-		c.problems = append(c.problems, pkg+": "+msg)
+	c := counts{packages: total.Packages, channels: total.Channels, bundles: total.Bundles}
+	for _, p := range problems {
+		c.problems = append(c.problems, p.Package+": "+p.Message)
 	}
-	return c, rows.Err()
+	return c, nil
 }

@@ -34,14 +34,11 @@ func summary(ctx context.Context, c catalogs.Catalog, snap *store.Snapshot) (cli
 	built := snap.Info.BuiltAt.UTC()
 	out.IndexedAt = &built
 	out.ResolvedDigest = snap.Info.Digest
-	// Counted when the index was built (catalog_counts), not per request.
-	err := snap.Get(ctx, &out.Counts, `SELECT
-		(SELECT count FROM catalog_counts WHERE what = 'packages' AND name = '') AS packages,
-		(SELECT count FROM catalog_counts WHERE what = 'channels' AND name = '') AS channels,
-		(SELECT count FROM catalog_counts WHERE what = 'bundles' AND name = '') AS bundles`)
+	counts, err := snap.Catalog.Counts(ctx)
 	if err != nil {
 		return out, fmt.Errorf("count catalog %q: %w", c.Name, err)
 	}
+	out.Counts = counts
 	return out, nil
 }
 
@@ -138,14 +135,15 @@ func catalogDetail(ctx context.Context, c catalogs.Catalog, snap *store.Snapshot
 	if snap == nil {
 		return d, nil
 	}
-	if err := snap.Select(ctx, &d.Schemas, `SELECT name AS schema, count FROM catalog_counts WHERE what = 'schema' ORDER BY name`); err != nil {
-		return d, fmt.Errorf("count schemas of %q: %w", c.Name, err)
+	var err2 error
+	if d.Schemas, err2 = snap.Catalog.SchemaCounts(ctx); err2 != nil {
+		return d, fmt.Errorf("count schemas of %q: %w", c.Name, err2)
 	}
 	for i := range d.Schemas {
 		d.Schemas[i].Known = knownSchemas[d.Schemas[i].Schema]
 	}
-	if err := snap.Select(ctx, &d.Problems, `SELECT package, message FROM problems ORDER BY package, id`); err != nil {
-		return d, fmt.Errorf("read problems of %q: %w", c.Name, err)
+	if d.Problems, err2 = snap.Catalog.Problems(ctx, ""); err2 != nil {
+		return d, fmt.Errorf("read problems of %q: %w", c.Name, err2)
 	}
 	return d, nil
 }

@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/jmoiron/sqlx"
+	"github.com/catalogd/catalogd/internal/catalogdb"
 
 	"github.com/catalogd/catalogd/internal/store"
 )
@@ -43,46 +43,26 @@ func (a *allReader) Read(p []byte) (int, error) {
 		return 0, io.EOF
 	}
 	end := a.bufStart + int64(len(a.buf))
+	var chunk catalogdb.AllChunk
+	var err error
 	switch {
 	case a.pos >= a.bufStart && a.pos < end:
+		chunk = catalogdb.AllChunk{Data: a.buf, Offset: a.bufStart, NextID: a.nextID}
 	case a.pos == end && a.buf != nil:
-		if err := a.fetch(`SELECT id, offset, data FROM blobs WHERE id >= ? ORDER BY id LIMIT ?`, a.nextID, allBatch); err != nil {
-			return 0, err
-		}
+		chunk, err = a.snap.Catalog.AllNext(a.ctx, a.nextID, allBatch, a.buf)
 	default:
-		if err := a.fetch(`SELECT id, offset, data FROM blobs WHERE id >= (SELECT id FROM blobs WHERE offset <= ? ORDER BY offset DESC LIMIT 1) ORDER BY id LIMIT ?`, a.pos, allBatch); err != nil {
-			return 0, err
-		}
+		chunk, err = a.snap.Catalog.AllFrom(a.ctx, a.pos, allBatch, a.buf)
 	}
+	if err != nil {
+		return 0, err
+	}
+	if len(chunk.Data) == 0 || a.pos < chunk.Offset || a.pos >= chunk.Offset+int64(len(chunk.Data)) {
+		return 0, fmt.Errorf("read blobs: nothing at offset %d of %d", a.pos, a.size)
+	}
+	a.buf, a.bufStart, a.nextID = chunk.Data, chunk.Offset, chunk.NextID
 	n := copy(p, a.buf[a.pos-a.bufStart:])
 	a.pos += int64(n)
 	return n, nil
-}
-
-func (a *allReader) fetch(query string, args ...any) error {
-	a.buf = a.buf[:0]
-	first := true
-	err := a.snap.Each(a.ctx, query, args, func(rows *sqlx.Rows) error {
-		var id, offset int64
-		var data []byte
-		if err := rows.Scan(&id, &offset, &data); err != nil {
-			return err
-		}
-		if first {
-			a.bufStart = offset
-			first = false
-		}
-		a.buf = append(a.buf, data...)
-		a.nextID = id + 1
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("read blobs: %w", err)
-	}
-	if first {
-		return fmt.Errorf("read blobs: nothing at offset %d of %d", a.pos, a.size)
-	}
-	return nil
 }
 
 func (a *allReader) Seek(offset int64, whence int) (int64, error) {
@@ -211,20 +191,7 @@ func abortOnError(err error) error {
 // empty filter value matches everything, as in catalogd.
 func (s *Server) serveMetas(w http.ResponseWriter, r *http.Request, snap *store.Snapshot) error {
 	q := r.URL.Query()
-	var conds []string
-	var args []any
-	for _, col := range []string{"schema", "package", "name"} {
-		if v := q.Get(col); v != "" {
-			conds = append(conds, col+" = ?")
-			args = append(args, v)
-		}
-	}
-	query := `SELECT data FROM blobs`
-	if len(conds) > 0 {
-		query += ` WHERE ` + strings.Join(conds, " AND ")
-	}
-	query += ` ORDER BY id`
-
+	filter := catalogdb.BlobFilter{Schema: q.Get("schema"), Package: q.Get("package"), Name: q.Get("name")}
 	etag := requestETag(snap.Info.Digest, r)
 	if notModified(w, r, etag, snap.Info.BuiltAt) {
 		return nil
@@ -241,11 +208,7 @@ func (s *Server) serveMetas(w http.ResponseWriter, r *http.Request, snap *store.
 		dst = zw
 	}
 	wrote := false
-	err := snap.Each(r.Context(), query, args, func(rows *sqlx.Rows) error {
-		var data []byte
-		if err := rows.Scan(&data); err != nil {
-			return err
-		}
+	err := snap.Catalog.Blobs(r.Context(), filter, func(data []byte) error {
 		wrote = true
 		_, err := dst.Write(data)
 		return err

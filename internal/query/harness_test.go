@@ -14,8 +14,10 @@ import (
 	"github.com/go-logr/logr/testr"
 	"github.com/jmoiron/sqlx"
 	"github.com/prometheus/client_golang/prometheus"
+	"modernc.org/sqlite"
 
 	"github.com/catalogd/catalogd/client"
+	"github.com/catalogd/catalogd/internal/catalogdb"
 	"github.com/catalogd/catalogd/internal/catalogs"
 	"github.com/catalogd/catalogd/internal/index"
 	"github.com/catalogd/catalogd/internal/store"
@@ -97,10 +99,11 @@ func (h *harness) get(path string, header ...string) *http.Response {
 // tracingIndexes serves snapshots whose connections record every SQL
 // statement they prepare, so a test can check each one's query plan.
 type tracingIndexes struct {
-	store *store.Store
-	mu    sync.Mutex
-	dbs   map[string]*sqlx.DB
-	seen  *sync.Map
+	store    *store.Store
+	mu       sync.Mutex
+	catalogs map[string]*catalogdb.Catalog
+	dbs      []*sqlx.DB
+	seen     *sync.Map
 }
 
 func (ti *tracingIndexes) Acquire(catalog string) (*store.Snapshot, error) {
@@ -110,14 +113,15 @@ func (ti *tracingIndexes) Acquire(catalog string) (*store.Snapshot, error) {
 	}
 	ti.mu.Lock()
 	defer ti.mu.Unlock()
-	db, ok := ti.dbs[snap.Info.Path]
+	c, ok := ti.catalogs[snap.Info.Path]
 	if !ok {
-		inner := snap.DB.Driver()
-		db = sqlx.NewDb(sql.OpenDB(traceConnector{inner: inner, dsn: "file:" + snap.Info.Path + "?mode=ro&immutable=1", seen: ti.seen}), "sqlite")
-		ti.dbs[snap.Info.Path] = db
+		db := sqlx.NewDb(sql.OpenDB(traceConnector{inner: &sqlite.Driver{}, dsn: "file:" + snap.Info.Path + "?mode=ro&immutable=1", seen: ti.seen}), "sqlite")
+		ti.dbs = append(ti.dbs, db)
+		c = catalogdb.New(db)
+		ti.catalogs[snap.Info.Path] = c
 	}
 	snap.Release() // the traced connection reads the same immutable file
-	return &store.Snapshot{DB: db, Info: snap.Info}, nil
+	return &store.Snapshot{Info: snap.Info, Catalog: c}, nil
 }
 
 type traceConnector struct {

@@ -2,11 +2,9 @@ package query
 
 import (
 	"context"
-	"database/sql"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"slices"
 	"strconv"
@@ -16,7 +14,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/catalogd/catalogd/client"
-	"github.com/catalogd/catalogd/internal/index"
+	"github.com/catalogd/catalogd/internal/catalogdb"
 	"github.com/catalogd/catalogd/internal/store"
 )
 
@@ -80,55 +78,6 @@ func shortDigest(d string) string {
 	return d
 }
 
-// display decodes what the index stored for listing a package.
-type display index.Display
-
-func decodeDisplay(raw sql.NullString) display {
-	var d display
-	if raw.Valid {
-		_ = json.Unmarshal([]byte(raw.String), &d) // written by the index build; empty when absent
-	}
-	return d
-}
-
-func (d display) links() []client.Link {
-	var out []client.Link
-	for _, l := range d.Links {
-		out = append(out, client.Link{Name: l.Name, Url: l.URL})
-	}
-	return out
-}
-
-func (d display) maintainers() []client.Maintainer {
-	var out []client.Maintainer
-	for _, mt := range d.Maintainers {
-		out = append(out, client.Maintainer{Name: mt.Name, Email: mt.Email})
-	}
-	return out
-}
-
-type packageRow struct {
-	Name           string         `db:"name"`
-	DefaultChannel string         `db:"default_channel"`
-	Description    string         `db:"description"`
-	HasIcon        bool           `db:"has_icon"`
-	Display        sql.NullString `db:"display"`
-}
-
-// deprecation returns the deprecation message of a package (schema
-// olm.package, empty name), a channel or a bundle, if the catalog has one.
-func deprecation(ctx context.Context, db *store.Snapshot, pkg, schema, name string) (client.Deprecation, error) {
-	var msg string
-	err := db.Get(ctx, &msg, `SELECT message FROM deprecations WHERE package = ? AND schema = ? AND name = ? LIMIT 1`, pkg, schema, name)
-	if errors.Is(err, sql.ErrNoRows) {
-		return client.Deprecation{}, nil
-	}
-	if err != nil {
-		return client.Deprecation{}, fmt.Errorf("read deprecation of %s %q: %w", schema, name, err)
-	}
-	return client.Deprecation{Message: msg}, nil
-}
-
 // ftsQuery turns free text into an FTS5 query that cannot be a syntax
 // error: every word becomes a quoted prefix term, and all must match.
 func ftsQuery(q string) string {
@@ -146,7 +95,7 @@ func (s *Server) listPackages(r *http.Request, snap *store.Snapshot) (any, error
 	if err != nil {
 		return nil, err
 	}
-	all, err := packageSummaries(ctx, snap)
+	all, err := snap.Catalog.PackageSummaries(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -165,28 +114,25 @@ func (s *Server) listPackages(r *http.Request, snap *store.Snapshot) (any, error
 				return nil, badParam("continue", "continue token does not belong to a search; start again without continue")
 			}
 		}
-		var names []string
-		err = snap.Select(ctx, &names, `SELECT s.name FROM package_search s JOIN packages p ON p.name = s.name
-			WHERE package_search MATCH ? AND instr(p.name, ?) > 0 ORDER BY s.rank, p.name LIMIT ? OFFSET ?`,
-			match, nameFilter, pg.limit+1, offset)
+		names, err := snap.Catalog.SearchPackages(ctx, match, nameFilter, pg.limit+1, offset)
 		if err != nil {
-			return nil, fmt.Errorf("search packages: %w", err)
+			return nil, err
 		}
 		if len(names) > pg.limit {
 			names = names[:pg.limit]
 			out.Continue = continueToken(snap.Info.Digest, strconv.Itoa(offset+pg.limit))
 		}
 		for _, name := range names {
-			if i, ok := all.byName[name]; ok {
-				out.Items = append(out.Items, all.items[i])
+			if p, ok := all.Get(name); ok {
+				out.Items = append(out.Items, p)
 			}
 		}
 		return out, nil
 	}
-	start, _ := slices.BinarySearchFunc(all.items, pg.after, func(p client.PackageSummary, after string) int {
+	start, _ := slices.BinarySearchFunc(all.Items, pg.after, func(p client.PackageSummary, after string) int {
 		return strings.Compare(p.Name, after)
 	})
-	for _, p := range all.items[start:] {
+	for _, p := range all.Items[start:] {
 		if p.Name <= pg.after || !strings.Contains(p.Name, nameFilter) {
 			continue
 		}
@@ -199,79 +145,13 @@ func (s *Server) listPackages(r *http.Request, snap *store.Snapshot) (any, error
 	return out, nil
 }
 
-// packageIndex is every package's list entry, by name.
-type packageIndex struct {
-	items  []client.PackageSummary
-	byName map[string]int
-}
-
-// packageSummaries returns every package's list entry, read in three
-// queries once per index file (a file never changes) and kept: a page of
-// packages is then a slice of it, where reading and decoding the rows of
-// each page cost milliseconds. It holds what a console lists of each
-// package, a few hundred bytes each.
-func packageSummaries(ctx context.Context, snap *store.Snapshot) (*packageIndex, error) {
-	v, err := snap.Memo("packageSummaries", func() (any, error) {
-		var rows []packageRow
-		if err := snap.Select(ctx, &rows, `SELECT name, default_channel, display FROM packages ORDER BY name`); err != nil {
-			return nil, fmt.Errorf("list packages: %w", err)
-		}
-		var chRows []struct {
-			Package string `db:"package"`
-			Name    string `db:"name"`
-		}
-		if err := snap.Select(ctx, &chRows, `SELECT package, name FROM channels ORDER BY package, name`); err != nil {
-			return nil, fmt.Errorf("list channels: %w", err)
-		}
-		channels := map[string][]string{}
-		for _, r := range chRows {
-			channels[r.Package] = append(channels[r.Package], r.Name)
-		}
-		var depRows []struct {
-			Package string `db:"package"`
-			Message string `db:"message"`
-		}
-		if err := snap.Select(ctx, &depRows, `SELECT package, message FROM deprecations WHERE schema = 'olm.package' AND name = '' ORDER BY rowid`); err != nil {
-			return nil, fmt.Errorf("read deprecations: %w", err)
-		}
-		deprecations := map[string]client.Deprecation{}
-		for _, r := range depRows {
-			deprecations[r.Package] = client.Deprecation{Message: r.Message}
-		}
-		idx := &packageIndex{items: make([]client.PackageSummary, 0, len(rows)), byName: make(map[string]int, len(rows))}
-		for _, row := range rows {
-			m := decodeDisplay(row.Display)
-			chs := channels[row.Name]
-			if chs == nil {
-				chs = []string{}
-			}
-			idx.byName[row.Name] = len(idx.items)
-			idx.items = append(idx.items, client.PackageSummary{
-				Name: row.Name, DefaultChannel: row.DefaultChannel, Channels: chs, Deprecation: deprecations[row.Name],
-				DisplayName: m.DisplayName, Provider: m.Provider, Keywords: m.Keywords, Maturity: m.Maturity,
-				ShortDescription: m.ShortDescription, Links: m.links(), Maintainers: m.maintainers(),
-			})
-		}
-		return idx, nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return v.(*packageIndex), nil
-}
-
 // lookupPackage reads the {package} of a request, or answers 404.
-func lookupPackage(ctx context.Context, db *store.Snapshot, name string) (packageRow, error) {
-	var row packageRow
-	err := db.Get(ctx, &row, `SELECT name, default_channel, description, display,
-		icon_data IS NOT NULL AND length(icon_data) > 0 AS has_icon FROM packages WHERE name = ?`, name)
-	if errors.Is(err, sql.ErrNoRows) {
-		return row, notFound("package", "no package named %q in this catalog", name)
+func lookupPackage(ctx context.Context, snap *store.Snapshot, name string) (catalogdb.Package, error) {
+	p, err := snap.Catalog.Package(ctx, name)
+	if errors.Is(err, catalogdb.ErrNotFound) {
+		return p, notFound("package", "no package named %q in this catalog", name)
 	}
-	if err != nil {
-		return row, fmt.Errorf("read package %q: %w", name, err)
-	}
-	return row, nil
+	return p, err
 }
 
 func (s *Server) getPackage(r *http.Request, snap *store.Snapshot) (any, error) {
@@ -280,55 +160,50 @@ func (s *Server) getPackage(r *http.Request, snap *store.Snapshot) (any, error) 
 	if err != nil {
 		return nil, err
 	}
-	channels, err := channelSummaries(ctx, snap, row)
+	channels, err := snap.Catalog.Channels(ctx, row)
 	if err != nil {
 		return nil, err
 	}
-	dep, err := deprecation(ctx, snap, row.Name, "olm.package", "")
+	dep, err := snap.Catalog.Deprecation(ctx, row.Name, "olm.package", "")
 	if err != nil {
 		return nil, err
 	}
-	problems := []client.ValidationProblem{}
-	if err := snap.Select(ctx, &problems, `SELECT package, message FROM problems WHERE package = ? ORDER BY id`, row.Name); err != nil {
-		return nil, fmt.Errorf("read problems of %q: %w", row.Name, err)
+	problems, err := snap.Catalog.Problems(ctx, row.Name)
+	if err != nil {
+		return nil, err
 	}
-	m := decodeDisplay(row.Display)
+	m := row.Display
 	return client.Package{
 		Name: row.Name, DefaultChannel: row.DefaultChannel, Description: row.Description, HasIcon: row.HasIcon,
-		Channels: channels, Deprecation: dep, Problems: problems,
+		Channels: channels, Deprecation: client.Deprecation{Message: dep}, Problems: problems,
 		DisplayName: m.DisplayName, Provider: m.Provider, Keywords: m.Keywords, Maturity: m.Maturity,
-		ShortDescription: m.ShortDescription, Links: m.links(), Maintainers: m.maintainers(),
+		ShortDescription: m.ShortDescription, Links: catalogdb.Links(m), Maintainers: catalogdb.Maintainers(m),
 	}, nil
 }
 
 func (s *Server) getIcon(w http.ResponseWriter, r *http.Request, snap *store.Snapshot) error {
 	name := chi.URLParam(r, "package")
 	etag := requestETag(snap.Info.Digest, r)
-	var icon struct {
-		Data      []byte `db:"icon_data"`
-		MediaType string `db:"icon_media_type"`
-	}
-	err := snap.Get(r.Context(), &icon, `SELECT icon_data, icon_media_type FROM packages WHERE name = ?`, name)
-	if errors.Is(err, sql.ErrNoRows) {
+	data, mediaType, err := snap.Catalog.Icon(r.Context(), name)
+	if errors.Is(err, catalogdb.ErrNotFound) {
 		return notFound("package", "no package named %q in this catalog", name)
 	}
 	if err != nil {
-		return fmt.Errorf("read icon of %q: %w", name, err)
+		return err
 	}
-	if len(icon.Data) == 0 {
+	if len(data) == 0 {
 		return notFound("package", "package %q has no icon", name)
 	}
 	if notModified(w, r, etag, snap.Info.BuiltAt) {
 		return nil
 	}
-	mediaType := icon.MediaType
 	if mediaType == "" {
-		mediaType = http.DetectContentType(icon.Data)
+		mediaType = http.DetectContentType(data)
 	}
 	// Icons are small and mostly compressed already, so they are sent as they are.
 	setValidators(w, representationETag(etag, acceptsGzip(r)), snap.Info.BuiltAt)
 	w.Header().Set("Content-Type", mediaType)
-	w.Header().Set("Content-Length", strconv.Itoa(len(icon.Data)))
-	_, err = w.Write(icon.Data)
+	w.Header().Set("Content-Length", strconv.Itoa(len(data)))
+	_, err = w.Write(data)
 	return err
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/go-logr/logr/testr"
 	"github.com/jmoiron/sqlx"
 
+	"github.com/catalogd/catalogd/internal/catalogdb"
 	"github.com/catalogd/catalogd/internal/store"
 )
 
@@ -35,7 +36,12 @@ func TestQueryPlans(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	ti := &tracingIndexes{store: store, dbs: map[string]*sqlx.DB{}, seen: &sync.Map{}}
+	ti := &tracingIndexes{store: store, catalogs: map[string]*catalogdb.Catalog{}, seen: &sync.Map{}}
+	t.Cleanup(func() {
+		for _, db := range ti.dbs {
+			db.Close()
+		}
+	})
 	h := newHarnessWith(t, store, ti)
 	h.add("demo", demoDir, 0)
 
@@ -71,6 +77,11 @@ func TestQueryPlans(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer snap.Release()
+	explain, err := sqlx.Open("sqlite", "file:"+snap.Info.Path+"?mode=ro&immutable=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer explain.Close()
 	n := 0
 	ti.seen.Range(func(k, _ any) bool {
 		query := k.(string)
@@ -80,7 +91,7 @@ func TestQueryPlans(t *testing.T) {
 		for i := range args {
 			args[i] = ""
 		}
-		rows, err := snap.DB.Queryx("EXPLAIN QUERY PLAN "+query, args...)
+		rows, err := explain.Queryx("EXPLAIN QUERY PLAN "+query, args...)
 		if err != nil {
 			t.Errorf("explain %s: %v", query, err)
 			return true

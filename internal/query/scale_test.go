@@ -59,12 +59,12 @@ func TestUpgradesQueryCount(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer snap.Release()
-			before := snap.Queries()
+			before := snap.Catalog.Queries()
 			resp, err := h.client.ListUpgradesWithResponse(context.Background(), "cat", "p", &client.ListUpgradesParams{From: "p.v1.0.0"})
 			if err != nil || resp.JSON200 == nil {
 				t.Fatalf("upgrades: %v %s", err, resp.Body)
 			}
-			queries := snap.Queries() - before
+			queries := snap.Catalog.Queries() - before
 			if got := len(resp.JSON200.Items); got != n-1 {
 				t.Errorf("%d upgrades from the oldest of %d bundles, want %d", got, n, n-1)
 			}

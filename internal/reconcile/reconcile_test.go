@@ -253,11 +253,11 @@ func (e *env) packages(t *testing.T, name string) int {
 		t.Fatalf("acquiring index of %s: %v", name, err)
 	}
 	defer snap.Release()
-	var n int
-	if err := snap.DB.Get(&n, "SELECT COUNT(*) FROM packages"); err != nil {
+	counts, err := snap.Catalog.Counts(context.Background())
+	if err != nil {
 		t.Fatalf("counting packages of %s: %v", name, err)
 	}
-	return n
+	return counts.Packages
 }
 
 // brokenCatalog writes a catalog directory whose only file is not valid JSON.

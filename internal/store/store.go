@@ -21,6 +21,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/jmoiron/sqlx"
 
+	"github.com/catalogd/catalogd/internal/catalogdb"
 	"github.com/catalogd/catalogd/internal/index"
 	"github.com/catalogd/catalogd/migrations"
 )
@@ -62,18 +63,18 @@ type Store struct {
 // handle is one open database file with a count of the readers using it.
 type handle struct {
 	db      *sqlx.DB
-	stmts   *stmtCache
+	catalog *catalogdb.Catalog
 	info    Info
 	refs    int  // guarded by Store.mu
 	retired bool // guarded by Store.mu; remove the file when refs drops to 0
 }
 
 // Snapshot is a reader's hold on one index file; Release it when done.
+// Every read goes through Catalog, the typed read API of the file.
 type Snapshot struct {
-	DB   *sqlx.DB
-	Info Info
+	Info    Info
+	Catalog *catalogdb.Catalog
 
-	stmts   *stmtCache
 	release func()
 	once    sync.Once
 }
@@ -150,7 +151,7 @@ func openHandle(path string) (*handle, error) {
 	}
 	db.SetMaxOpenConns(8)
 	db.SetMaxIdleConns(8)
-	h := &handle{db: db, stmts: newStmtCache(db)}
+	h := &handle{db: db, catalog: catalogdb.New(db)}
 	var builtAt, schema string
 	row := db.QueryRowx(`SELECT source_ref, content_digest, all_size, built_at, schema_digest FROM catalog_info WHERE id = 1`)
 	if err := row.Scan(&h.info.SourceRef, &h.info.Digest, &h.info.AllBytes, &builtAt, &schema); err != nil {
@@ -190,7 +191,7 @@ func (s *Store) Acquire(catalog string) (*Snapshot, error) {
 		return nil, fmt.Errorf("%w: %s", ErrNotIndexed, catalog)
 	}
 	h.refs++
-	return &Snapshot{DB: h.db, Info: h.info, stmts: h.stmts, release: func() { s.release(h) }}, nil
+	return &Snapshot{Info: h.info, Catalog: h.catalog, release: func() { s.release(h) }}, nil
 }
 
 func (s *Store) release(h *handle) {
@@ -205,7 +206,7 @@ func (s *Store) release(h *handle) {
 
 // drop closes and removes a file no reader holds any more.
 func (s *Store) drop(h *handle) {
-	h.stmts.close()
+	h.catalog.Close()
 	if err := h.db.Close(); err != nil {
 		s.log.Error(err, "closing retired index", "path", h.info.Path)
 	}
@@ -357,7 +358,7 @@ func (s *Store) Close() error {
 	defer s.mu.Unlock()
 	var errs []error
 	for _, h := range s.live {
-		h.stmts.close()
+		h.catalog.Close()
 		errs = append(errs, h.db.Close())
 	}
 	s.live = map[string]*handle{}

@@ -14,6 +14,8 @@ import (
 	"github.com/go-logr/logr/testr"
 	"github.com/jmoiron/sqlx"
 
+	"github.com/catalogd/catalogd/client"
+	"github.com/catalogd/catalogd/internal/catalogdb"
 	"github.com/catalogd/catalogd/internal/index"
 )
 
@@ -50,11 +52,11 @@ func newTestStore(t *testing.T) (*Store, string) {
 
 func countBundles(t *testing.T, snap *Snapshot) int {
 	t.Helper()
-	var n int
-	if err := snap.DB.Get(&n, "SELECT count(*) FROM bundles"); err != nil {
+	counts, err := snap.Catalog.Counts(context.Background())
+	if err != nil {
 		t.Fatal(err)
 	}
-	return n
+	return counts.Bundles
 }
 
 func mustUpdate(t *testing.T, s *Store, catalog string, src index.Source) Info {
@@ -288,9 +290,12 @@ func TestConcurrentReadersDuringRebuilds(t *testing.T) {
 					return
 				}
 				var bundles, entries int
-				err = snap.DB.Get(&bundles, "SELECT count(*) FROM bundles")
+				list, err := snap.Catalog.Bundles(context.Background(), "foo", "", 1<<62, -1)
+				bundles = len(list)
 				if err == nil {
-					err = snap.DB.Get(&entries, "SELECT count(*) FROM channel_entries")
+					var ch client.Channel
+					ch, err = snap.Catalog.Channel(context.Background(), catalogdb.Package{Name: "foo", DefaultChannel: "stable"}, "stable")
+					entries = len(ch.Entries)
 				}
 				snap.Release()
 				if err != nil {
