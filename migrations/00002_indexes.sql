@@ -1,5 +1,5 @@
 -- Secondary indexes, one per query path of internal/catalogdb (each is checked
--- with EXPLAIN QUERY PLAN in internal/query's tests), and the catalog's
+-- with EXPLAIN QUERY PLAN in internal/httpapi's tests), and the catalog's
 -- counts. Creating them after the bulk load is much faster than maintaining
 -- them row by row.
 

@@ -13,4 +13,4 @@ $(BENCH_CATALOG)/.done: test/fbcgen/*.go test/gen/*.go
 .PHONY: bench
 bench: $(BENCH_CATALOG)/.done
 	CATALOGD_BENCH_CATALOG=$(BENCH_CATALOG) $(GO) test -run '^$$' -bench 'Parse|Build' -benchtime 3x -benchmem ./internal/index/
-	CATALOGD_BENCH_CATALOG=$(BENCH_CATALOG) $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./internal/query/
+	CATALOGD_BENCH_CATALOG=$(BENCH_CATALOG) $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./internal/httpapi/

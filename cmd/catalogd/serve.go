@@ -17,7 +17,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/catalogd/catalogd/internal/catalogs"
-	"github.com/catalogd/catalogd/internal/query"
+	"github.com/catalogd/catalogd/internal/httpapi"
 	"github.com/catalogd/catalogd/internal/source"
 	"github.com/catalogd/catalogd/internal/store"
 	"github.com/catalogd/catalogd/internal/unpack"
@@ -82,7 +82,7 @@ func serve(ctx context.Context, cfg serveConfig, ln net.Listener, out io.Writer,
 		return err
 	}
 
-	api, err := query.New(reg, store, query.Options{Log: log.WithName("query")})
+	api, err := httpapi.New(reg, store, httpapi.Options{Log: log.WithName("query")})
 	if err != nil {
 		return err
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/go-logr/logr/testr"
 
 	"github.com/catalogd/catalogd/internal/catalogs"
-	"github.com/catalogd/catalogd/internal/query"
+	"github.com/catalogd/catalogd/internal/httpapi"
 	"github.com/catalogd/catalogd/internal/store"
 	"github.com/catalogd/catalogd/test/apivalidate"
 	"github.com/catalogd/catalogd/test/fbcfacts"
@@ -45,7 +45,7 @@ func TestSyncKeepsLastGoodIndex(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	handler, err := query.New(reg, store, query.Options{Log: log})
+	handler, err := httpapi.New(reg, store, httpapi.Options{Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}

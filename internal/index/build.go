@@ -101,7 +101,7 @@ func Build(ctx context.Context, path string, src Source, builtAt time.Time) (sta
 	}
 	// No ANALYZE: without statistics SQLite takes every table to be large
 	// and uses the indexes, so query plans do not flip with catalog size
-	// (internal/query's TestQueryPlans checks them).
+	// (internal/httpapi's TestQueryPlans checks them).
 	if _, err := provider.UpTo(ctx, schemaIndexes); err != nil {
 		return Stats{}, fmt.Errorf("create indexes: %w", err)
 	}

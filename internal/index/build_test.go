@@ -469,7 +469,7 @@ func TestVersionRank(t *testing.T) {
 // TestRepeatsIndexedOnce: a catalog that repeats what the index keys on (a
 // package, channel, bundle, channel entry or GVK) still builds; the first
 // one is indexed and validation reports the repeats. (That a repeated
-// entry's skipRange gives its upgrade edge once is internal/query's
+// entry's skipRange gives its upgrade edge once is internal/httpapi's
 // TestRepeatedEntryUpgrades: ranges are evaluated when read.)
 func TestRepeatsIndexedOnce(t *testing.T) {
 	bundle := func(v string) string {

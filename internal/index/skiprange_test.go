@@ -16,7 +16,7 @@ import (
 // versions whose every entry has a skipRange over all older versions has
 // n²/2 skipRange edges, which the build used to store one row each (5,000
 // bundles took 2 GiB to build and 518 MB on disk). Ranges are now kept as
-// written and evaluated when read (internal/query's upgrades).
+// written and evaluated when read (internal/httpapi's upgrades).
 func TestSkipRangesNotMaterialised(t *testing.T) {
 	const n = 800
 	var b strings.Builder

@@ -36,7 +36,7 @@ import (
 
 	catalogdv1 "github.com/catalogd/catalogd/api/v1"
 	"github.com/catalogd/catalogd/internal/catalogs"
-	"github.com/catalogd/catalogd/internal/query"
+	"github.com/catalogd/catalogd/internal/httpapi"
 	"github.com/catalogd/catalogd/internal/reconcile"
 	"github.com/catalogd/catalogd/internal/store"
 	"github.com/catalogd/catalogd/internal/unpack"
@@ -230,7 +230,7 @@ func RunWithConfig(ctx context.Context, restCfg *rest.Config, cfg Config, log lo
 		return fmt.Errorf("setting up the ClusterCatalog controller: %w", err)
 	}
 
-	api, err := query.New(cats, store, query.Options{Log: log.WithName("query"), Metrics: ctrlmetrics.Registry})
+	api, err := httpapi.New(cats, store, httpapi.Options{Log: log.WithName("query"), Metrics: ctrlmetrics.Registry})
 	if err != nil {
 		return err
 	}

@@ -1,11 +1,14 @@
-// Package query owns catalogd's REST API: it answers questions about the
-// catalogs from their SQLite indexes (channel heads, upgrade edges, GVK
-// providers, version-filtered bundles) and serves catalogd's /api/v1
-// endpoints for existing clients. Responses use the types generated from
-// openapi.yaml (package client), so the server and the spec agree by
-// construction. Each request reads one index snapshot from start to end, so
-// a rebuild never blocks or mixes an answer.
-package query
+// Package httpapi is catalogd's HTTP API (chi): it answers questions about
+// the catalogs (channel heads, upgrade edges, GVK providers,
+// version-filtered bundles) and serves catalogd's /api/v1 endpoints for
+// existing clients. Handlers only translate HTTP to calls of the typed
+// read API of package catalogdb and back; they run no SQL. Responses use
+// the types generated from openapi.yaml (package client), so the server
+// and the spec agree by construction. Each request reads one index
+// snapshot from start to end, so a rebuild never blocks or mixes an
+// answer. Every request is logged at V(1) and counted in Prometheus
+// metrics by route pattern.
+package httpapi
 
 import (
 	"bytes"
