@@ -474,18 +474,6 @@ func removeDBFiles(path string) {
 	}
 }
 
-// syncPath flushes a file, or a directory's entries, to stable storage:
-// the built file before it is renamed into place, and the directory after,
-// so a crash never leaves a live name pointing at partial data.
-func syncPath(path string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	return f.Sync()
-}
-
 // rawJSON returns the exact JSON text of v, or "null" for a missing value.
 func rawJSON(v json.RawMessage) string {
 	if len(v) == 0 {
