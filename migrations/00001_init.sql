@@ -25,16 +25,22 @@ CREATE TABLE blobs (
     data    TEXT    NOT NULL
 );
 
+-- A rowid table, unlike the small-row tables below: its rows hold icons of
+-- kilobytes, which spill onto overflow pages, and SQLite reads a whole
+-- spilled row at every step of a search through a WITHOUT ROWID table's
+-- B-tree (joining it cost providers answers milliseconds); here searches go
+-- through the small name index. icon_data comes last so that reading the
+-- other columns never follows the icon's overflow pages.
 CREATE TABLE packages (
-    name            TEXT PRIMARY KEY,
+    name            TEXT NOT NULL UNIQUE,
     default_channel TEXT NOT NULL DEFAULT '',
     description     TEXT NOT NULL DEFAULT '',
-    icon_data       BLOB,
     icon_media_type TEXT NOT NULL DEFAULT '',
     -- What a console lists (index.Display as JSON), from the olm.csv.metadata
     -- of the default channel's head, filled after the load.
-    display         TEXT
-) WITHOUT ROWID;
+    display         TEXT,
+    icon_data       BLOB
+);
 
 CREATE TABLE channels (
     id           INTEGER PRIMARY KEY,
@@ -63,17 +69,6 @@ CREATE TABLE channel_entry_skips (
     package  TEXT    NOT NULL,
     skip     TEXT    NOT NULL
 );
-
--- skipRange upgrade edges, evaluated once at build time: the bundle named
--- from_bundle may upgrade to to_bundle in channel because to_bundle's entry
--- there has a skipRange containing from_bundle's version.
-CREATE TABLE skip_range_edges (
-    package     TEXT NOT NULL,
-    from_bundle TEXT NOT NULL,
-    channel     TEXT NOT NULL,
-    to_bundle   TEXT NOT NULL,
-    PRIMARY KEY (package, from_bundle, channel, to_bundle)
-) WITHOUT ROWID;
 
 CREATE TABLE bundles (
     id           INTEGER PRIMARY KEY,

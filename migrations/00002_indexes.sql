@@ -1,6 +1,7 @@
--- Secondary indexes, one per query path of internal/query (each is checked
--- with EXPLAIN QUERY PLAN in internal/query's tests). Creating them after the
--- bulk load is much faster than maintaining them row by row.
+-- Secondary indexes, one per query path of internal/catalogdb (each is checked
+-- with EXPLAIN QUERY PLAN in internal/httpapi's tests), and the catalog's
+-- counts. Creating them after the bulk load is much faster than maintaining
+-- them row by row.
 
 CREATE INDEX blobs_schema_package_name ON blobs (schema, package, name);
 CREATE INDEX blobs_package_name ON blobs (package, name);
@@ -16,3 +17,18 @@ CREATE INDEX bundles_package_version ON bundles (package, version);
 CREATE INDEX provided_gvks_gvk ON provided_gvks (kind, grp, version);
 CREATE INDEX deprecations_ref ON deprecations (package, schema, name);
 CREATE INDEX problems_package ON problems (package);
+CREATE INDEX channel_entries_skip_range ON channel_entries (package) WHERE skip_range != '';
+
+-- What a catalog's summary reports, counted once here rather than on every
+-- request: what is "packages", "channels" or "bundles", or "schema" with
+-- the schema's name.
+CREATE TABLE catalog_counts (
+    what  TEXT    NOT NULL,
+    name  TEXT    NOT NULL DEFAULT '',
+    count INTEGER NOT NULL,
+    PRIMARY KEY (what, name)
+) WITHOUT ROWID;
+INSERT INTO catalog_counts (what, count) SELECT 'packages', count(*) FROM packages;
+INSERT INTO catalog_counts (what, count) SELECT 'channels', count(*) FROM channels;
+INSERT INTO catalog_counts (what, count) SELECT 'bundles', count(*) FROM bundles;
+INSERT INTO catalog_counts (what, name, count) SELECT 'schema', schema, count(*) FROM blobs GROUP BY schema;

@@ -20,10 +20,10 @@ import (
 	"github.com/catalogd/catalogd/client"
 	"github.com/catalogd/catalogd/internal/catalogs"
 	"github.com/catalogd/catalogd/internal/catalogsync"
-	"github.com/catalogd/catalogd/internal/index"
-	"github.com/catalogd/catalogd/internal/query"
+	"github.com/catalogd/catalogd/internal/httpapi"
 	"github.com/catalogd/catalogd/internal/server"
 	"github.com/catalogd/catalogd/internal/source"
+	"github.com/catalogd/catalogd/internal/store"
 	"github.com/catalogd/catalogd/internal/unpack"
 	"github.com/catalogd/catalogd/internal/version"
 )
@@ -71,7 +71,7 @@ func serve(ctx context.Context, cfg serveConfig, ln net.Listener, out io.Writer,
 	if err := os.MkdirAll(cfg.dataDir, 0o755); err != nil {
 		return fmt.Errorf("create data directory: %w", err)
 	}
-	store, err := index.NewStore(filepath.Join(cfg.dataDir, "index"), log.WithName("index"))
+	store, err := store.New(filepath.Join(cfg.dataDir, "index"), log.WithName("index"))
 	if err != nil {
 		return fmt.Errorf("open index store: %w", err)
 	}
@@ -130,7 +130,10 @@ func serve(ctx context.Context, cfg serveConfig, ln net.Listener, out io.Writer,
 	}
 	svc.MarkLoaded()
 
-	api := query.New(table, store, log.WithName("query"))
+	api, err := httpapi.New(table, store, httpapi.Options{Log: log.WithName("http")})
+	if err != nil {
+		return err
+	}
 	srv, err := server.New(server.Options{
 		API:         api,
 		Ready:       svc.Ready,

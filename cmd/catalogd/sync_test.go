@@ -15,8 +15,8 @@ import (
 
 	"github.com/catalogd/catalogd/internal/catalogs"
 	"github.com/catalogd/catalogd/internal/catalogsync"
-	"github.com/catalogd/catalogd/internal/index"
-	"github.com/catalogd/catalogd/internal/query"
+	"github.com/catalogd/catalogd/internal/httpapi"
+	"github.com/catalogd/catalogd/internal/store"
 	"github.com/catalogd/catalogd/test/apivalidate"
 	"github.com/catalogd/catalogd/test/fbcfacts"
 )
@@ -43,7 +43,11 @@ func TestSyncKeepsLastGoodIndex(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: query.New(reg, store, log)}
+	handler, err := httpapi.New(reg, store, httpapi.Options{Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: handler}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
 	api := apivalidate.NewClient(t, "http://"+ln.Addr().String())
@@ -182,9 +186,9 @@ func TestFirstSyncFailureStaysPending(t *testing.T) {
 
 // newSyncService is an empty index store, closed when the test ends, an
 // empty catalog table, and a sync service keeping the one in the other.
-func newSyncService(t *testing.T, log logr.Logger) (*index.Store, *catalogs.Table, *catalogsync.Service) {
+func newSyncService(t *testing.T, log logr.Logger) (*store.Store, *catalogs.Table, *catalogsync.Service) {
 	t.Helper()
-	store, err := index.NewStore(t.TempDir(), log)
+	store, err := store.New(t.TempDir(), log)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,13 +28,14 @@ import (
 
 	"github.com/catalogd/catalogd/internal/catalogs"
 	"github.com/catalogd/catalogd/internal/index"
+	"github.com/catalogd/catalogd/internal/store"
 	"github.com/catalogd/catalogd/internal/unpack"
 )
 
 // Store keeps the live index of each catalog; *store.Store provides it.
 type Store interface {
-	Info(catalog string) (index.Info, bool)
-	Update(ctx context.Context, catalog string, src index.Source) (index.Info, index.Stats, bool, error)
+	Info(catalog string) (store.Info, bool)
+	Update(ctx context.Context, catalog string, src index.Source) (store.Info, index.Stats, bool, error)
 	Remove(catalog string) error
 	Catalogs() []string
 }

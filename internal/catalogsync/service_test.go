@@ -13,7 +13,7 @@ import (
 
 	"github.com/catalogd/catalogd/internal/catalogs"
 	"github.com/catalogd/catalogd/internal/catalogsync"
-	"github.com/catalogd/catalogd/internal/index"
+	"github.com/catalogd/catalogd/internal/store"
 	"github.com/catalogd/catalogd/internal/unpack"
 	"github.com/catalogd/catalogd/test/registrytest"
 )
@@ -22,14 +22,14 @@ const demoDir = "../../test/testdata/demo"
 
 // env is a real index store, a table and a service over them.
 type env struct {
-	store *index.Store
+	store *store.Store
 	table *catalogs.Table
 	svc   *catalogsync.Service
 }
 
 func newEnv(t *testing.T, opts catalogsync.Options) *env {
 	t.Helper()
-	store, err := index.NewStore(t.TempDir(), testr.New(t))
+	store, err := store.New(t.TempDir(), testr.New(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,8 @@
-// Package index owns the catalog index: it turns a file-based catalog (an
-// fs.FS) into one SQLite database file, and keeps, per catalog, the one file
-// that is live. Building is streaming and transactional; a new file replaces
-// the live one only after it was built and checked completely (see Store).
+// Package index builds the catalog index: it turns a file-based catalog (an
+// fs.FS) into one SQLite database file. Building is streaming and
+// transactional, and the file is checked before Build returns; package
+// store keeps, per catalog, the one file that is live and swaps in a new
+// one only once Build succeeded.
 package index
 
 import (
@@ -38,7 +39,7 @@ type Source struct {
 	// Ref says where the content came from (a directory or an image reference).
 	Ref string
 	// Digest identifies the content: equal digests mean equal content, which
-	// is what lets Store skip a rebuild.
+	// is what lets store.Store skip a rebuild.
 	Digest string
 }
 
@@ -88,7 +89,7 @@ func Build(ctx context.Context, path string, src Source, builtAt time.Time) (sta
 	}
 	// No ANALYZE: without statistics SQLite takes every table to be large
 	// and uses the indexes, so query plans do not flip with catalog size
-	// (internal/query's TestQueryPlans checks them).
+	// (internal/httpapi's TestQueryPlans checks them).
 	if err := migrations.Apply(ctx, db, migrations.Indexes); err != nil {
 		return Stats{}, fmt.Errorf("create indexes: %w", err)
 	}
@@ -459,18 +460,6 @@ func removeDBFiles(path string) {
 	for _, p := range []string{path, path + "-journal", path + "-wal", path + "-shm"} {
 		_ = os.Remove(p)
 	}
-}
-
-// syncPath flushes a file, or a directory's entries, to stable storage:
-// the built file before it is renamed into place, and the directory after,
-// so a crash never leaves a live name pointing at partial data.
-func syncPath(path string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	return f.Sync()
 }
 
 // rawJSON returns the exact JSON text of v, or "null" for a missing value.

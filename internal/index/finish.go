@@ -1,7 +1,6 @@
 package index
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -18,7 +17,7 @@ import (
 )
 
 // finish does what needs a whole package: validation, version ranks,
-// skipRange edges, display metadata and the search entry. Packages are read
+// display metadata and the search entry. Packages are read
 // back from the work tables a few at a time, analyzed on every core, and
 // written in name order (the writes are serial), so memory holds a few
 // packages, not the catalog.
@@ -214,8 +213,6 @@ type analysis struct {
 	// order.
 	versions []*semver.Version
 	ranks    []int
-	// edges are the skipRange upgrade edges: from, channel, to.
-	edges [][3]string
 }
 
 func analyze(pkg *pkgData) analysis {
@@ -231,7 +228,6 @@ func analyze(pkg *pkgData) analysis {
 		problem:  validate(pkg.validationConfig()),
 		versions: versions,
 		ranks:    rankOrder(pkg.bundles, versions),
-		edges:    skipRangeEdges(pkg.cfg.Channels, pkg.bundles, versions),
 	}
 }
 
@@ -254,7 +250,7 @@ func (pkg *pkgData) validationConfig() declcfg.DeclarativeConfig {
 // bundleParts are the tables that hold a bundle's parts by bundle id.
 var bundleParts = []string{"properties", "related_images", "provided_gvks", "required_gvks", "required_packages"}
 
-// write stores a package's problems, bundles and skipRange edges, and
+// write stores a package's problems and bundles, and
 // removes the parts the walk stored for bundles that repeat a name.
 func (l *loader) write(ctx context.Context, a analysis) error {
 	if a.problem != "" {
@@ -283,11 +279,6 @@ func (l *loader) write(ctx context.Context, a analysis) error {
 			return fmt.Errorf("index bundle %q of package %q: %w", b.name, a.name, err)
 		}
 		l.stats.Bundles++
-	}
-	for _, e := range a.edges {
-		if err := l.insert(ctx, "skip_range_edges", a.name, e[0], e[1], e[2]); err != nil {
-			return fmt.Errorf("index skipRange edges of package %q: %w", a.name, err)
-		}
 	}
 	return nil
 }
@@ -345,42 +336,6 @@ func rankOrder(bundles []bundleRow, versions []*semver.Version) []int {
 		ranks[i] = rank
 	}
 	return ranks
-}
-
-// skipRangeEdges finds, for every entry with a skipRange, the bundles of
-// the package whose version it contains, so an upgrades query is one
-// indexed lookup rather than an evaluation of every range in the package.
-// Ranges are parsed with blang/semver's ParseRange, as operator-registry
-// does; one that does not parse matches nothing (validation reports it).
-func skipRangeEdges(channels []declcfg.Channel, bundles []bundleRow, versions []*semver.Version) [][3]string {
-	var edges [][3]string
-	seen := map[string]bool{}
-	for _, ch := range channels {
-		if seen[ch.Name] {
-			continue // a duplicate channel: the first one is the indexed one
-		}
-		seen[ch.Name] = true
-		for _, e := range ch.Entries {
-			if e.SkipRange == "" {
-				continue
-			}
-			inRange, err := semver.ParseRange(e.SkipRange)
-			if err != nil {
-				continue
-			}
-			for i, b := range bundles {
-				if v := versions[i]; !b.repeat && v != nil && b.name != e.Name && inRange(*v) {
-					edges = append(edges, [3]string{b.name, ch.Name, e.Name})
-				}
-			}
-		}
-	}
-	// Sorted, so that an entry a channel lists twice gives its edges once
-	// (they are the table's key).
-	slices.SortFunc(edges, func(a, b [3]string) int {
-		return cmp.Or(strings.Compare(a[0], b[0]), strings.Compare(a[1], b[1]), strings.Compare(a[2], b[2]))
-	})
-	return slices.Compact(edges)
 }
 
 // Display is what a console lists for a package, taken from the

@@ -17,7 +17,7 @@ import (
 
 // loader inserts blobs as they stream in. What can only be done once a
 // package is complete (operator-registry's validation, version ranks,
-// skipRange edges, display metadata) is done by finish; until then a
+// display metadata) is done by finish; until then a
 // package's bundles and blobs are noted in two work tables of the file
 // (see workTables), not in memory, so a build's memory grows with neither
 // the catalog's bytes nor its bundles (only a little with its packages and
@@ -84,7 +84,6 @@ var tables = map[string]string{
 	"required_packages":   "bundle_id, position, package_name, version_range",
 	"deprecations":        "package, schema, name, message",
 	"problems":            "package, message",
-	"skip_range_edges":    "package, from_bundle, channel, to_bundle",
 	"package_search":      "name, display_name, keywords, provider, description",
 }
 

@@ -39,10 +39,10 @@ import (
 	catalogdv1 "github.com/catalogd/catalogd/api/v1"
 	"github.com/catalogd/catalogd/internal/catalogs"
 	"github.com/catalogd/catalogd/internal/catalogsync"
-	"github.com/catalogd/catalogd/internal/index"
-	"github.com/catalogd/catalogd/internal/query"
+	"github.com/catalogd/catalogd/internal/httpapi"
 	"github.com/catalogd/catalogd/internal/reconcile"
 	"github.com/catalogd/catalogd/internal/server"
+	"github.com/catalogd/catalogd/internal/store"
 	"github.com/catalogd/catalogd/internal/unpack"
 )
 
@@ -171,7 +171,7 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 	if err := os.MkdirAll(tmpDir, 0o755); err != nil {
 		return fmt.Errorf("create %s: %w", tmpDir, err)
 	}
-	store, err := index.NewStore(filepath.Join(cfg.DataDir, "index"), log.WithName("index"))
+	store, err := store.New(filepath.Join(cfg.DataDir, "index"), log.WithName("index"))
 	if err != nil {
 		return fmt.Errorf("open index store: %w", err)
 	}
@@ -181,18 +181,23 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 		}
 	}()
 	table := catalogs.NewTable()
+	metricsRegistry := cmp.Or[prometheus.Registerer](cfg.Metrics, metrics.Registry)
 	svc := catalogsync.New(catalogsync.Options{
 		Store:       store,
 		Table:       table,
 		Log:         log.WithName("sync"),
 		SyncTimeout: cfg.SyncTimeout,
 		DataDir:     cfg.DataDir,
-		Metrics:     cmp.Or[prometheus.Registerer](cfg.Metrics, metrics.Registry),
+		Metrics:     metricsRegistry,
 	})
 	svc.Load()
 
+	handler, err := httpapi.New(table, store, httpapi.Options{Log: log.WithName("http"), Metrics: metricsRegistry})
+	if err != nil {
+		return err
+	}
 	api, err := server.New(server.Options{
-		API:         query.New(table, store, log.WithName("query")),
+		API:         handler,
 		Ready:       svc.Ready,
 		TLSCertFile: cfg.TLSCertFile,
 		TLSKeyFile:  cfg.TLSKeyFile,

@@ -30,8 +30,8 @@ import (
 	catalogdv1 "github.com/catalogd/catalogd/api/v1"
 	"github.com/catalogd/catalogd/internal/catalogs"
 	"github.com/catalogd/catalogd/internal/catalogsync"
-	"github.com/catalogd/catalogd/internal/index"
 	"github.com/catalogd/catalogd/internal/reconcile"
+	"github.com/catalogd/catalogd/internal/store"
 	"github.com/catalogd/catalogd/internal/unpack"
 	"github.com/catalogd/catalogd/test/fbcfacts"
 	"github.com/catalogd/catalogd/test/kubetest"
@@ -49,7 +49,7 @@ const (
 type env struct {
 	c     client.Client
 	reg   *registrytest.Registry
-	store *index.Store
+	store *store.Store
 	cats  *catalogs.Table
 }
 
@@ -69,7 +69,7 @@ func start(t *testing.T) *env {
 	log := testr.NewWithOptions(t, testr.Options{Verbosity: 0})
 
 	reg := registrytest.New(t)
-	store, err := index.NewStore(filepath.Join(t.TempDir(), "index"), log.WithName("index"))
+	store, err := store.New(filepath.Join(t.TempDir(), "index"), log.WithName("index"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,11 +265,11 @@ func (e *env) packages(t *testing.T, name string) int {
 		t.Fatalf("acquiring index of %s: %v", name, err)
 	}
 	defer snap.Release()
-	var n int
-	if err := snap.DB.Get(&n, "SELECT COUNT(*) FROM packages"); err != nil {
+	counts, err := snap.Catalog.Counts(context.Background())
+	if err != nil {
 		t.Fatalf("counting packages of %s: %v", name, err)
 	}
-	return n
+	return counts.Packages
 }
 
 // brokenCatalog writes a catalog directory whose only file is not valid JSON.

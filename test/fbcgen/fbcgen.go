@@ -54,6 +54,19 @@ type Options struct {
 	// Icons gives every package an SVG icon of a few KB.
 	Icons bool
 
+	// WideGVKBundles, when positive, has this many bundles (the newest few
+	// of each of several packages) also provide one more GVK, WideGVK, so
+	// that asking for its providers answers about this many items, as the
+	// widely shipped APIs of published catalogs do (45 to 90 and more).
+	// Shared GVKs give answers of thousands; this gives a realistic one.
+	WideGVKBundles int
+
+	// LongPackageBundles, when positive, gives the largest package at least
+	// this many bundles (the total then exceeds Bundles by the difference),
+	// so that a catalog is sure to hold a package with a long version
+	// history: lists and upgrade answers of a hundred items and more.
+	LongPackageBundles int
+
 	// Seed selects the catalog; equal Options give byte-identical output.
 	Seed int64
 }
@@ -91,7 +104,7 @@ const (
 
 func (o *Options) normalize() error {
 	if o.Packages < 0 || o.Bundles < 0 || o.BundlesPerPackage < 0 || o.ChannelsPerPackage < 0 ||
-		o.PropertiesPerBundle < 0 || o.BundleObjectBytes < 0 {
+		o.PropertiesPerBundle < 0 || o.BundleObjectBytes < 0 || o.WideGVKBundles < 0 || o.LongPackageBundles < 0 {
 		return errors.New("fbcgen: options must not be negative")
 	}
 	if o.Packages == 0 {
@@ -154,7 +167,12 @@ type pkgPlan struct {
 	group      string   // API group of the package's own kinds
 	kinds      []string // its own kinds, in the order they are introduced
 	startMajor int      // major version of its first bundle
+	// wide is how many of its newest bundles provide WideGVK.
+	wide int
 }
+
+// WideGVK is the GVK that Options.WideGVKBundles bundles provide.
+var WideGVK = struct{ Group, Version, Kind string }{"wide.example.io", "v1", "Widget"}
 
 type gvk struct{ group, version, kind string }
 
@@ -193,7 +211,22 @@ func planPackages(opts Options) []pkgPlan {
 		}
 		plans[i] = pkgPlan{name: name, bundles: counts[i], group: group, kinds: kinds, startMajor: r.IntN(3)}
 	}
+	spreadWideGVK(rngFor(opts.Seed, streamWide, 0), opts.WideGVKBundles, plans)
 	return plans
+}
+
+// spreadWideGVK has the newest 1 to 12 bundles of packages taken in random
+// order provide WideGVK, until n bundles do (or every bundle does). It
+// draws from its own stream, so catalogs without it are unchanged.
+func spreadWideGVK(r *rand.Rand, n int, plans []pkgPlan) {
+	for _, i := range r.Perm(len(plans)) {
+		if n <= 0 {
+			return
+		}
+		take := min(n, plans[i].bundles, 1+r.IntN(12))
+		plans[i].wide = take
+		n -= take
+	}
 }
 
 // bundleCounts spreads the bundles over the packages. With BundlesPerPackage
@@ -210,6 +243,7 @@ func bundleCounts(r *rand.Rand, opts Options) []int {
 		for i := range counts {
 			counts[i] = opts.BundlesPerPackage
 		}
+		lengthenLargest(counts, opts.LongPackageBundles)
 		return counts
 	}
 	const sigma = 1.3
@@ -249,7 +283,19 @@ func bundleCounts(r *rand.Rand, opts Options) []int {
 		counts[shares[i%len(shares)].pkg]++
 		given++
 	}
+	lengthenLargest(counts, opts.LongPackageBundles)
 	return counts
+}
+
+// lengthenLargest gives the largest package at least n bundles.
+func lengthenLargest(counts []int, n int) {
+	largest := 0
+	for i, c := range counts {
+		if c > counts[largest] {
+			largest = i
+		}
+	}
+	counts[largest] = max(counts[largest], n)
 }
 
 // countingWriter counts the bytes that reach the file.

@@ -7,8 +7,10 @@ import (
 	"encoding/json"
 	"errors"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -185,6 +187,11 @@ func TestWrite(t *testing.T) {
 			wantPackages: 10, wantBundles: 10,
 		},
 		{
+			name:         "a widely provided GVK and a long package",
+			opts:         fbcgen.Options{Packages: 30, Bundles: 200, WideGVKBundles: 40, LongPackageBundles: 120, Seed: 6},
+			wantPackages: 30, wantBundles: 200 - largestOf(t, fbcgen.Options{Packages: 30, Bundles: 200, Seed: 6}) + 120,
+		},
+		{
 			name:         "no filler properties",
 			opts:         fbcgen.Options{Packages: 3, Bundles: 30, PropertiesPerBundle: 1, Seed: 5},
 			wantPackages: 3, wantBundles: 30,
@@ -258,11 +265,39 @@ func TestWrite(t *testing.T) {
 			} else if st.BundleObjects != 0 {
 				t.Errorf("%d bundle objects, want none", st.BundleObjects)
 			}
+			wide := 0
+			perPkg := map[string]int{}
+			for _, b := range cfg.Bundles {
+				perPkg[b.Package]++
+				for _, p := range b.Properties {
+					var g property.GVK
+					if p.Type == property.TypeGVK && json.Unmarshal(p.Value, &g) == nil &&
+						g == (property.GVK{Group: fbcgen.WideGVK.Group, Version: fbcgen.WideGVK.Version, Kind: fbcgen.WideGVK.Kind}) {
+						wide++
+					}
+				}
+			}
+			if wide != tc.opts.WideGVKBundles {
+				t.Errorf("%d bundles provide the wide GVK, want %d", wide, tc.opts.WideGVKBundles)
+			}
+			if largest := slices.Max(slices.Collect(maps.Values(perPkg))); largest < tc.opts.LongPackageBundles {
+				t.Errorf("the largest package has %d bundles, want at least %d", largest, tc.opts.LongPackageBundles)
+			}
 			if tc.opts.Icons != (st.Icons == st.Packages) || (!tc.opts.Icons && st.Icons != 0) {
 				t.Errorf("Icons=%v but %d of %d packages have one", tc.opts.Icons, st.Icons, st.Packages)
 			}
 		})
 	}
+}
+
+// largestOf is the bundle count of the largest package opts generate.
+func largestOf(t *testing.T, opts fbcgen.Options) int {
+	_, _, cfg := generate(t, opts)
+	perPkg := map[string]int{}
+	for _, b := range cfg.Bundles {
+		perPkg[b.Package]++
+	}
+	return slices.Max(slices.Collect(maps.Values(perPkg)))
 }
 
 // TestWriteShape checks that a medium catalog has the graph and property

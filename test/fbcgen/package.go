@@ -24,6 +24,7 @@ const (
 	streamText
 	streamBundles
 	streamIcon
+	streamWide
 )
 
 // requirement is an olm.gvk.required or olm.package.required that bundles of
@@ -351,7 +352,11 @@ func (p *packageGen) bundle(r *rand.Rand, i int) (*declcfg.Bundle, error) {
 			owned = append(owned, gvk{p.plan.group, p.apiVersion(v.major - 1), kind})
 		}
 	}
-	for _, g := range append(owned, p.shared...) {
+	provided := append(owned, p.shared...)
+	if i >= len(p.versions)-p.plan.wide {
+		provided = append(provided, gvk{WideGVK.Group, WideGVK.Version, WideGVK.Kind})
+	}
+	for _, g := range provided {
 		if err := add(&property.GVK{Group: g.group, Version: g.version, Kind: g.kind}); err != nil {
 			return nil, err
 		}

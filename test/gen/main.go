@@ -33,6 +33,8 @@ func main() {
 	flag.IntVar(&opts.PropertiesPerBundle, "properties", 20, "properties per bundle, topped up with filler properties")
 	flag.IntVar(&opts.BundleObjectBytes, "object-bytes", 12000, "base64 bytes of each bundle's olm.bundle.object (0: none)")
 	flag.BoolVar(&opts.Icons, "icons", true, "give each package an SVG icon")
+	flag.IntVar(&opts.WideGVKBundles, "wide-gvk-bundles", 0, "bundles that also provide "+fbcgen.WideGVK.Group+"/"+fbcgen.WideGVK.Version+" "+fbcgen.WideGVK.Kind)
+	flag.IntVar(&opts.LongPackageBundles, "long-package-bundles", 0, "give the largest package at least this many bundles")
 	flag.Int64Var(&opts.Seed, "seed", 1, "random seed; equal flags give identical catalogs")
 	flag.Parse()
 	if out == "" || flag.NArg() > 0 {

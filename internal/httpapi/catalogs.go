@@ -1,4 +1,4 @@
-package query
+package httpapi
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 
 	"github.com/catalogd/catalogd/client"
 	"github.com/catalogd/catalogd/internal/catalogs"
-	"github.com/catalogd/catalogd/internal/index"
+	"github.com/catalogd/catalogd/internal/store"
 )
 
 // knownSchemas are the schemas the index interprets; others are kept as blobs.
@@ -23,7 +23,7 @@ var knownSchemas = map[string]bool{
 }
 
 // summary describes one catalog; snap is nil when it has no index.
-func summary(ctx context.Context, c catalogs.Catalog, snap *index.Snapshot) (client.CatalogSummary, error) {
+func summary(ctx context.Context, c catalogs.Catalog, snap *store.Snapshot) (client.CatalogSummary, error) {
 	out := client.CatalogSummary{Name: c.Name, Priority: c.Priority, Source: c.Source, State: client.CatalogState(c.State), LastError: c.LastError}
 	if snap == nil {
 		return out, nil
@@ -34,23 +34,22 @@ func summary(ctx context.Context, c catalogs.Catalog, snap *index.Snapshot) (cli
 	built := snap.Info.BuiltAt.UTC()
 	out.IndexedAt = &built
 	out.ResolvedDigest = snap.Info.Digest
-	err := snap.Get(ctx, &out.Counts, `SELECT
-		(SELECT count(*) FROM packages) AS packages, (SELECT count(*) FROM channels) AS channels,
-		(SELECT count(*) FROM bundles) AS bundles`)
+	counts, err := snap.Catalog.Counts(ctx)
 	if err != nil {
 		return out, fmt.Errorf("count catalog %q: %w", c.Name, err)
 	}
+	out.Counts = counts
 	return out, nil
 }
 
 // acquireIfIndexed returns the catalog's snapshot, or nil when it has none
 // (Unavailable catalogs are reported without reading their index).
-func (s *Server) acquireIfIndexed(c catalogs.Catalog) (*index.Snapshot, error) {
+func (s *Server) acquireIfIndexed(c catalogs.Catalog) (*store.Snapshot, error) {
 	if c.State == catalogs.Unavailable {
 		return nil, nil
 	}
 	snap, err := s.idx.Acquire(c.Name)
-	if errors.Is(err, index.ErrNotIndexed) {
+	if errors.Is(err, store.ErrNotIndexed) {
 		return nil, nil
 	}
 	return snap, err
@@ -123,7 +122,7 @@ func (s *Server) getCatalog(w http.ResponseWriter, r *http.Request) {
 	s.writeComputed(w, r, detail)
 }
 
-func catalogDetail(ctx context.Context, c catalogs.Catalog, snap *index.Snapshot) (client.CatalogDetail, error) {
+func catalogDetail(ctx context.Context, c catalogs.Catalog, snap *store.Snapshot) (client.CatalogDetail, error) {
 	sum, err := summary(ctx, c, snap)
 	if err != nil {
 		return client.CatalogDetail{}, err
@@ -136,14 +135,15 @@ func catalogDetail(ctx context.Context, c catalogs.Catalog, snap *index.Snapshot
 	if snap == nil {
 		return d, nil
 	}
-	if err := snap.Select(ctx, &d.Schemas, `SELECT schema, count(*) AS count FROM blobs GROUP BY schema ORDER BY schema`); err != nil {
-		return d, fmt.Errorf("count schemas of %q: %w", c.Name, err)
+	var err2 error
+	if d.Schemas, err2 = snap.Catalog.SchemaCounts(ctx); err2 != nil {
+		return d, fmt.Errorf("count schemas of %q: %w", c.Name, err2)
 	}
 	for i := range d.Schemas {
 		d.Schemas[i].Known = knownSchemas[d.Schemas[i].Schema]
 	}
-	if err := snap.Select(ctx, &d.Problems, `SELECT package, message FROM problems ORDER BY package, id`); err != nil {
-		return d, fmt.Errorf("read problems of %q: %w", c.Name, err)
+	if d.Problems, err2 = snap.Catalog.Problems(ctx, ""); err2 != nil {
+		return d, fmt.Errorf("read problems of %q: %w", c.Name, err2)
 	}
 	return d, nil
 }

@@ -1,11 +1,14 @@
-// Package query owns catalogd's REST API: it answers questions about the
-// catalogs from their SQLite indexes (channel heads, upgrade edges, GVK
-// providers, version-filtered bundles) and serves catalogd's /api/v1
-// endpoints for existing clients. Responses use the types generated from
-// openapi.yaml (package client), so the server and the spec agree by
-// construction. Each request reads one index snapshot from start to end, so
-// a rebuild never blocks or mixes an answer.
-package query
+// Package httpapi is catalogd's HTTP API (chi): it answers questions about
+// the catalogs (channel heads, upgrade edges, GVK providers,
+// version-filtered bundles) and serves catalogd's /api/v1 endpoints for
+// existing clients. Handlers only translate HTTP to calls of the typed
+// read API of package catalogdb and back; they run no SQL. Responses use
+// the types generated from openapi.yaml (package client), so the server
+// and the spec agree by construction. Each request reads one index
+// snapshot from start to end, so a rebuild never blocks or mixes an
+// answer. Every request is logged at V(1) and counted in Prometheus
+// metrics by route pattern.
+package httpapi
 
 import (
 	"bytes"
@@ -19,6 +22,7 @@ import (
 	"net/http"
 	"net/url"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -26,11 +30,12 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	catalogd "github.com/catalogd/catalogd"
 	"github.com/catalogd/catalogd/internal/catalogs"
-	"github.com/catalogd/catalogd/internal/index"
+	"github.com/catalogd/catalogd/internal/store"
 )
 
 // Catalogs is what the API needs to know of the catalogs besides their
@@ -43,10 +48,10 @@ type Catalogs interface {
 	Loaded() bool
 }
 
-// Indexes gives read access to the live index of a catalog; *index.Store
+// Indexes gives read access to the live index of a catalog; *store.Store
 // provides it.
 type Indexes interface {
-	Acquire(catalog string) (*index.Snapshot, error)
+	Acquire(catalog string) (*store.Snapshot, error)
 }
 
 // Server is the REST API.
@@ -58,10 +63,28 @@ type Server struct {
 	gzip   gzipPool
 }
 
-// New returns the REST API as an http.Handler.
-func New(cats Catalogs, idx Indexes, log logr.Logger) *Server {
-	s := &Server{cats: cats, idx: idx, log: log}
+// Options configure the REST API.
+type Options struct {
+	// Log receives failures, and an access log line per request at V(1).
+	Log logr.Logger
+	// Metrics, if set, receives the per-route request metrics (see
+	// metrics); the manager passes controller-runtime's registry.
+	Metrics prometheus.Registerer
+}
+
+// New returns the REST API as an http.Handler. It fails only when the
+// metrics cannot be registered (another collector holds their names).
+func New(cats Catalogs, idx Indexes, opts Options) (*Server, error) {
+	s := &Server{cats: cats, idx: idx, log: opts.Log}
+	var m *metrics
+	if opts.Metrics != nil {
+		var err error
+		if m, err = newMetrics(opts.Metrics); err != nil {
+			return nil, fmt.Errorf("register API metrics: %w", err)
+		}
+	}
 	r := chi.NewRouter()
+	r.Use(observe(opts.Log, m))
 	r.Use(s.recoverer)
 	// HEAD is answered like GET without a body, as catalogd does; clients
 	// use it to learn an answer's size and validators.
@@ -92,7 +115,7 @@ func New(cats Catalogs, idx Indexes, log logr.Logger) *Server {
 		r.Get("/api/v1/metas", s.catalogHandler(s.serveMetas, "schema", "package", "name"))
 	})
 	s.router = r
-	return s
+	return s, nil
 }
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.ServeHTTP(w, r) }
@@ -186,9 +209,7 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 				s.writeProblem(w, r, fmt.Errorf("panic: %v", v))
 			}
 		}()
-		start := time.Now()
 		next.ServeHTTP(w, r)
-		s.log.V(2).Info("request", "method", r.Method, "uri", r.URL.RequestURI(), "duration", time.Since(start).String())
 	})
 }
 
@@ -218,7 +239,7 @@ func checkParams(q url.Values, allowed []string) error {
 }
 
 // openCatalog resolves the {catalog} of a request to a snapshot of its index.
-func (s *Server) openCatalog(r *http.Request) (*index.Snapshot, error) {
+func (s *Server) openCatalog(r *http.Request) (*store.Snapshot, error) {
 	name := chi.URLParam(r, "catalog")
 	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
 		return nil, badParam("catalog", "catalog name %q is not a DNS-1123 subdomain: %s", name, strings.Join(errs, "; "))
@@ -232,7 +253,7 @@ func (s *Server) openCatalog(r *http.Request) (*index.Snapshot, error) {
 			detail: fmt.Sprintf("catalog %q is switched off by its owner (availabilityMode Unavailable)", name)}
 	}
 	snap, err := s.idx.Acquire(name)
-	if errors.Is(err, index.ErrNotIndexed) {
+	if errors.Is(err, store.ErrNotIndexed) {
 		detail := fmt.Sprintf("catalog %q is not indexed yet", name)
 		if c.LastError != "" {
 			detail += "; last attempt failed: " + c.LastError
@@ -261,7 +282,7 @@ func (s *Server) lookupCatalog(name string) (catalogs.Catalog, error) {
 // catalogHandler wraps an endpoint of one catalog: it checks the query
 // parameters, holds a snapshot for the whole request and answers errors as
 // problem documents.
-func (s *Server) catalogHandler(fn func(http.ResponseWriter, *http.Request, *index.Snapshot) error, params ...string) http.HandlerFunc {
+func (s *Server) catalogHandler(fn func(http.ResponseWriter, *http.Request, *store.Snapshot) error, params ...string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if err := checkParams(r.URL.Query(), params); err != nil {
 			s.writeProblem(w, r, err)
@@ -283,8 +304,8 @@ func (s *Server) catalogHandler(fn func(http.ResponseWriter, *http.Request, *ind
 // only on the index content and the request, its ETag is derived from the
 // content digest and the request, and a matching If-None-Match is answered
 // before any query runs.
-func (s *Server) catalogJSON(fn func(*http.Request, *index.Snapshot) (any, error), params ...string) http.HandlerFunc {
-	return s.catalogHandler(func(w http.ResponseWriter, r *http.Request, snap *index.Snapshot) error {
+func (s *Server) catalogJSON(fn func(*http.Request, *store.Snapshot) (any, error), params ...string) http.HandlerFunc {
+	return s.catalogHandler(func(w http.ResponseWriter, r *http.Request, snap *store.Snapshot) error {
 		etag := requestETag(snap.Info.Digest, r)
 		if notModified(w, r, etag, snap.Info.BuiltAt) {
 			return nil
@@ -309,15 +330,34 @@ func requestETag(digest string, r *http.Request) string {
 	return hex.EncodeToString(h.Sum(nil)[:12])
 }
 
-// acceptsGzip reports whether the client takes gzip.
+// acceptsGzip reports whether the client takes gzip (RFC 9110 §12.5.3):
+// listed, or covered by "*", with a weight above zero. "gzip;q=0" refuses
+// it, and so does "*;q=0" when gzip is not listed on its own.
 func acceptsGzip(r *http.Request) bool {
+	gzipQ, starQ := -1.0, -1.0
 	for _, part := range strings.Split(r.Header.Get("Accept-Encoding"), ",") {
-		enc, params, _ := strings.Cut(strings.TrimSpace(part), ";")
-		if strings.EqualFold(strings.TrimSpace(enc), "gzip") && strings.ReplaceAll(params, " ", "") != "q=0" {
-			return true
+		enc, params, _ := strings.Cut(part, ";")
+		q := 1.0
+		for _, p := range strings.Split(params, ";") {
+			if name, v, ok := strings.Cut(strings.TrimSpace(p), "="); ok && strings.EqualFold(strings.TrimSpace(name), "q") {
+				f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+				if err != nil || f < 0 || f > 1 {
+					f = 0 // a weight that does not parse accepts nothing
+				}
+				q = f
+			}
+		}
+		switch enc = strings.TrimSpace(enc); {
+		case strings.EqualFold(enc, "gzip"), strings.EqualFold(enc, "x-gzip"):
+			gzipQ = max(gzipQ, q)
+		case enc == "*":
+			starQ = max(starQ, q)
 		}
 	}
-	return false
+	if gzipQ >= 0 {
+		return gzipQ > 0
+	}
+	return starQ > 0
 }
 
 // representationETag quotes an ETag, marking gzip-encoded representations:
@@ -329,13 +369,23 @@ func representationETag(etag string, gz bool) string {
 	return `"` + etag + `"`
 }
 
-// notModified answers 304 when the client's copy is current.
+// maxETags is the most entity tags of an If-None-Match the server
+// compares; a longer list is ignored (the answer is sent in full), so a
+// request cannot make the server compare without end.
+const maxETags = 64
+
+// notModified answers 304 when the client's copy is current. If-None-Match
+// uses the weak comparison (RFC 9110 §13.1.2): W/"x" matches "x".
 func notModified(w http.ResponseWriter, r *http.Request, etag string, modified time.Time) bool {
 	tag := representationETag(etag, acceptsGzip(r))
 	if inm := r.Header.Get("If-None-Match"); inm != "" {
-		for _, candidate := range strings.Split(inm, ",") {
+		candidates := strings.Split(inm, ",")
+		if len(candidates) > maxETags {
+			return false
+		}
+		for _, candidate := range candidates {
 			c := strings.TrimSpace(candidate)
-			if c == tag || c == "*" {
+			if strings.TrimPrefix(c, "W/") == tag || c == "*" {
 				setValidators(w, tag, modified)
 				w.WriteHeader(http.StatusNotModified)
 				return true

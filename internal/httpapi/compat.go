@@ -1,4 +1,4 @@
-package query
+package httpapi
 
 import (
 	"compress/gzip"
@@ -7,11 +7,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 
-	"github.com/jmoiron/sqlx"
+	"github.com/catalogd/catalogd/internal/catalogdb"
 
-	"github.com/catalogd/catalogd/internal/index"
+	"github.com/catalogd/catalogd/internal/store"
 )
 
 // The catalogd-compatible endpoints serve the stored blobs byte for byte:
@@ -25,7 +26,7 @@ const jsonlType = "application/jsonl"
 // the offset index, and reads go on in blob order, a batch at a time.
 type allReader struct {
 	ctx  context.Context
-	snap *index.Snapshot
+	snap *store.Snapshot
 	size int64
 	pos  int64
 
@@ -42,46 +43,26 @@ func (a *allReader) Read(p []byte) (int, error) {
 		return 0, io.EOF
 	}
 	end := a.bufStart + int64(len(a.buf))
+	var chunk catalogdb.AllChunk
+	var err error
 	switch {
 	case a.pos >= a.bufStart && a.pos < end:
+		chunk = catalogdb.AllChunk{Data: a.buf, Offset: a.bufStart, NextID: a.nextID}
 	case a.pos == end && a.buf != nil:
-		if err := a.fetch(`SELECT id, offset, data FROM blobs WHERE id >= ? ORDER BY id LIMIT ?`, a.nextID, allBatch); err != nil {
-			return 0, err
-		}
+		chunk, err = a.snap.Catalog.AllNext(a.ctx, a.nextID, allBatch, a.buf)
 	default:
-		if err := a.fetch(`SELECT id, offset, data FROM blobs WHERE id >= (SELECT id FROM blobs WHERE offset <= ? ORDER BY offset DESC LIMIT 1) ORDER BY id LIMIT ?`, a.pos, allBatch); err != nil {
-			return 0, err
-		}
+		chunk, err = a.snap.Catalog.AllFrom(a.ctx, a.pos, allBatch, a.buf)
 	}
+	if err != nil {
+		return 0, err
+	}
+	if len(chunk.Data) == 0 || a.pos < chunk.Offset || a.pos >= chunk.Offset+int64(len(chunk.Data)) {
+		return 0, fmt.Errorf("read blobs: nothing at offset %d of %d", a.pos, a.size)
+	}
+	a.buf, a.bufStart, a.nextID = chunk.Data, chunk.Offset, chunk.NextID
 	n := copy(p, a.buf[a.pos-a.bufStart:])
 	a.pos += int64(n)
 	return n, nil
-}
-
-func (a *allReader) fetch(query string, args ...any) error {
-	a.buf = a.buf[:0]
-	first := true
-	err := a.snap.Each(a.ctx, query, args, func(rows *sqlx.Rows) error {
-		var id, offset int64
-		var data []byte
-		if err := rows.Scan(&id, &offset, &data); err != nil {
-			return err
-		}
-		if first {
-			a.bufStart = offset
-			first = false
-		}
-		a.buf = append(a.buf, data...)
-		a.nextID = id + 1
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("read blobs: %w", err)
-	}
-	if first {
-		return fmt.Errorf("read blobs: nothing at offset %d of %d", a.pos, a.size)
-	}
-	return nil
 }
 
 func (a *allReader) Seek(offset int64, whence int) (int64, error) {
@@ -101,7 +82,7 @@ func (a *allReader) Seek(offset int64, whence int) (int64, error) {
 	return offset, nil
 }
 
-func (s *Server) serveAll(w http.ResponseWriter, r *http.Request, snap *index.Snapshot) error {
+func (s *Server) serveAll(w http.ResponseWriter, r *http.Request, snap *store.Snapshot) error {
 	etag := requestETag(snap.Info.Digest, r)
 	reader := &allReader{ctx: r.Context(), snap: snap, size: snap.Info.AllBytes}
 	// gzip only whole answers; a Range answer is plain, as byte offsets
@@ -112,14 +93,78 @@ func (s *Server) serveAll(w http.ResponseWriter, r *http.Request, snap *index.Sn
 		}
 		return s.writeGzip(w, r, etag, snap, reader)
 	}
+	if err := checkRanges(r.Header.Get("Range"), snap.Info.AllBytes); err != nil {
+		w.Header().Set("Content-Range", fmt.Sprintf("bytes */%d", snap.Info.AllBytes))
+		return err
+	}
 	setValidators(w, representationETag(etag, false), snap.Info.BuiltAt)
 	w.Header().Set("Content-Type", jsonlType)
 	http.ServeContent(w, r, "", snap.Info.BuiltAt, reader)
 	return nil
 }
 
+// maxRanges is the most ranges one request may ask for. Resuming a
+// download takes one; each range costs a seek and a batch of blobs read,
+// so a long list of small ranges multiplies the work of one request.
+const maxRanges = 16
+
+// checkRanges rejects, with 416, a Range header of more than maxRanges
+// ranges or of ranges that overlap (RFC 9110 §14.2 lets a server reject
+// both: they are signs of a broken client or of an attack). Anything else,
+// including syntax errors, is left to http.ServeContent, which answers
+// them as RFC 9110 says.
+func checkRanges(header string, size int64) error {
+	spec, ok := strings.CutPrefix(header, "bytes=")
+	if !ok {
+		return nil
+	}
+	parts := strings.Split(spec, ",")
+	if len(parts) > maxRanges {
+		return &problem{status: http.StatusRequestedRangeNotSatisfiable, typ: "range-not-satisfiable", param: "Range",
+			detail: fmt.Sprintf("Range asks for %d ranges; at most %d are answered", len(parts), maxRanges)}
+	}
+	type span struct{ from, to int64 } // inclusive
+	var spans []span
+	for _, p := range parts {
+		first, last, ok := strings.Cut(strings.TrimSpace(p), "-")
+		if !ok {
+			return nil
+		}
+		var sp span
+		switch {
+		case first == "": // the last N bytes
+			n, err := strconv.ParseInt(last, 10, 64)
+			if err != nil {
+				return nil
+			}
+			sp = span{max(0, size-n), size - 1}
+		default:
+			from, err := strconv.ParseInt(first, 10, 64)
+			if err != nil {
+				return nil
+			}
+			sp = span{from, size - 1}
+			if last != "" {
+				to, err := strconv.ParseInt(last, 10, 64)
+				if err != nil {
+					return nil
+				}
+				sp.to = min(to, size-1)
+			}
+		}
+		for _, o := range spans {
+			if sp.from <= o.to && o.from <= sp.to {
+				return &problem{status: http.StatusRequestedRangeNotSatisfiable, typ: "range-not-satisfiable", param: "Range",
+					detail: fmt.Sprintf("Range asks for overlapping ranges (%d-%d and %d-%d); ask for each byte once", o.from, o.to, sp.from, sp.to)}
+			}
+		}
+		spans = append(spans, sp)
+	}
+	return nil
+}
+
 // writeGzip streams src gzip-encoded.
-func (s *Server) writeGzip(w http.ResponseWriter, r *http.Request, etag string, snap *index.Snapshot, src io.Reader) error {
+func (s *Server) writeGzip(w http.ResponseWriter, r *http.Request, etag string, snap *store.Snapshot, src io.Reader) error {
 	setValidators(w, representationETag(etag, true), snap.Info.BuiltAt)
 	w.Header().Set("Content-Type", jsonlType)
 	w.Header().Set("Content-Encoding", "gzip")
@@ -144,22 +189,9 @@ func abortOnError(err error) error {
 
 // serveMetas answers the blobs that match every given filter exactly; an
 // empty filter value matches everything, as in catalogd.
-func (s *Server) serveMetas(w http.ResponseWriter, r *http.Request, snap *index.Snapshot) error {
+func (s *Server) serveMetas(w http.ResponseWriter, r *http.Request, snap *store.Snapshot) error {
 	q := r.URL.Query()
-	var conds []string
-	var args []any
-	for _, col := range []string{"schema", "package", "name"} {
-		if v := q.Get(col); v != "" {
-			conds = append(conds, col+" = ?")
-			args = append(args, v)
-		}
-	}
-	query := `SELECT data FROM blobs`
-	if len(conds) > 0 {
-		query += ` WHERE ` + strings.Join(conds, " AND ")
-	}
-	query += ` ORDER BY id`
-
+	filter := catalogdb.BlobFilter{Schema: q.Get("schema"), Package: q.Get("package"), Name: q.Get("name")}
 	etag := requestETag(snap.Info.Digest, r)
 	if notModified(w, r, etag, snap.Info.BuiltAt) {
 		return nil
@@ -176,11 +208,7 @@ func (s *Server) serveMetas(w http.ResponseWriter, r *http.Request, snap *index.
 		dst = zw
 	}
 	wrote := false
-	err := snap.Each(r.Context(), query, args, func(rows *sqlx.Rows) error {
-		var data []byte
-		if err := rows.Scan(&data); err != nil {
-			return err
-		}
+	err := snap.Catalog.Blobs(r.Context(), filter, func(data []byte) error {
 		wrote = true
 		_, err := dst.Write(data)
 		return err

@@ -1,4 +1,4 @@
-package query
+package httpapi
 
 import (
 	"context"
@@ -13,12 +13,13 @@ import (
 
 	"github.com/catalogd/catalogd/internal/catalogs"
 	"github.com/catalogd/catalogd/internal/index"
+	"github.com/catalogd/catalogd/internal/store"
 )
 
 // FuzzRequestParams sends arbitrary parameter values to every endpoint that
 // takes them: bad input must be a 4xx problem document, never a 500.
 func FuzzRequestParams(f *testing.F) {
-	store, err := index.NewStore(f.TempDir(), logr.Discard())
+	store, err := store.New(f.TempDir(), logr.Discard())
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -29,7 +30,10 @@ func FuzzRequestParams(f *testing.F) {
 	reg := catalogs.NewTable()
 	reg.MarkLoaded()
 	reg.Put(catalogs.Catalog{Name: "demo", State: catalogs.Serving})
-	srv := New(reg, store, logr.Discard())
+	srv, err := New(reg, store, Options{Log: logr.Discard()})
+	if err != nil {
+		f.Fatal(err)
+	}
 
 	for _, seed := range [][2]string{
 		{"aurora-cache.v1.1.0", ">=1.0.0 <2.0.0"}, {"1.0.1", "~1.2"}, {"2.0.0-rc.1", "^1 || >=2.0.0-0"},

@@ -1,4 +1,4 @@
-package index
+package store
 
 import (
 	"context"
@@ -13,6 +13,10 @@ import (
 
 	"github.com/go-logr/logr/testr"
 	"github.com/jmoiron/sqlx"
+
+	"github.com/catalogd/catalogd/client"
+	"github.com/catalogd/catalogd/internal/catalogdb"
+	"github.com/catalogd/catalogd/internal/index"
 )
 
 // tinyCatalog is an FBC with one package whose single channel holds n
@@ -38,7 +42,7 @@ func tinyCatalog(pkg string, n int) fstest.MapFS {
 func newTestStore(t *testing.T) (*Store, string) {
 	t.Helper()
 	dir := t.TempDir()
-	s, err := NewStore(dir, testr.New(t))
+	s, err := New(dir, testr.New(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,14 +52,14 @@ func newTestStore(t *testing.T) (*Store, string) {
 
 func countBundles(t *testing.T, snap *Snapshot) int {
 	t.Helper()
-	var n int
-	if err := snap.DB.Get(&n, "SELECT count(*) FROM bundles"); err != nil {
+	counts, err := snap.Catalog.Counts(context.Background())
+	if err != nil {
 		t.Fatal(err)
 	}
-	return n
+	return counts.Bundles
 }
 
-func mustUpdate(t *testing.T, s *Store, catalog string, src Source) Info {
+func mustUpdate(t *testing.T, s *Store, catalog string, src index.Source) Info {
 	t.Helper()
 	info, _, _, err := s.Update(context.Background(), catalog, src)
 	if err != nil {
@@ -81,14 +85,14 @@ func dirEntries(t *testing.T, dir, catalog string) []string {
 
 func TestSwapOnSuccess(t *testing.T) {
 	s, dir := newTestStore(t)
-	first := mustUpdate(t, s, "demo", Source{FS: tinyCatalog("foo", 3), Ref: "v1", Digest: "sha256:aaa"})
+	first := mustUpdate(t, s, "demo", index.Source{FS: tinyCatalog("foo", 3), Ref: "v1", Digest: "sha256:aaa"})
 
 	// A reader that began before the rebuild keeps the old data throughout.
 	old, err := s.Acquire("demo")
 	if err != nil {
 		t.Fatal(err)
 	}
-	second := mustUpdate(t, s, "demo", Source{FS: tinyCatalog("foo", 5), Ref: "v2", Digest: "sha256:bbb"})
+	second := mustUpdate(t, s, "demo", index.Source{FS: tinyCatalog("foo", 5), Ref: "v2", Digest: "sha256:bbb"})
 	if got := countBundles(t, old); got != 3 {
 		t.Errorf("old reader sees %d bundles after the swap, want 3", got)
 	}
@@ -132,20 +136,20 @@ func TestFailedRebuildKeepsServing(t *testing.T) {
 	tests := []struct {
 		name    string
 		ctx     context.Context
-		src     Source
+		src     index.Source
 		wantErr string
-		invalid bool // the content itself is at fault: ErrInvalidCatalog
+		invalid bool // the content itself is at fault: index.ErrInvalidCatalog
 	}{
-		{"bad JSON blob", context.Background(), Source{FS: bad, Digest: "sha256:bad"}, "zz-broken.json", true},
-		{"blob without schema", context.Background(), Source{FS: noSchema, Digest: "sha256:noschema"}, "without a schema", true},
-		{"bad YAML", context.Background(), Source{FS: badYAML, Digest: "sha256:yaml"}, "zz-broken.yaml", true},
-		{"cancelled context", cancelled, Source{FS: tinyCatalog("foo", 4), Digest: "sha256:cancel"}, "context canceled", false},
-		{"missing digest", context.Background(), Source{FS: tinyCatalog("foo", 4)}, "no digest", false},
+		{"bad JSON blob", context.Background(), index.Source{FS: bad, Digest: "sha256:bad"}, "zz-broken.json", true},
+		{"blob without schema", context.Background(), index.Source{FS: noSchema, Digest: "sha256:noschema"}, "without a schema", true},
+		{"bad YAML", context.Background(), index.Source{FS: badYAML, Digest: "sha256:yaml"}, "zz-broken.yaml", true},
+		{"cancelled context", cancelled, index.Source{FS: tinyCatalog("foo", 4), Digest: "sha256:cancel"}, "context canceled", false},
+		{"missing digest", context.Background(), index.Source{FS: tinyCatalog("foo", 4)}, "no digest", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s, dir := newTestStore(t)
-			live := mustUpdate(t, s, "demo", Source{FS: tinyCatalog("foo", 3), Digest: "sha256:good"})
+			live := mustUpdate(t, s, "demo", index.Source{FS: tinyCatalog("foo", 3), Digest: "sha256:good"})
 
 			_, _, rebuilt, err := s.Update(tt.ctx, "demo", tt.src)
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
@@ -154,8 +158,8 @@ func TestFailedRebuildKeepsServing(t *testing.T) {
 			if rebuilt {
 				t.Error("a failed update reported a rebuild")
 			}
-			if errors.Is(err, ErrInvalidCatalog) != tt.invalid {
-				t.Errorf("errors.Is(err, ErrInvalidCatalog) = %v, want %v", !tt.invalid, tt.invalid)
+			if errors.Is(err, index.ErrInvalidCatalog) != tt.invalid {
+				t.Errorf("errors.Is(err, index.ErrInvalidCatalog) = %v, want %v", !tt.invalid, tt.invalid)
 			}
 			snap, err := s.Acquire("demo")
 			if err != nil {
@@ -175,13 +179,13 @@ func TestFailedRebuildKeepsServing(t *testing.T) {
 
 func TestSameDigestIsNoOp(t *testing.T) {
 	s, _ := newTestStore(t)
-	first := mustUpdate(t, s, "demo", Source{FS: tinyCatalog("foo", 2), Digest: "sha256:same"})
+	first := mustUpdate(t, s, "demo", index.Source{FS: tinyCatalog("foo", 2), Digest: "sha256:same"})
 	before, err := os.Stat(first.Path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Different files under the same digest: the digest is what counts.
-	info, _, rebuilt, err := s.Update(context.Background(), "demo", Source{FS: tinyCatalog("foo", 7), Digest: "sha256:same"})
+	info, _, rebuilt, err := s.Update(context.Background(), "demo", index.Source{FS: tinyCatalog("foo", 7), Digest: "sha256:same"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,12 +206,12 @@ func TestSameDigestIsNoOp(t *testing.T) {
 
 func TestStoreReopensAfterRestart(t *testing.T) {
 	dir := t.TempDir()
-	s, err := NewStore(dir, testr.New(t))
+	s, err := New(dir, testr.New(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	live := mustUpdate(t, s, "demo", Source{FS: tinyCatalog("foo", 2), Ref: "ref", Digest: "sha256:one"})
-	mustUpdate(t, s, "gone", Source{FS: tinyCatalog("bar", 1), Digest: "sha256:two"})
+	live := mustUpdate(t, s, "demo", index.Source{FS: tinyCatalog("foo", 2), Ref: "ref", Digest: "sha256:one"})
+	mustUpdate(t, s, "gone", index.Source{FS: tinyCatalog("bar", 1), Digest: "sha256:two"})
 	if err := s.Remove("gone"); err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +221,7 @@ func TestStoreReopensAfterRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	s2, err := NewStore(dir, testr.New(t))
+	s2, err := New(dir, testr.New(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,14 +239,14 @@ func TestStoreReopensAfterRestart(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "gone")); !os.IsNotExist(err) {
 		t.Errorf("removed catalog's directory still there: %v", err)
 	}
-	if _, _, rebuilt, err := s2.Update(context.Background(), "demo", Source{FS: tinyCatalog("foo", 2), Digest: "sha256:one"}); err != nil || rebuilt {
+	if _, _, rebuilt, err := s2.Update(context.Background(), "demo", index.Source{FS: tinyCatalog("foo", 2), Digest: "sha256:one"}); err != nil || rebuilt {
 		t.Errorf("same digest after restart: rebuilt=%v err=%v", rebuilt, err)
 	}
 }
 
 func TestRemoveWaitsForReaders(t *testing.T) {
 	s, dir := newTestStore(t)
-	live := mustUpdate(t, s, "demo", Source{FS: tinyCatalog("foo", 2), Digest: "sha256:one"})
+	live := mustUpdate(t, s, "demo", index.Source{FS: tinyCatalog("foo", 2), Digest: "sha256:one"})
 	snap, err := s.Acquire("demo")
 	if err != nil {
 		t.Fatal(err)
@@ -270,7 +274,7 @@ func TestRemoveWaitsForReaders(t *testing.T) {
 // and an n-entry channel from the same build), never a mix or an error.
 func TestConcurrentReadersDuringRebuilds(t *testing.T) {
 	s, _ := newTestStore(t)
-	mustUpdate(t, s, "demo", Source{FS: tinyCatalog("foo", 1), Digest: "sha256:1"})
+	mustUpdate(t, s, "demo", index.Source{FS: tinyCatalog("foo", 1), Digest: "sha256:1"})
 
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -286,9 +290,12 @@ func TestConcurrentReadersDuringRebuilds(t *testing.T) {
 					return
 				}
 				var bundles, entries int
-				err = snap.DB.Get(&bundles, "SELECT count(*) FROM bundles")
+				list, err := snap.Catalog.Bundles(context.Background(), "foo", "", 1<<62, -1)
+				bundles = len(list)
 				if err == nil {
-					err = snap.DB.Get(&entries, "SELECT count(*) FROM channel_entries")
+					var ch client.Channel
+					ch, err = snap.Catalog.Channel(context.Background(), catalogdb.Package{Name: "foo", DefaultChannel: "stable"}, "stable")
+					entries = len(ch.Entries)
 				}
 				snap.Release()
 				if err != nil {
@@ -303,7 +310,7 @@ func TestConcurrentReadersDuringRebuilds(t *testing.T) {
 		}()
 	}
 	for i := 2; i <= 12; i++ {
-		mustUpdate(t, s, "demo", Source{FS: tinyCatalog("foo", i), Digest: fmt.Sprintf("sha256:%d", i)})
+		mustUpdate(t, s, "demo", index.Source{FS: tinyCatalog("foo", i), Digest: fmt.Sprintf("sha256:%d", i)})
 	}
 	cancel()
 	wg.Wait()
@@ -317,11 +324,11 @@ func TestConcurrentReadersDuringRebuilds(t *testing.T) {
 // reused after a restart, even for the same content digest.
 func TestOtherSchemaIsRebuilt(t *testing.T) {
 	dir := t.TempDir()
-	s, err := NewStore(dir, testr.New(t))
+	s, err := New(dir, testr.New(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	old := mustUpdate(t, s, "demo", Source{FS: tinyCatalog("foo", 2), Digest: "sha256:one"})
+	old := mustUpdate(t, s, "demo", index.Source{FS: tinyCatalog("foo", 2), Digest: "sha256:one"})
 	s.Close()
 	db, err := sqlx.Open("sqlite", "file:"+old.Path)
 	if err != nil {
@@ -332,7 +339,7 @@ func TestOtherSchemaIsRebuilt(t *testing.T) {
 	}
 	db.Close()
 
-	s2, err := NewStore(dir, testr.New(t))
+	s2, err := New(dir, testr.New(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -343,7 +350,7 @@ func TestOtherSchemaIsRebuilt(t *testing.T) {
 	if _, err := os.Stat(old.Path); !os.IsNotExist(err) {
 		t.Errorf("index of another schema left on disk: %v", err)
 	}
-	if _, _, rebuilt, err := s2.Update(context.Background(), "demo", Source{FS: tinyCatalog("foo", 2), Digest: "sha256:one"}); err != nil || !rebuilt {
+	if _, _, rebuilt, err := s2.Update(context.Background(), "demo", index.Source{FS: tinyCatalog("foo", 2), Digest: "sha256:one"}); err != nil || !rebuilt {
 		t.Errorf("same digest, other schema: rebuilt=%v err=%v", rebuilt, err)
 	}
 }

@@ -1,4 +1,4 @@
-package query
+package httpapi
 
 import (
 	"bytes"
@@ -22,6 +22,7 @@ import (
 	"github.com/catalogd/catalogd/client"
 	"github.com/catalogd/catalogd/internal/catalogs"
 	"github.com/catalogd/catalogd/internal/index"
+	"github.com/catalogd/catalogd/internal/store"
 	"github.com/catalogd/catalogd/test/fbcfacts"
 )
 
@@ -255,13 +256,17 @@ func TestHead(t *testing.T) {
 // name the server does not know: 503 with Retry-After while it has not read
 // its catalog list yet (a restart), 404 once it has.
 func TestUnknownCatalogBeforeTheListIsLoaded(t *testing.T) {
-	store, err := index.NewStore(t.TempDir(), logr.Discard())
+	store, err := store.New(t.TempDir(), logr.Discard())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
 	table := catalogs.NewTable()
-	srv := httptest.NewServer(New(table, store, logr.Discard()))
+	api, err := New(table, store, Options{Log: logr.Discard()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
 	for _, tc := range []struct {
 		loaded     bool

@@ -1,4 +1,4 @@
-package query
+package httpapi
 
 import (
 	"context"
@@ -13,10 +13,14 @@ import (
 
 	"github.com/go-logr/logr/testr"
 	"github.com/jmoiron/sqlx"
+	"github.com/prometheus/client_golang/prometheus"
+	"modernc.org/sqlite"
 
 	"github.com/catalogd/catalogd/client"
+	"github.com/catalogd/catalogd/internal/catalogdb"
 	"github.com/catalogd/catalogd/internal/catalogs"
 	"github.com/catalogd/catalogd/internal/index"
+	"github.com/catalogd/catalogd/internal/store"
 	"github.com/catalogd/catalogd/test/apivalidate"
 )
 
@@ -26,16 +30,18 @@ const demoDir = "../../test/testdata/demo"
 // generated client whose every answer is checked against openapi.yaml.
 type harness struct {
 	t      *testing.T
-	store  *index.Store
+	store  *store.Store
 	reg    *catalogs.Table
 	srv    *httptest.Server
 	client *client.ClientWithResponses
 	http   *http.Client
+	// metrics is the registry the server's metrics are registered on.
+	metrics *prometheus.Registry
 }
 
 func newHarness(t *testing.T) *harness {
 	t.Helper()
-	store, err := index.NewStore(t.TempDir(), testr.New(t))
+	store, err := store.New(t.TempDir(), testr.New(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,11 +49,16 @@ func newHarness(t *testing.T) *harness {
 	return newHarnessWith(t, store, store)
 }
 
-func newHarnessWith(t *testing.T, store *index.Store, idx Indexes) *harness {
+func newHarnessWith(t *testing.T, store *store.Store, idx Indexes) *harness {
 	t.Helper()
 	h := &harness{t: t, store: store, reg: catalogs.NewTable()}
 	h.reg.MarkLoaded()
-	h.srv = httptest.NewServer(New(h.reg, idx, testr.NewWithOptions(t, testr.Options{Verbosity: 0})))
+	h.metrics = prometheus.NewRegistry()
+	api, err := New(h.reg, idx, Options{Log: testr.NewWithOptions(t, testr.Options{Verbosity: 0}), Metrics: h.metrics})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.srv = httptest.NewServer(api)
 	t.Cleanup(h.srv.Close)
 	h.http = &http.Client{Transport: apivalidate.New(t).Transport(t, http.DefaultTransport)}
 	c, err := client.NewClientWithResponses(h.srv.URL, client.WithHTTPClient(h.http))
@@ -89,27 +100,29 @@ func (h *harness) get(path string, header ...string) *http.Response {
 // tracingIndexes serves snapshots whose connections record every SQL
 // statement they prepare, so a test can check each one's query plan.
 type tracingIndexes struct {
-	store *index.Store
-	mu    sync.Mutex
-	dbs   map[string]*sqlx.DB
-	seen  *sync.Map
+	store    *store.Store
+	mu       sync.Mutex
+	catalogs map[string]*catalogdb.Catalog
+	dbs      []*sqlx.DB
+	seen     *sync.Map
 }
 
-func (ti *tracingIndexes) Acquire(catalog string) (*index.Snapshot, error) {
+func (ti *tracingIndexes) Acquire(catalog string) (*store.Snapshot, error) {
 	snap, err := ti.store.Acquire(catalog)
 	if err != nil {
 		return nil, err
 	}
 	ti.mu.Lock()
 	defer ti.mu.Unlock()
-	db, ok := ti.dbs[snap.Info.Path]
+	c, ok := ti.catalogs[snap.Info.Path]
 	if !ok {
-		inner := snap.DB.Driver()
-		db = sqlx.NewDb(sql.OpenDB(traceConnector{inner: inner, dsn: "file:" + snap.Info.Path + "?mode=ro&immutable=1", seen: ti.seen}), "sqlite")
-		ti.dbs[snap.Info.Path] = db
+		db := sqlx.NewDb(sql.OpenDB(traceConnector{inner: &sqlite.Driver{}, dsn: "file:" + snap.Info.Path + "?mode=ro&immutable=1", seen: ti.seen}), "sqlite")
+		ti.dbs = append(ti.dbs, db)
+		c = catalogdb.New(db)
+		ti.catalogs[snap.Info.Path] = c
 	}
 	snap.Release() // the traced connection reads the same immutable file
-	return &index.Snapshot{DB: db, Info: snap.Info}, nil
+	return &store.Snapshot{Info: snap.Info, Catalog: c}, nil
 }
 
 type traceConnector struct {

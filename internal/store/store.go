@@ -1,4 +1,9 @@
-package index
+// Package store keeps the live index file of each catalog: it builds a new
+// file with index.Build, swaps it in atomically (on disk and in memory)
+// only when it is complete, and counts the readers of each file so that
+// a replaced file is closed and removed only after its last reader is done.
+// A reader holds a Snapshot, whose queries all see one file.
+package store
 
 import (
 	"context"
@@ -16,6 +21,8 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/jmoiron/sqlx"
 
+	"github.com/catalogd/catalogd/internal/catalogdb"
+	"github.com/catalogd/catalogd/internal/index"
 	"github.com/catalogd/catalogd/migrations"
 )
 
@@ -56,18 +63,18 @@ type Store struct {
 // handle is one open database file with a count of the readers using it.
 type handle struct {
 	db      *sqlx.DB
-	stmts   *stmtCache
+	catalog *catalogdb.Catalog
 	info    Info
 	refs    int  // guarded by Store.mu
 	retired bool // guarded by Store.mu; remove the file when refs drops to 0
 }
 
 // Snapshot is a reader's hold on one index file; Release it when done.
+// Every read goes through Catalog, the typed read API of the file.
 type Snapshot struct {
-	DB   *sqlx.DB
-	Info Info
+	Info    Info
+	Catalog *catalogdb.Catalog
 
-	stmts   *stmtCache
 	release func()
 	once    sync.Once
 }
@@ -79,9 +86,9 @@ func (s *Snapshot) Release() {
 	}
 }
 
-// NewStore opens the store in dir, reopening the live index of every catalog
+// New opens the store in dir, reopening the live index of every catalog
 // found there and removing files a crash or an earlier swap left behind.
-func NewStore(dir string, log logr.Logger) (*Store, error) {
+func New(dir string, log logr.Logger) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create index directory: %w", err)
 	}
@@ -144,7 +151,7 @@ func openHandle(path string) (*handle, error) {
 	}
 	db.SetMaxOpenConns(8)
 	db.SetMaxIdleConns(8)
-	h := &handle{db: db, stmts: newStmtCache(db)}
+	h := &handle{db: db, catalog: catalogdb.New(db)}
 	var builtAt, schema string
 	row := db.QueryRowx(`SELECT source_ref, content_digest, all_size, built_at, schema_digest FROM catalog_info WHERE id = 1`)
 	if err := row.Scan(&h.info.SourceRef, &h.info.Digest, &h.info.AllBytes, &builtAt, &schema); err != nil {
@@ -184,7 +191,7 @@ func (s *Store) Acquire(catalog string) (*Snapshot, error) {
 		return nil, fmt.Errorf("%w: %s", ErrNotIndexed, catalog)
 	}
 	h.refs++
-	return &Snapshot{DB: h.db, Info: h.info, stmts: h.stmts, release: func() { s.release(h) }}, nil
+	return &Snapshot{Info: h.info, Catalog: h.catalog, release: func() { s.release(h) }}, nil
 }
 
 func (s *Store) release(h *handle) {
@@ -199,7 +206,7 @@ func (s *Store) release(h *handle) {
 
 // drop closes and removes a file no reader holds any more.
 func (s *Store) drop(h *handle) {
-	h.stmts.close()
+	h.catalog.Close()
 	if err := h.db.Close(); err != nil {
 		s.log.Error(err, "closing retired index", "path", h.info.Path)
 	}
@@ -236,35 +243,35 @@ func (s *Store) lock(catalog string) func() {
 // builds a new file beside the live one and swaps it in only on success: on
 // any error (bad content, full disk, cancelled context) the live index keeps
 // answering and the new file is removed.
-func (s *Store) Update(ctx context.Context, catalog string, src Source) (info Info, stats Stats, rebuilt bool, err error) {
+func (s *Store) Update(ctx context.Context, catalog string, src index.Source) (info Info, stats index.Stats, rebuilt bool, err error) {
 	if src.Digest == "" {
-		return Info{}, Stats{}, false, fmt.Errorf("index catalog %q: source has no digest", catalog)
+		return Info{}, index.Stats{}, false, fmt.Errorf("index catalog %q: source has no digest", catalog)
 	}
 	unlock := s.lock(catalog)
 	defer unlock()
 
 	if cur, ok := s.Info(catalog); ok && cur.Digest == src.Digest {
-		return cur, Stats{}, false, nil
+		return cur, index.Stats{}, false, nil
 	}
 
 	cdir := filepath.Join(s.dir, catalog)
 	if err := os.MkdirAll(cdir, 0o755); err != nil {
-		return Info{}, Stats{}, false, fmt.Errorf("index catalog %q: %w", catalog, err)
+		return Info{}, index.Stats{}, false, fmt.Errorf("index catalog %q: %w", catalog, err)
 	}
 	tmp := filepath.Join(cdir, ".build-"+randomSuffix()+".db")
 	start := s.now()
-	stats, err = Build(ctx, tmp, src, start)
+	stats, err = index.Build(ctx, tmp, src, start)
 	if err != nil {
-		return Info{}, Stats{}, false, fmt.Errorf("index catalog %q: %w", catalog, err)
+		return Info{}, index.Stats{}, false, fmt.Errorf("index catalog %q: %w", catalog, err)
 	}
 	final, err := s.publish(cdir, tmp, src.Digest)
 	if err != nil {
 		removeDBFiles(tmp)
-		return Info{}, Stats{}, false, fmt.Errorf("index catalog %q: %w", catalog, err)
+		return Info{}, index.Stats{}, false, fmt.Errorf("index catalog %q: %w", catalog, err)
 	}
 	h, err := openHandle(filepath.Join(cdir, final))
 	if err != nil {
-		return Info{}, Stats{}, false, fmt.Errorf("index catalog %q: %w", catalog, err)
+		return Info{}, index.Stats{}, false, fmt.Errorf("index catalog %q: %w", catalog, err)
 	}
 
 	s.mu.Lock()
@@ -351,7 +358,7 @@ func (s *Store) Close() error {
 	defer s.mu.Unlock()
 	var errs []error
 	for _, h := range s.live {
-		h.stmts.close()
+		h.catalog.Close()
 		errs = append(errs, h.db.Close())
 	}
 	s.live = map[string]*handle{}
@@ -362,4 +369,23 @@ func randomSuffix() string {
 	b := make([]byte, 6)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// removeDBFiles removes a database file and any side files SQLite made.
+func removeDBFiles(path string) {
+	for _, p := range []string{path, path + "-journal", path + "-wal", path + "-shm"} {
+		_ = os.Remove(p)
+	}
+}
+
+// syncPath flushes a file, or a directory's entries, to stable storage:
+// the built file before it is renamed into place, and the directory after,
+// so a crash never leaves a live name pointing at partial data.
+func syncPath(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return f.Sync()
 }

@@ -1,0 +1,108 @@
+package catalogdb
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/catalogd/catalogd/client"
+)
+
+// Counts returns the catalog's totals, counted when the index was built.
+func (c *Catalog) Counts(ctx context.Context) (client.CatalogCounts, error) {
+	var out client.CatalogCounts
+	if err := c.get(ctx, &out, `SELECT
+		(SELECT count FROM catalog_counts WHERE what = 'packages' AND name = '') AS packages,
+		(SELECT count FROM catalog_counts WHERE what = 'channels' AND name = '') AS channels,
+		(SELECT count FROM catalog_counts WHERE what = 'bundles' AND name = '') AS bundles`); err != nil {
+		return out, fmt.Errorf("read counts: %w", err)
+	}
+	return out, nil
+}
+
+// SchemaCounts returns how many blobs of each schema the catalog has, by
+// schema, counted when the index was built; Known is left to the caller.
+func (c *Catalog) SchemaCounts(ctx context.Context) ([]client.SchemaCount, error) {
+	out := []client.SchemaCount{}
+	if err := c.sel(ctx, &out, `SELECT name AS schema, count FROM catalog_counts WHERE what = 'schema' ORDER BY name`); err != nil {
+		return nil, fmt.Errorf("read schema counts: %w", err)
+	}
+	return out, nil
+}
+
+// BlobFilter selects blobs by exact schema, package and name; an empty
+// field matches every blob.
+type BlobFilter struct{ Schema, Package, Name string }
+
+// Blobs calls fn with the data of each blob the filter selects, in
+// catalog order, as it is read: answers are streamed, not collected. The
+// slice is only valid during the call.
+func (c *Catalog) Blobs(ctx context.Context, f BlobFilter, fn func(data []byte) error) error {
+	var conds []string
+	var args []any
+	for _, col := range []struct{ name, value string }{{"schema", f.Schema}, {"package", f.Package}, {"name", f.Name}} {
+		if col.value != "" {
+			conds = append(conds, col.name+" = ?")
+			args = append(args, col.value)
+		}
+	}
+	query := `SELECT data FROM blobs`
+	if len(conds) > 0 {
+		query += ` WHERE ` + strings.Join(conds, " AND ")
+	}
+	query += ` ORDER BY id`
+	return c.each(ctx, query, args, func(rows *sqlx.Rows) error {
+		var data []byte
+		if err := rows.Scan(&data); err != nil {
+			return err
+		}
+		return fn(data)
+	})
+}
+
+// AllChunk is a run of consecutive blobs of the /all stream: their data
+// concatenated, the stream offset it starts at, and the id of the blob
+// after it.
+type AllChunk struct {
+	Data   []byte
+	Offset int64
+	NextID int64
+}
+
+// AllFrom reads up to n blobs of the /all stream starting with the blob
+// holding stream offset pos, appending their data to buf. Data is empty
+// past the end.
+func (c *Catalog) AllFrom(ctx context.Context, pos int64, n int, buf []byte) (AllChunk, error) {
+	return c.allChunk(ctx, `SELECT id, offset, data FROM blobs WHERE id >= (SELECT id FROM blobs WHERE offset <= ? ORDER BY offset DESC LIMIT 1) ORDER BY id LIMIT ?`, pos, n, buf)
+}
+
+// AllNext reads up to n blobs of the /all stream from blob id on (an
+// AllChunk's NextID), appending their data to buf.
+func (c *Catalog) AllNext(ctx context.Context, id int64, n int, buf []byte) (AllChunk, error) {
+	return c.allChunk(ctx, `SELECT id, offset, data FROM blobs WHERE id >= ? ORDER BY id LIMIT ?`, id, n, buf)
+}
+
+func (c *Catalog) allChunk(ctx context.Context, query string, from int64, n int, buf []byte) (AllChunk, error) {
+	out := AllChunk{Data: buf[:0]}
+	first := true
+	err := c.each(ctx, query, []any{from, n}, func(rows *sqlx.Rows) error {
+		var id, offset int64
+		var data []byte
+		if err := rows.Scan(&id, &offset, &data); err != nil {
+			return err
+		}
+		if first {
+			out.Offset = offset
+			first = false
+		}
+		out.Data = append(out.Data, data...)
+		out.NextID = id + 1
+		return nil
+	})
+	if err != nil {
+		return out, fmt.Errorf("read blobs: %w", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,146 @@
+// Package catalogdb owns every read query of a catalog index file: the
+// typed API the HTTP handlers call (packages, channels, bundles, upgrade
+// edges, GVK providers, counts, blobs), next to the SQL it runs. It answers
+// in plain Go types; what the API shows of them is the handlers' business.
+//
+// An index file never changes once it is live, so a Catalog prepares each
+// statement once and keeps it, and keeps what it derives from the file and
+// reads often (package summaries, channel heads, parsed skipRanges) for as
+// long as the file is open.
+package catalogdb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/jmoiron/sqlx"
+)
+
+// ErrNotFound says the package, channel, bundle or icon asked for is not
+// in the catalog; errors wrapping it name what was missing.
+var ErrNotFound = errors.New("not found")
+
+// maxCachedStatements bounds a file's statement cache; queries past it
+// (such as IN lists of every length) are prepared for one use.
+const maxCachedStatements = 256
+
+// Catalog reads one open index file. It is safe for concurrent use.
+type Catalog struct {
+	db *sqlx.DB
+
+	mu    sync.Mutex
+	stmts map[string]*sqlx.Stmt
+	// queries counts the statements run, so tests can check that an answer
+	// takes a fixed number of queries, not one per item.
+	queries atomic.Int64
+	// memo holds what was derived from the file (see memo).
+	memo sync.Map
+}
+
+// New reads through db, an open index file; the caller closes db after
+// Close.
+func New(db *sqlx.DB) *Catalog {
+	return &Catalog{db: db, stmts: map[string]*sqlx.Stmt{}}
+}
+
+// Close releases the prepared statements.
+func (c *Catalog) Close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, st := range c.stmts {
+		_ = st.Close()
+	}
+	c.stmts = map[string]*sqlx.Stmt{}
+}
+
+// Queries is how many statements have run on the file so far.
+func (c *Catalog) Queries() int64 { return c.queries.Load() }
+
+// stmt returns the prepared statement for query, and whether the caller
+// must close it (it was not cached). Preparing (parsing and planning) a
+// statement costs as much as running a small query, and the API runs the
+// same few dozen statements over and over.
+func (c *Catalog) stmt(ctx context.Context, query string) (*sqlx.Stmt, bool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if st, ok := c.stmts[query]; ok {
+		return st, false, nil
+	}
+	st, err := c.db.PreparexContext(ctx, query)
+	if err != nil {
+		return nil, false, err
+	}
+	if len(c.stmts) >= maxCachedStatements {
+		return st, true, nil
+	}
+	c.stmts[query] = st
+	return st, false, nil
+}
+
+// withStmt runs fn with the prepared statement for query.
+func (c *Catalog) withStmt(ctx context.Context, query string, fn func(*sqlx.Stmt) error) error {
+	st, once, err := c.stmt(ctx, query)
+	if err != nil {
+		return fmt.Errorf("prepare query: %w", err)
+	}
+	if once {
+		defer st.Close()
+	}
+	c.queries.Add(1)
+	return fn(st)
+}
+
+// get runs a query expected to return one row and scans it into dest.
+func (c *Catalog) get(ctx context.Context, dest any, query string, args ...any) error {
+	return c.withStmt(ctx, query, func(st *sqlx.Stmt) error { return st.GetContext(ctx, dest, args...) })
+}
+
+// sel runs a query and scans every row into dest, a pointer to a slice.
+func (c *Catalog) sel(ctx context.Context, dest any, query string, args ...any) error {
+	return c.withStmt(ctx, query, func(st *sqlx.Stmt) error { return st.SelectContext(ctx, dest, args...) })
+}
+
+// each runs a query and calls fn for each row, for answers streamed row by
+// row rather than collected.
+func (c *Catalog) each(ctx context.Context, query string, args []any, fn func(*sqlx.Rows) error) error {
+	return c.withStmt(ctx, query, func(st *sqlx.Stmt) error {
+		rows, err := st.QueryxContext(ctx, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			if err := fn(rows); err != nil {
+				return err
+			}
+		}
+		return rows.Err()
+	})
+}
+
+// memoEntry computes a memoised value once, whoever asks first.
+type memoEntry struct {
+	once sync.Once
+	v    any
+	err  error
+}
+
+// memo returns what compute derives from the file, computing it on the
+// first call for key and keeping it while the file is open: a live file
+// never changes, so whatever is read from it stays true. An error is not
+// kept (it may be the caller's cancelled context): the next call retries.
+// It is for small derived data read often.
+func memo[T any](c *Catalog, key string, compute func() (T, error)) (T, error) {
+	e, _ := c.memo.LoadOrStore(key, &memoEntry{})
+	m := e.(*memoEntry)
+	m.once.Do(func() { m.v, m.err = compute() })
+	if m.err != nil {
+		c.memo.CompareAndDelete(key, m)
+		var zero T
+		return zero, m.err
+	}
+	return m.v.(T), nil
+}

@@ -1,0 +1,106 @@
+package catalogdb
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/catalogd/catalogd/client"
+)
+
+// channelRow is a channel with its head, as computed when the index was built.
+type channelRow struct {
+	Name        string         `db:"name"`
+	Head        sql.NullString `db:"head"`
+	HeadVersion sql.NullString `db:"head_version"`
+	HeadProblem sql.NullString `db:"head_problem"`
+	EntryCount  int            `db:"entry_count"`
+	Deprecation sql.NullString `db:"deprecation"`
+}
+
+const channelColumns = `c.name, c.head, b.version AS head_version, c.head_problem,
+	(SELECT count(*) FROM channel_entries e WHERE e.package = c.package AND e.channel = c.name) AS entry_count,
+	(SELECT d.message FROM deprecations d WHERE d.package = c.package AND d.schema = 'olm.channel' AND d.name = c.name LIMIT 1) AS deprecation
+	FROM channels c LEFT JOIN bundles b ON b.package = c.package AND b.name = c.head`
+
+func (c channelRow) summary(defaultChannel string) client.ChannelSummary {
+	out := client.ChannelSummary{Name: c.Name, EntryCount: c.EntryCount, IsDefault: c.Name == defaultChannel,
+		HeadProblem: c.HeadProblem.String}
+	if c.Head.Valid {
+		out.Head = client.BundleRef{Name: c.Head.String, Version: c.HeadVersion.String}
+	}
+	if c.Deprecation.Valid {
+		out.Deprecation = client.Deprecation{Message: c.Deprecation.String}
+	}
+	return out
+}
+
+// Channels returns the channels of pkg, by name, each with its head.
+func (c *Catalog) Channels(ctx context.Context, pkg Package) ([]client.ChannelSummary, error) {
+	var rows []channelRow
+	if err := c.sel(ctx, &rows, `SELECT `+channelColumns+` WHERE c.package = ? ORDER BY c.name`, pkg.Name); err != nil {
+		return nil, fmt.Errorf("list channels of %q: %w", pkg.Name, err)
+	}
+	out := make([]client.ChannelSummary, 0, len(rows))
+	for _, row := range rows {
+		out = append(out, row.summary(pkg.DefaultChannel))
+	}
+	return out, nil
+}
+
+// HasChannel reports whether pkg has the named channel.
+func (c *Catalog) HasChannel(ctx context.Context, pkg, channel string) (bool, error) {
+	var exists bool
+	if err := c.get(ctx, &exists, `SELECT count(*) > 0 FROM channels WHERE package = ? AND name = ?`, pkg, channel); err != nil {
+		return false, fmt.Errorf("read channel %q: %w", channel, err)
+	}
+	return exists, nil
+}
+
+// Channel returns one channel of pkg with its entries in order, or an
+// error wrapping ErrNotFound.
+func (c *Catalog) Channel(ctx context.Context, pkg Package, name string) (client.Channel, error) {
+	var row channelRow
+	err := c.get(ctx, &row, `SELECT `+channelColumns+` WHERE c.package = ? AND c.name = ?`, pkg.Name, name)
+	if errors.Is(err, sql.ErrNoRows) {
+		return client.Channel{}, fmt.Errorf("channel %q: %w", name, ErrNotFound)
+	}
+	if err != nil {
+		return client.Channel{}, fmt.Errorf("read channel %q: %w", name, err)
+	}
+	sum := row.summary(pkg.DefaultChannel)
+	out := client.Channel{Name: row.Name, Package: pkg.Name, Head: sum.Head, HeadProblem: sum.HeadProblem,
+		IsDefault: sum.IsDefault, Deprecation: sum.Deprecation, Entries: []client.ChannelEntry{}}
+
+	var entries []struct {
+		ID        int64          `db:"id"`
+		Bundle    string         `db:"bundle"`
+		Replaces  string         `db:"replaces"`
+		SkipRange string         `db:"skip_range"`
+		Version   sql.NullString `db:"version"`
+	}
+	if err := c.sel(ctx, &entries, `SELECT e.id, e.bundle, e.replaces, e.skip_range, b.version
+		FROM channel_entries e LEFT JOIN bundles b ON b.package = e.package AND b.name = e.bundle
+		WHERE e.package = ? AND e.channel = ? ORDER BY e.position`, pkg.Name, name); err != nil {
+		return client.Channel{}, fmt.Errorf("read entries of channel %q: %w", name, err)
+	}
+	var skipRows []struct {
+		EntryID int64  `db:"entry_id"`
+		Skip    string `db:"skip"`
+	}
+	if err := c.sel(ctx, &skipRows, `SELECT s.entry_id, s.skip FROM channel_entries e
+		JOIN channel_entry_skips s ON s.entry_id = e.id
+		WHERE e.package = ? AND e.channel = ? ORDER BY e.position, s.rowid`, pkg.Name, name); err != nil {
+		return client.Channel{}, fmt.Errorf("read skips of channel %q: %w", name, err)
+	}
+	skips := map[int64][]string{}
+	for _, r := range skipRows {
+		skips[r.EntryID] = append(skips[r.EntryID], r.Skip)
+	}
+	for _, e := range entries {
+		out.Entries = append(out.Entries, client.ChannelEntry{Name: e.Bundle, Version: e.Version.String,
+			Replaces: e.Replaces, SkipRange: e.SkipRange, Skips: skips[e.ID]})
+	}
+	return out, nil
+}

@@ -1,0 +1,205 @@
+package catalogdb
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/catalogd/catalogd/client"
+	"github.com/catalogd/catalogd/internal/index"
+)
+
+// Package is a package's row, with what a console lists of it.
+type Package struct {
+	Name, DefaultChannel, Description string
+	HasIcon                           bool
+	Display                           index.Display
+}
+
+type packageRow struct {
+	Name           string         `db:"name"`
+	DefaultChannel string         `db:"default_channel"`
+	Description    string         `db:"description"`
+	HasIcon        bool           `db:"has_icon"`
+	Display        sql.NullString `db:"display"`
+}
+
+// decodeDisplay decodes what the build stored for listing a package; a
+// value that does not decode shows nothing.
+func decodeDisplay(raw sql.NullString) index.Display {
+	var d index.Display
+	if raw.Valid {
+		_ = json.Unmarshal([]byte(raw.String), &d)
+	}
+	return d
+}
+
+// Package returns the named package, or an error wrapping ErrNotFound.
+func (c *Catalog) Package(ctx context.Context, name string) (Package, error) {
+	var row packageRow
+	err := c.get(ctx, &row, `SELECT name, default_channel, description, display,
+		icon_data IS NOT NULL AND length(icon_data) > 0 AS has_icon FROM packages WHERE name = ?`, name)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Package{}, fmt.Errorf("package %q: %w", name, ErrNotFound)
+	}
+	if err != nil {
+		return Package{}, fmt.Errorf("read package %q: %w", name, err)
+	}
+	return Package{Name: row.Name, DefaultChannel: row.DefaultChannel, Description: row.Description,
+		HasIcon: row.HasIcon, Display: decodeDisplay(row.Display)}, nil
+}
+
+// Icon returns a package's icon and its media type (empty when the catalog
+// gave none); a package without an icon has empty data.
+func (c *Catalog) Icon(ctx context.Context, pkg string) ([]byte, string, error) {
+	var icon struct {
+		Data      []byte `db:"icon_data"`
+		MediaType string `db:"icon_media_type"`
+	}
+	err := c.get(ctx, &icon, `SELECT icon_data, icon_media_type FROM packages WHERE name = ?`, pkg)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, "", fmt.Errorf("package %q: %w", pkg, ErrNotFound)
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("read icon of %q: %w", pkg, err)
+	}
+	return icon.Data, icon.MediaType, nil
+}
+
+// Deprecation returns the deprecation message of a package (schema
+// olm.package, empty name), a channel or a bundle, "" if it has none.
+func (c *Catalog) Deprecation(ctx context.Context, pkg, schema, name string) (string, error) {
+	var msg string
+	err := c.get(ctx, &msg, `SELECT message FROM deprecations WHERE package = ? AND schema = ? AND name = ? LIMIT 1`, pkg, schema, name)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("read deprecation of %s %q: %w", schema, name, err)
+	}
+	return msg, nil
+}
+
+// BundleDeprecation is the bundle's own deprecation, or its package's: a
+// deprecated package deprecates every bundle in it.
+func (c *Catalog) BundleDeprecation(ctx context.Context, pkg, bundle string) (string, error) {
+	msg, err := c.Deprecation(ctx, pkg, "olm.bundle", bundle)
+	if err != nil || msg != "" {
+		return msg, err
+	}
+	return c.Deprecation(ctx, pkg, "olm.package", "")
+}
+
+// Problems returns the validation problems of a package, or of every
+// package when pkg is "".
+func (c *Catalog) Problems(ctx context.Context, pkg string) ([]client.ValidationProblem, error) {
+	out := []client.ValidationProblem{}
+	var err error
+	if pkg == "" {
+		err = c.sel(ctx, &out, `SELECT package, message FROM problems ORDER BY package, id`)
+	} else {
+		err = c.sel(ctx, &out, `SELECT package, message FROM problems WHERE package = ? ORDER BY id`, pkg)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read problems: %w", err)
+	}
+	return out, nil
+}
+
+// PackageIndex is every package's list entry, in name order.
+type PackageIndex struct {
+	Items  []client.PackageSummary
+	byName map[string]int
+}
+
+// Get returns the list entry of the named package.
+func (p *PackageIndex) Get(name string) (client.PackageSummary, bool) {
+	i, ok := p.byName[name]
+	if !ok {
+		return client.PackageSummary{}, false
+	}
+	return p.Items[i], true
+}
+
+// PackageSummaries returns every package's list entry, read in three
+// queries once per file and kept: a page of packages is then a slice of
+// it, where reading and decoding the rows of each page cost milliseconds.
+// It holds what a console lists of each package, a few hundred bytes each.
+func (c *Catalog) PackageSummaries(ctx context.Context) (*PackageIndex, error) {
+	return memo(c, "packageSummaries", func() (*PackageIndex, error) {
+		var rows []packageRow
+		if err := c.sel(ctx, &rows, `SELECT name, default_channel, display FROM packages ORDER BY name`); err != nil {
+			return nil, fmt.Errorf("list packages: %w", err)
+		}
+		var chRows []struct {
+			Package string `db:"package"`
+			Name    string `db:"name"`
+		}
+		if err := c.sel(ctx, &chRows, `SELECT package, name FROM channels ORDER BY package, name`); err != nil {
+			return nil, fmt.Errorf("list channels: %w", err)
+		}
+		channels := map[string][]string{}
+		for _, r := range chRows {
+			channels[r.Package] = append(channels[r.Package], r.Name)
+		}
+		var depRows []struct {
+			Package string `db:"package"`
+			Message string `db:"message"`
+		}
+		if err := c.sel(ctx, &depRows, `SELECT package, message FROM deprecations WHERE schema = 'olm.package' AND name = '' ORDER BY rowid`); err != nil {
+			return nil, fmt.Errorf("read deprecations: %w", err)
+		}
+		deprecations := map[string]client.Deprecation{}
+		for _, r := range depRows {
+			deprecations[r.Package] = client.Deprecation{Message: r.Message}
+		}
+		idx := &PackageIndex{Items: make([]client.PackageSummary, 0, len(rows)), byName: make(map[string]int, len(rows))}
+		for _, row := range rows {
+			m := decodeDisplay(row.Display)
+			chs := channels[row.Name]
+			if chs == nil {
+				chs = []string{}
+			}
+			idx.byName[row.Name] = len(idx.Items)
+			idx.Items = append(idx.Items, client.PackageSummary{
+				Name: row.Name, DefaultChannel: row.DefaultChannel, Channels: chs, Deprecation: deprecations[row.Name],
+				DisplayName: m.DisplayName, Provider: m.Provider, Keywords: m.Keywords, Maturity: m.Maturity,
+				ShortDescription: m.ShortDescription, Links: Links(m), Maintainers: Maintainers(m),
+			})
+		}
+		return idx, nil
+	})
+}
+
+// Links are a package's links as the API lists them.
+func Links(d index.Display) []client.Link {
+	var out []client.Link
+	for _, l := range d.Links {
+		out = append(out, client.Link{Name: l.Name, Url: l.URL})
+	}
+	return out
+}
+
+// Maintainers are a package's maintainers as the API lists them.
+func Maintainers(d index.Display) []client.Maintainer {
+	var out []client.Maintainer
+	for _, mt := range d.Maintainers {
+		out = append(out, client.Maintainer{Name: mt.Name, Email: mt.Email})
+	}
+	return out
+}
+
+// SearchPackages returns the names of the packages whose console entry
+// matches match (an FTS5 query), best first, whose name contains
+// nameFilter: limit of them from offset.
+func (c *Catalog) SearchPackages(ctx context.Context, match, nameFilter string, limit, offset int) ([]string, error) {
+	var names []string
+	if err := c.sel(ctx, &names, `SELECT s.name FROM package_search s JOIN packages p ON p.name = s.name
+		WHERE package_search MATCH ? AND instr(p.name, ?) > 0 ORDER BY s.rank, p.name LIMIT ? OFFSET ?`,
+		match, nameFilter, limit, offset); err != nil {
+		return nil, fmt.Errorf("search packages: %w", err)
+	}
+	return names, nil
+}

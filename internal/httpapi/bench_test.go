@@ -1,0 +1,217 @@
+package httpapi
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/jmoiron/sqlx"
+
+	"github.com/catalogd/catalogd/internal/catalogs"
+	"github.com/catalogd/catalogd/internal/index"
+	"github.com/catalogd/catalogd/internal/store"
+	"github.com/catalogd/catalogd/test/benchenv"
+	"github.com/catalogd/catalogd/test/fbcgen"
+)
+
+// BenchmarkHTTP serves three copies of the benchmark catalog over loopback
+// HTTP and reports p50/p99 latency per endpoint, the request rate with
+// concurrent clients, and the peak RSS while serving.
+func BenchmarkHTTP(b *testing.B) {
+	dir := benchenv.Catalog(b)
+	store, err := store.New(b.TempDir(), logr.Discard())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer store.Close()
+	reg := catalogs.NewTable()
+	for i, name := range []string{"one", "two", "three"} {
+		if _, _, _, err := store.Update(context.Background(), name, index.Source{FS: os.DirFS(dir), Ref: dir, Digest: fmt.Sprintf("sha256:%d", i)}); err != nil {
+			b.Fatal(err)
+		}
+		reg.Put(catalogs.Catalog{Name: name, Source: dir, State: catalogs.Serving})
+	}
+	api, err := New(reg, store, Options{Log: logr.Discard()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := httptest.NewServer(api)
+	defer srv.Close()
+
+	snap, err := store.Acquire("one")
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The answers measured are those of a real catalog's shape: a package
+	// with a channel of 100 or more entries (the shortest such), upgrades
+	// from its oldest bundle, the GVK that about 95 bundles provide (see
+	// BENCH_GEN_FLAGS), a typical GVK (the median by providers) and the
+	// widest one (thousands of providers).
+	var pkg, channel, head, from, group, version, kind, tgroup, tversion, tkind string
+	// Picking the answers to measure takes SQL of its own, on a connection
+	// of the benchmark's.
+	db, err := sqlx.Open("sqlite", "file:"+snap.Info.Path+"?mode=ro&immutable=1")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	must := func(err error) {
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	must(db.QueryRow(`SELECT package, channel FROM channel_entries GROUP BY package, channel HAVING count(*) >= 100 ORDER BY count(*), package LIMIT 1`).Scan(&pkg, &channel))
+	must(db.Get(&head, `SELECT head FROM channels WHERE package = ? AND name = ?`, pkg, channel))
+	must(db.Get(&from, `SELECT name FROM bundles WHERE package = ? ORDER BY version_rank LIMIT 1`, pkg))
+	const byProviders = `SELECT grp, version, kind FROM provided_gvks GROUP BY grp, version, kind ORDER BY count(DISTINCT bundle_id) DESC, kind LIMIT 1 OFFSET ?`
+	var distinct, wide int
+	must(db.Get(&distinct, `SELECT count(*) FROM (SELECT DISTINCT grp, version, kind FROM provided_gvks)`))
+	must(db.QueryRow(byProviders, 0).Scan(&group, &version, &kind))
+	must(db.QueryRow(byProviders, distinct/2).Scan(&tgroup, &tversion, &tkind))
+	w := fbcgen.WideGVK
+	must(db.Get(&wide, `SELECT count(DISTINCT bundle_id) FROM provided_gvks WHERE grp = ? AND version = ? AND kind = ?`, w.Group, w.Version, w.Kind))
+	snap.Release()
+	if wide < 90 {
+		b.Logf("only %d bundles provide %s/%s %s; generate the catalog with -wide-gvk-bundles (make bench does)", wide, w.Group, w.Version, w.Kind)
+	}
+
+	widest := "group=" + url.QueryEscape(group) + "&version=" + version + "&kind=" + kind
+	typical := "group=" + url.QueryEscape(tgroup) + "&version=" + tversion + "&kind=" + tkind
+	wideGVK := "group=" + url.QueryEscape(w.Group) + "&version=" + w.Version + "&kind=" + w.Kind
+	base := "/catalogs/one/packages/" + pkg
+	endpoints := []struct{ name, path string }{
+		{"catalogs", "/catalogs"},
+		{"catalog", "/catalogs/one"},
+		{"packages-50", "/catalogs/one/packages?limit=50"},
+		{"packages-100", "/catalogs/one/packages?limit=100"},
+		{"search", "/catalogs/one/packages?q=operator&limit=20"},
+		{"package", base},
+		{"channels-with-heads", base + "/channels"},
+		{"channel-100-entries", base + "/channels/" + channel},
+		{"bundles-100", base + "/bundles?limit=100"},
+		{"bundles-version-20", base + "/bundles?limit=20&version=" + url.QueryEscape(">=0.0.0")},
+		{"bundle", base + "/bundles/" + head},
+		{"upgrades-from-oldest", base + "/upgrades?from=" + from},
+		{"providers-typical", "/catalogs/one/providers?" + typical},
+		{"providers-typical-latest", "/catalogs/one/providers?latest=true&" + typical},
+		{"providers-all-catalogs-typical", "/providers?" + typical},
+		{"providers-wide", "/catalogs/one/providers?" + wideGVK},
+		{"providers-all-catalogs-wide", "/providers?" + wideGVK},
+		{"providers-widest", "/catalogs/one/providers?" + widest},
+		{"metas-package", "/catalogs/one/api/v1/metas?schema=olm.package"},
+	}
+	debug.FreeOSMemory()
+	benchenv.ResetPeakRSS()
+	get := func(path string) {
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			b.Fatalf("%s: status %d", path, resp.StatusCode)
+		}
+	}
+	const n = 1000
+	for _, ep := range endpoints {
+		b.Run(ep.name, func(b *testing.B) {
+			for b.Loop() {
+				lat := make([]time.Duration, n)
+				for i := range lat {
+					start := time.Now()
+					get(ep.path)
+					lat[i] = time.Since(start)
+				}
+				sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+				b.ReportMetric(float64(lat[n/2].Microseconds())/1000, "p50-ms")
+				b.ReportMetric(float64(lat[n*99/100].Microseconds())/1000, "p99-ms")
+			}
+		})
+	}
+	b.Run("rate", func(b *testing.B) {
+		for b.Loop() {
+			var done atomic.Int64
+			deadline := time.Now().Add(3 * time.Second)
+			var wg sync.WaitGroup
+			for w := 0; w < 4; w++ {
+				wg.Add(1)
+				go func(w int) {
+					defer wg.Done()
+					for i := w; time.Now().Before(deadline); i++ {
+						get(endpoints[4+i%12].path)
+						done.Add(1)
+					}
+				}(w)
+			}
+			wg.Wait()
+			b.ReportMetric(float64(done.Load())/3, "req/s")
+		}
+	})
+	// The peak since the indexes were built: serving the three catalogs,
+	// with the load generator in the same process.
+	b.Run("memory", func(b *testing.B) {
+		for b.Loop() {
+		}
+		b.ReportMetric(benchenv.PeakRSSMiB(), "serving-peak-RSS-MiB")
+	})
+}
+
+// BenchmarkBundleManyProperties reads one bundle of 20,000 properties (a
+// blob of about 1 MB), which took seconds per request while each
+// property's value was cut from a fresh copy of the whole blob.
+func BenchmarkBundleManyProperties(b *testing.B) {
+	const n = 20000
+	props := make([]string, 0, n+1)
+	props = append(props, `{"type":"olm.package","value":{"packageName":"p","version":"1.0.0"}}`)
+	for i := range n - 1 {
+		props = append(props, fmt.Sprintf(`{"type":"example.com/p%d","value":{"index":%d,"text":"some filler text"}}`, i, i))
+	}
+	dir := b.TempDir()
+	catalog := `{"schema":"olm.package","name":"p","defaultChannel":"c"}` + "\n" +
+		`{"schema":"olm.bundle","name":"p.v1.0.0","package":"p","image":"i","properties":[` + strings.Join(props, ",") + "]}\n" +
+		`{"schema":"olm.channel","name":"c","package":"p","entries":[{"name":"p.v1.0.0"}]}` + "\n"
+	if err := os.WriteFile(filepath.Join(dir, "c.json"), []byte(catalog), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	store, err := store.New(b.TempDir(), logr.Discard())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer store.Close()
+	reg := catalogs.NewTable()
+	if _, _, _, err := store.Update(context.Background(), "one", index.Source{FS: os.DirFS(dir), Ref: dir, Digest: "sha256:1"}); err != nil {
+		b.Fatal(err)
+	}
+	reg.Put(catalogs.Catalog{Name: "one", Source: dir, State: catalogs.Serving})
+	api, err := New(reg, store, Options{Log: logr.Discard()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := httptest.NewServer(api)
+	defer srv.Close()
+	for b.Loop() {
+		resp, err := http.Get(srv.URL + "/catalogs/one/packages/p/bundles/p.v1.0.0")
+		if err != nil {
+			b.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			b.Fatalf("status %d", resp.StatusCode)
+		}
+	}
+}

@@ -1,0 +1,40 @@
+package httpapi
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/catalogd/catalogd/client"
+	"github.com/catalogd/catalogd/internal/catalogdb"
+	"github.com/catalogd/catalogd/internal/store"
+)
+
+func (s *Server) listChannels(r *http.Request, snap *store.Snapshot) (any, error) {
+	pkg, err := lookupPackage(r.Context(), snap, chi.URLParam(r, "package"))
+	if err != nil {
+		return nil, err
+	}
+	items, err := snap.Catalog.Channels(r.Context(), pkg)
+	if err != nil {
+		return nil, err
+	}
+	return client.ChannelList{Items: items}, nil
+}
+
+func (s *Server) getChannel(r *http.Request, snap *store.Snapshot) (any, error) {
+	pkg, err := lookupPackage(r.Context(), snap, chi.URLParam(r, "package"))
+	if err != nil {
+		return nil, err
+	}
+	name := chi.URLParam(r, "channel")
+	ch, err := snap.Catalog.Channel(r.Context(), pkg, name)
+	if errors.Is(err, catalogdb.ErrNotFound) {
+		return nil, notFound("channel", "package %q has no channel %q", pkg.Name, name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return ch, nil
+}

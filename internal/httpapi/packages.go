@@ -1,0 +1,209 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/catalogd/catalogd/client"
+	"github.com/catalogd/catalogd/internal/catalogdb"
+	"github.com/catalogd/catalogd/internal/store"
+)
+
+const (
+	defaultLimit = 100
+	maxLimit     = 1000
+)
+
+// page is a request's pagination: how many items, and where to resume.
+type page struct {
+	limit int
+	// after is the key of the last item of the previous page ("" at the start).
+	after string
+}
+
+// pageToken is what a continue token holds. Binding it to the content digest
+// means a token never resumes a list in a different index, where the keys
+// may mean something else.
+type pageToken struct {
+	Digest string `json:"d"`
+	After  string `json:"a"`
+}
+
+func parsePage(r *http.Request, digest string) (page, error) {
+	p := page{limit: defaultLimit}
+	q := r.URL.Query()
+	if v := q.Get("limit"); v != "" || q.Has("limit") {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxLimit {
+			return p, badParam("limit", "limit must be a whole number from 1 to %d, got %q", maxLimit, v)
+		}
+		p.limit = n
+	}
+	if v := q.Get("continue"); v != "" {
+		raw, err := base64.RawURLEncoding.DecodeString(v)
+		var tok pageToken
+		if err == nil {
+			err = json.Unmarshal(raw, &tok)
+		}
+		if err != nil || tok.After == "" {
+			return p, badParam("continue", "continue token %q is not one this server gave out; pass the token from the previous page unchanged", v)
+		}
+		if tok.Digest != shortDigest(digest) {
+			return p, badParam("continue", "continue token belongs to an older index of this catalog; start the list again without continue")
+		}
+		p.after = tok.After
+	}
+	return p, nil
+}
+
+func continueToken(digest, after string) string {
+	raw, _ := json.Marshal(pageToken{Digest: shortDigest(digest), After: after})
+	return base64.RawURLEncoding.EncodeToString(raw)
+}
+
+func shortDigest(d string) string {
+	d = strings.TrimPrefix(d, "sha256:")
+	if len(d) > 16 {
+		return d[:16]
+	}
+	return d
+}
+
+// ftsQuery turns free text into an FTS5 query that cannot be a syntax
+// error: every word becomes a quoted prefix term, and all must match.
+func ftsQuery(q string) string {
+	words := strings.FieldsFunc(q, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+	terms := make([]string, 0, len(words))
+	for _, w := range words {
+		terms = append(terms, `"`+w+`"*`)
+	}
+	return strings.Join(terms, " ")
+}
+
+func (s *Server) listPackages(r *http.Request, snap *store.Snapshot) (any, error) {
+	ctx := r.Context()
+	pg, err := parsePage(r, snap.Info.Digest)
+	if err != nil {
+		return nil, err
+	}
+	all, err := snap.Catalog.PackageSummaries(ctx)
+	if err != nil {
+		return nil, err
+	}
+	q := r.URL.Query()
+	nameFilter := q.Get("name")
+	out := client.PackageList{Items: []client.PackageSummary{}}
+	if text := q.Get("q"); q.Has("q") {
+		match := ftsQuery(text)
+		if match == "" {
+			return nil, badParam("q", "q must contain at least one word to search for, got %q", text)
+		}
+		// Ranked results page by position: the order is stable for one index.
+		offset := 0
+		if pg.after != "" {
+			if offset, err = strconv.Atoi(pg.after); err != nil || offset < 0 {
+				return nil, badParam("continue", "continue token does not belong to a search; start again without continue")
+			}
+		}
+		names, err := snap.Catalog.SearchPackages(ctx, match, nameFilter, pg.limit+1, offset)
+		if err != nil {
+			return nil, err
+		}
+		if len(names) > pg.limit {
+			names = names[:pg.limit]
+			out.Continue = continueToken(snap.Info.Digest, strconv.Itoa(offset+pg.limit))
+		}
+		for _, name := range names {
+			if p, ok := all.Get(name); ok {
+				out.Items = append(out.Items, p)
+			}
+		}
+		return out, nil
+	}
+	start, _ := slices.BinarySearchFunc(all.Items, pg.after, func(p client.PackageSummary, after string) int {
+		return strings.Compare(p.Name, after)
+	})
+	for _, p := range all.Items[start:] {
+		if p.Name <= pg.after || !strings.Contains(p.Name, nameFilter) {
+			continue
+		}
+		if len(out.Items) == pg.limit {
+			out.Continue = continueToken(snap.Info.Digest, out.Items[len(out.Items)-1].Name)
+			break
+		}
+		out.Items = append(out.Items, p)
+	}
+	return out, nil
+}
+
+// lookupPackage reads the {package} of a request, or answers 404.
+func lookupPackage(ctx context.Context, snap *store.Snapshot, name string) (catalogdb.Package, error) {
+	p, err := snap.Catalog.Package(ctx, name)
+	if errors.Is(err, catalogdb.ErrNotFound) {
+		return p, notFound("package", "no package named %q in this catalog", name)
+	}
+	return p, err
+}
+
+func (s *Server) getPackage(r *http.Request, snap *store.Snapshot) (any, error) {
+	ctx := r.Context()
+	row, err := lookupPackage(ctx, snap, chi.URLParam(r, "package"))
+	if err != nil {
+		return nil, err
+	}
+	channels, err := snap.Catalog.Channels(ctx, row)
+	if err != nil {
+		return nil, err
+	}
+	dep, err := snap.Catalog.Deprecation(ctx, row.Name, "olm.package", "")
+	if err != nil {
+		return nil, err
+	}
+	problems, err := snap.Catalog.Problems(ctx, row.Name)
+	if err != nil {
+		return nil, err
+	}
+	m := row.Display
+	return client.Package{
+		Name: row.Name, DefaultChannel: row.DefaultChannel, Description: row.Description, HasIcon: row.HasIcon,
+		Channels: channels, Deprecation: client.Deprecation{Message: dep}, Problems: problems,
+		DisplayName: m.DisplayName, Provider: m.Provider, Keywords: m.Keywords, Maturity: m.Maturity,
+		ShortDescription: m.ShortDescription, Links: catalogdb.Links(m), Maintainers: catalogdb.Maintainers(m),
+	}, nil
+}
+
+func (s *Server) getIcon(w http.ResponseWriter, r *http.Request, snap *store.Snapshot) error {
+	name := chi.URLParam(r, "package")
+	etag := requestETag(snap.Info.Digest, r)
+	data, mediaType, err := snap.Catalog.Icon(r.Context(), name)
+	if errors.Is(err, catalogdb.ErrNotFound) {
+		return notFound("package", "no package named %q in this catalog", name)
+	}
+	if err != nil {
+		return err
+	}
+	if len(data) == 0 {
+		return notFound("package", "package %q has no icon", name)
+	}
+	if notModified(w, r, etag, snap.Info.BuiltAt) {
+		return nil
+	}
+	if mediaType == "" {
+		mediaType = http.DetectContentType(data)
+	}
+	// Icons are small and mostly compressed already, so they are sent as they are.
+	setValidators(w, representationETag(etag, acceptsGzip(r)), snap.Info.BuiltAt)
+	w.Header().Set("Content-Type", mediaType)
+	w.Header().Set("Content-Length", strconv.Itoa(len(data)))
+	_, err = w.Write(data)
+	return err
+}

@@ -1,0 +1,141 @@
+package httpapi
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/catalogd/catalogd/client"
+)
+
+// writeCatalog writes blobs, one JSON document a line, as a catalog
+// directory and returns it.
+func writeCatalog(t *testing.T, blobs []string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "catalog.json"), []byte(strings.Join(blobs, "\n")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func testBundle(pkg, version string) string {
+	return fmt.Sprintf(`{"schema":"olm.bundle","name":"%s.v%s","package":"%s","image":"img/%s:%s","properties":[`+
+		`{"type":"olm.package","value":{"packageName":"%s","version":"%s"}}]}`, pkg, version, pkg, pkg, version, pkg, version)
+}
+
+// chainCatalog is one package of n bundles 1.0.0 ... n.0.0 in one channel,
+// each replacing the one before and with a skipRange over every older
+// version: from the oldest there are n-1 upgrades.
+func chainCatalog(n int) []string {
+	blobs := []string{`{"schema":"olm.package","name":"p","defaultChannel":"c"}`}
+	var entries []string
+	for i := 1; i <= n; i++ {
+		blobs = append(blobs, testBundle("p", fmt.Sprintf("%d.0.0", i)))
+		e := fmt.Sprintf(`{"name":"p.v%d.0.0"`, i)
+		if i > 1 {
+			e += fmt.Sprintf(`,"replaces":"p.v%d.0.0","skipRange":"<%d.0.0"`, i-1, i)
+		}
+		entries = append(entries, e+"}")
+	}
+	return append(blobs, `{"schema":"olm.channel","name":"c","package":"p","entries":[`+strings.Join(entries, ",")+`]}`)
+}
+
+// TestUpgradesQueryCount checks that an upgrades answer takes the same few
+// queries whatever its length: it used to read each edge's bundle with a
+// query of its own.
+func TestUpgradesQueryCount(t *testing.T) {
+	const maxQueries = 10
+	for _, n := range []int{5, 300} {
+		t.Run(fmt.Sprint(n, " bundles"), func(t *testing.T) {
+			h := newHarness(t)
+			h.add("cat", writeCatalog(t, chainCatalog(n)), 0)
+			snap, err := h.store.Acquire("cat")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer snap.Release()
+			before := snap.Catalog.Queries()
+			resp, err := h.client.ListUpgradesWithResponse(context.Background(), "cat", "p", &client.ListUpgradesParams{From: "p.v1.0.0"})
+			if err != nil || resp.JSON200 == nil {
+				t.Fatalf("upgrades: %v %s", err, resp.Body)
+			}
+			queries := snap.Catalog.Queries() - before
+			if got := len(resp.JSON200.Items); got != n-1 {
+				t.Errorf("%d upgrades from the oldest of %d bundles, want %d", got, n, n-1)
+			}
+			for _, e := range resp.JSON200.Items {
+				want := "[skipRange]"
+				if e.Name == "p.v2.0.0" {
+					want = "[replaces skipRange]"
+				}
+				if fmt.Sprint(e.Rules) != want {
+					t.Errorf("%s: rules %v, want %s", e.Name, e.Rules, want)
+				}
+			}
+			if queries > maxQueries {
+				t.Errorf("the answer took %d queries, want at most %d whatever its length", queries, maxQueries)
+			}
+		})
+	}
+}
+
+// TestRepeatedEntryUpgrades: an entry a channel lists twice gives its
+// skipRange edge once.
+func TestRepeatedEntryUpgrades(t *testing.T) {
+	h := newHarness(t)
+	h.add("cat", writeCatalog(t, []string{
+		`{"schema":"olm.package","name":"p","defaultChannel":"c"}`,
+		testBundle("p", "1.0.0"), testBundle("p", "2.0.0"),
+		`{"schema":"olm.channel","name":"c","package":"p","entries":[{"name":"p.v1.0.0"},` +
+			`{"name":"p.v2.0.0","skipRange":"<2.0.0"},{"name":"p.v2.0.0","skipRange":"<2.0.0"}]}`,
+	}), 0)
+	resp, err := h.client.ListUpgradesWithResponse(context.Background(), "cat", "p", &client.ListUpgradesParams{From: "p.v1.0.0"})
+	if err != nil || resp.JSON200 == nil {
+		t.Fatalf("upgrades: %v %s", err, resp.Body)
+	}
+	if got := fmt.Sprint(resp.JSON200.Items); len(resp.JSON200.Items) != 1 || fmt.Sprint(resp.JSON200.Items[0].Rules) != "[skipRange]" {
+		t.Errorf("upgrades %s, want p.v2.0.0 in c by skipRange once", got)
+	}
+}
+
+// TestRangeLimits checks that /all refuses Range lists that multiply a
+// request's cost: more than maxRanges ranges, or overlapping ones.
+func TestRangeLimits(t *testing.T) {
+	h := newHarness(t)
+	h.add("demo", demoDir, 0)
+	many := make([]string, 1000)
+	for i := range many {
+		many[i] = fmt.Sprintf("%d-%d", 2*i, 2*i)
+	}
+	sixteen := make([]string, maxRanges)
+	for i := range sixteen {
+		sixteen[i] = fmt.Sprintf("%d-%d", 10*i, 10*i+4)
+	}
+	tests := []struct {
+		name, header string
+		status       int
+		// maxBody bounds the answer's length.
+		maxBody int
+	}{
+		{"1000 small ranges", "bytes=" + strings.Join(many, ","), http.StatusRequestedRangeNotSatisfiable, 1024},
+		{"overlapping", "bytes=0-99,50-149", http.StatusRequestedRangeNotSatisfiable, 1024},
+		{"the same range twice", "bytes=0-,0-", http.StatusRequestedRangeNotSatisfiable, 1024},
+		{"suffix overlapping a range", "bytes=0-10,-1000000", http.StatusRequestedRangeNotSatisfiable, 1024},
+		{"16 disjoint ranges", "bytes=" + strings.Join(sixteen, ","), http.StatusPartialContent, 16 * 1024},
+		{"one range", "bytes=100-199", http.StatusPartialContent, 100},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			resp := h.get("/catalogs/demo/api/v1/all", "Range", tc.header, "Accept-Encoding", "identity")
+			body := readAll(t, resp)
+			if resp.StatusCode != tc.status || len(body) > tc.maxBody {
+				t.Errorf("status %d, %d bytes; want %d and at most %d bytes", resp.StatusCode, len(body), tc.status, tc.maxBody)
+			}
+		})
+	}
+}
