@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/url"
 	"os"
 	"sync"
 	"time"
@@ -117,9 +118,8 @@ func Build(ctx context.Context, path string, src Source, builtAt time.Time) (sta
 // page's size on each cached page, so the 32 MiB tried before cost some
 // 70 MiB of RSS, and builds measured no faster for it.
 func openForBuild(path string) (*sqlx.DB, error) {
-	dsn := "file:" + path + "?_pragma=journal_mode(OFF)&_pragma=synchronous(OFF)" +
-		"&_pragma=locking_mode(EXCLUSIVE)&_pragma=temp_store(MEMORY)&_pragma=cache_size(-8192)" +
-		"&_pragma=page_size(8192)"
+	dsn := FileURI(path, url.Values{"_pragma": {"journal_mode(OFF)", "synchronous(OFF)",
+		"locking_mode(EXCLUSIVE)", "temp_store(MEMORY)", "cache_size(-8192)", "page_size(8192)"}})
 	db, err := sqlx.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("open index %s: %w", path, err)
