@@ -49,6 +49,9 @@ type Source struct {
 	// Digest identifies the content: equal digests mean equal content, which
 	// is what lets Store skip a rebuild.
 	Digest string
+	// Limits bound the size of the content's files and blobs; zero fields
+	// take the defaults.
+	Limits Limits
 }
 
 // Stats describes a built index.
@@ -142,7 +145,9 @@ func load(ctx context.Context, db *sqlx.DB, src Source, builtAt time.Time) (Stat
 	}
 	defer l.close()
 
-	if err := walk(ctx, src.FS, buildLimits, l.add); err != nil {
+	limits := buildLimits
+	limits.content = src.Limits
+	if err := walk(ctx, src.FS, limits, l.add); err != nil {
 		return Stats{}, err
 	}
 	if err := l.finish(ctx); err != nil {
@@ -187,6 +192,8 @@ func (b blob) size() int64 {
 type walkLimits struct {
 	workers, aheadFiles, fileBuffer int
 	aheadBytes                      int64
+	// content bounds each file and blob (see Limits).
+	content Limits
 }
 
 var buildLimits = walkLimits{workers: 2, aheadFiles: 32, fileBuffer: 1024, aheadBytes: 16 << 20}
@@ -195,6 +202,7 @@ func walk(ctx context.Context, fsys fs.FS, limits walkLimits, add func(context.C
 	if fsys == nil {
 		return errors.New("parse catalog: no filesystem given")
 	}
+	content := limits.content.withDefaults()
 	paths, err := catalogFiles(fsys)
 	if err != nil {
 		return fmt.Errorf("list catalog files: %w", err)
@@ -224,7 +232,7 @@ func walk(ctx context.Context, fsys fs.FS, limits walkLimits, add func(context.C
 			}
 			go func() {
 				defer func() { <-workers }()
-				parseFile(ctx, fsys, path, file, func(b blob) bool { return budget.acquire(i, b.size()) })
+				parseFile(ctx, fsys, path, content, file, func(b blob) bool { return budget.acquire(i, b.size()) })
 			}()
 		}
 	}()
@@ -341,7 +349,7 @@ func catalogFiles(fsys fs.FS) ([]string, error) {
 // parseFile streams one file's blobs into out and closes it; a failure is
 // sent as the last blob. reserve is called before each blob is sent and
 // reports false when the walk is cancelled.
-func parseFile(ctx context.Context, fsys fs.FS, path string, out chan<- blob, reserve func(blob) bool) {
+func parseFile(ctx context.Context, fsys fs.FS, path string, limits Limits, out chan<- blob, reserve func(blob) bool) {
 	defer close(out)
 	send := func(b blob) bool {
 		if !reserve(b) {
@@ -360,12 +368,21 @@ func parseFile(ctx context.Context, fsys fs.FS, path string, out chan<- blob, re
 		return
 	}
 	defer f.Close()
-	err = declcfg.WalkMetasReader(f, func(meta *declcfg.Meta, err error) error {
+	guarded := newGuardedReader(f, limits)
+	err = declcfg.WalkMetasReader(guarded, func(meta *declcfg.Meta, err error) error {
+		if guarded.err != nil {
+			// The parser's error is only that it could not read on.
+			return invalid(guarded.err)
+		}
 		if err != nil {
 			return invalid(err)
 		}
 		if meta.Schema == "" {
 			return invalid(fmt.Errorf("blob without a schema: %.200s", meta.Blob))
+		}
+		if n := int64(len(bytes.TrimSuffix(meta.Blob, []byte("\n")))); n > limits.BlobBytes {
+			// A YAML document can grow on the way to JSON.
+			return invalid(fmt.Errorf("blob %s %q is %d bytes, over the limit of %d bytes per blob", meta.Schema, meta.Name, n, limits.BlobBytes))
 		}
 		value, starts, err := decodeValue(meta)
 		if err != nil {
@@ -376,6 +393,9 @@ func parseFile(ctx context.Context, fsys fs.FS, path string, out chan<- blob, re
 		}
 		return nil
 	})
+	if err == nil && guarded.err != nil {
+		err = invalid(guarded.err) // a limit broken where the parser stopped anyway
+	}
 	if err != nil {
 		send(blob{err: fmt.Errorf("parse %s: %w", path, err)})
 	}
