@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"testing"
 	"time"
@@ -100,4 +101,33 @@ func BenchmarkBuild(b *testing.B) {
 	b.ReportMetric(benchenv.PeakRSSMiB(), "peak-RSS-MiB")
 	b.ReportMetric(float64(size)/(1<<20), "file-MiB")
 	b.ReportMetric(float64(stats.Bundles), "bundles")
+}
+
+// BenchmarkBuildReplacesChain indexes one package whose single channel is
+// a replaces chain of n bundles, and reports the peak RSS: validating such
+// a chain the way operator-registry does takes memory quadratic in n.
+func BenchmarkBuildReplacesChain(b *testing.B) {
+	for _, n := range []int{10_000, 50_000} {
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			fsys := chainCatalog("chain", n)
+			tmp := b.TempDir()
+			runtime.GC()
+			benchenv.ResetPeakRSS()
+			i := 0
+			var stats Stats
+			for b.Loop() {
+				path := filepath.Join(tmp, strconv.Itoa(i)+".db")
+				i++
+				var err error
+				if stats, err = Build(context.Background(), path, Source{FS: fsys, Digest: "sha256:chain"}, time.Now()); err != nil {
+					b.Fatal(err)
+				}
+				os.Remove(path)
+			}
+			if stats.Bundles != n || stats.Problems != 0 {
+				b.Fatalf("stats %+v, want %d bundles and no problem", stats, n)
+			}
+			b.ReportMetric(benchenv.PeakRSSMiB(), "peak-RSS-MiB")
+		})
+	}
 }
