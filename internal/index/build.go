@@ -200,6 +200,9 @@ type walkLimits struct {
 
 var buildLimits = walkLimits{workers: 2, aheadFiles: 32, fileBuffer: 1024, aheadBytes: 16 << 20}
 
+// walk parses the catalog's files and calls add with each blob, in walk
+// order. add must not keep b.meta.Blob, or slices of it, once it returns:
+// the walk reuses large buffers (see bufferPool).
 func walk(ctx context.Context, fsys fs.FS, limits walkLimits, add func(context.Context, blob) error) error {
 	if fsys == nil {
 		return errors.New("parse catalog: no filesystem given")
@@ -215,6 +218,7 @@ func walk(ctx context.Context, fsys fs.FS, limits walkLimits, add func(context.C
 	// The launcher opens files in walk order; the loader takes each file's
 	// channel from opened in the same order.
 	budget := newByteBudget(ctx, limits.aheadBytes)
+	pool := &bufferPool{max: 2 * int(limits.aheadBytes)}
 	opened := make(chan chan blob, limits.aheadFiles)
 	workers := make(chan struct{}, limits.workers)
 	go func() {
@@ -234,7 +238,7 @@ func walk(ctx context.Context, fsys fs.FS, limits walkLimits, add func(context.C
 			}
 			go func() {
 				defer func() { <-workers }()
-				parseFile(ctx, fsys, path, content, file, fileBudget{budget, i})
+				parseFile(ctx, fsys, path, content, file, fileBudget{budget, i}, pool)
 			}()
 		}
 	}()
@@ -252,6 +256,7 @@ func walk(ctx context.Context, fsys fs.FS, limits walkLimits, add func(context.C
 			if err != nil {
 				return err
 			}
+			pool.put(b.meta.Blob)
 		}
 		if err := ctx.Err(); err != nil {
 			return err
@@ -392,7 +397,7 @@ func catalogFiles(fsys fs.FS) ([]string, error) {
 // do not both parse (operator-registry's parser then reads the rest as
 // YAML), goes to operator-registry's parser, which takes several times a
 // blob's size.
-func parseFile(ctx context.Context, fsys fs.FS, path string, limits Limits, out chan<- blob, budget fileBudget) {
+func parseFile(ctx context.Context, fsys fs.FS, path string, limits Limits, out chan<- blob, budget fileBudget, pool *bufferPool) {
 	defer close(out)
 	send := func(b blob) bool {
 		budget.settle(b.size())
@@ -420,7 +425,7 @@ func parseFile(ctx context.Context, fsys fs.FS, path string, limits Limits, out 
 		return
 	}
 	if bytes.HasPrefix(bytes.TrimLeftFunc(head, unicode.IsSpace), []byte("{")) {
-		done, err := parseJSONStream(ctx, io.MultiReader(bytes.NewReader(head), guarded), guarded, limits, budget, send)
+		done, err := parseJSONStream(ctx, io.MultiReader(bytes.NewReader(head), guarded), guarded, limits, budget, pool, send)
 		f.Close()
 		if done {
 			if err != nil {
@@ -470,8 +475,9 @@ func readError(guarded *guardedReader, err error) error {
 // parseJSONStream sends the blobs of a JSON stream; see parseFile. It
 // reports done == false, having sent nothing, when the stream's first two
 // values do not both parse.
-func parseJSONStream(ctx context.Context, r io.Reader, guarded *guardedReader, limits Limits, budget fileBudget, send func(blob) bool) (done bool, err error) {
-	split := &jsonSplitter{r: r}
+func parseJSONStream(ctx context.Context, r io.Reader, guarded *guardedReader, limits Limits, budget fileBudget, pool *bufferPool, send func(blob) bool) (done bool, err error) {
+	split := &jsonSplitter{r: r, pool: pool}
+	defer func() { pool.put(split.raw) }()
 	var first []blob // held until a second value parses
 	parsed := 0
 	for {
@@ -489,7 +495,9 @@ func parseJSONStream(ctx context.Context, r io.Reader, guarded *guardedReader, l
 				return true, ctx.Err()
 			}
 			var ok bool
-			if meta, ok = canonicalMeta(raw); !ok {
+			out := pool.get(len(raw) + 1)
+			if meta, ok = canonicalMeta(raw, out); !ok {
+				pool.put(out)
 				meta = &declcfg.Meta{}
 				err = meta.UnmarshalJSON(raw)
 			}

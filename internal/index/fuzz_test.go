@@ -73,7 +73,7 @@ func FuzzCanonicalMeta(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		got, ok := canonicalMeta(data)
+		got, ok := canonicalMeta(data, nil)
 		if !ok {
 			return
 		}

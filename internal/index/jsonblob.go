@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
@@ -27,8 +28,11 @@ import (
 // nesting deeper than maxCanonicalDepth, a meta field that is not a
 // string); the caller then leaves raw to Meta.UnmarshalJSON, which gives
 // the answer or the error.
-func canonicalMeta(raw []byte) (*declcfg.Meta, bool) {
-	c := canonicalizer{in: raw, out: make([]byte, 0, len(raw)+1)}
+//
+// out is the buffer to encode into, from len 0; the blob is encoded into
+// it as long as it has room.
+func canonicalMeta(raw, out []byte) (*declcfg.Meta, bool) {
+	c := canonicalizer{in: raw, out: out}
 	c.space()
 	if c.next() != '{' {
 		return nil, false
@@ -454,7 +458,10 @@ var errNotJSONStream = errors.New("not a JSON stream")
 
 // jsonSplitter cuts a stream into its top-level values, as raw bytes.
 type jsonSplitter struct {
-	r   io.Reader
+	r    io.Reader
+	pool *bufferPool
+	// raw holds the last value cut; it is reused for the next one.
+	raw []byte
 	buf []byte // read and not yet cut
 	eof bool
 	err error
@@ -482,7 +489,8 @@ func (s *jsonSplitter) nextValue(grow func(n int) bool) ([]byte, error) {
 	if s.buf[0] != '{' {
 		return nil, errors.New("expected an object")
 	}
-	var raw []byte
+	raw := s.raw[:0]
+	defer func() { s.raw = raw }()
 	depth, inString, escape := 0, false, false
 	for {
 		i := 0
@@ -523,6 +531,11 @@ func (s *jsonSplitter) nextValue(grow func(n int) bool) ([]byte, error) {
 		if !grow(i) {
 			return nil, errCancelled
 		}
+		if len(raw)+i > cap(raw) {
+			grown := append(s.pool.get(max(2*cap(raw), len(raw)+i)), raw...)
+			s.pool.put(raw)
+			raw = grown
+		}
 		raw = append(raw, s.buf[:i]...)
 		s.buf = s.buf[i:]
 		if depth == 0 {
@@ -560,4 +573,61 @@ func (s *jsonSplitter) endErr() error {
 		return s.err
 	}
 	return io.EOF
+}
+
+// pooledBytes is the size from which the walk reuses buffers (see
+// bufferPool) rather than leave them to the collector.
+const pooledBytes = 1 << 20
+
+// bufferPool keeps the large buffers blobs are read and encoded into, for
+// the next blobs. A catalog of bundle blobs of many MB would otherwise
+// allocate several hundred MB a second, which the collector, on a machine
+// whose cores are busy, reclaims too late: the heap grew to many times
+// what was live. It keeps the largest buffers, up to max bytes in all.
+type bufferPool struct {
+	mu         sync.Mutex
+	free       [][]byte
+	max, bytes int
+}
+
+// get returns a buffer of len 0 and cap at least n.
+func (p *bufferPool) get(n int) []byte {
+	if n >= pooledBytes {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		best := -1
+		for i, b := range p.free {
+			if cap(b) >= n && (best < 0 || cap(b) < cap(p.free[best])) {
+				best = i
+			}
+		}
+		if best >= 0 {
+			b := p.free[best]
+			p.free = slices.Delete(p.free, best, best+1)
+			p.bytes -= cap(b)
+			return b[:0]
+		}
+	}
+	return make([]byte, 0, n)
+}
+
+// put gives back a buffer that nothing refers to any more.
+func (p *bufferPool) put(b []byte) {
+	if cap(b) < pooledBytes {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.free = append(p.free, b)
+	p.bytes += cap(b)
+	for p.bytes > p.max {
+		smallest := 0
+		for i, f := range p.free {
+			if cap(f) < cap(p.free[smallest]) {
+				smallest = i
+			}
+		}
+		p.bytes -= cap(p.free[smallest])
+		p.free = slices.Delete(p.free, smallest, smallest+1)
+	}
 }

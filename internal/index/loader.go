@@ -107,7 +107,7 @@ const insertParams = 96
 // rows waiting hold their blobs, and SQLite copies each while it binds and
 // again while it builds the row, so a statement of a few blobs of many MB
 // each would hold several times that much.
-const insertBytes = 1 << 20
+const insertBytes = pooledBytes
 
 func newLoader(ctx context.Context, tx *sqlx.Tx) (*loader, error) {
 	if _, err := tx.ExecContext(ctx, workTables); err != nil {
@@ -128,7 +128,10 @@ func (l *loader) insert(ctx context.Context, table string, values ...any) error 
 	l.rows[table] = append(l.rows[table], values...)
 	for _, v := range values {
 		if b, ok := v.([]byte); ok {
-			l.rowBytes[table] += len(b)
+			// By capacity: a blob in a buffer of the walk's pool is
+			// inserted at once, so the walk may reuse the buffer once add
+			// returns.
+			l.rowBytes[table] += cap(b)
 		}
 	}
 	if len(l.rows[table])+len(values) > insertParams || l.rowBytes[table] >= insertBytes {
