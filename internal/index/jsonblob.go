@@ -398,7 +398,7 @@ func (c *canonicalizer) number() bool {
 		return false
 	}
 	digits := bytes.TrimPrefix(tok, []byte("-"))
-	if len(digits) <= 15 && bytes.IndexAny(digits, ".eE") < 0 {
+	if len(digits) <= 15 && !bytes.ContainsAny(digits, ".eE") {
 		c.out = append(c.out, tok...) // an integer a float64 holds exactly
 		return true
 	}
@@ -451,11 +451,6 @@ func validNumber(tok []byte) bool {
 	return i == len(tok)
 }
 
-// errNotJSONStream says a stream is not one the JSON path reads: its first
-// two values did not both parse, so operator-registry's parser, which then
-// tries the rest as YAML, must read it.
-var errNotJSONStream = errors.New("not a JSON stream")
-
 // jsonSplitter cuts a stream into its top-level values, as raw bytes.
 type jsonSplitter struct {
 	r    io.Reader
@@ -463,8 +458,10 @@ type jsonSplitter struct {
 	// raw holds the last value cut; it is reused for the next one.
 	raw []byte
 	buf []byte // read and not yet cut
-	eof bool
-	err error
+	// chunk is what fill reads into.
+	chunk []byte
+	eof   bool
+	err   error
 }
 
 // nextValue returns the next top-level value, io.EOF at the end, or an
@@ -557,9 +554,11 @@ func (s *jsonSplitter) fill() bool {
 	if s.eof || s.err != nil {
 		return false
 	}
-	chunk := make([]byte, 64<<10)
-	n, err := s.r.Read(chunk)
-	s.buf = append(s.buf, chunk[:n]...)
+	if s.chunk == nil {
+		s.chunk = make([]byte, 64<<10)
+	}
+	n, err := s.r.Read(s.chunk)
+	s.buf = append(s.buf, s.chunk[:n]...)
 	if err == io.EOF {
 		s.eof = true
 	} else if err != nil {
