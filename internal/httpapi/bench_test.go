@@ -63,7 +63,7 @@ func BenchmarkHTTP(b *testing.B) {
 	var pkg, channel, head, from, group, version, kind, tgroup, tversion, tkind string
 	// Picking the answers to measure takes SQL of its own, on a connection
 	// of the benchmark's.
-	db, err := sqlx.Open("sqlite", "file:"+snap.Info.Path+"?mode=ro&immutable=1")
+	db, err := sqlx.Open("sqlite", index.FileURI(snap.Info.Path, url.Values{"mode": {"ro"}, "immutable": {"1"}}))
 	if err != nil {
 		b.Fatal(err)
 	}

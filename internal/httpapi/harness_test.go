@@ -6,6 +6,7 @@ import (
 	"database/sql/driver"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sync"
@@ -116,7 +117,7 @@ func (ti *tracingIndexes) Acquire(catalog string) (*store.Snapshot, error) {
 	defer ti.mu.Unlock()
 	c, ok := ti.catalogs[snap.Info.Path]
 	if !ok {
-		db := sqlx.NewDb(sql.OpenDB(traceConnector{inner: &sqlite.Driver{}, dsn: "file:" + snap.Info.Path + "?mode=ro&immutable=1", seen: ti.seen}), "sqlite")
+		db := sqlx.NewDb(sql.OpenDB(traceConnector{inner: &sqlite.Driver{}, dsn: index.FileURI(snap.Info.Path, url.Values{"mode": {"ro"}, "immutable": {"1"}}), seen: ti.seen}), "sqlite")
 		ti.dbs = append(ti.dbs, db)
 		c = catalogdb.New(db)
 		ti.catalogs[snap.Info.Path] = c

@@ -11,6 +11,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/catalogd/catalogd/internal/catalogdb"
+	"github.com/catalogd/catalogd/internal/index"
 	"github.com/catalogd/catalogd/internal/store"
 )
 
@@ -77,7 +78,7 @@ func TestQueryPlans(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer snap.Release()
-	explain, err := sqlx.Open("sqlite", "file:"+snap.Info.Path+"?mode=ro&immutable=1")
+	explain, err := sqlx.Open("sqlite", index.FileURI(snap.Info.Path, url.Values{"mode": {"ro"}, "immutable": {"1"}}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
 
 	"github.com/catalogd/catalogd/test/benchenv"
+	"github.com/catalogd/catalogd/test/fbcgen"
 )
 
 func catalogBytes(b *testing.B, dir string) int64 {
@@ -74,9 +76,13 @@ func BenchmarkBuildToParse(b *testing.B) {
 // BenchmarkBuild indexes the catalog and reports the file size and the
 // process's peak RSS during the builds.
 func BenchmarkBuild(b *testing.B) {
-	dir := benchenv.Catalog(b)
+	benchmarkBuild(b, benchenv.Catalog(b))
+}
+
+func benchmarkBuild(b *testing.B, dir string) {
 	b.SetBytes(catalogBytes(b, dir))
 	tmp := b.TempDir()
+	runtime.GC()
 	benchenv.ResetPeakRSS()
 	cpu := benchenv.CPUTime()
 	var size int64
@@ -100,4 +106,49 @@ func BenchmarkBuild(b *testing.B) {
 	b.ReportMetric(benchenv.PeakRSSMiB(), "peak-RSS-MiB")
 	b.ReportMetric(float64(size)/(1<<20), "file-MiB")
 	b.ReportMetric(float64(stats.Bundles), "bundles")
+}
+
+// BenchmarkBuildCRDObjects indexes a catalog whose bundles carry their
+// CRDs, MBs each, as olm.bundle.object ($CATALOGD_BENCH_CRD_CATALOG, which
+// make bench generates at about 1.3 GB, or a 100-MB one made on the spot),
+// and reports the peak RSS: the largest single blobs a catalog has must
+// not raise the memory a build holds.
+func BenchmarkBuildCRDObjects(b *testing.B) {
+	dir := os.Getenv("CATALOGD_BENCH_CRD_CATALOG")
+	if dir == "" {
+		dir = b.TempDir()
+		if _, err := fbcgen.Write(context.Background(), dir, fbcgen.Options{Packages: 4, Bundles: 12, BundleObjectBytes: 12000, CRDObjectBytes: 2_000_000, Seed: 1}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	benchmarkBuild(b, dir)
+}
+
+// BenchmarkBuildReplacesChain indexes one package whose single channel is
+// a replaces chain of n bundles, and reports the peak RSS: validating such
+// a chain the way operator-registry does takes memory quadratic in n.
+func BenchmarkBuildReplacesChain(b *testing.B) {
+	for _, n := range []int{10_000, 50_000} {
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			fsys := chainCatalog("chain", n)
+			tmp := b.TempDir()
+			runtime.GC()
+			benchenv.ResetPeakRSS()
+			i := 0
+			var stats Stats
+			for b.Loop() {
+				path := filepath.Join(tmp, strconv.Itoa(i)+".db")
+				i++
+				var err error
+				if stats, err = Build(context.Background(), path, Source{FS: fsys, Digest: "sha256:chain"}, time.Now()); err != nil {
+					b.Fatal(err)
+				}
+				os.Remove(path)
+			}
+			if stats.Bundles != n || stats.Problems != 0 {
+				b.Fatalf("stats %+v, want %d bundles and no problem", stats, n)
+			}
+			b.ReportMetric(benchenv.PeakRSSMiB(), "peak-RSS-MiB")
+		})
+	}
 }

@@ -11,10 +11,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"net/url"
 	"os"
 	"sync"
 	"time"
+	"unicode"
 
 	"github.com/jmoiron/sqlx"
 	"github.com/joelanford/ignore"
@@ -41,6 +44,9 @@ type Source struct {
 	// Digest identifies the content: equal digests mean equal content, which
 	// is what lets store.Store skip a rebuild.
 	Digest string
+	// Limits bound the size of the content's files and blobs; zero fields
+	// take the defaults.
+	Limits Limits
 }
 
 // Stats describes a built index.
@@ -106,9 +112,8 @@ func Build(ctx context.Context, path string, src Source, builtAt time.Time) (sta
 // page's size on each cached page, so the 32 MiB tried before cost some
 // 70 MiB of RSS, and builds measured no faster for it.
 func openForBuild(path string) (*sqlx.DB, error) {
-	dsn := "file:" + path + "?_pragma=journal_mode(OFF)&_pragma=synchronous(OFF)" +
-		"&_pragma=locking_mode(EXCLUSIVE)&_pragma=temp_store(MEMORY)&_pragma=cache_size(-8192)" +
-		"&_pragma=page_size(8192)"
+	dsn := FileURI(path, url.Values{"_pragma": {"journal_mode(OFF)", "synchronous(OFF)",
+		"locking_mode(EXCLUSIVE)", "temp_store(MEMORY)", "cache_size(-8192)", "page_size(8192)"}})
 	db, err := sqlx.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("open index %s: %w", path, err)
@@ -131,7 +136,9 @@ func load(ctx context.Context, db *sqlx.DB, src Source, builtAt time.Time) (Stat
 	}
 	defer l.close()
 
-	if err := walk(ctx, src.FS, buildLimits, l.add); err != nil {
+	limits := buildLimits
+	limits.content = src.Limits
+	if err := walk(ctx, src.FS, limits, l.add); err != nil {
 		return Stats{}, err
 	}
 	if err := l.finish(ctx); err != nil {
@@ -176,14 +183,20 @@ func (b blob) size() int64 {
 type walkLimits struct {
 	workers, aheadFiles, fileBuffer int
 	aheadBytes                      int64
+	// content bounds each file and blob (see Limits).
+	content Limits
 }
 
 var buildLimits = walkLimits{workers: 2, aheadFiles: 32, fileBuffer: 1024, aheadBytes: 16 << 20}
 
+// walk parses the catalog's files and calls add with each blob, in walk
+// order. add must not keep b.meta.Blob, or slices of it, once it returns:
+// the walk reuses large buffers (see bufferPool).
 func walk(ctx context.Context, fsys fs.FS, limits walkLimits, add func(context.Context, blob) error) error {
 	if fsys == nil {
 		return errors.New("parse catalog: no filesystem given")
 	}
+	content := limits.content.withDefaults()
 	paths, err := catalogFiles(fsys)
 	if err != nil {
 		return fmt.Errorf("list catalog files: %w", err)
@@ -194,6 +207,7 @@ func walk(ctx context.Context, fsys fs.FS, limits walkLimits, add func(context.C
 	// The launcher opens files in walk order; the loader takes each file's
 	// channel from opened in the same order.
 	budget := newByteBudget(ctx, limits.aheadBytes)
+	pool := &bufferPool{max: 2 * int(limits.aheadBytes)}
 	opened := make(chan chan blob, limits.aheadFiles)
 	workers := make(chan struct{}, limits.workers)
 	go func() {
@@ -213,7 +227,7 @@ func walk(ctx context.Context, fsys fs.FS, limits walkLimits, add func(context.C
 			}
 			go func() {
 				defer func() { <-workers }()
-				parseFile(ctx, fsys, path, file, func(b blob) bool { return budget.acquire(i, b.size()) })
+				parseFile(ctx, fsys, path, content, file, fileBudget{budget, i}, pool)
 			}()
 		}
 	}()
@@ -231,6 +245,7 @@ func walk(ctx context.Context, fsys fs.FS, limits walkLimits, add func(context.C
 			if err != nil {
 				return err
 			}
+			pool.put(b.meta.Blob)
 		}
 		if err := ctx.Err(); err != nil {
 			return err
@@ -239,26 +254,28 @@ func walk(ctx context.Context, fsys fs.FS, limits walkLimits, add func(context.C
 	return ctx.Err()
 }
 
-// byteBudget bounds the bytes of parsed blobs waiting for the loader: all
-// files together hold at most limit, except the file the loader reads,
-// which only waits for its own blobs (and so never on files behind it,
-// whose blobs the loader cannot free before it). Memory is thus at most
-// twice the limit, plus one blob per worker; a blob larger than the limit
-// passes alone.
+// byteBudget bounds the bytes of blobs being parsed or waiting for the
+// loader: all files together hold at most limit, except the file the
+// loader reads, which only waits for its own blobs (and so never on files
+// behind it, whose blobs the loader cannot free before it). Memory is thus
+// about twice the limit. A blob is reserved as it is read, and waits for
+// nothing but itself when it is larger than the limit: it then passes
+// alone, once every other blob it would wait for has gone to the loader.
 type byteBudget struct {
 	mu    sync.Mutex
 	cond  *sync.Cond
 	ctx   context.Context
 	limit int64
 	used  int64
-	// held is the bytes waiting, per file.
-	held map[int]int64
+	// held is the bytes waiting or being parsed, per file; partial, of
+	// those, the bytes reserved for the blob the file's parser is on.
+	held, partial map[int]int64
 	// head is the index of the file the loader reads.
 	head int
 }
 
 func newByteBudget(ctx context.Context, limit int64) *byteBudget {
-	b := &byteBudget{ctx: ctx, limit: limit, held: map[int]int64{}}
+	b := &byteBudget{ctx: ctx, limit: limit, held: map[int]int64{}, partial: map[int]int64{}}
 	b.cond = sync.NewCond(&b.mu)
 	context.AfterFunc(ctx, func() {
 		b.mu.Lock()
@@ -268,9 +285,9 @@ func newByteBudget(ctx context.Context, limit int64) *byteBudget {
 	return b
 }
 
-// acquire waits until n more bytes of file fit, and reports false if the
-// walk was cancelled meanwhile.
-func (b *byteBudget) acquire(file int, n int64) bool {
+// reserve waits until n more bytes of the blob file's parser is on fit,
+// and reports false if the walk was cancelled meanwhile.
+func (b *byteBudget) reserve(file int, n int64) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for b.ctx.Err() == nil {
@@ -278,14 +295,36 @@ func (b *byteBudget) acquire(file int, n int64) bool {
 		if file == b.head {
 			waiting = b.held[file]
 		}
-		if waiting == 0 || waiting+n <= b.limit {
+		if waiting-b.partial[file] == 0 || waiting+n <= b.limit {
 			break
 		}
 		b.cond.Wait()
 	}
 	b.used += n
 	b.held[file] += n
+	b.partial[file] += n
 	return b.ctx.Err() == nil
+}
+
+// settle ends the blob file's parser was on: what was reserved for it
+// becomes size, the bytes it holds until the loader has it.
+func (b *byteBudget) settle(file int, size int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delta := size - b.partial[file]
+	delete(b.partial, file)
+	b.used += delta
+	if b.held[file] += delta; b.held[file] == 0 {
+		delete(b.held, file)
+	}
+	b.cond.Broadcast()
+}
+
+// acquire reserves a whole blob of n bytes at once (see reserve).
+func (b *byteBudget) acquire(file int, n int64) bool {
+	ok := b.reserve(file, n)
+	b.settle(file, n)
+	return ok
 }
 
 // release returns the bytes of a blob of file once the loader has it.
@@ -298,6 +337,15 @@ func (b *byteBudget) release(file int, n int64) {
 	}
 	b.cond.Broadcast()
 }
+
+// fileBudget is the budget as one file's parser uses it.
+type fileBudget struct {
+	b    *byteBudget
+	file int
+}
+
+func (f fileBudget) reserve(n int64) bool { return f.b.reserve(f.file, n) }
+func (f fileBudget) settle(size int64)    { f.b.settle(f.file, size) }
 
 // advance tells the budget which file the loader now reads.
 func (b *byteBudget) advance(file int) {
@@ -328,14 +376,20 @@ func catalogFiles(fsys fs.FS) ([]string, error) {
 }
 
 // parseFile streams one file's blobs into out and closes it; a failure is
-// sent as the last blob. reserve is called before each blob is sent and
-// reports false when the walk is cancelled.
-func parseFile(ctx context.Context, fsys fs.FS, path string, out chan<- blob, reserve func(blob) bool) {
+// sent as the last blob. Each blob's bytes are reserved in budget while it
+// is read and decoded, so that the walk's memory stays within the budget
+// whatever the size of single blobs.
+//
+// A JSON stream (a file whose first non-space byte is '{') is read one
+// value at a time and each blob encoded by canonicalMeta, in about its own
+// size in memory. Anything else, and a JSON stream whose first two values
+// do not both parse (operator-registry's parser then reads the rest as
+// YAML), goes to operator-registry's parser, which takes several times a
+// blob's size.
+func parseFile(ctx context.Context, fsys fs.FS, path string, limits Limits, out chan<- blob, budget fileBudget, pool *bufferPool) {
 	defer close(out)
 	send := func(b blob) bool {
-		if !reserve(b) {
-			return false
-		}
+		budget.settle(b.size())
 		select {
 		case out <- b:
 			return true
@@ -343,31 +397,147 @@ func parseFile(ctx context.Context, fsys fs.FS, path string, out chan<- blob, re
 			return false
 		}
 	}
+	fail := func(err error) { send(blob{err: fmt.Errorf("parse %s: %w", path, err)}) }
+
 	f, err := fsys.Open(path)
 	if err != nil {
-		send(blob{err: fmt.Errorf("parse %s: %w", path, err)})
+		fail(err)
 		return
 	}
+	guarded := newGuardedReader(f, limits)
+	head := make([]byte, 4096)
+	n, err := io.ReadFull(guarded, head)
+	head = head[:n]
+	if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
+		f.Close()
+		fail(readError(guarded, err))
+		return
+	}
+	if bytes.HasPrefix(bytes.TrimLeftFunc(head, unicode.IsSpace), []byte("{")) {
+		done, err := parseJSONStream(ctx, io.MultiReader(bytes.NewReader(head), guarded), guarded, limits, budget, pool, send)
+		f.Close()
+		if done {
+			if err != nil {
+				fail(err)
+			}
+			return
+		}
+		budget.settle(0)
+		if f, err = fsys.Open(path); err != nil {
+			fail(err)
+			return
+		}
+		guarded, head = newGuardedReader(f, limits), nil
+	}
 	defer f.Close()
-	err = declcfg.WalkMetasReader(f, func(meta *declcfg.Meta, err error) error {
+	err = declcfg.WalkMetasReader(io.MultiReader(bytes.NewReader(head), guarded), func(meta *declcfg.Meta, err error) error {
 		if err != nil {
-			return invalid(err)
+			return readError(guarded, err)
 		}
-		if meta.Schema == "" {
-			return invalid(fmt.Errorf("blob without a schema: %.200s", meta.Blob))
-		}
-		value, starts, err := decodeValue(meta)
+		b, err := newBlob(meta, limits)
 		if err != nil {
-			return invalid(err)
+			return err
 		}
-		if !send(blob{meta: meta, value: value, valueStarts: starts}) {
+		if !budget.reserve(b.size()) || !send(b) {
 			return ctx.Err()
 		}
 		return nil
 	})
-	if err != nil {
-		send(blob{err: fmt.Errorf("parse %s: %w", path, err)})
+	if err == nil && guarded.err != nil {
+		err = invalid(guarded.err) // a limit broken where the parser stopped anyway
 	}
+	if err != nil {
+		fail(err)
+	}
+}
+
+// readError is the error of a parser that stopped on err: the guard's, if
+// it stopped the reading (the parser's error then only says it could not
+// read on), else the parser's.
+func readError(guarded *guardedReader, err error) error {
+	if guarded.err != nil {
+		return invalid(guarded.err)
+	}
+	return invalid(err)
+}
+
+// parseJSONStream sends the blobs of a JSON stream; see parseFile. It
+// reports done == false, having sent nothing, when the stream's first two
+// values do not both parse.
+func parseJSONStream(ctx context.Context, r io.Reader, guarded *guardedReader, limits Limits, budget fileBudget, pool *bufferPool, send func(blob) bool) (done bool, err error) {
+	split := &jsonSplitter{r: r, pool: pool}
+	defer func() { pool.put(split.raw) }()
+	var first []blob // held until a second value parses
+	parsed := 0
+	for {
+		raw, err := split.nextValue(func(n int) bool { return budget.reserve(int64(n)) })
+		if err == io.EOF {
+			break
+		}
+		if errors.Is(err, errCancelled) {
+			return true, ctx.Err()
+		}
+		var meta *declcfg.Meta
+		if err == nil {
+			// The encoding takes about the value's size again.
+			if !budget.reserve(int64(len(raw))) {
+				return true, ctx.Err()
+			}
+			var ok bool
+			out := pool.get(len(raw) + 1)
+			if meta, ok = canonicalMeta(raw, out); !ok {
+				pool.put(out)
+				meta = &declcfg.Meta{}
+				err = meta.UnmarshalJSON(raw)
+			}
+		}
+		if err != nil {
+			switch {
+			case guarded.err != nil:
+				return true, invalid(guarded.err)
+			case parsed < 2:
+				return false, nil
+			}
+			return true, invalid(fmt.Errorf("JSON value %d: %w", parsed+1, err))
+		}
+		parsed++
+		b, err := newBlob(meta, limits)
+		if err != nil {
+			return true, err
+		}
+		if parsed == 1 {
+			first = append(first, b)
+			continue
+		}
+		for _, b := range append(first, b) {
+			if !send(b) {
+				return true, ctx.Err()
+			}
+		}
+		first = nil
+	}
+	for _, b := range first {
+		if !send(b) {
+			return true, ctx.Err()
+		}
+	}
+	return true, nil
+}
+
+// newBlob checks a parsed blob and decodes its typed value.
+func newBlob(meta *declcfg.Meta, limits Limits) (blob, error) {
+	if meta.Schema == "" {
+		return blob{}, invalid(fmt.Errorf("blob without a schema: %.200s", meta.Blob))
+	}
+	if n := int64(len(bytes.TrimSuffix(meta.Blob, []byte("\n")))); n > limits.BlobBytes {
+		// A YAML document can grow on the way to JSON.
+		return blob{}, invalid(fmt.Errorf("blob %s %q is %d bytes, over the limit of %d bytes per blob", meta.Schema, meta.Name, n, limits.BlobBytes))
+	}
+	value, starts, err := decodeValue(meta)
+	if err != nil {
+		return blob{}, invalid(err)
+	}
+	return blob{meta: meta, value: value, valueStarts: starts}, nil
 }
 
 // findValueStarts finds where each property's value stands in the blob it

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -33,7 +34,7 @@ func buildDir(t *testing.T, dir string) (*sqlx.DB, Stats) {
 	if err != nil {
 		t.Fatalf("build %s: %v", dir, err)
 	}
-	db, err := sqlx.Open("sqlite", "file:"+path+"?mode=ro")
+	db, err := sqlx.Open("sqlite", FileURI(path, url.Values{"mode": {"ro"}}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -334,7 +335,7 @@ func buildProblems(t *testing.T, fsys fstest.MapFS) (*sqlx.DB, Stats, map[string
 	if err != nil {
 		t.Fatal(err)
 	}
-	db := sqlx.MustOpen("sqlite", "file:"+path+"?mode=ro")
+	db := sqlx.MustOpen("sqlite", FileURI(path, url.Values{"mode": {"ro"}}))
 	t.Cleanup(func() { db.Close() })
 	var rows []struct {
 		Package string `db:"package"`
@@ -351,8 +352,8 @@ func buildProblems(t *testing.T, fsys fstest.MapFS) (*sqlx.DB, Stats, map[string
 }
 
 func TestProblemsRecorded(t *testing.T) {
-	fsys := tinyCatalog("good", 2)
-	for k, v := range tinyCatalog("broken", 2) {
+	fsys := chainCatalog("good", 2)
+	for k, v := range chainCatalog("broken", 2) {
 		fsys[k] = v
 	}
 	// A channel naming a bundle that does not exist, and a custom schema.
@@ -456,7 +457,7 @@ func TestVersionRank(t *testing.T) {
 	if _, err := Build(context.Background(), path, Source{FS: fstest.MapFS{"c.json": {Data: []byte(b.String())}}, Digest: "sha256:v"}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	db := sqlx.MustOpen("sqlite", "file:"+path+"?mode=ro")
+	db := sqlx.MustOpen("sqlite", FileURI(path, url.Values{"mode": {"ro"}}))
 	defer db.Close()
 	var got []string
 	if err := db.Select(&got, `SELECT version FROM bundles WHERE package = 'p' ORDER BY version_rank`); err != nil {
@@ -515,10 +516,10 @@ func TestRepeatsIndexedOnce(t *testing.T) {
 func TestCatalogInfo(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "index.db")
 	built := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
-	if _, err := Build(context.Background(), path, Source{FS: tinyCatalog("x", 1), Ref: "quay.io/x:1", Digest: "sha256:abc"}, built); err != nil {
+	if _, err := Build(context.Background(), path, Source{FS: chainCatalog("x", 1), Ref: "quay.io/x:1", Digest: "sha256:abc"}, built); err != nil {
 		t.Fatal(err)
 	}
-	db := sqlx.MustOpen("sqlite", "file:"+path+"?mode=ro")
+	db := sqlx.MustOpen("sqlite", FileURI(path, url.Values{"mode": {"ro"}}))
 	defer db.Close()
 	var info struct {
 		Ref     string `db:"source_ref"`
@@ -566,7 +567,7 @@ func TestSchemaApplied(t *testing.T) {
 	if _, err := Build(context.Background(), path, Source{FS: tinyCatalog("x", 1), Ref: "x", Digest: "sha256:abc"}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	db := sqlx.MustOpen("sqlite", "file:"+path+"?mode=ro")
+	db := sqlx.MustOpen("sqlite", FileURI(path, url.Values{"mode": {"ro"}}))
 	defer db.Close()
 	var objects []struct {
 		Name string `db:"name"`

@@ -283,15 +283,11 @@ func (l *loader) write(ctx context.Context, a analysis) error {
 	return nil
 }
 
-// validate runs operator-registry's own conversion and validation, so a
-// package is judged as opm would judge it. A package that fails is kept;
-// its problems are recorded and served.
+// validate converts and validates a package by operator-registry's rules
+// (see convertAndValidate), so a package is judged as opm would judge it.
+// A package that fails is kept; its problems are recorded and served.
 func validate(cfg declcfg.DeclarativeConfig) string {
-	m, err := declcfg.ConvertToModel(cfg)
-	if err != nil {
-		return err.Error()
-	}
-	if err := m.Validate(); err != nil {
+	if err := convertAndValidate(cfg); err != nil {
 		return err.Error()
 	}
 	return ""

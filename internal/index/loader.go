@@ -28,8 +28,10 @@ type loader struct {
 	stmts map[string]*sql.Stmt
 	stats Stats
 	pkgs  map[string]*pkgState
-	// rows holds the rows of each table not yet inserted (see insert).
-	rows map[string][]any
+	// rows holds the rows of each table not yet inserted (see insert), and
+	// rowBytes the bytes of their []byte values.
+	rows     map[string][]any
+	rowBytes map[string]int
 	// Ids are given out here rather than by SQLite, so that rows which refer
 	// to a blob, bundle or entry can be batched with it.
 	bundleID, entryID int64
@@ -100,12 +102,18 @@ var textBytes = map[string]bool{"blobs.data": true}
 // 48 or 256).
 const insertParams = 96
 
+// insertBytes is about how many bytes of blob data one INSERT carries: the
+// rows waiting hold their blobs, and SQLite copies each while it binds and
+// again while it builds the row, so a statement of a few blobs of many MB
+// each would hold several times that much.
+const insertBytes = pooledBytes
+
 func newLoader(ctx context.Context, tx *sqlx.Tx) (*loader, error) {
 	if _, err := tx.ExecContext(ctx, workTables); err != nil {
 		return nil, fmt.Errorf("create work tables: %w", err)
 	}
 	return &loader{tx: tx, stmts: map[string]*sql.Stmt{}, pkgs: map[string]*pkgState{},
-		rows: map[string][]any{}, stats: Stats{Schemas: map[string]int{}}}, nil
+		rows: map[string][]any{}, rowBytes: map[string]int{}, stats: Stats{Schemas: map[string]int{}}}, nil
 }
 
 func (l *loader) close() {
@@ -117,7 +125,15 @@ func (l *loader) close() {
 // insert queues one row of table, given as its values in the order of tables[table].
 func (l *loader) insert(ctx context.Context, table string, values ...any) error {
 	l.rows[table] = append(l.rows[table], values...)
-	if len(l.rows[table])+len(values) > insertParams {
+	for _, v := range values {
+		if b, ok := v.([]byte); ok {
+			// By capacity: a blob in a buffer of the walk's pool is
+			// inserted at once, so the walk may reuse the buffer once add
+			// returns.
+			l.rowBytes[table] += cap(b)
+		}
+	}
+	if len(l.rows[table])+len(values) > insertParams || l.rowBytes[table] >= insertBytes {
 		return l.flush(ctx, table)
 	}
 	return nil
@@ -154,6 +170,7 @@ func (l *loader) flush(ctx context.Context, table string) error {
 	}
 	clear(values)
 	l.rows[table] = values[:0]
+	l.rowBytes[table] = 0
 	return nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -145,7 +146,7 @@ func (s *Store) cleanup(catalog, keep string) {
 func openHandle(path string) (*handle, error) {
 	// The file never changes once it is live (a rebuild writes a new file),
 	// so SQLite may skip all locking: immutable=1.
-	db, err := sqlx.Open("sqlite", "file:"+path+"?mode=ro&immutable=1&_pragma=query_only(1)")
+	db, err := sqlx.Open("sqlite", index.FileURI(path, url.Values{"mode": {"ro"}, "immutable": {"1"}, "_pragma": {"query_only(1)"}}))
 	if err != nil {
 		return nil, fmt.Errorf("open index %s: %w", path, err)
 	}

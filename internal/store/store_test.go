@@ -330,7 +330,7 @@ func TestOtherSchemaIsRebuilt(t *testing.T) {
 	}
 	old := mustUpdate(t, s, "demo", index.Source{FS: tinyCatalog("foo", 2), Digest: "sha256:one"})
 	s.Close()
-	db, err := sqlx.Open("sqlite", "file:"+old.Path)
+	db, err := sqlx.Open("sqlite", index.FileURI(old.Path, nil))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -51,6 +51,15 @@ type Options struct {
 	// 0 leaves bundle objects out.
 	BundleObjectBytes int
 
+	// CRDObjectBytes, when not 0, gives each bundle one more
+	// olm.bundle.object per group, version and kind it owns: a
+	// CustomResourceDefinition (JSON,
+	// as opm renders bundle manifests) whose base64 data is about this
+	// long. Catalogs rendered from bundle images carry every CRD this way,
+	// and the CRDs of large operators are MBs each: this is the shape whose
+	// single blobs are largest.
+	CRDObjectBytes int
+
 	// Icons gives every package an SVG icon of a few KB.
 	Icons bool
 
@@ -84,8 +93,10 @@ type Stats struct {
 	RequiredGVKs       int   // olm.gvk.required properties
 	RequiredPackages   int   // olm.package.required properties
 	CSVMetadata        int   // olm.csv.metadata properties
-	BundleObjects      int   // olm.bundle.object properties
+	BundleObjects      int   // olm.bundle.object properties holding a CSV
 	BundleObjectBytes  int64 // total length of their base64 data
+	CRDObjects         int   // olm.bundle.object properties holding a CRD
+	CRDObjectBytes     int64 // total length of their base64 data
 	FillerProperties   int   // properties of custom (non-olm) types
 	RelatedImages      int   // relatedImages entries
 	Icons              int   // packages with an icon
@@ -104,7 +115,8 @@ const (
 
 func (o *Options) normalize() error {
 	if o.Packages < 0 || o.Bundles < 0 || o.BundlesPerPackage < 0 || o.ChannelsPerPackage < 0 ||
-		o.PropertiesPerBundle < 0 || o.BundleObjectBytes < 0 || o.WideGVKBundles < 0 || o.LongPackageBundles < 0 {
+		o.PropertiesPerBundle < 0 || o.BundleObjectBytes < 0 || o.WideGVKBundles < 0 || o.LongPackageBundles < 0 ||
+		o.CRDObjectBytes < 0 {
 		return errors.New("fbcgen: options must not be negative")
 	}
 	if o.Packages == 0 {

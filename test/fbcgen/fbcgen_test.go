@@ -88,8 +88,13 @@ func countLoaded(t *testing.T, dir string, cfg *declcfg.DeclarativeConfig) fbcge
 				if err := json.Unmarshal(p.Value, &v); err != nil {
 					t.Fatal(err)
 				}
-				c.BundleObjects++
-				c.BundleObjectBytes += int64(len(v.Data))
+				if crd, _ := crdOf(t, v.Data); crd != nil {
+					c.CRDObjects++
+					c.CRDObjectBytes += int64(len(v.Data))
+				} else {
+					c.BundleObjects++
+					c.BundleObjectBytes += int64(len(v.Data))
+				}
 			default:
 				if strings.HasPrefix(p.Type, "olm.") {
 					t.Errorf("bundle %s: unexpected property type %s", b.Name, p.Type)
@@ -175,6 +180,11 @@ func TestWrite(t *testing.T) {
 			opts: fbcgen.Options{Packages: 40, Bundles: 600, ChannelsPerPackage: 6, PropertiesPerBundle: 30,
 				BundleObjectBytes: 4000, Icons: true, Seed: 7},
 			wantPackages: 40, wantBundles: 600,
+		},
+		{
+			name:         "CRD objects",
+			opts:         fbcgen.Options{Packages: 3, Bundles: 12, BundleObjectBytes: 3000, CRDObjectBytes: 20_000, Seed: 8},
+			wantPackages: 3, wantBundles: 12,
 		},
 		{
 			name:         "single channel",
@@ -455,6 +465,81 @@ func TestWriteBundleObjectIsCSV(t *testing.T) {
 					t.Errorf("bundle %s: %v", b.Name, err)
 				}
 			}
+		}
+	}
+}
+
+// crd is what TestWriteCRDObjects reads of a CRD.
+type crd struct {
+	Kind string `json:"kind"`
+	Spec struct {
+		Group string `json:"group"`
+		Names struct {
+			Kind string `json:"kind"`
+		} `json:"names"`
+		Versions []struct {
+			Name string `json:"name"`
+		} `json:"versions"`
+	} `json:"spec"`
+}
+
+// crdOf decodes a bundle object's base64 data and returns it as a CRD, or
+// nil if it is another kind of object; n is its decoded size.
+func crdOf(t *testing.T, data string) (c *crd, n int) {
+	t.Helper()
+	doc, err := base64.StdEncoding.DecodeString(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v crd
+	if json.Unmarshal(doc, &v) != nil || v.Kind != "CustomResourceDefinition" {
+		return nil, len(doc)
+	}
+	return &v, len(doc)
+}
+
+// TestWriteCRDObjects: with CRDObjectBytes, each bundle carries the CRD of
+// every group, version and kind it provides (olm.gvk) other than the shared
+// ones, each about the size asked for.
+func TestWriteCRDObjects(t *testing.T) {
+	const size = 300_000
+	_, st, cfg := generate(t, fbcgen.Options{Packages: 3, Bundles: 9, CRDObjectBytes: size, Seed: 11})
+	if st.CRDObjects == 0 {
+		t.Fatal("no CRD objects written")
+	}
+	for _, b := range cfg.Bundles {
+		var group string
+		gvks := map[string]bool{}
+		for _, p := range b.Properties {
+			if p.Type == property.TypeGVK {
+				var g property.GVK
+				if err := json.Unmarshal(p.Value, &g); err != nil {
+					t.Fatal(err)
+				}
+				gvks[g.Group+"/"+g.Version+"/"+g.Kind] = true
+			}
+			if p.Type == property.TypeBundleObject {
+				var v struct {
+					Data string `json:"data"`
+				}
+				if err := json.Unmarshal(p.Value, &v); err != nil {
+					t.Fatal(err)
+				}
+				c, n := crdOf(t, v.Data)
+				if c == nil {
+					continue
+				}
+				if len(v.Data) < size*9/10 || len(v.Data) > size*11/10 {
+					t.Errorf("bundle %s: CRD of %d base64 bytes (%d decoded), want about %d", b.Name, len(v.Data), n, size)
+				}
+				if len(c.Spec.Versions) != 1 || !gvks[c.Spec.Group+"/"+c.Spec.Versions[0].Name+"/"+c.Spec.Names.Kind] {
+					t.Errorf("bundle %s: CRD for %s %+v, which it does not list as olm.gvk (%v)", b.Name, c.Spec.Group, c.Spec.Names, gvks)
+				}
+				group = c.Spec.Group
+			}
+		}
+		if group == "" {
+			t.Errorf("bundle %s has no CRD object", b.Name)
 		}
 	}
 }

@@ -25,6 +25,7 @@ const (
 	streamBundles
 	streamIcon
 	streamWide
+	streamCRD
 )
 
 // requirement is an olm.gvk.required or olm.package.required that bundles of
@@ -66,6 +67,9 @@ type packageGen struct {
 	created              time.Time
 	fillerKinds          []string
 	yamlBuf              []byte
+	// crds holds the olm.bundle.object value of each CRD made so far: a
+	// kind's CRD is the same in every bundle that serves its version.
+	crds map[gvk][]byte
 }
 
 func newPackageGen(g *generator, idx int) *packageGen {
@@ -396,6 +400,15 @@ func (p *packageGen) bundle(r *rand.Rand, i int) (*declcfg.Bundle, error) {
 		st.BundleObjectBytes += int64(base64.StdEncoding.EncodedLen(len(doc)))
 	}
 
+	if n := p.g.opts.CRDObjectBytes; n > 0 {
+		for _, g := range owned {
+			data := p.crdObject(g, n)
+			b.Properties = append(b.Properties, property.Property{Type: property.TypeBundleObject, Value: data})
+			st.CRDObjects++
+			st.CRDObjectBytes += int64(len(data) - len(`{"data":""}`))
+		}
+	}
+
 	for k := 0; len(b.Properties) < p.g.opts.PropertiesPerBundle; k++ {
 		b.Properties = append(b.Properties, p.filler(r, k))
 		st.FillerProperties++
@@ -539,4 +552,67 @@ func (p *packageGen) csvDocument(r *rand.Rand, name string, v version, i int, ow
 	}
 	p.yamlBuf = b
 	return b
+}
+
+// crdObject returns the olm.bundle.object value holding the CRD of g, with
+// base64 data of about size bytes: an openAPIV3Schema whose spec has
+// fields, some nested, each with a description, as generated CRDs have.
+func (p *packageGen) crdObject(g gvk, size int) []byte {
+	if v, ok := p.crds[g]; ok {
+		return v
+	}
+	r := rngFor(p.g.opts.Seed, streamCRD, p.idx<<8|len(p.crds))
+	type schema struct {
+		Type        string             `json:"type"`
+		Description string             `json:"description,omitempty"`
+		Properties  map[string]*schema `json:"properties,omitempty"`
+	}
+	spec := &schema{Type: "object", Properties: map[string]*schema{}}
+	// The fields are added a group at a time until the CRD's raw size,
+	// estimated from the descriptions and names, reaches the size asked
+	// for (base64 is 4/3 of the raw size).
+	raw := 0
+	for k := 0; raw < size*3/4; k++ {
+		field := &schema{Type: pick(r, []string{"string", "integer", "boolean", "object"}), Description: paragraph(r, p.display, 1+r.IntN(3))}
+		raw += len(field.Description) + 60
+		if field.Type == "object" {
+			field.Properties = map[string]*schema{}
+			for j := range 2 + r.IntN(4) {
+				sub := &schema{Type: pick(r, []string{"string", "integer", "boolean"}), Description: paragraph(r, p.display, 1)}
+				field.Properties[pick(r, objects)+strconv.Itoa(j)] = sub
+				raw += len(sub.Description) + 60
+			}
+		}
+		spec.Properties[pick(r, objects)+strconv.Itoa(k)] = field
+	}
+	name := plural(g.kind) + "." + g.group
+	crd := map[string]any{
+		"apiVersion": "apiextensions.k8s.io/v1",
+		"kind":       "CustomResourceDefinition",
+		"metadata":   map[string]any{"name": name},
+		"spec": map[string]any{
+			"group": g.group,
+			"names": map[string]any{"kind": g.kind, "listKind": g.kind + "List", "plural": plural(g.kind), "singular": strings.ToLower(g.kind)},
+			"scope": "Namespaced",
+			"versions": []any{map[string]any{
+				"name": g.version, "served": true, "storage": true,
+				"schema": map[string]any{"openAPIV3Schema": &schema{Type: "object", Properties: map[string]*schema{
+					"apiVersion": {Type: "string"}, "kind": {Type: "string"}, "metadata": {Type: "object"}, "spec": spec,
+				}}},
+			}},
+		},
+	}
+	doc, err := json.Marshal(crd)
+	if err != nil {
+		panic(err) // maps of strings and schemas always encode
+	}
+	v := make([]byte, 0, base64.StdEncoding.EncodedLen(len(doc))+len(`{"data":""}`))
+	v = append(v, `{"data":"`...)
+	v = base64.StdEncoding.AppendEncode(v, doc)
+	v = append(v, `"}`...)
+	if p.crds == nil {
+		p.crds = map[gvk][]byte{}
+	}
+	p.crds[g] = v
+	return v
 }

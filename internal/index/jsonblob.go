@@ -1,0 +1,632 @@
+package index
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/operator-framework/operator-registry/alpha/declcfg"
+)
+
+// canonicalMeta makes of raw, one JSON object, the declcfg.Meta that
+// Meta.UnmarshalJSON makes of it, in one pass and about raw's size in
+// memory: Meta.UnmarshalJSON decodes the blob into maps and encodes those
+// again, which takes several times the blob's size, and bundle blobs that
+// carry their CRDs are many MB each. The encoding is encoding/json's of the
+// decoded maps: keys sorted, no insignificant space, strings escaped as
+// encoding/json escapes them (HTML characters as they are), numbers as
+// float64s, and a newline at the end.
+//
+// It reports false for whatever it does not handle the same way for sure
+// (a syntax error, a repeated key, a top-level key that is not ASCII,
+// nesting deeper than maxCanonicalDepth, a meta field that is not a
+// string); the caller then leaves raw to Meta.UnmarshalJSON, which gives
+// the answer or the error.
+//
+// out is the buffer to encode into, from len 0; the blob is encoded into
+// it as long as it has room.
+func canonicalMeta(raw, out []byte) (*declcfg.Meta, bool) {
+	c := canonicalizer{in: raw, out: out}
+	c.space()
+	if c.next() != '{' {
+		return nil, false
+	}
+	meta := &declcfg.Meta{}
+	if !c.object(meta) {
+		return nil, false
+	}
+	c.space()
+	if c.pos != len(c.in) {
+		return nil, false
+	}
+	meta.Blob = append(c.out, '\n')
+	return meta, true
+}
+
+// maxCanonicalDepth bounds the nesting canonicalMeta handles: sorting an
+// object's keys reads its members twice, so deep nesting would cost time
+// quadratic in the blob's size. Catalog blobs nest a few levels.
+const maxCanonicalDepth = 64
+
+type canonicalizer struct {
+	in    []byte
+	pos   int
+	out   []byte
+	depth int
+	// scratch is reused by the string encoding of the slow path.
+	scratch bytes.Buffer
+}
+
+func (c *canonicalizer) next() byte {
+	if c.pos >= len(c.in) {
+		return 0
+	}
+	return c.in[c.pos]
+}
+
+func (c *canonicalizer) space() {
+	for c.pos < len(c.in) {
+		switch c.in[c.pos] {
+		case ' ', '\t', '\n', '\r':
+			c.pos++
+		default:
+			return
+		}
+	}
+}
+
+func (c *canonicalizer) value() bool {
+	c.space()
+	switch b := c.next(); {
+	case b == '{':
+		return c.object(nil)
+	case b == '[':
+		return c.array()
+	case b == '"':
+		start := c.pos
+		if !c.skipString() {
+			return false
+		}
+		return c.string(c.in[start:c.pos])
+	case b == 't':
+		return c.literal("true")
+	case b == 'f':
+		return c.literal("false")
+	case b == 'n':
+		return c.literal("null")
+	case b == '-' || (b >= '0' && b <= '9'):
+		return c.number()
+	}
+	return false
+}
+
+func (c *canonicalizer) literal(word string) bool {
+	if !bytes.HasPrefix(c.in[c.pos:], []byte(word)) {
+		return false
+	}
+	c.pos += len(word)
+	c.out = append(c.out, word...)
+	return true
+}
+
+// member is an object member: its key, decoded, and where its value
+// stands in the input.
+type member struct {
+	key        string
+	start, end int
+}
+
+// object writes the object at the position with its keys sorted. For the
+// top-level object, meta is filled in as Meta.UnmarshalJSON fills it.
+func (c *canonicalizer) object(meta *declcfg.Meta) bool {
+	if c.depth++; c.depth > maxCanonicalDepth {
+		return false
+	}
+	defer func() { c.depth-- }()
+	c.pos++ // {
+	var members []member
+	c.space()
+	if c.next() == '}' {
+		c.pos++
+	} else {
+		for {
+			c.space()
+			start := c.pos
+			if !c.skipString() {
+				return false
+			}
+			key, ok := c.decodeString(c.in[start:c.pos])
+			if !ok {
+				return false
+			}
+			c.space()
+			if c.next() != ':' {
+				return false
+			}
+			c.pos++
+			c.space()
+			m := member{key: key, start: c.pos}
+			if !c.skipValue() {
+				return false
+			}
+			m.end = c.pos
+			members = append(members, m)
+			c.space()
+			if c.next() == ',' {
+				c.pos++
+				continue
+			}
+			if c.next() != '}' {
+				return false
+			}
+			c.pos++
+			break
+		}
+	}
+	end := c.pos
+	slices.SortFunc(members, func(a, b member) int { return strings.Compare(a.key, b.key) })
+	for i := 1; i < len(members); i++ {
+		if members[i].key == members[i-1].key {
+			return false // the last would win; leave that to encoding/json
+		}
+	}
+	if meta != nil && !metaFields(c.in, members, meta) {
+		return false
+	}
+	c.out = append(c.out, '{')
+	for i, m := range members {
+		if i > 0 {
+			c.out = append(c.out, ',')
+		}
+		c.out = c.appendString(c.out, m.key)
+		c.out = append(c.out, ':')
+		c.pos = m.start
+		if !c.value() {
+			return false
+		}
+		c.space()
+		if c.pos != m.end {
+			return false
+		}
+	}
+	c.out = append(c.out, '}')
+	c.pos = end
+	return true
+}
+
+// metaFields sets schema, package and name from the top-level members, whose
+// keys Meta.UnmarshalJSON matches case-insensitively and requires to be
+// unique when folded.
+func metaFields(in []byte, members []member, meta *declcfg.Meta) bool {
+	folded := map[string]bool{}
+	for _, m := range members {
+		for i := 0; i < len(m.key); i++ {
+			if m.key[i] >= utf8.RuneSelf {
+				return false
+			}
+		}
+		key := strings.ToLower(m.key)
+		if folded[key] {
+			return false
+		}
+		folded[key] = true
+		var dst *string
+		switch key {
+		case "schema":
+			dst = &meta.Schema
+		case "package":
+			dst = &meta.Package
+		case "name":
+			dst = &meta.Name
+		default:
+			continue
+		}
+		raw := bytes.TrimRight(in[m.start:m.end], " \t\r\n")
+		if len(raw) == 0 || raw[0] != '"' {
+			return false
+		}
+		s, ok := (&canonicalizer{}).decodeString(raw)
+		if !ok {
+			return false
+		}
+		*dst = s
+	}
+	return true
+}
+
+func (c *canonicalizer) array() bool {
+	if c.depth++; c.depth > maxCanonicalDepth {
+		return false
+	}
+	defer func() { c.depth-- }()
+	c.pos++ // [
+	c.out = append(c.out, '[')
+	c.space()
+	if c.next() == ']' {
+		c.pos++
+		c.out = append(c.out, ']')
+		return true
+	}
+	for {
+		if !c.value() {
+			return false
+		}
+		c.space()
+		switch c.next() {
+		case ',':
+			c.pos++
+			c.out = append(c.out, ',')
+		case ']':
+			c.pos++
+			c.out = append(c.out, ']')
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+// skipString moves past the string that starts at the position.
+func (c *canonicalizer) skipString() bool {
+	if c.next() != '"' {
+		return false
+	}
+	for i := c.pos + 1; ; {
+		j := bytes.IndexAny(c.in[i:], `"\`)
+		if j < 0 {
+			return false
+		}
+		i += j
+		if c.in[i] == '"' {
+			c.pos = i + 1
+			return true
+		}
+		i += 2 // a backslash and the character it escapes
+		if i > len(c.in) {
+			return false
+		}
+	}
+}
+
+// skipValue moves past the value that starts at the position, without
+// checking it: value checks it when it writes it.
+func (c *canonicalizer) skipValue() bool {
+	switch c.next() {
+	case '"':
+		return c.skipString()
+	case '{', '[':
+		depth := 0
+		for c.pos < len(c.in) {
+			switch c.in[c.pos] {
+			case '"':
+				if !c.skipString() {
+					return false
+				}
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+			}
+			c.pos++
+			if depth == 0 {
+				return true
+			}
+		}
+		return false
+	case 0:
+		return false
+	default:
+		start := c.pos
+		for c.pos < len(c.in) && !bytes.ContainsRune([]byte(",}] \t\r\n"), rune(c.in[c.pos])) {
+			c.pos++
+		}
+		return c.pos > start
+	}
+}
+
+// plainString says whether a string token is written by encoding/json as
+// it is: no escapes, no control characters, valid UTF-8 without U+2028 or
+// U+2029 (which encoding/json escapes).
+func plainString(tok []byte) bool {
+	body := tok[1 : len(tok)-1]
+	ascii := true
+	for _, b := range body {
+		if b < 0x20 || b == '\\' || b == '"' {
+			return false
+		}
+		if b >= utf8.RuneSelf {
+			ascii = false
+		}
+	}
+	return ascii || (utf8.Valid(body) && !bytes.Contains(body, []byte("\u2028")) && !bytes.Contains(body, []byte("\u2029")))
+}
+
+func (c *canonicalizer) decodeString(tok []byte) (string, bool) {
+	if plainString(tok) {
+		return string(tok[1 : len(tok)-1]), true
+	}
+	var s string
+	if err := json.Unmarshal(tok, &s); err != nil {
+		return "", false
+	}
+	return s, true
+}
+
+func (c *canonicalizer) string(tok []byte) bool {
+	if plainString(tok) {
+		c.out = append(c.out, tok...)
+		return true
+	}
+	s, ok := c.decodeString(tok)
+	if !ok {
+		return false
+	}
+	c.out = c.appendString(c.out, s)
+	return true
+}
+
+// appendString appends s as encoding/json encodes it, HTML characters as
+// they are.
+func (c *canonicalizer) appendString(dst []byte, s string) []byte {
+	tok := append(append([]byte{'"'}, s...), '"')
+	if plainString(tok) {
+		return append(dst, tok...)
+	}
+	c.scratch.Reset()
+	enc := json.NewEncoder(&c.scratch)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s) // a string always encodes
+	return append(dst, bytes.TrimSuffix(c.scratch.Bytes(), []byte("\n"))...)
+}
+
+// number writes the number at the position as encoding/json writes the
+// float64 it decodes to.
+func (c *canonicalizer) number() bool {
+	start := c.pos
+	for c.pos < len(c.in) && bytes.IndexByte([]byte("+-.eE0123456789"), c.in[c.pos]) >= 0 {
+		c.pos++
+	}
+	tok := c.in[start:c.pos]
+	if !validNumber(tok) {
+		return false
+	}
+	digits := bytes.TrimPrefix(tok, []byte("-"))
+	if len(digits) <= 15 && !bytes.ContainsAny(digits, ".eE") {
+		c.out = append(c.out, tok...) // an integer a float64 holds exactly
+		return true
+	}
+	f, err := strconv.ParseFloat(string(tok), 64)
+	if err != nil {
+		return false
+	}
+	encoded, err := json.Marshal(f)
+	if err != nil {
+		return false
+	}
+	c.out = append(c.out, encoded...)
+	return true
+}
+
+// validNumber checks JSON's number grammar: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+func validNumber(tok []byte) bool {
+	i := 0
+	digits := func() int {
+		n := 0
+		for i < len(tok) && tok[i] >= '0' && tok[i] <= '9' {
+			i++
+			n++
+		}
+		return n
+	}
+	if i < len(tok) && tok[i] == '-' {
+		i++
+	}
+	if i < len(tok) && tok[i] == '0' {
+		i++
+	} else if digits() == 0 {
+		return false
+	}
+	if i < len(tok) && tok[i] == '.' {
+		i++
+		if digits() == 0 {
+			return false
+		}
+	}
+	if i < len(tok) && (tok[i] == 'e' || tok[i] == 'E') {
+		i++
+		if i < len(tok) && (tok[i] == '+' || tok[i] == '-') {
+			i++
+		}
+		if digits() == 0 {
+			return false
+		}
+	}
+	return i == len(tok)
+}
+
+// jsonSplitter cuts a stream into its top-level values, as raw bytes.
+type jsonSplitter struct {
+	r    io.Reader
+	pool *bufferPool
+	// raw holds the last value cut; it is reused for the next one.
+	raw []byte
+	buf []byte // read and not yet cut
+	// chunk is what fill reads into.
+	chunk []byte
+	eof   bool
+	err   error
+}
+
+// nextValue returns the next top-level value, io.EOF at the end, or an
+// error for a stream that ends inside a value or holds something else
+// than values separated by space. grow is called as the value grows, with
+// the bytes it grew by.
+func (s *jsonSplitter) nextValue(grow func(n int) bool) ([]byte, error) {
+	// Skip space.
+	for {
+		i := 0
+		for i < len(s.buf) && (s.buf[i] == ' ' || s.buf[i] == '\t' || s.buf[i] == '\n' || s.buf[i] == '\r') {
+			i++
+		}
+		s.buf = s.buf[i:]
+		if len(s.buf) > 0 {
+			break
+		}
+		if !s.fill() {
+			return nil, s.endErr()
+		}
+	}
+	if s.buf[0] != '{' {
+		return nil, errors.New("expected an object")
+	}
+	raw := s.raw[:0]
+	defer func() { s.raw = raw }()
+	depth, inString, escape := 0, false, false
+	for {
+		i := 0
+		for i < len(s.buf) {
+			if inString {
+				if escape {
+					escape = false
+					i++
+					continue
+				}
+				j := bytes.IndexAny(s.buf[i:], `"\`)
+				if j < 0 {
+					i = len(s.buf)
+					break
+				}
+				i += j
+				if s.buf[i] == '\\' {
+					escape = true
+				} else {
+					inString = false
+				}
+				i++
+				continue
+			}
+			switch s.buf[i] {
+			case '"':
+				inString = true
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+			}
+			i++
+			if depth == 0 {
+				break
+			}
+		}
+		if !grow(i) {
+			return nil, errCancelled
+		}
+		if len(raw)+i > cap(raw) {
+			grown := append(s.pool.get(max(2*cap(raw), len(raw)+i)), raw...)
+			s.pool.put(raw)
+			raw = grown
+		}
+		raw = append(raw, s.buf[:i]...)
+		s.buf = s.buf[i:]
+		if depth == 0 {
+			return raw, nil
+		}
+		if !s.fill() {
+			if err := s.endErr(); err != io.EOF {
+				return nil, err
+			}
+			return nil, io.ErrUnexpectedEOF
+		}
+	}
+}
+
+var errCancelled = errors.New("cancelled")
+
+// fill reads more of the stream into buf, and reports false at its end.
+func (s *jsonSplitter) fill() bool {
+	if s.eof || s.err != nil {
+		return false
+	}
+	if s.chunk == nil {
+		s.chunk = make([]byte, 64<<10)
+	}
+	n, err := s.r.Read(s.chunk)
+	s.buf = append(s.buf, s.chunk[:n]...)
+	if err == io.EOF {
+		s.eof = true
+	} else if err != nil {
+		s.err = err
+	}
+	return n > 0 || (!s.eof && s.err == nil)
+}
+
+func (s *jsonSplitter) endErr() error {
+	if s.err != nil {
+		return s.err
+	}
+	return io.EOF
+}
+
+// pooledBytes is the size from which the walk reuses buffers (see
+// bufferPool) rather than leave them to the collector.
+const pooledBytes = 1 << 20
+
+// bufferPool keeps the large buffers blobs are read and encoded into, for
+// the next blobs. A catalog of bundle blobs of many MB would otherwise
+// allocate several hundred MB a second, which the collector, on a machine
+// whose cores are busy, reclaims too late: the heap grew to many times
+// what was live. It keeps the largest buffers, up to max bytes in all.
+type bufferPool struct {
+	mu         sync.Mutex
+	free       [][]byte
+	max, bytes int
+}
+
+// get returns a buffer of len 0 and cap at least n.
+func (p *bufferPool) get(n int) []byte {
+	if n >= pooledBytes {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		best := -1
+		for i, b := range p.free {
+			if cap(b) >= n && (best < 0 || cap(b) < cap(p.free[best])) {
+				best = i
+			}
+		}
+		if best >= 0 {
+			b := p.free[best]
+			p.free = slices.Delete(p.free, best, best+1)
+			p.bytes -= cap(b)
+			return b[:0]
+		}
+	}
+	return make([]byte, 0, n)
+}
+
+// put gives back a buffer that nothing refers to any more.
+func (p *bufferPool) put(b []byte) {
+	if cap(b) < pooledBytes {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.free = append(p.free, b)
+	p.bytes += cap(b)
+	for p.bytes > p.max {
+		smallest := 0
+		for i, f := range p.free {
+			if cap(f) < cap(p.free[smallest]) {
+				smallest = i
+			}
+		}
+		p.bytes -= cap(p.free[smallest])
+		p.free = slices.Delete(p.free, smallest, smallest+1)
+	}
+}
