@@ -44,7 +44,8 @@ func newExtractor(root *os.Root, configsDir string, maxBytes, maxFiles int64) *e
 }
 
 // apply extracts one layer's tar stream. It checks ctx between entries, so a
-// cancelled unpack stops at the next entry even if the stream keeps flowing.
+// cancelled unpack stops at the next entry even if the stream keeps flowing;
+// the stream itself (layerStream) checks it within entries.
 func (x *extractor) apply(ctx context.Context, layer int, r io.Reader) error {
 	x.layer = layer
 	x.touched = map[string]bool{}
@@ -58,7 +59,7 @@ func (x *extractor) apply(ctx context.Context, layer int, r io.Reader) error {
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("reading layer %d: %w", layer, err)
+			return &decodeError{err: fmt.Errorf("reading layer %d: %w", layer, err)}
 		}
 		p, err := planEntry(hdr, x.configsDir)
 		if err != nil {
@@ -222,12 +223,19 @@ func (x *extractor) writeFile(rel string, hdr *tar.Header, body io.Reader) error
 		return fmt.Errorf("creating %s: %w", rel, err)
 	}
 	// The tar reader yields exactly hdr.Size bytes, which count charged.
-	_, err = io.Copy(f, body)
+	w := &fileWriter{f: f}
+	_, err = io.Copy(w, body)
 	if closeErr := f.Close(); err == nil && closeErr != nil {
+		w.err = closeErr
 		err = closeErr
 	}
 	if err != nil {
-		return fmt.Errorf("writing %s: %w", rel, err)
+		err = fmt.Errorf("writing %s: %w", rel, err)
+		if w.err == nil {
+			// Reading the entry failed, not writing it (a truncated entry).
+			return &decodeError{err: err}
+		}
+		return err
 	}
 	x.markTouched(rel)
 	return nil
@@ -345,4 +353,19 @@ func (x *extractor) finish() (files, size int64, err error) {
 		return 0, 0, fmt.Errorf("checking extracted files: %w", err)
 	}
 	return files, size, nil
+}
+
+// fileWriter remembers a write error, so that writeFile can tell it from an
+// error reading the entry.
+type fileWriter struct {
+	f   *os.File
+	err error
+}
+
+func (w *fileWriter) Write(p []byte) (int, error) {
+	n, err := w.f.Write(p)
+	if err != nil {
+		w.err = err
+	}
+	return n, err
 }
