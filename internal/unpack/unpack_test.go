@@ -522,17 +522,40 @@ func TestUnpackRefusesContent(t *testing.T) {
 		unsafe("configs dir replaced by a symlink", registrytest.Symlink("configs", "/etc")),
 		unsafe("whiteout naming no file", registrytest.Entry{Name: "configs/.wh..", Typeflag: tar.TypeReg}),
 		unsafe("file under a file", registrytest.File("configs/pkg-a/catalog.json/evil", "x")),
+		// Each link is inside lexically, but d/e resolves to the configs dir,
+		// so d/e/l would land at the top and its "../../x" leave. Nothing is
+		// written through a link, so it is refused as it is written.
+		unsafe("symlink chain that would escape on disk",
+			registrytest.Dir("configs/d"),
+			registrytest.Symlink("configs/d/e", ".."),
+			registrytest.Symlink("configs/d/e/l", "../../x")),
+		unsafe("file written through a link to a directory",
+			registrytest.Symlink("configs/pkg-c", "pkg-a"),
+			registrytest.File("configs/pkg-c/new.json", "{}")),
+		unsafe("directory written through a link",
+			registrytest.Symlink("configs/pkg-c", "pkg-a"),
+			registrytest.Dir("configs/pkg-c/sub")),
+		unsafe("hard link to a file reached through a link",
+			registrytest.Symlink("configs/pkg-c", "pkg-a"),
+			registrytest.Hardlink("configs/hard", "configs/pkg-c/catalog.json")),
+		unsafe("entry more than 64 directories deep",
+			registrytest.File("configs/"+strings.Repeat("d/", 65)+"catalog.json", "{}")),
+		unsafe("link target more than 64 directories deep",
+			registrytest.Symlink("configs/deep", strings.Repeat("d/", 65)+"catalog.json")),
 		{
-			// Each link is inside lexically, but d/e resolves to the configs
-			// dir, so d/e/l lands at the top and its "../../x" leaves.
-			name: "symlink chain that escapes on disk",
+			name: "whiteout through a link",
 			fbc:  tiny,
-			push: registrytest.PushOptions{Extra: []registrytest.Entry{
-				registrytest.Dir("configs/d"),
-				registrytest.Symlink("configs/d/e", ".."),
-				registrytest.Symlink("configs/d/e/l", "../../x"),
-			}},
-			wantUnsafe: "l",
+			push: registrytest.PushOptions{
+				Extra:  []registrytest.Entry{registrytest.Symlink("configs/pkg-c", "pkg-a")},
+				Layers: [][]registrytest.Entry{{registrytest.Whiteout("configs/pkg-c/catalog.json")}},
+			},
+			wantUnsafe: "configs/pkg-c/.wh.catalog.json",
+		},
+		{
+			name:       "symbolic link to itself",
+			fbc:        tiny,
+			push:       registrytest.PushOptions{Extra: []registrytest.Entry{registrytest.Symlink("configs/self", "self")}},
+			wantUnsafe: "self",
 		},
 		{
 			name:      "total size limit",
