@@ -3,7 +3,10 @@ package unpack
 import (
 	"archive/tar"
 	"bytes"
+	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"testing"
@@ -109,4 +112,55 @@ func BenchmarkExtractLinkChains(b *testing.B) {
 			}
 		})
 	}
+}
+
+// cancelAfter serves r and cancels once more than n bytes were served.
+type cancelAfter struct {
+	r      io.Reader
+	n      int64
+	served int64
+	cancel context.CancelFunc
+}
+
+func (c *cancelAfter) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.served += int64(n)
+	if c.served > c.n {
+		c.cancel()
+	}
+	return n, err
+}
+
+// Cancellation must stop a large entry while it is copied, not once it is
+// done: a layer's stream may already be in memory, so the network cannot be
+// relied on to notice.
+func TestExtractCancelledWithinEntry(t *testing.T) {
+	const size = 64 << 20
+	var hdr bytes.Buffer
+	if err := tar.NewWriter(&hdr).WriteHeader(&tar.Header{Name: "configs/big.json", Typeflag: tar.TypeReg, Mode: 0o644, Size: size}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	src := &cancelAfter{r: io.MultiReader(&hdr, io.LimitReader(zeroReader{}, size+1024)), n: 1 << 20, cancel: cancel}
+	root, err := os.OpenRoot(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	x := newExtractor(root, "configs", 1<<30, 100)
+	err = extractLayer(ctx, x, 0, src, &readBudget{left: 1 << 30, max: 1 << 30})
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("error %v, want context.Canceled", err)
+	}
+	if src.served > 4<<20 {
+		t.Errorf("read %d bytes of a %d-byte entry after cancelling at 1 MiB", src.served, size)
+	}
+}
+
+type zeroReader struct{}
+
+func (zeroReader) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
 }
