@@ -19,6 +19,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -199,6 +200,17 @@ func New(opts Options) (*Unpacker, error) {
 	return u, nil
 }
 
+// withoutPath drops the path from a *fs.PathError about the destination:
+// it is the server's, and errors reach users. Paths inside the destination
+// are relative already (os.Root reports them as given).
+func withoutPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("%s: %w", pe.Op, pe.Err)
+	}
+	return err
+}
+
 // orDefault returns v, or def when v is zero or negative.
 func orDefault[T int64 | time.Duration](v, def T) T {
 	if v <= 0 {
@@ -342,10 +354,10 @@ func (u *Unpacker) Unpack(ctx context.Context, digestRef string, dst string) (re
 	}
 
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		return Result{}, fmt.Errorf("unpacking %s: creating parent of destination: %w", res.Ref, err)
+		return Result{}, fmt.Errorf("unpacking %s: creating parent of destination: %w", res.Ref, withoutPath(err))
 	}
 	if err := os.Mkdir(dst, 0o755); err != nil {
-		return Result{}, fmt.Errorf("unpacking %s: creating destination: %w", res.Ref, err)
+		return Result{}, fmt.Errorf("unpacking %s: creating destination: %w", res.Ref, withoutPath(err))
 	}
 	defer func() {
 		if err != nil {
@@ -356,7 +368,7 @@ func (u *Unpacker) Unpack(ctx context.Context, digestRef string, dst string) (re
 	}()
 	root, err := os.OpenRoot(dst)
 	if err != nil {
-		return Result{}, fmt.Errorf("unpacking %s: opening destination: %w", res.Ref, err)
+		return Result{}, fmt.Errorf("unpacking %s: opening destination: %w", res.Ref, withoutPath(err))
 	}
 	defer root.Close()
 

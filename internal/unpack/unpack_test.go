@@ -682,8 +682,12 @@ func TestUnpackArguments(t *testing.T) {
 		if err := os.WriteFile(keep, []byte("mine"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := u.Unpack(t.Context(), ref, dst); err == nil {
+		_, err := u.Unpack(t.Context(), ref, dst)
+		if err == nil {
 			t.Fatal("Unpack into an existing directory succeeded")
+		}
+		if !errors.Is(err, fs.ErrExist) || strings.Contains(err.Error(), dst) {
+			t.Errorf("error %q, want fs.ErrExist without the server path %s", err, dst)
 		}
 		if b, err := os.ReadFile(keep); err != nil || string(b) != "mine" {
 			t.Errorf("existing content changed: %q, %v", b, err)
