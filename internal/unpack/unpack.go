@@ -307,6 +307,12 @@ func (u *Unpacker) Resolve(ctx context.Context, ref string) (_ string, err error
 // not preserved: files are 0644 (0755 when executable in the image) and
 // directories 0755.
 //
+// Only plain files, directories and links that resolve inside dst are
+// written, never through a link, at most 64 directories deep; anything else
+// in the configs directory fails the unpack with an UnsafeEntryError. The
+// manifest's declared sizes are checked against the limits in Options before
+// any blob is requested, and registry I/O is bounded by its timeouts.
+//
 // digestRef must carry a digest (see Resolve). If it names an index, the
 // manifest for the running binary's platform is used, then linux with the
 // binary's architecture, then linux/amd64; catalog content does not depend on
