@@ -622,3 +622,29 @@ func TestUnpackErrorsHideSignedURLs(t *testing.T) {
 		})
 	}
 }
+
+// Resolve is bounded the same way: a registry that never answers a
+// manifest request fails it with a timeout.
+func TestResolveRegistryStalls(t *testing.T) {
+	reg := registrytest.New(t)
+	registrytest.PushCatalog(t, reg.Host, "catalogs/demo:v1", demoDir, registrytest.PushOptions{})
+	reg.Intercept(func(w http.ResponseWriter, r *http.Request) bool {
+		if !strings.Contains(r.URL.Path, "/manifests/") {
+			return false
+		}
+		<-r.Context().Done()
+		return true
+	})
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	u := newUnpacker(t, unpack.Options{InsecureRegistries: []string{reg.Host}, RequestTimeout: 200 * time.Millisecond})
+	_, err := u.Resolve(ctx, reg.Host+"/catalogs/demo:v1")
+	t.Logf("Resolve error: %v", err)
+	if ctx.Err() != nil {
+		t.Fatalf("Resolve ran until the test's own deadline: %v", err)
+	}
+	var te interface{ Timeout() bool }
+	if !errors.As(err, &te) || !te.Timeout() || unpack.IsTerminal(err) {
+		t.Errorf("error %v, want a retryable timeout", err)
+	}
+}

@@ -19,6 +19,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -1047,6 +1048,10 @@ func TestIsTerminal(t *testing.T) {
 		{unpack.ErrMissingConfigsLabel, true},
 		{&unpack.UnsafeEntryError{Entry: "x", Reason: "y"}, true},
 		{&unpack.LimitError{Limit: "MaxFiles", Max: 1, Entry: "x"}, true},
+		{&unpack.LimitError{Limit: "MaxConfigBytes", Max: 1, Entry: "the image config"}, true},
+		{&unpack.CorruptLayerError{Layer: 1, Err: errors.New("invalid tar header")}, true},
+		{fmt.Errorf("layer 0: %w", unpack.ErrForeignLayer), true},
+		{&unpack.TimeoutError{Op: "pulling", After: time.Second}, false},
 	}
 	for _, tt := range tests {
 		for _, err := range []error{tt.err, wrap(tt.err)} {
