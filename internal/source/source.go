@@ -8,6 +8,7 @@
 package source
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -19,13 +20,24 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
+	"unicode/utf8"
+
+	"github.com/go-logr/logr"
 
 	"github.com/catalogd/catalogd/internal/index"
 )
 
-// Dir returns the catalog in the directory at path as an index.Source: its
-// files (os.DirFS), its absolute path as Ref, and a digest of its content.
+// Dir is DirContext without cancellation or logging.
+func Dir(path string) (index.Source, error) {
+	return DirContext(context.Background(), path)
+}
+
+// DirContext returns the catalog in the directory at path as an
+// index.Source: its files (FS), its absolute path as Ref, and a digest of
+// its content. It stops early when ctx ends, and logs what it skips through
+// the logr.Logger in ctx, if any.
 //
 // The digest is "sha256:" + hex of SHA-256 over every regular file under
 // path, in lexical order of their slash-separated relative paths, each as
@@ -43,29 +55,49 @@ import (
 // while editing); both count as relative path, NUL, 'l', length, link text,
 // so re-pointing them changes the digest. A link that resolves outside path
 // is an error: the index would read content the digest cannot vouch for.
-func Dir(path string) (index.Source, error) {
+//
+// Named pipes, sockets and devices hold no catalog content and FS hides
+// them; they are never opened (opening a pipe would block), but their names
+// are hashed, so their appearing counts as a change. Names that are not
+// valid UTF-8 cannot be read through an fs.FS at all; they are skipped, with
+// everything below them, and logged, rather than failing the catalog.
+//
+// Error messages name content by its path relative to the catalog directory
+// and never include the directory's own path, which is the server's: callers
+// that want it there add it.
+func DirContext(ctx context.Context, path string) (index.Source, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return index.Source{}, fmt.Errorf("read catalog directory %s: %w", path, err)
+		return index.Source{}, fmt.Errorf("read catalog directory: %w", rootErr(err))
 	}
 	// Links are checked against the real location of the root, so that a
 	// root reached through a link (as /tmp is on some systems) still works.
 	resolved, err := filepath.EvalSymlinks(abs)
 	if err != nil {
-		return index.Source{}, fmt.Errorf("read catalog directory %s: %w", path, err)
+		return index.Source{}, fmt.Errorf("read catalog directory: %w", rootErr(err))
 	}
 	fi, err := os.Stat(resolved)
 	if err != nil {
-		return index.Source{}, fmt.Errorf("read catalog directory %s: %w", path, err)
+		return index.Source{}, fmt.Errorf("read catalog directory: %w", rootErr(err))
 	}
 	if !fi.IsDir() {
-		return index.Source{}, fmt.Errorf("read catalog directory %s: not a directory", path)
+		return index.Source{}, errors.New("read catalog directory: not a directory")
 	}
-	digest, err := digestDir(resolved)
+	log := logr.FromContextOrDiscard(ctx)
+	digest, err := digestDir(ctx, log, resolved)
 	if err != nil {
-		return index.Source{}, fmt.Errorf("digest catalog directory %s: %w", path, err)
+		return index.Source{}, fmt.Errorf("digest catalog directory: %w", err)
 	}
-	return index.Source{FS: os.DirFS(abs), Ref: abs, Digest: digest}, nil
+	return index.Source{FS: FS(abs), Ref: abs, Digest: digest}, nil
+}
+
+// rootErr drops the path from an error about the catalog directory itself.
+func rootErr(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 // entry is one thing the digest covers.
@@ -78,20 +110,30 @@ type entry struct {
 
 // digestDir hashes the tree under root, which must be a real (link-free)
 // absolute path.
-func digestDir(root string) (string, error) {
+func digestDir(ctx context.Context, log logr.Logger, root string) (string, error) {
 	var entries []entry
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
 		if p == root {
-			return nil
-		}
-		rel, err := filepath.Rel(root, p)
-		if err != nil {
 			return err
+		}
+		rel, relErr := filepath.Rel(root, p)
+		if relErr != nil {
+			return relErr
 		}
 		rel = filepath.ToSlash(rel)
+		if err != nil {
+			return relPathErr(rel, err)
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if !utf8.ValidString(d.Name()) {
+			log.Info("skipping a catalog file whose name is not valid UTF-8", "path", strconv.Quote(rel))
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
 		switch t := d.Type(); {
 		case t.IsDir():
 			return nil
@@ -108,6 +150,7 @@ func digestDir(root string) (string, error) {
 		default:
 			// Sockets, pipes and devices hold no catalog content; their names
 			// are hashed so that their appearing still counts as a change.
+			log.V(1).Info("skipping a catalog entry that is not a file, directory or link", "path", rel, "type", t.String())
 			entries = append(entries, entry{rel: rel, kind: 'o'})
 			return nil
 		}
@@ -130,21 +173,21 @@ func digestDir(root string) (string, error) {
 func linkEntry(root, p, rel string) (entry, error) {
 	text, err := os.Readlink(p)
 	if err != nil {
-		return entry{}, err
+		return entry{}, relPathErr(rel, err)
 	}
 	target, err := filepath.EvalSymlinks(p)
 	if errors.Is(err, fs.ErrNotExist) {
 		return entry{rel: rel, kind: 'l', link: text}, nil
 	}
 	if err != nil {
-		return entry{}, fmt.Errorf("resolve link %s: %w", rel, err)
+		return entry{}, fmt.Errorf("resolve link %s: %w", rel, relPathErr(rel, err))
 	}
 	if !inside(root, target) {
-		return entry{}, fmt.Errorf("link %s points outside the catalog directory (to %s)", rel, target)
+		return entry{}, fmt.Errorf("link %s points outside the catalog directory", rel)
 	}
 	fi, err := os.Stat(target)
 	if err != nil {
-		return entry{}, fmt.Errorf("resolve link %s: %w", rel, err)
+		return entry{}, fmt.Errorf("resolve link %s: %w", rel, relPathErr(rel, err))
 	}
 	if fi.Mode().IsRegular() {
 		return entry{rel: rel, kind: 'f', abs: target}, nil
@@ -165,20 +208,24 @@ func writeEntry(h hash.Hash, e entry) error {
 	h.Write([]byte{0, e.kind})
 	switch e.kind {
 	case 'f':
-		f, err := os.Open(e.abs)
+		f, err := openNonBlocking(e.abs)
 		if err != nil {
-			return fmt.Errorf("read %s: %w", e.rel, err)
+			return fmt.Errorf("read %s: %w", e.rel, rootErr(err))
 		}
 		defer f.Close()
 		fi, err := f.Stat()
 		if err != nil {
-			return fmt.Errorf("read %s: %w", e.rel, err)
+			return fmt.Errorf("read %s: %w", e.rel, rootErr(err))
+		}
+		if !fi.Mode().IsRegular() {
+			// Replaced since the walk; the caller will see the change.
+			return fmt.Errorf("read %s: no longer a regular file", e.rel)
 		}
 		binary.BigEndian.PutUint64(size[:], uint64(fi.Size()))
 		h.Write(size[:])
 		n, err := io.Copy(h, f)
 		if err != nil {
-			return fmt.Errorf("read %s: %w", e.rel, err)
+			return fmt.Errorf("read %s: %w", e.rel, rootErr(err))
 		}
 		if n != fi.Size() {
 			// Written to while being read: the caller will see another
@@ -191,4 +238,17 @@ func writeEntry(h hash.Hash, e entry) error {
 		h.Write([]byte(e.link))
 	}
 	return nil
+}
+
+// relPathErr replaces the absolute path in a *fs.PathError with rel.
+func relPathErr(rel string, err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return &fs.PathError{Op: pe.Op, Path: rel, Err: pe.Err}
+	}
+	var le *os.LinkError
+	if errors.As(err, &le) {
+		return fmt.Errorf("%s %s: %w", le.Op, rel, le.Err)
+	}
+	return err
 }

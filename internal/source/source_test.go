@@ -153,16 +153,6 @@ func TestDirSource(t *testing.T) {
 	}
 }
 
-func TestDirErrors(t *testing.T) {
-	dir := t.TempDir()
-	writeTree(t, dir, map[string]string{"file.json": "{}"})
-	for _, p := range []string{filepath.Join(dir, "missing"), filepath.Join(dir, "file.json")} {
-		if _, err := Dir(p); err == nil || !strings.Contains(err.Error(), p) {
-			t.Errorf("Dir(%s) = %v; want an error naming the path", p, err)
-		}
-	}
-}
-
 func TestDirLinks(t *testing.T) {
 	outside := t.TempDir()
 	writeTree(t, outside, map[string]string{"secret.json": "{}"})

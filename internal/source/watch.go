@@ -39,7 +39,7 @@ func Watch(ctx context.Context, path string, debounce time.Duration, onChange fu
 	}
 	root, err := filepath.Abs(path)
 	if err != nil {
-		return fmt.Errorf("watch %s: %w", path, err)
+		return fmt.Errorf("watch catalog directory: %w", rootErr(err))
 	}
 	log := logr.FromContextOrDiscard(ctx).WithValues("dir", root)
 	w := &watcher{root: root, debounce: debounce, onChange: onChange, log: log}
@@ -75,18 +75,18 @@ type watcher struct {
 func (w *watcher) start() (*fsnotify.Watcher, error) {
 	fsw, err := fsnotify.NewWatcher()
 	if err != nil {
-		return nil, fmt.Errorf("watch %s: %w", w.root, err)
+		return nil, fmt.Errorf("watch catalog directory: %w", err)
 	}
 	fi, err := os.Stat(w.root)
 	if err == nil && !fi.IsDir() {
 		err = errors.New("not a directory")
 	}
 	if err == nil {
-		err = addTree(fsw, w.root)
+		err = addTree(fsw, w.root, w.root)
 	}
 	if err != nil {
 		fsw.Close()
-		return nil, fmt.Errorf("watch %s: %w", w.root, err)
+		return nil, fmt.Errorf("watch catalog directory: %w", rootErr(err))
 	}
 	return fsw, nil
 }
@@ -111,7 +111,7 @@ func (w *watcher) run(ctx context.Context, fsw *fsnotify.Watcher) (gone bool, er
 
 		case ev, ok := <-fsw.Events:
 			if !ok {
-				return false, fmt.Errorf("watch %s: event stream closed", w.root)
+				return false, errors.New("watch catalog directory: event stream closed")
 			}
 			if ev.Op == fsnotify.Chmod {
 				continue // permissions and timestamps: the content is the same
@@ -125,7 +125,7 @@ func (w *watcher) run(ctx context.Context, fsw *fsnotify.Watcher) (gone bool, er
 				// whose events came before it was watched; the change event
 				// below covers them, and the watch covers later ones.
 				if fi, err := os.Lstat(ev.Name); err == nil && fi.IsDir() {
-					if err := addTree(fsw, ev.Name); err != nil {
+					if err := addTree(fsw, w.root, ev.Name); err != nil {
 						w.log.V(1).Info("could not watch new directory", "path", ev.Name, "error", err.Error())
 					}
 				}
@@ -134,12 +134,12 @@ func (w *watcher) run(ctx context.Context, fsw *fsnotify.Watcher) (gone bool, er
 
 		case err, ok := <-fsw.Errors:
 			if !ok {
-				return false, fmt.Errorf("watch %s: error stream closed", w.root)
+				return false, errors.New("watch catalog directory: error stream closed")
 			}
 			// Events were lost (overflow) or a watch failed: what changed is
 			// unknown, so watch the tree afresh and treat it as a change.
 			w.log.Error(err, "file watch error; rescanning the catalog directory")
-			if err := addTree(fsw, w.root); err != nil {
+			if err := addTree(fsw, w.root, w.root); err != nil {
 				if _, statErr := os.Stat(w.root); errors.Is(statErr, fs.ErrNotExist) {
 					return true, nil
 				}
@@ -182,20 +182,30 @@ func (w *watcher) waitForRoot(ctx context.Context) (*fsnotify.Watcher, error) {
 // addTree watches dir and every directory below it. Links to directories
 // are not followed, as Dir does not follow them either. Adding a directory
 // that is already watched is harmless.
-func addTree(fsw *fsnotify.Watcher, dir string) error {
+func addTree(fsw *fsnotify.Watcher, root, dir string) error {
 	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if p != dir && errors.Is(err, fs.ErrNotExist) {
 				return nil // removed while we walked: nothing to watch
 			}
-			return err
+			return relTo(root, p, err)
 		}
 		if !d.IsDir() {
 			return nil
 		}
 		if err := fsw.Add(p); err != nil && !(p != dir && errors.Is(err, fs.ErrNotExist)) {
-			return fmt.Errorf("watch %s: %w", p, err)
+			return relTo(root, p, err)
 		}
 		return nil
 	})
+}
+
+// relTo names p relative to root in err, so that the server's path of the
+// catalog directory stays out of it.
+func relTo(root, p string, err error) error {
+	rel, relErr := filepath.Rel(root, p)
+	if relErr != nil || rel == "." {
+		return rootErr(err)
+	}
+	return fmt.Errorf("%s: %w", filepath.ToSlash(rel), rootErr(err))
 }

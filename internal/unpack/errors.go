@@ -3,6 +3,7 @@ package unpack
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // ErrInvalidReference is returned for a reference that cannot be parsed, or
@@ -29,6 +30,12 @@ var ErrNoMatchingPlatform = errors.New("image index has no manifest for a suppor
 // neither an image nor an index (a Docker schema 1 manifest, an artifact).
 // It is terminal.
 var ErrUnsupportedMediaType = errors.New("unsupported manifest media type")
+
+// ErrForeignLayer is returned when the image manifest lists download URLs for
+// a layer ("foreign" or non-distributable layers). Following them would let
+// an image make the puller fetch from any address it names; catalog images
+// never need them. It is terminal.
+var ErrForeignLayer = errors.New("image has a layer with foreign download URLs")
 
 // ErrPlainHTTPNotAllowed is returned by the transport when a request would go
 // over plain HTTP to a registry that is not in Options.InsecureRegistries.
@@ -59,21 +66,77 @@ func (e *UnsafeEntryError) Error() string {
 	return fmt.Sprintf("unsafe entry %q in layer %d: %s", e.Entry, e.Layer, e.Reason)
 }
 
-// LimitError reports that extraction stopped because it would exceed
-// Options.MaxTotalBytes or Options.MaxFiles. It is terminal: the same digest
-// always has the same content, so only a higher limit or a smaller image helps.
+// LimitError reports that a pull stopped because it would exceed one of the
+// size limits of Options. It is terminal: the same digest always has the
+// same content, so only a higher limit or a smaller image helps.
 type LimitError struct {
-	// Limit names the option that was exceeded: "MaxTotalBytes" or "MaxFiles".
+	// Limit names the option that was exceeded: "MaxTotalBytes", "MaxFiles",
+	// "MaxManifestBytes", "MaxConfigBytes", "MaxDownloadBytes" or
+	// "MaxUncompressedBytes".
 	Limit string
 	// Max is the configured value of that option.
 	Max int64
-	// Entry is the tar entry whose extraction would have crossed the limit.
+	// Entry is the tar entry whose extraction would have crossed the limit
+	// (MaxTotalBytes, MaxFiles), or what was too big ("manifest", "layer 2").
 	Entry string
 }
 
 func (e *LimitError) Error() string {
-	return fmt.Sprintf("extracting %q would exceed %s (%d)", e.Entry, e.Limit, e.Max)
+	switch e.Limit {
+	case "MaxTotalBytes", "MaxFiles":
+		return fmt.Sprintf("extracting %q would exceed %s (%d)", e.Entry, e.Limit, e.Max)
+	}
+	return fmt.Sprintf("%s exceeds %s (%d)", e.Entry, e.Limit, e.Max)
 }
+
+// CorruptLayerError reports a layer whose download matched its digest but
+// whose content is not a readable (gzip- or zstd-compressed, or plain) tar
+// stream. The digest vouches that every download of it is the same, so it is
+// terminal.
+type CorruptLayerError struct {
+	// Layer is the zero-based index of the layer.
+	Layer int
+	// Err is what the decompressor or the tar reader said.
+	Err error
+}
+
+func (e *CorruptLayerError) Error() string {
+	return fmt.Sprintf("layer %d is corrupt in the image (its digest matches, so downloading again cannot help): %v", e.Layer, e.Err)
+}
+
+func (e *CorruptLayerError) Unwrap() error { return e.Err }
+
+// TimeoutError reports that registry I/O took longer than the unpacker
+// allows: Options.RequestTimeout for a response to start, IdleTimeout for
+// a body to make progress, or PullTimeout for the whole call. It is
+// retryable.
+type TimeoutError struct {
+	// Op says what was being done.
+	Op string
+	// After is the configured timeout that expired.
+	After time.Duration
+	// Idle is true when the registry stopped sending in the middle of a
+	// response, as opposed to the whole operation taking too long.
+	Idle bool
+	// Err is the underlying error, if any.
+	Err error
+}
+
+func (e *TimeoutError) Error() string {
+	msg := fmt.Sprintf("%s timed out after %s", e.Op, e.After)
+	if e.Idle {
+		msg = fmt.Sprintf("%s timed out: the registry sent nothing for %s", e.Op, e.After)
+	}
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
+
+func (e *TimeoutError) Unwrap() error { return e.Err }
+
+// Timeout reports true, as net.Error does for timeouts.
+func (e *TimeoutError) Timeout() bool { return true }
 
 // IsTerminal reports whether err, or an error it wraps, is one that retrying
 // the same call cannot fix, so a controller can report Blocked instead of
@@ -84,14 +147,16 @@ func (e *LimitError) Error() string {
 // the content of an image at a digest, because content addressed by digest
 // never changes: a missing or unusable configs label, no manifest for a
 // supported platform, a manifest that is not an image, an unsafe tar entry,
-// content over the configured limits.
+// content over the configured limits, a layer that is corrupt although its
+// digest matches, a layer with foreign URLs.
 // Only a new digest (a new push, or a spec change) can clear such an error.
 //
 // Everything else is retryable: network and TLS failures, authentication and
 // authorization failures (a pull secret may be fixed or rotated), registry
-// errors including "manifest unknown" (a digest may be pushed later), corrupt
-// or truncated downloads (the next download may be fine), a cancelled context
-// and local filesystem errors. IsTerminal reports false for those and for any
+// errors including "manifest unknown" and "blob unknown" (a digest may be
+// pushed later), downloads that are truncated or do not match their digest
+// (the next download may be fine), timeouts, a cancelled context and local
+// filesystem errors. IsTerminal reports false for those and for any
 // error it does not recognise, so that a new kind of failure is retried rather
 // than wedged.
 func IsTerminal(err error) bool {
@@ -105,6 +170,7 @@ func IsTerminal(err error) bool {
 		ErrConfigsDirNotFound,
 		ErrNoMatchingPlatform,
 		ErrUnsupportedMediaType,
+		ErrForeignLayer,
 	} {
 		if errors.Is(err, sentinel) {
 			return true
@@ -115,5 +181,9 @@ func IsTerminal(err error) bool {
 		return true
 	}
 	var limit *LimitError
-	return errors.As(err, &limit)
+	if errors.As(err, &limit) {
+		return true
+	}
+	var corrupt *CorruptLayerError
+	return errors.As(err, &corrupt)
 }

@@ -9,12 +9,20 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"strings"
 )
 
 // extractor applies layers, in order, to a destination opened as an os.Root.
 // The root guarantees that no write escapes the destination, even through a
 // symbolic link planted by an earlier entry; planEntry guarantees that what
 // is written is only plain files, directories and links that point inside.
+//
+// Entries are never written through a symbolic link: every parent of an
+// entry must be a real directory (image builders record files at their real
+// paths, so only a crafted layer does otherwise). That keeps the cost of each
+// entry proportional to the length of its name. Following links in parents
+// let a few chained links to deep directories cost every entry thousands of
+// path lookups (8 hops of 100-deep chains: about 40 ms per entry).
 type extractor struct {
 	root       *os.Root
 	configsDir string
@@ -29,10 +37,10 @@ type extractor struct {
 
 	// layer is the index of the layer being applied, for error messages.
 	layer int
-	// dirs caches paths known to be directories, so that parents are not
-	// checked again for every file. It is cleared whenever anything is
-	// removed.
-	dirs map[string]bool
+	// dirs holds the paths known to be real directories, as a tree, so that
+	// parents are checked on disk once, and removing a directory forgets
+	// exactly its subtree.
+	dirs *dirNode
 	// touched holds the paths written by the current layer and all their
 	// ancestors. Whiteouts only delete lower-layer content, so anything in
 	// touched survives a whiteout of the same layer whatever the entry order.
@@ -40,11 +48,34 @@ type extractor struct {
 }
 
 func newExtractor(root *os.Root, configsDir string, maxBytes, maxFiles int64) *extractor {
-	return &extractor{root: root, configsDir: configsDir, maxBytes: maxBytes, maxFiles: maxFiles, dirs: map[string]bool{}}
+	return &extractor{root: root, configsDir: configsDir, maxBytes: maxBytes, maxFiles: maxFiles, dirs: &dirNode{}}
+}
+
+// dirNode is a directory known to exist, not as a link, below the configs
+// directory; the root node is the configs directory itself.
+type dirNode struct {
+	children map[string]*dirNode
+}
+
+func (n *dirNode) child(name string) *dirNode {
+	return n.children[name]
+}
+
+func (n *dirNode) add(name string) *dirNode {
+	if n.children == nil {
+		n.children = map[string]*dirNode{}
+	}
+	c := n.children[name]
+	if c == nil {
+		c = &dirNode{}
+		n.children[name] = c
+	}
+	return c
 }
 
 // apply extracts one layer's tar stream. It checks ctx between entries, so a
-// cancelled unpack stops at the next entry even if the stream keeps flowing.
+// cancelled unpack stops at the next entry even if the stream keeps flowing;
+// the stream itself (layerStream) checks it within entries.
 func (x *extractor) apply(ctx context.Context, layer int, r io.Reader) error {
 	x.layer = layer
 	x.touched = map[string]bool{}
@@ -58,7 +89,7 @@ func (x *extractor) apply(ctx context.Context, layer int, r io.Reader) error {
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("reading layer %d: %w", layer, err)
+			return &decodeError{err: fmt.Errorf("reading layer %d: %w", layer, err)}
 		}
 		p, err := planEntry(hdr, x.configsDir)
 		if err != nil {
@@ -86,9 +117,18 @@ func (x *extractor) do(p plan, hdr *tar.Header, body io.Reader) error {
 		if p.rel == "." {
 			return x.removeLowerChildren(".")
 		}
+		if ok, err := x.parents(p.rel, hdr, false); !ok || err != nil {
+			return err
+		}
 		return x.removeLower(p.rel)
 	case actOpaque:
 		x.seen = true
+		if p.rel == "." {
+			return x.removeLowerChildren(".")
+		}
+		if ok, err := x.parents(p.rel, hdr, false); !ok || err != nil {
+			return err
+		}
 		return x.removeLowerChildren(p.rel)
 	}
 
@@ -106,6 +146,13 @@ func (x *extractor) do(p plan, hdr *tar.Header, body io.Reader) error {
 			return fmt.Errorf("creating symbolic link %s: %w", p.rel, err)
 		}
 	case actHardlink:
+		ok, err := x.parents(p.link, hdr, false)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return x.unsafe(hdr.Name, fmt.Sprintf("hard link target %q does not exist", hdr.Linkname))
+		}
 		info, err := x.root.Lstat(p.link)
 		if errors.Is(err, fs.ErrNotExist) {
 			return x.unsafe(hdr.Name, fmt.Sprintf("hard link target %q does not exist", hdr.Linkname))
@@ -167,46 +214,82 @@ func (x *extractor) prepare(rel string, hdr *tar.Header) error {
 
 // mkdirParents creates the missing parent directories of rel, charging each
 // against MaxFiles, so that one entry with a deep name cannot create a large
-// number of directories for free. Parents that are symbolic links to
-// directories are followed; the root keeps that inside the destination.
+// number of directories for free.
 func (x *extractor) mkdirParents(rel string, hdr *tar.Header) error {
+	_, err := x.parents(rel, hdr, true)
+	return err
+}
+
+// parents checks that every parent of rel is a real directory, not a
+// symbolic link (see extractor), creating missing ones when create is set.
+// Without create it reports false, and no error, when a parent is missing.
+// Each parent is looked up on disk once: its parents are then known to be
+// real directories, so the lookup follows no link.
+func (x *extractor) parents(rel string, hdr *tar.Header, create bool) (bool, error) {
 	dir := path.Dir(rel)
-	if dir == "." || x.dirs[dir] {
-		return nil
+	if dir == "." {
+		return true, nil
 	}
+	node := x.dirs
+	start := 0
 	for i := 0; i <= len(dir); i++ {
 		if i < len(dir) && dir[i] != '/' {
 			continue
 		}
-		p := dir[:i]
-		if x.dirs[p] {
+		name, p := dir[start:i], dir[:i]
+		start = i + 1
+		if c := node.child(name); c != nil {
+			node = c
 			continue
 		}
-		info, err := x.root.Stat(p)
+		info, err := x.root.Lstat(p)
 		switch {
 		case err == nil && info.IsDir():
+		case err == nil && info.Mode()&fs.ModeSymlink != 0:
+			return false, x.unsafe(hdr.Name, fmt.Sprintf("parent %q is a symbolic link; entries are not written through links", p))
 		case err == nil:
-			return x.unsafe(hdr.Name, fmt.Sprintf("parent %q is not a directory", p))
+			return false, x.unsafe(hdr.Name, fmt.Sprintf("parent %q is not a directory", p))
+		case errors.Is(err, fs.ErrNotExist) && !create:
+			return false, nil
 		case errors.Is(err, fs.ErrNotExist):
 			if err := x.count(hdr.Name, 0); err != nil {
-				return err
+				return false, err
 			}
 			if err := x.root.Mkdir(p, 0o755); err != nil {
-				return fmt.Errorf("creating directory %s: %w", p, err)
+				return false, fmt.Errorf("creating directory %s: %w", p, err)
 			}
 		default:
-			return fmt.Errorf("checking parent %s of %s: %w", p, rel, err)
+			return false, fmt.Errorf("checking parent %s of %s: %w", p, rel, err)
 		}
-		x.dirs[p] = true
+		node = node.add(name)
 	}
-	return nil
+	return true, nil
 }
 
-// remove deletes rel and everything below it. Directories known to exist may
-// be gone afterwards, so that knowledge is dropped.
+// remove deletes rel and everything below it, and forgets the directories
+// that were there.
 func (x *extractor) remove(rel string) error {
-	clear(x.dirs)
+	node := x.dirs
+	dir, base := path.Split(rel)
+	if dir != "" {
+		for name := range strings.SplitSeq(strings.TrimSuffix(dir, "/"), "/") {
+			if node = node.child(name); node == nil {
+				break
+			}
+		}
+	}
+	if node != nil {
+		delete(node.children, base)
+	}
 	return x.root.RemoveAll(rel)
+}
+
+// markDir records that rel, whose parents are known, is a real directory.
+func (x *extractor) markDir(rel string) {
+	node := x.dirs
+	for name := range strings.SplitSeq(rel, "/") {
+		node = node.add(name)
+	}
 }
 
 func (x *extractor) writeFile(rel string, hdr *tar.Header, body io.Reader) error {
@@ -222,12 +305,19 @@ func (x *extractor) writeFile(rel string, hdr *tar.Header, body io.Reader) error
 		return fmt.Errorf("creating %s: %w", rel, err)
 	}
 	// The tar reader yields exactly hdr.Size bytes, which count charged.
-	_, err = io.Copy(f, body)
+	w := &fileWriter{f: f}
+	_, err = io.Copy(w, body)
 	if closeErr := f.Close(); err == nil && closeErr != nil {
+		w.err = closeErr
 		err = closeErr
 	}
 	if err != nil {
-		return fmt.Errorf("writing %s: %w", rel, err)
+		err = fmt.Errorf("writing %s: %w", rel, err)
+		if w.err == nil {
+			// Reading the entry failed, not writing it (a truncated entry).
+			return &decodeError{err: err}
+		}
+		return err
 	}
 	x.markTouched(rel)
 	return nil
@@ -236,10 +326,13 @@ func (x *extractor) writeFile(rel string, hdr *tar.Header, body io.Reader) error
 // mkdir creates a directory entry. An existing directory is kept with its
 // lower-layer children, as in an overlay; anything else at rel is replaced.
 func (x *extractor) mkdir(rel string, hdr *tar.Header) error {
+	if err := x.mkdirParents(rel, hdr); err != nil {
+		return err
+	}
 	info, err := x.root.Lstat(rel)
 	switch {
 	case err == nil && info.IsDir():
-		x.dirs[rel] = true
+		x.markDir(rel)
 		x.markTouched(rel)
 		return nil
 	case err == nil:
@@ -252,13 +345,10 @@ func (x *extractor) mkdir(rel string, hdr *tar.Header) error {
 	if err := x.count(hdr.Name, 0); err != nil {
 		return err
 	}
-	if err := x.mkdirParents(rel, hdr); err != nil {
-		return err
-	}
 	if err := x.root.Mkdir(rel, 0o755); err != nil {
 		return fmt.Errorf("creating directory %s: %w", rel, err)
 	}
-	x.dirs[rel] = true
+	x.markDir(rel)
 	x.markTouched(rel)
 	return nil
 }
@@ -317,20 +407,25 @@ func (x *extractor) removeLowerChildren(rel string) error {
 }
 
 // finish checks the extracted tree and counts it. Each symbolic link was
-// checked lexically when written, but later entries can change what its path
-// components resolve to (a directory replaced by a link to "..", say), so
-// every link is resolved again on disk through the root; one that escapes, or
-// loops, is refused. Dangling links that stay inside are harmless and kept.
+// checked lexically when written, and from a real directory, since nothing
+// is written through a link; so no link can resolve outside. finish checks
+// that again, as a second line of defence, by resolving every link in memory
+// over the tree it walks: on disk, each resolution could cost a lookup per
+// component of every link it passes through. A link that escapes, or loops,
+// is refused. Dangling links that stay inside are harmless and kept.
 func (x *extractor) finish() (files, size int64, err error) {
+	links := map[string]string{}
 	err = fs.WalkDir(x.root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
 		switch {
 		case d.Type()&fs.ModeSymlink != 0:
-			if _, err := x.root.Stat(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return &UnsafeEntryError{Layer: -1, Entry: p, Reason: "symbolic link does not resolve inside the configs directory: " + err.Error()}
+			target, err := x.root.Readlink(p)
+			if err != nil {
+				return err
 			}
+			links[p] = target
 		case d.Type().IsRegular():
 			info, err := d.Info()
 			if err != nil {
@@ -344,5 +439,91 @@ func (x *extractor) finish() (files, size int64, err error) {
 	if err != nil {
 		return 0, 0, fmt.Errorf("checking extracted files: %w", err)
 	}
+	r := linkResolver{links: links, done: map[string]resolution{}}
+	for p := range links {
+		if reason := r.check(p); reason != "" {
+			return 0, 0, fmt.Errorf("checking extracted files: %w", &UnsafeEntryError{Layer: -1, Entry: p, Reason: reason})
+		}
+	}
 	return files, size, nil
+}
+
+// linkResolver resolves symbolic links lexically over a known tree: links
+// maps each link's path to its target, and every other path is a real
+// directory, a file or nothing. Because a path is resolved from a real
+// directory, ".." in a target is its lexical parent, as the kernel sees it.
+type linkResolver struct {
+	links map[string]string
+	// done holds each link resolved so far, so each is resolved once. A
+	// link being resolved has an entry with busy set: meeting it again is a
+	// cycle.
+	done map[string]resolution
+}
+
+type resolution struct {
+	busy   bool
+	path   string
+	reason string
+}
+
+// check returns why the link at p is unsafe, or "".
+func (r *linkResolver) check(p string) string {
+	_, reason := r.link(p)
+	return reason
+}
+
+// link resolves the link at p to a path, or says why it cannot.
+func (r *linkResolver) link(p string) (string, string) {
+	if d, ok := r.done[p]; ok {
+		if d.busy {
+			return "", "symbolic link loops"
+		}
+		return d.path, d.reason
+	}
+	r.done[p] = resolution{busy: true}
+	var res resolution
+	target := path.Join(path.Dir(p), r.links[p])
+	if path.IsAbs(target) || target == ".." || strings.HasPrefix(target, "../") {
+		res.reason = "symbolic link resolves outside the configs directory"
+	} else {
+		res.path, res.reason = r.path(target)
+	}
+	r.done[p] = res
+	return res.path, res.reason
+}
+
+// path resolves the clean relative path p, following links in every
+// component.
+func (r *linkResolver) path(p string) (string, string) {
+	if p == "." {
+		return ".", ""
+	}
+	cur := "."
+	for name := range strings.SplitSeq(p, "/") {
+		next := path.Join(cur, name)
+		if _, ok := r.links[next]; ok {
+			resolved, reason := r.link(next)
+			if reason != "" {
+				return "", reason
+			}
+			next = resolved
+		}
+		cur = next
+	}
+	return cur, ""
+}
+
+// fileWriter remembers a write error, so that writeFile can tell it from an
+// error reading the entry.
+type fileWriter struct {
+	f   *os.File
+	err error
+}
+
+func (w *fileWriter) Write(p []byte) (int, error) {
+	n, err := w.f.Write(p)
+	if err != nil {
+		w.err = err
+	}
+	return n, err
 }

@@ -63,6 +63,17 @@ func cleanConfigsLabel(label string) (string, error) {
 	return p[1:], nil
 }
 
+// maxDepth bounds how many directories deep, below the configs directory,
+// an entry or a link target may be. Catalogs are two or three deep; the
+// bound keeps every path lookup during extraction short.
+const maxDepth = 64
+
+// tooDeep reports whether rel, relative to the configs directory, is more
+// than maxDepth components deep.
+func tooDeep(rel string) bool {
+	return strings.Count(rel, "/") >= maxDepth
+}
+
 // maxNameLen is Linux's PATH_MAX. No image built the usual way has longer
 // names, and refusing them bounds how deep one entry can nest.
 const maxNameLen = 4096
@@ -139,6 +150,9 @@ func planEntry(hdr *tar.Header, configsDir string) (plan, error) {
 		}
 		return plan{act: actRoot, rel: "."}, nil
 	}
+	if tooDeep(rel) {
+		return plan{}, fmt.Errorf("more than %d directories deep in the configs directory", maxDepth)
+	}
 
 	switch hdr.Typeflag {
 	case tar.TypeDir:
@@ -178,6 +192,9 @@ func planWhiteout(clean, base, configsDir string) (plan, error) {
 	dir := path.Dir(clean)
 	if base == opaqueMarker {
 		if rel, inside := within(dir, configsDir); inside {
+			if tooDeep(rel) {
+				return plan{}, fmt.Errorf("more than %d directories deep in the configs directory", maxDepth)
+			}
 			return plan{act: actOpaque, rel: rel}, nil
 		}
 		if isAncestor(dir, configsDir) {
@@ -194,6 +211,9 @@ func planWhiteout(clean, base, configsDir string) (plan, error) {
 	}
 	target := path.Join(dir, victim)
 	if rel, inside := within(target, configsDir); inside {
+		if tooDeep(rel) {
+			return plan{}, fmt.Errorf("more than %d directories deep in the configs directory", maxDepth)
+		}
 		return plan{act: actWhiteout, rel: rel}, nil
 	}
 	if isAncestor(target, configsDir) {
@@ -231,6 +251,9 @@ func symlinkTarget(linkPath, target, configsDir string) (string, error) {
 	targetRel, inside := within(resolved, configsDir)
 	if !inside {
 		return "", fmt.Errorf("symbolic link target %q leaves the configs directory", target)
+	}
+	if tooDeep(targetRel) {
+		return "", fmt.Errorf("symbolic link target %q is more than %d directories deep in the configs directory", target, maxDepth)
 	}
 	linkRel, _ := within(linkPath, configsDir)
 	out, err := filepath.Rel(path.Dir(linkRel), targetRel)

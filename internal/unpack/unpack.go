@@ -19,12 +19,13 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"io"
+	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/google/go-containerregistry/pkg/authn"
@@ -42,6 +43,25 @@ const (
 	DefaultMaxTotalBytes int64 = 1 << 30
 	// DefaultMaxFiles is the default for Options.MaxFiles.
 	DefaultMaxFiles int64 = 100_000
+	// DefaultMaxManifestBytes is the default for Options.MaxManifestBytes:
+	// 4 MiB, the size the OCI distribution spec says registries should
+	// accept at least.
+	DefaultMaxManifestBytes int64 = 4 << 20
+	// DefaultMaxConfigBytes is the default for Options.MaxConfigBytes: 4 MiB;
+	// image configs are kilobytes.
+	DefaultMaxConfigBytes int64 = 4 << 20
+	// DefaultMaxDownloadBytes is the default for Options.MaxDownloadBytes: 4 GiB.
+	DefaultMaxDownloadBytes int64 = 4 << 30
+	// DefaultMaxUncompressedBytes is the default for
+	// Options.MaxUncompressedBytes: 8 GiB.
+	DefaultMaxUncompressedBytes int64 = 8 << 30
+
+	// DefaultRequestTimeout is the default for Options.RequestTimeout.
+	DefaultRequestTimeout = time.Minute
+	// DefaultIdleTimeout is the default for Options.IdleTimeout.
+	DefaultIdleTimeout = time.Minute
+	// DefaultPullTimeout is the default for Options.PullTimeout.
+	DefaultPullTimeout = 30 * time.Minute
 )
 
 // Options configures an Unpacker. The zero value is usable: anonymous pulls,
@@ -80,6 +100,42 @@ type Options struct {
 	// while extracting one image, counted the same way as MaxTotalBytes. Zero
 	// means DefaultMaxFiles.
 	MaxFiles int64
+
+	// MaxManifestBytes bounds the size of a manifest or index body; a larger
+	// one is refused before or while it is read. Zero means
+	// DefaultMaxManifestBytes.
+	MaxManifestBytes int64
+
+	// MaxConfigBytes bounds the image config blob. The size the manifest
+	// declares is checked before the blob is requested, and the download is
+	// read no further than that size and checked against its digest. Zero
+	// means DefaultMaxConfigBytes.
+	MaxConfigBytes int64
+
+	// MaxDownloadBytes bounds the sizes the manifest declares for the config
+	// and all layers together, checked before any blob is requested; each
+	// download is read no further than its declared size. Zero means
+	// DefaultMaxDownloadBytes.
+	MaxDownloadBytes int64
+
+	// MaxUncompressedBytes bounds the decompressed bytes read from all layers
+	// together, including content outside the configs directory and anything
+	// after a layer's tar end, so that a small layer cannot make Unpack
+	// decompress without end. Zero means DefaultMaxUncompressedBytes.
+	MaxUncompressedBytes int64
+
+	// RequestTimeout bounds how long a registry (or a server it redirects
+	// to) may take to answer a request with response headers. Zero means
+	// DefaultRequestTimeout.
+	RequestTimeout time.Duration
+
+	// IdleTimeout bounds how long a response body may go without delivering
+	// a byte while it is being read. Zero means DefaultIdleTimeout.
+	IdleTimeout time.Duration
+
+	// PullTimeout bounds one Resolve or one Unpack call as a whole, however
+	// steadily data arrives. Zero means DefaultPullTimeout.
+	PullTimeout time.Duration
 }
 
 // Unpacker resolves and unpacks catalog images. It is safe for concurrent
@@ -92,6 +148,11 @@ type Unpacker struct {
 	log       logr.Logger
 	maxBytes  int64
 	maxFiles  int64
+
+	maxConfig       int64
+	maxDownload     int64
+	maxUncompressed int64
+	pullTimeout     time.Duration
 }
 
 // New returns an Unpacker configured by opts. It fails only when CABundle
@@ -102,24 +163,24 @@ func New(opts Options) (*Unpacker, error) {
 		insecure:  make(map[string]bool, len(opts.InsecureRegistries)),
 		userAgent: opts.UserAgent,
 		log:       opts.Logger,
-		maxBytes:  opts.MaxTotalBytes,
-		maxFiles:  opts.MaxFiles,
+		maxBytes:  orDefault(opts.MaxTotalBytes, DefaultMaxTotalBytes),
+		maxFiles:  orDefault(opts.MaxFiles, DefaultMaxFiles),
+
+		maxConfig:       orDefault(opts.MaxConfigBytes, DefaultMaxConfigBytes),
+		maxDownload:     orDefault(opts.MaxDownloadBytes, DefaultMaxDownloadBytes),
+		maxUncompressed: orDefault(opts.MaxUncompressedBytes, DefaultMaxUncompressedBytes),
+		pullTimeout:     orDefault(opts.PullTimeout, DefaultPullTimeout),
 	}
 	if u.keychain == nil {
 		// An empty multi-keychain resolves everything to anonymous.
 		u.keychain = authn.NewMultiKeychain()
-	}
-	if u.maxBytes <= 0 {
-		u.maxBytes = DefaultMaxTotalBytes
-	}
-	if u.maxFiles <= 0 {
-		u.maxFiles = DefaultMaxFiles
 	}
 	for _, r := range opts.InsecureRegistries {
 		u.insecure[strings.ToLower(strings.TrimSpace(r))] = true
 	}
 
 	base := http.DefaultTransport.(*http.Transport).Clone()
+	base.ResponseHeaderTimeout = orDefault(opts.RequestTimeout, DefaultRequestTimeout)
 	if len(opts.CABundle) > 0 {
 		pool, err := x509.SystemCertPool()
 		if err != nil {
@@ -130,9 +191,53 @@ func New(opts Options) (*Unpacker, error) {
 		}
 		base.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	}
-	u.transport = &plainHTTPGuard{next: base, allowed: u.insecure}
+	u.transport = &guardTransport{
+		next:        base,
+		allowed:     u.insecure,
+		idle:        orDefault(opts.IdleTimeout, DefaultIdleTimeout),
+		maxManifest: orDefault(opts.MaxManifestBytes, DefaultMaxManifestBytes),
+	}
 	return u, nil
 }
+
+// withoutPath drops the path from a *fs.PathError about the destination:
+// it is the server's, and errors reach users. Paths inside the destination
+// are relative already (os.Root reports them as given).
+func withoutPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("%s: %w", pe.Op, pe.Err)
+	}
+	return err
+}
+
+// orDefault returns v, or def when v is zero or negative.
+func orDefault[T int64 | time.Duration](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
+}
+
+// withPullTimeout bounds one call by Options.PullTimeout. done turns an error
+// the expiry caused into a TimeoutError that says so, and removes URL query
+// strings and credentials from the error's text (see redactError).
+func (u *Unpacker) withPullTimeout(ctx context.Context, op string) (context.Context, func(error) error) {
+	pullCtx, cancel := context.WithTimeoutCause(ctx, u.pullTimeout, errPullTimeout)
+	return pullCtx, func(err error) error {
+		expired := errors.Is(context.Cause(pullCtx), errPullTimeout)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if expired && ctx.Err() == nil {
+			err = &TimeoutError{Op: op, After: u.pullTimeout, Err: err}
+		}
+		return redactError(err)
+	}
+}
+
+var errPullTimeout = errors.New("pull timeout")
 
 // Result describes a finished Unpack.
 type Result struct {
@@ -159,7 +264,9 @@ type Result struct {
 // fails cleanly if it does not exist. A tag costs one manifest HEAD, or a
 // GET when the registry mishandles HEAD; no blob is fetched. When the tag
 // names an index, the index digest is returned; Unpack picks the platform.
-func (u *Unpacker) Resolve(ctx context.Context, ref string) (string, error) {
+func (u *Unpacker) Resolve(ctx context.Context, ref string) (_ string, err error) {
+	ctx, done := u.withPullTimeout(ctx, "resolving "+ref)
+	defer func() { err = done(err) }()
 	r, err := u.parseReference(ref)
 	if err != nil {
 		return "", err
@@ -200,12 +307,20 @@ func (u *Unpacker) Resolve(ctx context.Context, ref string) (string, error) {
 // not preserved: files are 0644 (0755 when executable in the image) and
 // directories 0755.
 //
+// Only plain files, directories and links that resolve inside dst are
+// written, never through a link, at most 64 directories deep; anything else
+// in the configs directory fails the unpack with an UnsafeEntryError. The
+// manifest's declared sizes are checked against the limits in Options before
+// any blob is requested, and registry I/O is bounded by its timeouts.
+//
 // digestRef must carry a digest (see Resolve). If it names an index, the
 // manifest for the running binary's platform is used, then linux with the
 // binary's architecture, then linux/amd64; catalog content does not depend on
 // the platform, so any of them will do, and indexes without one of those fail
 // with ErrNoMatchingPlatform.
 func (u *Unpacker) Unpack(ctx context.Context, digestRef string, dst string) (res Result, err error) {
+	ctx, done := u.withPullTimeout(ctx, "pulling "+digestRef)
+	defer func() { err = done(err) }()
 	r, err := u.parseReference(digestRef)
 	if err != nil {
 		return Result{}, err
@@ -223,6 +338,9 @@ func (u *Unpacker) Unpack(ctx context.Context, digestRef string, dst string) (re
 	}
 	res.ImageDigest = imageDigest
 
+	if err := u.checkManifest(img); err != nil {
+		return Result{}, fmt.Errorf("unpacking %s: %w", res.Ref, err)
+	}
 	cfg, err := img.ConfigFile()
 	if err != nil {
 		return Result{}, fmt.Errorf("unpacking %s: fetching image config: %w", res.Ref, err)
@@ -242,10 +360,10 @@ func (u *Unpacker) Unpack(ctx context.Context, digestRef string, dst string) (re
 	}
 
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		return Result{}, fmt.Errorf("unpacking %s: creating parent of destination: %w", res.Ref, err)
+		return Result{}, fmt.Errorf("unpacking %s: creating parent of destination: %w", res.Ref, withoutPath(err))
 	}
 	if err := os.Mkdir(dst, 0o755); err != nil {
-		return Result{}, fmt.Errorf("unpacking %s: creating destination: %w", res.Ref, err)
+		return Result{}, fmt.Errorf("unpacking %s: creating destination: %w", res.Ref, withoutPath(err))
 	}
 	defer func() {
 		if err != nil {
@@ -256,14 +374,15 @@ func (u *Unpacker) Unpack(ctx context.Context, digestRef string, dst string) (re
 	}()
 	root, err := os.OpenRoot(dst)
 	if err != nil {
-		return Result{}, fmt.Errorf("unpacking %s: opening destination: %w", res.Ref, err)
+		return Result{}, fmt.Errorf("unpacking %s: opening destination: %w", res.Ref, withoutPath(err))
 	}
 	defer root.Close()
 
 	log.V(1).Info("unpacking catalog image", "imageDigest", imageDigest, "configsDir", label, "layers", len(layers), "dst", dst)
 	x := newExtractor(root, configsDir, u.maxBytes, u.maxFiles)
+	budget := &readBudget{left: u.maxUncompressed, max: u.maxUncompressed}
 	for i, layer := range layers {
-		if err := applyLayer(ctx, x, i, layer); err != nil {
+		if err := applyLayer(ctx, x, i, layer, budget); err != nil {
 			return Result{}, fmt.Errorf("unpacking %s: %w", res.Ref, err)
 		}
 	}
@@ -279,25 +398,25 @@ func (u *Unpacker) Unpack(ctx context.Context, digestRef string, dst string) (re
 	return res, nil
 }
 
-// layerReader is the part of v1.Layer that Unpack reads.
-type layerReader interface {
-	Uncompressed() (io.ReadCloser, error)
-}
-
-// applyLayer streams one layer into x. It drains the stream after the tar
-// end marker because go-containerregistry checks the blob digest only when
-// the compressed stream reaches EOF.
-func applyLayer(ctx context.Context, x *extractor, index int, layer layerReader) error {
-	rc, err := layer.Uncompressed()
+// checkManifest refuses an image whose manifest declares more than the
+// limits allow, before any blob is requested, and one with foreign layers.
+func (u *Unpacker) checkManifest(img v1.Image) error {
+	m, err := img.Manifest()
 	if err != nil {
-		return fmt.Errorf("opening layer %d: %w", index, err)
+		return fmt.Errorf("reading image manifest: %w", err)
 	}
-	defer rc.Close()
-	if err := x.apply(ctx, index, rc); err != nil {
-		return err
+	if m.Config.Size < 0 || m.Config.Size > u.maxConfig {
+		return &LimitError{Limit: "MaxConfigBytes", Max: u.maxConfig, Entry: fmt.Sprintf("the image config (declared as %d bytes)", m.Config.Size)}
 	}
-	if _, err := io.Copy(io.Discard, rc); err != nil {
-		return fmt.Errorf("reading layer %d to its end: %w", index, err)
+	left := u.maxDownload - m.Config.Size
+	for i, l := range m.Layers {
+		if len(l.URLs) > 0 {
+			return fmt.Errorf("%w: layer %d", ErrForeignLayer, i)
+		}
+		if l.Size < 0 || l.Size > left {
+			return &LimitError{Limit: "MaxDownloadBytes", Max: u.maxDownload, Entry: fmt.Sprintf("the config and layers 0 to %d (layer %d declared as %d bytes)", i, i, l.Size)}
+		}
+		left -= l.Size
 	}
 	return nil
 }
@@ -402,23 +521,4 @@ func (u *Unpacker) remoteOptions(ctx context.Context) []remote.Option {
 		opts = append(opts, remote.WithUserAgent(u.userAgent))
 	}
 	return opts
-}
-
-// plainHTTPGuard refuses plain-HTTP requests to hosts not explicitly listed.
-// It sits below go-containerregistry's own transports so it also covers its
-// HTTP fallback for loopback and private registries, token endpoints and
-// redirects.
-type plainHTTPGuard struct {
-	next    http.RoundTripper
-	allowed map[string]bool
-}
-
-func (g *plainHTTPGuard) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.URL.Scheme == "http" && !g.allowed[strings.ToLower(req.URL.Host)] {
-		if req.Body != nil {
-			req.Body.Close()
-		}
-		return nil, fmt.Errorf("%w: %s (list it in the insecure registries to allow it)", ErrPlainHTTPNotAllowed, req.URL.Host)
-	}
-	return g.next.RoundTrip(req)
 }

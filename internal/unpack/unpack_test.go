@@ -19,6 +19,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -504,6 +505,10 @@ func TestUnpackRefusesContent(t *testing.T) {
 		{name: "missing label", fbc: tiny, push: registrytest.PushOptions{NoLabel: true}, wantIs: unpack.ErrMissingConfigsLabel},
 		{name: "label names a directory the image lacks", fbc: tiny, push: registrytest.PushOptions{Label: "/elsewhere"}, wantIs: unpack.ErrConfigsDirNotFound},
 		{name: "label names the image root", fbc: tiny, push: registrytest.PushOptions{Label: "/"}, wantIs: unpack.ErrInvalidConfigsLabel},
+		{name: "label of dot-dot names the image root", fbc: tiny, push: registrytest.PushOptions{Label: ".."}, wantIs: unpack.ErrInvalidConfigsLabel},
+		{name: "label climbing above the root names the root", fbc: tiny, push: registrytest.PushOptions{Label: "/configs/../../.."}, wantIs: unpack.ErrInvalidConfigsLabel},
+		{name: "label of dot-dot then a name stays in the image", fbc: tiny, push: registrytest.PushOptions{Label: "../../elsewhere"}, wantIs: unpack.ErrConfigsDirNotFound},
+		{name: "empty label", fbc: tiny, push: registrytest.PushOptions{Label: " "}, wantIs: unpack.ErrInvalidConfigsLabel},
 		unsafe("absolute path", registrytest.File("/configs/evil.json", "{}")),
 		unsafe("absolute path outside the configs dir", registrytest.File("/etc/evil", "x")),
 		unsafe("dot-dot component", registrytest.File("configs/../etc/evil", "x")),
@@ -522,17 +527,40 @@ func TestUnpackRefusesContent(t *testing.T) {
 		unsafe("configs dir replaced by a symlink", registrytest.Symlink("configs", "/etc")),
 		unsafe("whiteout naming no file", registrytest.Entry{Name: "configs/.wh..", Typeflag: tar.TypeReg}),
 		unsafe("file under a file", registrytest.File("configs/pkg-a/catalog.json/evil", "x")),
+		// Each link is inside lexically, but d/e resolves to the configs dir,
+		// so d/e/l would land at the top and its "../../x" leave. Nothing is
+		// written through a link, so it is refused as it is written.
+		unsafe("symlink chain that would escape on disk",
+			registrytest.Dir("configs/d"),
+			registrytest.Symlink("configs/d/e", ".."),
+			registrytest.Symlink("configs/d/e/l", "../../x")),
+		unsafe("file written through a link to a directory",
+			registrytest.Symlink("configs/pkg-c", "pkg-a"),
+			registrytest.File("configs/pkg-c/new.json", "{}")),
+		unsafe("directory written through a link",
+			registrytest.Symlink("configs/pkg-c", "pkg-a"),
+			registrytest.Dir("configs/pkg-c/sub")),
+		unsafe("hard link to a file reached through a link",
+			registrytest.Symlink("configs/pkg-c", "pkg-a"),
+			registrytest.Hardlink("configs/hard", "configs/pkg-c/catalog.json")),
+		unsafe("entry more than 64 directories deep",
+			registrytest.File("configs/"+strings.Repeat("d/", 65)+"catalog.json", "{}")),
+		unsafe("link target more than 64 directories deep",
+			registrytest.Symlink("configs/deep", strings.Repeat("d/", 65)+"catalog.json")),
 		{
-			// Each link is inside lexically, but d/e resolves to the configs
-			// dir, so d/e/l lands at the top and its "../../x" leaves.
-			name: "symlink chain that escapes on disk",
+			name: "whiteout through a link",
 			fbc:  tiny,
-			push: registrytest.PushOptions{Extra: []registrytest.Entry{
-				registrytest.Dir("configs/d"),
-				registrytest.Symlink("configs/d/e", ".."),
-				registrytest.Symlink("configs/d/e/l", "../../x"),
-			}},
-			wantUnsafe: "l",
+			push: registrytest.PushOptions{
+				Extra:  []registrytest.Entry{registrytest.Symlink("configs/pkg-c", "pkg-a")},
+				Layers: [][]registrytest.Entry{{registrytest.Whiteout("configs/pkg-c/catalog.json")}},
+			},
+			wantUnsafe: "configs/pkg-c/.wh.catalog.json",
+		},
+		{
+			name:       "symbolic link to itself",
+			fbc:        tiny,
+			push:       registrytest.PushOptions{Extra: []registrytest.Entry{registrytest.Symlink("configs/self", "self")}},
+			wantUnsafe: "self",
 		},
 		{
 			name:      "total size limit",
@@ -655,8 +683,12 @@ func TestUnpackArguments(t *testing.T) {
 		if err := os.WriteFile(keep, []byte("mine"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := u.Unpack(t.Context(), ref, dst); err == nil {
+		_, err := u.Unpack(t.Context(), ref, dst)
+		if err == nil {
 			t.Fatal("Unpack into an existing directory succeeded")
+		}
+		if !errors.Is(err, fs.ErrExist) || strings.Contains(err.Error(), dst) {
+			t.Errorf("error %q, want fs.ErrExist without the server path %s", err, dst)
 		}
 		if b, err := os.ReadFile(keep); err != nil || string(b) != "mine" {
 			t.Errorf("existing content changed: %q, %v", b, err)
@@ -1016,6 +1048,10 @@ func TestIsTerminal(t *testing.T) {
 		{unpack.ErrMissingConfigsLabel, true},
 		{&unpack.UnsafeEntryError{Entry: "x", Reason: "y"}, true},
 		{&unpack.LimitError{Limit: "MaxFiles", Max: 1, Entry: "x"}, true},
+		{&unpack.LimitError{Limit: "MaxConfigBytes", Max: 1, Entry: "the image config"}, true},
+		{&unpack.CorruptLayerError{Layer: 1, Err: errors.New("invalid tar header")}, true},
+		{fmt.Errorf("layer 0: %w", unpack.ErrForeignLayer), true},
+		{&unpack.TimeoutError{Op: "pulling", After: time.Second}, false},
 	}
 	for _, tt := range tests {
 		for _, err := range []error{tt.err, wrap(tt.err)} {
