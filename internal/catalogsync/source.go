@@ -58,8 +58,8 @@ type DirSource struct {
 }
 
 // Fetch digests the directory; the index reads it in place.
-func (d DirSource) Fetch(context.Context, func(string) bool) (Fetched, error) {
-	src, err := source.Dir(d.Path)
+func (d DirSource) Fetch(ctx context.Context, _ func(string) bool) (Fetched, error) {
+	src, err := source.DirContext(ctx, d.Path)
 	return Fetched{Source: src}, err
 }
 
@@ -116,7 +116,9 @@ func (s ImageSource) Fetch(ctx context.Context, skip func(string) bool) (Fetched
 		return Fetched{Source: index.Source{Ref: digestRef, Digest: digest}}, fmt.Errorf("pull %s: %w", digestRef, err)
 	}
 	return Fetched{
-		Source:  index.Source{FS: os.DirFS(dst), Ref: digestRef, Digest: digest},
+		// source.FS, not os.DirFS: links to directories and dangling links
+		// that unpack lets through are hidden, as for a directory catalog.
+		Source:  index.Source{FS: source.FS(dst), Ref: digestRef, Digest: digest},
 		Pulled:  true,
 		Bytes:   res.Bytes,
 		Cleanup: cleanup,
