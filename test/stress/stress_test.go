@@ -14,6 +14,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -215,19 +216,26 @@ func versionOf(sum string, versions ...*version) *version {
 	return nil
 }
 
-// getAll fetches /catalogs/{catalog}/api/v1/all without compression and
-// returns the status, ETag and SHA-256 of the body.
-func getAll(ctx context.Context, c *http.Client, base, catalog string) (status int, etag, sum string, err error) {
+// getAll fetches /catalogs/{catalog}/api/v1/all and returns the status,
+// ETag and SHA-256 of the (decoded) body. With gzip the client asks for a
+// gzip-encoded answer and decodes it (net/http does, when it set
+// Accept-Encoding itself); without, it asks for no encoding.
+func getAll(ctx context.Context, c *http.Client, base, catalog string, gzip bool) (status int, etag, sum string, err error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/catalogs/"+catalog+"/api/v1/all", nil)
 	if err != nil {
 		return 0, "", "", err
 	}
-	req.Header.Set("Accept-Encoding", "identity")
+	if !gzip {
+		req.Header.Set("Accept-Encoding", "identity")
+	}
 	resp, err := c.Do(req)
 	if err != nil {
 		return 0, "", "", err
 	}
 	defer resp.Body.Close()
+	if gzip && !resp.Uncompressed {
+		return resp.StatusCode, "", "", errors.New("asked for gzip, got an answer that was not gzip-encoded")
+	}
 	h := sha256.New()
 	if _, err := io.Copy(h, resp.Body); err != nil {
 		return resp.StatusCode, "", "", fmt.Errorf("read /api/v1/all: %w", err)
