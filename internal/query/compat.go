@@ -154,15 +154,17 @@ func (s *Server) serveMetas(w http.ResponseWriter, r *http.Request, snap *index.
 			args = append(args, v)
 		}
 	}
-	query := `SELECT data FROM blobs`
-	if len(conds) > 0 {
-		query += ` WHERE ` + strings.Join(conds, " AND ")
-	}
-	query += ` ORDER BY id`
 
 	etag := requestETag(snap.Info.Digest, r)
 	if notModified(w, r, etag, snap.Info.BuiltAt) {
 		return nil
+	}
+	var ids []int64
+	if len(conds) > 0 {
+		query := `SELECT id FROM blobs WHERE ` + strings.Join(conds, " AND ") + ` ORDER BY id`
+		if err := snap.Select(r.Context(), &ids, query, args...); err != nil {
+			return fmt.Errorf("read metas: %w", err) // nothing sent yet: answer a problem
+		}
 	}
 	gz := acceptsGzip(r)
 	setValidators(w, representationETag(etag, gz), snap.Info.BuiltAt)
@@ -175,21 +177,47 @@ func (s *Server) serveMetas(w http.ResponseWriter, r *http.Request, snap *index.
 		defer s.gzip.put(zw)
 		dst = zw
 	}
-	wrote := false
-	err := snap.Each(r.Context(), query, args, func(rows *sqlx.Rows) error {
-		var data []byte
-		if err := rows.Scan(&data); err != nil {
-			return err
-		}
-		wrote = true
-		_, err := dst.Write(data)
-		return err
-	})
-	if err != nil && !wrote {
-		return fmt.Errorf("read metas: %w", err) // nothing sent yet: answer a problem
+	var err error
+	if len(conds) == 0 {
+		// Every blob in id order is the /all stream.
+		_, err = io.Copy(dst, &allReader{ctx: r.Context(), snap: snap, size: snap.Info.AllBytes})
+	} else {
+		err = writeBlobs(r.Context(), snap, dst, ids)
 	}
 	if err == nil && zw != nil {
 		err = zw.Close()
 	}
 	return abortOnError(err)
+}
+
+// metasBatch is how many blobs writeBlobs reads per query.
+const metasBatch = 64
+
+// writeBlobs writes the data of the blobs ids, in order, a batch at a time:
+// each batch's rows are closed before it is written, because a client that
+// reads slowly or not at all must not hold one of the index's few database
+// connections while its writes block; a handful of such clients would
+// otherwise stall every request for the catalog.
+func writeBlobs(ctx context.Context, snap *index.Snapshot, dst io.Writer, ids []int64) error {
+	// A short last batch repeats its last id, so that every batch runs the
+	// one cached statement.
+	query := `SELECT data FROM blobs WHERE id IN (?` + strings.Repeat(",?", metasBatch-1) + `) ORDER BY id`
+	args := make([]any, metasBatch)
+	for len(ids) > 0 {
+		n := min(len(ids), metasBatch)
+		for i := range args {
+			args[i] = ids[min(i, n-1)]
+		}
+		var batch [][]byte
+		if err := snap.Select(ctx, &batch, query, args...); err != nil {
+			return fmt.Errorf("read metas: %w", err)
+		}
+		for _, data := range batch {
+			if _, err := dst.Write(data); err != nil {
+				return err
+			}
+		}
+		ids = ids[n:]
+	}
+	return nil
 }
