@@ -256,6 +256,28 @@ func TestHostileRequests(t *testing.T) {
 	} else if err := book.see(etag, v, false); err != nil {
 		t.Error(err)
 	}
+	// The metadata endpoint, filtered and not, still answers exactly the
+	// blobs the catalog files hold (it streams in batches since the slow
+	// client fix).
+	for _, f := range []struct{ query, schema, pkg string }{
+		{query: ""},
+		{query: "?schema=olm.bundle", schema: "olm.bundle"},
+		{query: "?package=aurora-cache", pkg: "aurora-cache"},
+		{query: "?schema=olm.channel&package=quarry-db", schema: "olm.channel", pkg: "quarry-db"},
+	} {
+		var want bytes.Buffer
+		enc := json.NewEncoder(&want)
+		enc.SetEscapeHTML(false)
+		for _, b := range v.facts.Blobs {
+			if (f.schema == "" || b.Schema == f.schema) && (f.pkg == "" || b.Package == f.pkg) {
+				_ = enc.Encode(b.Doc)
+			}
+		}
+		resp, err := rawRequest(t, addr, get("/catalogs/demo/api/v1/metas"+f.query))
+		if err != nil || resp.status != http.StatusOK || !bytes.Equal(resp.body, want.Bytes()) {
+			t.Errorf("GET /api/v1/metas%s: %v; status %+v; want the %d bytes of the matching blobs", f.query, err, resp, want.Len())
+		}
+	}
 	t.Logf("%d hostile requests", sent)
 }
 

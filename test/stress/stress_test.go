@@ -96,7 +96,7 @@ var servingLine = regexp.MustCompile(`catalogd serving (http://\S+?),`)
 // it listens (it prints its address before syncing any catalog, so the
 // indexes kept on disk answer from then on). It does not wait for the
 // catalogs' first sync; waitSynced does.
-func start(t *testing.T, args ...string) *server {
+func start(t testing.TB, args ...string) *server {
 	t.Helper()
 	cmd := exec.Command(binary, append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...)
 	stdout, err := cmd.StdoutPipe()
@@ -141,7 +141,7 @@ func tail(s string, n int) string {
 }
 
 // waitFor waits until stdout contains text.
-func (s *server) waitFor(t *testing.T, text string) {
+func (s *server) waitFor(t testing.TB, text string) {
 	t.Helper()
 	deadline := time.Now().Add(2 * time.Minute)
 	for !strings.Contains(s.stdout.String(), text) {
@@ -159,10 +159,10 @@ func (s *server) waitFor(t *testing.T, text string) {
 
 // waitSynced waits until every catalog was synced once (serve prints its
 // summary, ending in "Try:", then).
-func (s *server) waitSynced(t *testing.T) { t.Helper(); s.waitFor(t, "Try:") }
+func (s *server) waitSynced(t testing.TB) { t.Helper(); s.waitFor(t, "Try:") }
 
 // kill SIGKILLs the process, if it still runs, and waits for it to go.
-func (s *server) kill(t *testing.T) {
+func (s *server) kill(t testing.TB) {
 	t.Helper()
 	select {
 	case <-s.exited:
