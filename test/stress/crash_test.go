@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/catalogd/catalogd/test/fbcgen"
+	"github.com/catalogd/catalogd/test/registrytest"
 )
 
 // etagBook checks that ETags and contents correspond one to one: an ETag
@@ -113,7 +114,9 @@ func expectVersion(t *testing.T, base string, book *etagBook, want ...*version) 
 // started again on the same data directory: from its first request it must
 // answer one of the two versions whole (the previous index, or the new one
 // if the kill came after the swap), finish the build the kill interrupted,
-// and leave no temporary file behind.
+// and leave no temporary file behind. The catalog comes from a directory
+// (the kill lands in the build) and from an image in a loopback registry
+// (the kill lands in the pull, the unpack or the build).
 func TestCrashDuringBuild(t *testing.T) {
 	slow(t)
 	kills := envInt(t, "CATALOGD_STRESS_KILLS", 50)
@@ -127,6 +130,31 @@ func TestCrashDuringBuild(t *testing.T) {
 		generate(t, dir, opts)
 		versions[i] = newVersion(t, name, dir)
 	}
+
+	t.Run("directory", func(t *testing.T) {
+		link := filepath.Join(t.TempDir(), "catalog")
+		dataDir := filepath.Join(t.TempDir(), "data")
+		crashLoop(t, kills, seed, dataDir, versions, func(v *version) []string {
+			pointAt(t, link, v.dir)
+			return []string{"--data-dir", dataDir, "--catalog", "c=" + link}
+		})
+	})
+	t.Run("image", func(t *testing.T) {
+		reg := registrytest.New(t)
+		for _, v := range versions {
+			reg.PushCatalog(t, "catalogs/c:"+v.name, v.dir, registrytest.PushOptions{})
+		}
+		dataDir := filepath.Join(t.TempDir(), "data")
+		// Two tags of one repository: one catalog whose tag moves.
+		crashLoop(t, kills, seed, dataDir, versions, func(v *version) []string {
+			return []string{"--data-dir", dataDir, "--catalog", "c=" + reg.Host + "/catalogs/c:" + v.name, "--insecure-registry", reg.Host}
+		})
+	})
+}
+
+// crashLoop runs the kills of TestCrashDuringBuild; serveArgs makes version
+// v the catalog's content and returns the arguments of `catalogd serve`.
+func crashLoop(t *testing.T, kills int, seed uint64, dataDir string, versions [2]*version, serveArgs func(v *version) []string) {
 	a, b := versions[0], versions[1]
 	other := func(v *version) *version {
 		if v == a {
@@ -134,26 +162,22 @@ func TestCrashDuringBuild(t *testing.T) {
 		}
 		return a
 	}
-	link := filepath.Join(root, "catalog")
-	dataDir := filepath.Join(root, "data")
-	args := []string{"--data-dir", dataDir, "--catalog", "c=" + link}
 	book := newETagBook()
 
 	// A first build, timed, sets the range of kill delays.
-	pointAt(t, link, a.dir)
-	first := start(t, args...)
+	first := start(t, serveArgs(a)...)
 	began := time.Now()
 	first.waitSynced(t)
 	buildTime := time.Since(began)
 	live := expectVersion(t, first.base, book, a)
 	first.kill(t)
-	t.Logf("seed %d; a first build took %s; killing at delays up to %s", seed, buildTime.Round(time.Millisecond), (buildTime * 3 / 2).Round(time.Millisecond))
+	t.Logf("seed %d; a first sync took %s; killing at delays up to %s", seed, buildTime.Round(time.Millisecond), (buildTime * 3 / 2).Round(time.Millisecond))
 
 	rng := rand.New(rand.NewPCG(seed, 0))
 	var midBuild, afterSwap int
 	for i := range kills {
 		next := other(live)
-		pointAt(t, link, next.dir)
+		args := serveArgs(next)
 		s := start(t, args...)
 		since := time.Now()
 		// Listening means the index kept on disk answers, before any build.
@@ -191,7 +215,7 @@ func TestCrashDuringBuild(t *testing.T) {
 		r.kill(t)
 		live = next
 	}
-	t.Logf("%d kills: %d during a build (the restart rebuilt), %d after the swap; %d restarts, every one answering a whole version with a consistent ETag and leaving no temporary file",
+	t.Logf("%d kills: %d before the swap (the restart rebuilt), %d after it; %d restarts, every one answering a whole version with a consistent ETag and leaving no temporary file",
 		kills, midBuild, afterSwap, 2*kills)
 }
 

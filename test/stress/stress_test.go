@@ -124,12 +124,9 @@ func start(t testing.TB, args ...string) *server {
 			t.Logf("catalogd stdout:\n%s\ncatalogd stderr (last 4 KB):\n%s", s.stdout, tail(s.stderr.String(), 4096))
 		}
 	})
-	s.waitFor(t, "catalogd serving")
-	m := servingLine.FindStringSubmatch(s.stdout.String())
-	if m == nil {
-		t.Fatalf("no serving address in the output:\n%s", s.stdout)
-	}
-	s.base = m[1]
+	// The whole line, not its start: the pipe may deliver it in pieces.
+	s.waitFor(t, servingLine)
+	s.base = servingLine.FindStringSubmatch(s.stdout.String())[1]
 	return s
 }
 
@@ -140,11 +137,12 @@ func tail(s string, n int) string {
 	return s[len(s)-n:]
 }
 
-// waitFor waits until stdout contains text.
-func (s *server) waitFor(t testing.TB, text string) {
+// waitFor waits until stdout matches re.
+func (s *server) waitFor(t testing.TB, re *regexp.Regexp) {
 	t.Helper()
+	text := re.String()
 	deadline := time.Now().Add(2 * time.Minute)
-	for !strings.Contains(s.stdout.String(), text) {
+	for !re.MatchString(s.stdout.String()) {
 		select {
 		case <-s.exited:
 			t.Fatalf("catalogd exited (%v) before printing %q:\n%s\n%s", s.exitErr, text, s.stdout, tail(s.stderr.String(), 4096))
@@ -159,7 +157,9 @@ func (s *server) waitFor(t testing.TB, text string) {
 
 // waitSynced waits until every catalog was synced once (serve prints its
 // summary, ending in "Try:", then).
-func (s *server) waitSynced(t testing.TB) { t.Helper(); s.waitFor(t, "Try:") }
+func (s *server) waitSynced(t testing.TB) { t.Helper(); s.waitFor(t, tryLine) }
+
+var tryLine = regexp.MustCompile(`(?m)^Try:$`)
 
 // kill SIGKILLs the process, if it still runs, and waits for it to go.
 func (s *server) kill(t testing.TB) {
