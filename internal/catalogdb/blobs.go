@@ -36,9 +36,15 @@ func (c *Catalog) SchemaCounts(ctx context.Context) ([]client.SchemaCount, error
 // field matches every blob.
 type BlobFilter struct{ Schema, Package, Name string }
 
-// Blobs calls fn with the data of each blob the filter selects, in
-// catalog order, as it is read: answers are streamed, not collected. The
-// slice is only valid during the call.
+// blobBatch is how many blobs Blobs reads per query.
+const blobBatch = 16
+
+// Blobs calls fn with the data of every blob matching f, in id order. It
+// never calls fn while a query is open: fn writes to a client, and a client
+// that stops reading would otherwise hold one of the file's few connections
+// for as long as the server's write timeout, and with a handful of such
+// clients, stop the whole catalog answering. So it reads the matching ids
+// first, then the data blobBatch blobs at a time.
 func (c *Catalog) Blobs(ctx context.Context, f BlobFilter, fn func(data []byte) error) error {
 	var conds []string
 	var args []any
@@ -48,18 +54,57 @@ func (c *Catalog) Blobs(ctx context.Context, f BlobFilter, fn func(data []byte) 
 			args = append(args, col.value)
 		}
 	}
-	query := `SELECT data FROM blobs`
-	if len(conds) > 0 {
-		query += ` WHERE ` + strings.Join(conds, " AND ")
+	if len(conds) == 0 {
+		return c.allBlobs(ctx, fn)
 	}
-	query += ` ORDER BY id`
-	return c.each(ctx, query, args, func(rows *sqlx.Rows) error {
-		var data []byte
-		if err := rows.Scan(&data); err != nil {
+	var ids []int64
+	if err := c.sel(ctx, &ids, `SELECT id FROM blobs WHERE `+strings.Join(conds, " AND ")+` ORDER BY id`, args...); err != nil {
+		return err
+	}
+	batch := `SELECT data FROM blobs WHERE id IN (?` + strings.Repeat(", ?", blobBatch-1) + `) ORDER BY id`
+	for len(ids) > 0 {
+		n := min(len(ids), blobBatch)
+		// A short last batch repeats its last id, so that one prepared
+		// statement serves every batch; IN matches it once.
+		batchArgs := make([]any, blobBatch)
+		for i := range batchArgs {
+			batchArgs[i] = ids[min(i, n-1)]
+		}
+		var data [][]byte
+		if err := c.sel(ctx, &data, batch, batchArgs...); err != nil {
 			return err
 		}
-		return fn(data)
-	})
+		for _, d := range data {
+			if err := fn(d); err != nil {
+				return err
+			}
+		}
+		ids = ids[n:]
+	}
+	return nil
+}
+
+// allBlobs is Blobs without a filter: every blob, paged by id.
+func (c *Catalog) allBlobs(ctx context.Context, fn func(data []byte) error) error {
+	type row struct {
+		ID   int64  `db:"id"`
+		Data []byte `db:"data"`
+	}
+	for last := int64(-1); ; {
+		var rows []row
+		if err := c.sel(ctx, &rows, `SELECT id, data FROM blobs WHERE id > ? ORDER BY id LIMIT ?`, last, blobBatch); err != nil {
+			return err
+		}
+		for _, r := range rows {
+			if err := fn(r.Data); err != nil {
+				return err
+			}
+		}
+		if len(rows) < blobBatch {
+			return nil
+		}
+		last = rows[len(rows)-1].ID
+	}
 }
 
 // AllChunk is a run of consecutive blobs of the /all stream: their data

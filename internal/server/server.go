@@ -100,9 +100,12 @@ func New(opts Options) (*Server, error) {
 	return s, nil
 }
 
-// Listener wraps ln in TLS when the server has a certificate.
+// Listener wraps ln in TLS when the server has a certificate. It asks
+// Certs, not HTTP.TLSConfig: net/http's Serve sets a TLSConfig of its own on
+// a plain-HTTP server (to set up HTTP/2), so that field says nothing once
+// serving has begun.
 func (s *Server) Listener(ln net.Listener) net.Listener {
-	if s.HTTP.TLSConfig == nil {
+	if s.Certs == nil {
 		return ln
 	}
 	return tls.NewListener(ln, s.HTTP.TLSConfig)
@@ -110,7 +113,7 @@ func (s *Server) Listener(ln net.Listener) net.Listener {
 
 // Scheme is "https" with TLS, else "http".
 func (s *Server) Scheme() string {
-	if s.HTTP.TLSConfig != nil {
+	if s.Certs != nil {
 		return "https"
 	}
 	return "http"

@@ -1,0 +1,289 @@
+package stress
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/catalogd/catalogd/test/fbcgen"
+	"github.com/catalogd/catalogd/test/registrytest"
+)
+
+// etagBook checks that ETags and contents correspond one to one: an ETag
+// seen with one version's body must never come with another's, and a
+// version must always carry the same ETag. It learns the pairs as they come,
+// so it needs no knowledge of how catalogd makes ETags.
+type etagBook struct {
+	byTag     map[string]string
+	byVersion map[string]string
+}
+
+func newETagBook() *etagBook {
+	return &etagBook{byTag: map[string]string{}, byVersion: map[string]string{}}
+}
+
+// see records that etag came with version v's body in one representation
+// (identity or gzip, whose ETags differ) and returns an error if that
+// contradicts an earlier answer.
+func (b *etagBook) see(etag string, v *version, gzip bool) error {
+	if etag == "" {
+		return errors.New("answer without an ETag")
+	}
+	key := v.name + " (identity)"
+	if gzip {
+		key = v.name + " (gzip)"
+	}
+	if got, ok := b.byTag[etag]; ok && got != key {
+		return errors.New("ETag " + etag + " came with version " + key + ", and earlier with version " + got)
+	}
+	if got, ok := b.byVersion[key]; ok && got != etag {
+		return errors.New("version " + key + " came with ETag " + etag + ", and earlier with " + got)
+	}
+	b.byTag[etag], b.byVersion[key] = key, etag
+	return nil
+}
+
+// pointAt makes link a symbolic link to target, atomically: the catalog
+// path the server is given stays the same while its content changes.
+func pointAt(t *testing.T, link, target string) {
+	t.Helper()
+	tmp := link + ".new"
+	_ = os.Remove(tmp)
+	if err := os.Symlink(target, tmp); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, link); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// catalogCounts reads GET /catalogs/{name}: its counts and last error.
+func catalogCounts(t *testing.T, base, name string) (packages, channels, bundles int, lastError string) {
+	t.Helper()
+	resp, err := http.Get(base + "/catalogs/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var d struct {
+		Counts    struct{ Packages, Channels, Bundles int }
+		LastError string
+	}
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /catalogs/%s: %s", name, resp.Status)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&d); err != nil {
+		t.Fatalf("GET /catalogs/%s: %v", name, err)
+	}
+	return d.Counts.Packages, d.Counts.Channels, d.Counts.Bundles, d.LastError
+}
+
+// expectVersion fetches /api/v1/all and fails unless it is one of want,
+// with an ETag consistent with every earlier answer. It returns the version.
+func expectVersion(t *testing.T, base string, book *etagBook, want ...*version) *version {
+	t.Helper()
+	status, etag, sum, err := getAll(context.Background(), http.DefaultClient, base, "c", false)
+	if err != nil || status != http.StatusOK {
+		t.Fatalf("GET /api/v1/all: %d %v", status, err)
+	}
+	v := versionOf(sum, want...)
+	if v == nil {
+		var names []string
+		for _, w := range want {
+			names = append(names, w.name)
+		}
+		t.Fatalf("GET /api/v1/all answered content (sha256 %s) that is none of versions %v", sum, names)
+	}
+	if err := book.see(etag, v, false); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// TestCrashDuringBuild SIGKILLs `catalogd serve` at random points of an index
+// build, again and again, the content alternating between two versions so
+// that every start has something to build. After each kill the server is
+// started again on the same data directory: from its first request it must
+// answer one of the two versions whole (the previous index, or the new one
+// if the kill came after the swap), finish the build the kill interrupted,
+// and leave no temporary file behind. The catalog comes from a directory
+// (the kill lands in the build) and from an image in a loopback registry
+// (the kill lands in the pull, the unpack or the build).
+func TestCrashDuringBuild(t *testing.T) {
+	slow(t)
+	kills := envInt(t, "CATALOGD_STRESS_KILLS", 50)
+	seed := uint64(envInt(t, "CATALOGD_STRESS_SEED", 1))
+	root := t.TempDir()
+	opts := fbcgen.Options{Packages: 40, Bundles: 1500, BundleObjectBytes: 3000, Icons: true}
+	var versions [2]*version
+	for i, name := range []string{"a", "b"} {
+		dir := filepath.Join(root, name)
+		opts.Seed = int64(i + 1)
+		generate(t, dir, opts)
+		versions[i] = newVersion(t, name, dir)
+	}
+
+	t.Run("directory", func(t *testing.T) {
+		link := filepath.Join(t.TempDir(), "catalog")
+		dataDir := filepath.Join(t.TempDir(), "data")
+		crashLoop(t, kills, seed, dataDir, versions, func(v *version) []string {
+			pointAt(t, link, v.dir)
+			return []string{"--data-dir", dataDir, "--catalog", "c=" + link}
+		})
+	})
+	t.Run("image", func(t *testing.T) {
+		reg := registrytest.New(t)
+		for _, v := range versions {
+			reg.PushCatalog(t, "catalogs/c:"+v.name, v.dir, registrytest.PushOptions{})
+		}
+		dataDir := filepath.Join(t.TempDir(), "data")
+		// Two tags of one repository: one catalog whose tag moves.
+		crashLoop(t, kills, seed, dataDir, versions, func(v *version) []string {
+			return []string{"--data-dir", dataDir, "--catalog", "c=" + reg.Host + "/catalogs/c:" + v.name, "--insecure-registry", reg.Host}
+		})
+	})
+}
+
+// crashLoop runs the kills of TestCrashDuringBuild; serveArgs makes version
+// v the catalog's content and returns the arguments of `catalogd serve`.
+func crashLoop(t *testing.T, kills int, seed uint64, dataDir string, versions [2]*version, serveArgs func(v *version) []string) {
+	a, b := versions[0], versions[1]
+	other := func(v *version) *version {
+		if v == a {
+			return b
+		}
+		return a
+	}
+	book := newETagBook()
+
+	// A first build, timed, sets the range of kill delays.
+	first := start(t, serveArgs(a)...)
+	began := time.Now()
+	first.waitSynced(t)
+	buildTime := time.Since(began)
+	live := expectVersion(t, first.base, book, a)
+	first.kill(t)
+	t.Logf("seed %d; a first sync took %s; killing at delays up to %s", seed, buildTime.Round(time.Millisecond), (buildTime * 3 / 2).Round(time.Millisecond))
+
+	rng := rand.New(rand.NewPCG(seed, 0))
+	var midBuild, afterSwap int
+	for i := range kills {
+		next := other(live)
+		args := serveArgs(next)
+		s := start(t, args...)
+		since := time.Now()
+		// Listening means the index kept on disk answers, before any build.
+		expectVersion(t, s.base, book, live, next)
+		delay := time.Duration(rng.Int64N(int64(buildTime * 3 / 2)))
+		time.Sleep(delay - time.Since(since))
+		s.kill(t)
+		done := strings.Contains(s.stdout.String(), "Try:")
+
+		// The restart answers at once from whatever is live on disk, then
+		// completes (or skips) the interrupted build.
+		r := start(t, args...)
+		got := expectVersion(t, r.base, book, live, next)
+		if done && got != next {
+			t.Fatalf("kill %d: the killed server had swapped in version %s, but after the restart version %s answers", i, next.name, got.name)
+		}
+		r.waitSynced(t)
+		if out := r.stdout.String(); strings.Contains(out, "NOT INDEXED") {
+			t.Fatalf("kill %d: the build after the restart failed:\n%s", i, out)
+		}
+		if strings.Contains(r.stdout.String(), "indexed in") {
+			midBuild++
+		} else {
+			afterSwap++
+		}
+		expectVersion(t, r.base, book, next)
+		p, c, bn, lastErr := catalogCounts(t, r.base, "c")
+		if p != len(next.facts.Packages) || c != next.facts.CountChannels() || bn != next.facts.CountBundles() || lastErr != "" {
+			t.Fatalf("kill %d: GET /catalogs/c: %d packages, %d channels, %d bundles, lastError %q; want %d, %d, %d and none",
+				i, p, c, bn, lastErr, len(next.facts.Packages), next.facts.CountChannels(), next.facts.CountBundles())
+		}
+		if extra := leftovers(t, dataDir); len(extra) > 0 {
+			t.Fatalf("kill %d (after %s): left in the data directory after the restart: %v", i, delay, extra)
+		}
+		r.kill(t)
+		live = next
+	}
+	t.Logf("%d kills: %d before the swap (the restart rebuilt), %d after it; %d restarts, every one answering a whole version with a consistent ETag and leaving no temporary file",
+		kills, midBuild, afterSwap, 2*kills)
+}
+
+// TestFullDisk builds an index on a data directory too small for it: the
+// build must fail with a reason in lastError, the old index keep answering,
+// the temporary file go, and a build succeed once there is room again.
+func TestFullDisk(t *testing.T) {
+	root := t.TempDir()
+	dataDir := filepath.Join(root, "data")
+	if err := os.Mkdir(dataDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mount("tmpfs", dataDir, "tmpfs", 0, "size=2m"); err != nil {
+		t.Skipf("cannot mount a 2 MB tmpfs to fill up (needs root and mount rights): %v", err)
+	}
+	t.Cleanup(func() {
+		if err := syscall.Unmount(dataDir, syscall.MNT_DETACH); err != nil {
+			t.Errorf("unmount %s: %v", dataDir, err)
+		}
+	})
+	small := filepath.Join(root, "small")
+	generate(t, small, fbcgen.Options{Packages: 4, BundlesPerPackage: 3, Seed: 1})
+	big := filepath.Join(root, "big")
+	generate(t, big, fbcgen.Options{Packages: 20, Bundles: 400, BundleObjectBytes: 6000, Seed: 2})
+	vs, vb := newVersion(t, "small", small), newVersion(t, "big", big)
+	link := filepath.Join(root, "catalog")
+	args := []string{"--data-dir", dataDir, "--catalog", "c=" + link}
+	book := newETagBook()
+
+	pointAt(t, link, small)
+	s := start(t, args...)
+	s.waitSynced(t)
+	expectVersion(t, s.base, book, vs)
+	s.kill(t)
+
+	pointAt(t, link, big)
+	s = start(t, args...)
+	s.waitSynced(t)
+	if !strings.Contains(s.stdout.String(), "NOT INDEXED (Serving its previous index)") {
+		t.Fatalf("the big catalog fit in 2 MB, or failed otherwise; the test needs a build that fills the disk:\n%s", s.stdout)
+	}
+	expectVersion(t, s.base, book, vs)
+	if _, _, _, lastErr := catalogCounts(t, s.base, "c"); !strings.Contains(lastErr, "disk is full") && !strings.Contains(lastErr, "no space left") {
+		t.Errorf("lastError %q; want it to say the disk is full", lastErr)
+	}
+	if strings.Contains(s.stdout.String(), dataDir) && strings.Contains(s.stdout.String(), ".build-") {
+		t.Errorf("the summary names a temporary file:\n%s", s.stdout)
+	}
+	// SIGTERM cancels the retries' builds; a cancelled build must clean up
+	// as a failed one does.
+	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	<-s.exited
+	if s.exitErr != nil {
+		t.Errorf("catalogd exited with %v after SIGTERM", s.exitErr)
+	}
+	if extra := leftovers(t, dataDir); len(extra) > 0 {
+		t.Errorf("left in the full data directory: %v", extra)
+	}
+
+	if err := syscall.Mount("tmpfs", dataDir, "tmpfs", syscall.MS_REMOUNT, "size=256m"); err != nil {
+		t.Fatalf("make room: %v", err)
+	}
+	s = start(t, args...)
+	s.waitSynced(t)
+	expectVersion(t, s.base, book, vb)
+	if extra := leftovers(t, dataDir); len(extra) > 0 {
+		t.Errorf("left in the data directory after a good build: %v", extra)
+	}
+}
