@@ -92,7 +92,7 @@ done
 
 # --- containerd ----------------------------------------------------------------
 sed "s#@STATE@#$STATE#g; s#@CNI_BIN@#$CNI_BIN#g" "$here/containerd.toml.in" >"$STATE/containerd.toml"
-cp "$here/cni.conflist" "$STATE/cni/net.d/10-catalogd.conflist"
+sed "s#@STATE@#$STATE#g" "$here/cni.conflist.in" >"$STATE/cni/net.d/10-catalogd.conflist"
 start containerd containerd --config "$STATE/containerd.toml"
 wait_for "containerd" 60 ctr -a "$STATE/containerd.sock" version
 "$CLUSTER_BIN/mkimage" -name "$PAUSE_IMAGE" -out "$STATE/pause.tar" -entrypoint /pause pause="$CLUSTER_BIN/pause"

@@ -80,7 +80,8 @@ func run(ref, out, entrypoint, user string, files []string) error {
 	}
 	cfg = cfg.DeepCopy()
 	cfg.OS, cfg.Architecture = "linux", "amd64"
-	cfg.Config = v1.Config{User: user}
+	// The usual PATH, so a pod's command may name a binary in /usr/local/bin.
+	cfg.Config = v1.Config{User: user, Env: []string{"PATH=/usr/local/bin:/usr/bin:/bin"}}
 	if entrypoint != "" {
 		cfg.Config.Entrypoint = []string{entrypoint}
 	}
