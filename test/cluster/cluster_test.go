@@ -128,23 +128,42 @@ func eventually(t *testing.T, timeout time.Duration, what string, f func() error
 	}
 }
 
-// deploy applies config/default with two replicas of the image under test,
-// trusting the relayed registry over plain HTTP, and waits for the rollout.
+// deploy applies config/default through an overlay that runs two replicas
+// of the image under test (never pulled: it was imported into containerd)
+// and trusts the relayed registry over plain HTTP, then waits for the rollout.
 func (e *env) deploy(t *testing.T, registry string) {
 	t.Helper()
-	manifests := e.kc(t, nil, "kustomize", "../../config/default")
-	e.kc(t, []byte(manifests), "apply", "--server-side", "-f", "-")
-	patch := fmt.Sprintf(`[
-		{"op": "replace", "path": "/spec/replicas", "value": 2},
-		{"op": "replace", "path": "/spec/template/spec/containers/0/image", "value": %q},
-		{"op": "add", "path": "/spec/template/spec/containers/0/imagePullPolicy", "value": "Never"},
-		{"op": "add", "path": "/spec/template/spec/containers/0/args/-", "value": "--insecure-registry=%s"}
-	]`, e.image, registry)
-	e.kc(t, nil, "-n", namespace, "patch", "deployment", deployment, "--type=json", "-p", patch)
-	e.kc(t, nil, "-n", namespace, "rollout", "status", "deployment/"+deployment, "--timeout=5m")
+	overlay := t.TempDir()
+	base, err := filepath.Abs("../../config/default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// kustomize takes bases by relative path only.
+	rel, err := filepath.Rel(overlay, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kustomization := fmt.Sprintf(`apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+- %s
+patches:
+- target: {kind: Deployment, name: %s}
+  patch: |-
+    - {op: replace, path: /spec/replicas, value: 2}
+    - {op: replace, path: /spec/template/spec/containers/0/image, value: %q}
+    - {op: add, path: /spec/template/spec/containers/0/imagePullPolicy, value: Never}
+    - {op: add, path: /spec/template/spec/containers/0/args/-, value: "--insecure-registry=%s"}
+`, rel, deployment, e.image, registry)
+	if err := os.WriteFile(filepath.Join(overlay, "kustomization.yaml"), []byte(kustomization), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	manifests := e.kc(t, nil, "kustomize", overlay)
 	t.Cleanup(func() {
 		_, _ = e.kcErr([]byte(manifests), "delete", "--ignore-not-found", "--wait=false", "-f", "-")
 	})
+	e.kc(t, []byte(manifests), "apply", "--server-side", "-f", "-")
+	e.kc(t, nil, "-n", namespace, "rollout", "status", "deployment/"+deployment, "--timeout=5m")
 }
 
 // podIPs returns the IPs of the Ready catalogd pods that are not being
