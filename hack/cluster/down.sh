@@ -78,18 +78,21 @@ for h in /sys/fs/cgroup/*/ /sys/fs/cgroup/; do
 	find "$h/kubepods" -depth -type d -exec rmdir {} \; 2>/dev/null
 done
 
-# kube-proxy's rules, then the CNI plugins' chains and the bridge.
+# kube-proxy's rules, then what remains: the CNI plugins' chains (CNI-*) and
+# the kubelet's (KUBE-FIREWALL, KUBE-KUBELET-CANARY, KUBE-IPTABLES-HINT), in
+# IPv4 and IPv6. Nothing else on the machine names its chains so.
 if [ -x "$CLUSTER_BIN/kube-proxy" ]; then
 	"$CLUSTER_BIN/kube-proxy" --cleanup >/dev/null 2>&1
 fi
-for table in nat filter; do
-	for chain in $(iptables -t "$table" -S 2>/dev/null | awk '$1 == "-N" && $2 ~ /^CNI-/ { print $2 }'); do
-		iptables -t "$table" -S 2>/dev/null | awk -v c="$chain" '$1 == "-A" && $0 ~ ("-j " c "( |$)") { $1 = "-D"; print }' |
-			while read -r rule; do eval "iptables -t $table $rule"; done
-		iptables -t "$table" -F "$chain" 2>/dev/null
-	done
-	for chain in $(iptables -t "$table" -S 2>/dev/null | awk '$1 == "-N" && $2 ~ /^CNI-/ { print $2 }'); do
-		iptables -t "$table" -X "$chain" 2>/dev/null
+for ipt in iptables ip6tables; do
+	for table in filter nat mangle; do
+		chains=$("$ipt" -t "$table" -S 2>/dev/null | awk '$1 == "-N" && $2 ~ /^(KUBE|CNI)-/ { print $2 }')
+		[ -n "$chains" ] || continue
+		# Rules of other chains that jump to ours, then ours.
+		"$ipt" -t "$table" -S 2>/dev/null | awk '$1 == "-A" && $2 !~ /^(KUBE|CNI)-/ && $0 ~ / -j (KUBE|CNI)-/ { $1 = "-D"; print }' |
+			while read -r rule; do eval "$ipt -t $table $rule"; done
+		for chain in $chains; do "$ipt" -t "$table" -F "$chain" 2>/dev/null; done
+		for chain in $chains; do "$ipt" -t "$table" -X "$chain" 2>/dev/null; done
 	done
 done
 ip link del catalogd0 2>/dev/null
