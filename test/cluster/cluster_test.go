@@ -416,21 +416,29 @@ func TestCluster(t *testing.T) {
 		stop := make(chan struct{})
 		l := startLoad(svc, want, stop)
 		e.kc(t, nil, "-n", namespace, "delete", "pod", old, "--wait=false")
-		// Another replica takes the lease and writes status again: a new
-		// digest of the same tag shows up as the resolved source.
+		// Another replica takes the lease. The deleted pod keeps running
+		// through its preStop pause, so the catalog changes only once the
+		// lease has moved: the status that follows is the new leader's.
+		var leader string
+		eventually(t, 3*time.Minute, "the lease to move", func() error {
+			if leader = e.leader(t); leader == old || leader == "" {
+				return fmt.Errorf("lease still held by %q", leader)
+			}
+			return nil
+		})
 		digestV2 := digest(registrytest.PushCatalog(t, reg.Host, "demo:v2", demoDir,
 			registrytest.PushOptions{Extra: []registrytest.Entry{registrytest.File("marker", "v2")}}))
 		e.applyCatalog(t, registry+"/demo@"+digestV2)
 		eventually(t, 3*time.Minute, "status updated by the new leader", func() error {
-			if l := e.leader(t); l == old || l == "" {
-				return fmt.Errorf("lease still held by %q", l)
-			}
 			ref, err := e.servedRef()
 			if err == nil && !strings.HasSuffix(ref, digestV2) {
 				err = fmt.Errorf("resolved %s, want digest %s", ref, digestV2)
 			}
 			return err
 		})
+		if now := e.leader(t); now == old {
+			t.Fatalf("the lease went back to the deleted pod %s", old)
+		}
 		// The load goes on until the deleted pod is gone and its replacement
 		// is ready, so it spans the whole termination.
 		eventually(t, 3*time.Minute, "the deleted pod gone and two replicas ready", func() error {
@@ -444,7 +452,7 @@ func TestCluster(t *testing.T) {
 		})
 		close(stop)
 		l.check(t, "leader deletion")
-		t.Logf("lease moved from %s to %s", old, e.leader(t))
+		t.Logf("lease moved from %s to %s", old, leader)
 	})
 
 	t.Run("rolling restart", func(t *testing.T) {
