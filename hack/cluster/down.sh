@@ -9,6 +9,7 @@ set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
+# shellcheck source=lib.sh
 . "$here/lib.sh"
 
 # stop NAME: SIGTERM, then SIGKILL after 15s, the component up.sh started.
@@ -59,7 +60,7 @@ rm -f "$STATE/pids"
 
 # Network namespaces of pods that were killed rather than stopped: the CRI
 # records their names (cni-<uuid>) in containerd's metadata database.
-for ns in $(grep -aho 'cni-[0-9a-f]\{8\}-[0-9a-f-]*' "$STATE"/containerd/root/io.containerd.metadata.v1.bolt/meta.db 2>/dev/null | sort -u); do
+grep -aho 'cni-[0-9a-f]\{8\}-[0-9a-f-]*' "$STATE"/containerd/root/io.containerd.metadata.v1.bolt/meta.db 2>/dev/null | sort -u | while read -r ns; do
 	if [ -e "/var/run/netns/$ns" ]; then
 		umount "/var/run/netns/$ns" 2>/dev/null
 		rm -f "/var/run/netns/$ns"
@@ -100,7 +101,7 @@ ip link del catalogd0 2>/dev/null
 rmdir /run/containerd/fifo /run/containerd/s /run/containerd/runc/k8s.io /run/containerd/runc /run/containerd 2>/dev/null
 
 if [ -e "$STATE/sysctl.orig" ]; then
-	while IFS== read -r key value; do
+	while IFS="=" read -r key value; do
 		echo "$value" >"/proc/sys/${key//.//}"
 	done <"$STATE/sysctl.orig"
 	rm -f "$STATE/sysctl.orig"

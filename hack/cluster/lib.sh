@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2034 # the settings are used by the scripts that source this file
 # Shared settings and helpers of up.sh, down.sh and test.sh (sourced, not run).
 # Ports stay clear of the defaults (6443, 2379, 10250, ...) so the cluster can
 # run beside envtest and anything else on the machine.

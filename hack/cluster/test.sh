@@ -8,6 +8,7 @@ set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
+# shellcheck source=lib.sh
 . "$here/lib.sh"
 
 image_tar=${1:?usage: test.sh IMAGE_TARBALL}

@@ -19,6 +19,7 @@ set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
+# shellcheck source=lib.sh
 . "$here/lib.sh"
 
 [ "$(id -u)" = 0 ] || die "must run as root (containerd and the kubelet need it)"
@@ -92,7 +93,7 @@ done
 
 # --- containerd ----------------------------------------------------------------
 sed "s#@STATE@#$STATE#g; s#@CNI_BIN@#$CNI_BIN#g" "$here/containerd.toml.in" >"$STATE/containerd.toml"
-sed "s#@STATE@#$STATE#g" "$here/cni.conflist.in" >"$STATE/cni/net.d/10-catalogd.conflist"
+sed "s#@STATE@#$STATE#g; s#@POD_CIDR@#$POD_CIDR#g" "$here/cni.conflist.in" >"$STATE/cni/net.d/10-catalogd.conflist"
 start containerd containerd --config "$STATE/containerd.toml"
 wait_for "containerd" 60 ctr -a "$STATE/containerd.sock" version
 "$CLUSTER_BIN/mkimage" -name "$PAUSE_IMAGE" -out "$STATE/pause.tar" -entrypoint /pause pause="$CLUSTER_BIN/pause"
