@@ -35,8 +35,14 @@ fi
 # Then the kubelet, so it does not restart what is removed below.
 stop kubelet
 sock="$STATE/containerd.sock"
+netns=
 if [ -S "$sock" ] && ctr -a "$sock" version >/dev/null 2>&1; then
-	# Whatever is left (static pods, a failed deletion) is killed directly.
+	# Whatever is left (static pods, a failed deletion) is killed directly;
+	# first note the network namespaces of the sandboxes, which nothing
+	# releases when they are killed.
+	netns=$(ctr -a "$sock" -n k8s.io containers ls -q 2>/dev/null |
+		while read -r c; do ctr -a "$sock" -n k8s.io containers info "$c" 2>/dev/null; done |
+		grep -o '/var/run/netns/cni-[0-9a-f-]*' | sort -u)
 	for t in $(ctr -a "$sock" -n k8s.io tasks ls -q 2>/dev/null); do
 		ctr -a "$sock" -n k8s.io tasks kill -s SIGKILL "$t" >/dev/null 2>&1
 	done
@@ -58,13 +64,11 @@ for p in $(pgrep -f "containerd-shim-runc-v2 .*-address $STATE/containerd.sock" 
 done
 rm -f "$STATE/pids"
 
-# Network namespaces of pods that were killed rather than stopped: the CRI
-# records their names (cni-<uuid>) in containerd's metadata database.
-grep -aho 'cni-[0-9a-f]\{8\}-[0-9a-f-]*' "$STATE"/containerd/root/io.containerd.metadata.v1.bolt/meta.db 2>/dev/null | sort -u | while read -r ns; do
-	if [ -e "/var/run/netns/$ns" ]; then
-		umount "/var/run/netns/$ns" 2>/dev/null
-		rm -f "/var/run/netns/$ns"
-	fi
+# Network namespaces of the pods killed above rather than stopped: a killed
+# sandbox leaves its CNI namespace pinned under /var/run/netns.
+for ns in $netns; do
+	umount "$ns" 2>/dev/null
+	rm -f "$ns"
 done
 
 # Mounts under the state directory (overlay rootfs, shm, projected volumes),
