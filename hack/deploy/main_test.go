@@ -9,9 +9,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/kustomize/api/types"
 
@@ -83,7 +80,7 @@ func containerImages(t *testing.T, objs []*unstructured.Unstructured) []string {
 // shared namespace is gone.
 func TestDeployUndeploy(t *testing.T) {
 	cfg := kubetest.Start(t)
-	kubeconfig := writeKubeconfig(t, cfg)
+	kubeconfig := kubetest.WriteKubeconfig(t, cfg)
 	ctx := context.Background()
 	c, err := client.New(cfg, client.Options{})
 	if err != nil {
@@ -151,22 +148,6 @@ func TestDeployUndeploy(t *testing.T) {
 			t.Errorf("after undeploy, %s still exists and is not being deleted", describe(want))
 		}
 	}
-}
-
-// writeKubeconfig writes cfg as a kubeconfig file, the way make deploy gets
-// its cluster.
-func writeKubeconfig(t *testing.T, cfg *rest.Config) string {
-	t.Helper()
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["envtest"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos["envtest"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}
-	kc.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "envtest"}
-	kc.CurrentContext = "envtest"
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := clientcmd.WriteToFile(*kc, path); err != nil {
-		t.Fatal(err)
-	}
-	return path
 }
 
 // TestRenderMissing checks that a bad directory is reported with its name.

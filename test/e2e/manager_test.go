@@ -22,9 +22,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	catalogdv1 "github.com/catalogd/catalogd/api/v1"
@@ -111,21 +108,6 @@ func freeAddr(t *testing.T) string {
 	}
 	defer ln.Close()
 	return ln.Addr().String()
-}
-
-// writeKubeconfig writes a kubeconfig for the envtest API server.
-func writeKubeconfig(t *testing.T, cfg *rest.Config) string {
-	t.Helper()
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["envtest"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}
-	kc.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "admin"}
-	kc.CurrentContext = "envtest"
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := clientcmd.WriteToFile(*kc, path); err != nil {
-		t.Fatal(err)
-	}
-	return path
 }
 
 // hangingRegistry accepts connections and never answers, as a registry
@@ -242,7 +224,7 @@ func poll(url string) (stop func() polled) {
 // from its first request, without pulling anything and without a 404.
 func TestTwoManagers(t *testing.T) {
 	restCfg := kubetest.Start(t)
-	kubeconfig := writeKubeconfig(t, restCfg)
+	kubeconfig := kubetest.WriteKubeconfig(t, restCfg)
 	scheme := runtime.NewScheme()
 	if err := catalogdv1.AddToScheme(scheme); err != nil {
 		t.Fatal(err)

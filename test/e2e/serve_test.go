@@ -21,6 +21,7 @@ import (
 
 	"github.com/catalogd/catalogd/client"
 	"github.com/catalogd/catalogd/test/apivalidate"
+	"github.com/catalogd/catalogd/test/catalogdbin"
 	"github.com/catalogd/catalogd/test/fbcfacts"
 	"github.com/catalogd/catalogd/test/syncbuf"
 )
@@ -31,24 +32,7 @@ var demoDir = filepath.Join("..", "testdata", "demo")
 // binary is the catalogd binary TestMain builds once for all tests.
 var binary string
 
-func TestMain(m *testing.M) {
-	os.Exit(func() int {
-		dir, err := os.MkdirTemp("", "catalogd-e2e-")
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		defer os.RemoveAll(dir)
-		binary = filepath.Join(dir, "catalogd")
-		build := exec.Command("go", "build", "-o", binary, "github.com/catalogd/catalogd/cmd/catalogd")
-		build.Stdout, build.Stderr = os.Stderr, os.Stderr
-		if err := build.Run(); err != nil {
-			fmt.Fprintf(os.Stderr, "building catalogd: %v\n", err)
-			return 1
-		}
-		return m.Run()
-	}())
-}
+func TestMain(m *testing.M) { os.Exit(catalogdbin.Main(m, &binary)) }
 
 // server is a running catalogd serve.
 type server struct {

@@ -30,6 +30,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/catalogd/catalogd/test/catalogdbin"
 	"github.com/catalogd/catalogd/test/fbcfacts"
 	"github.com/catalogd/catalogd/test/fbcgen"
 	"github.com/catalogd/catalogd/test/syncbuf"
@@ -38,24 +39,7 @@ import (
 // binary is the catalogd binary TestMain builds once for all tests.
 var binary string
 
-func TestMain(m *testing.M) {
-	os.Exit(func() int {
-		dir, err := os.MkdirTemp("", "catalogd-stress-")
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		defer os.RemoveAll(dir)
-		binary = filepath.Join(dir, "catalogd")
-		build := exec.Command("go", "build", "-o", binary, "github.com/catalogd/catalogd/cmd/catalogd")
-		build.Stdout, build.Stderr = os.Stderr, os.Stderr
-		if err := build.Run(); err != nil {
-			fmt.Fprintf(os.Stderr, "building catalogd: %v\n", err)
-			return 1
-		}
-		return m.Run()
-	}())
-}
+func TestMain(m *testing.M) { os.Exit(catalogdbin.Main(m, &binary)) }
 
 // slow skips the test unless CATALOGD_SLOW is set (make test-slow).
 func slow(t *testing.T) {
