@@ -41,7 +41,7 @@ $(CLUSTER_BIN)/pause $(CLUSTER_BIN)/mkimage: $(CLUSTER_BIN)/%: $(CLUSTER_IMAGES_
 $(CLUSTER_BIN)/catalogd.tar: $(CLUSTER_BIN)/mkimage
 	CGO_ENABLED=0 $(GO) build -o $(CLUSTER_BIN)/catalogd -ldflags '-s -w' ./cmd/catalogd
 	$(CLUSTER_BIN)/mkimage -name localhost/catalogd:cluster-test -out $@ -user 65532:65532 \
-		usr/local/bin/catalogd=$(CLUSTER_BIN)/catalogd
+		-entrypoint /catalogd catalogd=$(CLUSTER_BIN)/catalogd
 
 ## cluster-packages: apt-get install what the cluster needs, if anything is missing.
 cluster-packages:

@@ -13,9 +13,17 @@ package cluster
 
 import (
 	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"io"
+	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -33,7 +41,7 @@ import (
 )
 
 const (
-	namespace  = "catalogd-system"
+	namespace  = "olmv1-system"
 	deployment = "catalogd-controller-manager"
 	service    = "catalogd-service"
 	leaseName  = "catalogd-manager.olm.operatorframework.io"
@@ -43,6 +51,8 @@ const (
 // env is the running cluster the test talks to.
 type env struct {
 	state, kubectl, image, nodeIP string
+	// certPEM and keyPEM are the serving certificate of the Service.
+	certPEM, keyPEM []byte
 }
 
 func newEnv(t *testing.T) *env {
@@ -56,6 +66,7 @@ func newEnv(t *testing.T) *env {
 	if e.state == "" || e.kubectl == "" || e.image == "" || e.nodeIP == "" {
 		t.Skip("CATALOGD_CLUSTER_STATE, _KUBECTL, _IMAGE and _NODE_IP are unset: run `make test-cluster`")
 	}
+	e.certPEM, e.keyPEM = newServingCert(t)
 	return e
 }
 
@@ -163,7 +174,60 @@ patches:
 		_, _ = e.kcErr([]byte(manifests), "delete", "--ignore-not-found", "--wait=false", "-f", "-")
 	})
 	e.kc(t, []byte(manifests), "apply", "--server-side", "-f", "-")
+	// The serving certificate the pods mount, as `kubectl create secret
+	// tls` makes it (config/README.md); the pods start once it exists.
+	dir := t.TempDir()
+	for name, data := range map[string][]byte{"tls.crt": e.certPEM, "tls.key": e.keyPEM} {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.kc(t, nil, "-n", namespace, "create", "secret", "tls", "catalogd-service-cert",
+		"--cert", filepath.Join(dir, "tls.crt"), "--key", filepath.Join(dir, "tls.key"))
 	e.kc(t, nil, "-n", namespace, "rollout", "status", "deployment/"+deployment, "--timeout=5m")
+}
+
+// serviceName is the name the serving certificate is for, and the one
+// operator-controller uses for catalogd.
+const serviceName = service + "." + namespace + ".svc"
+
+// newServingCert makes a self-signed serving certificate for serviceName.
+func newServingCert(t *testing.T) (certPEM, keyPEM []byte) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1),
+		Subject:      pkix.Name{CommonName: serviceName},
+		DNSNames:     []string{serviceName},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		IsCA:         true, BasicConstraintsValid: true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
+}
+
+// client trusts the serving certificate and checks it names the Service,
+// whatever IP (the Service's or a pod's) it connects to.
+func (e *env) client() *http.Client {
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(e.certPEM)
+	return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{RootCAs: pool, ServerName: serviceName, MinVersion: tls.VersionTLS12},
+	}}
 }
 
 // podIPs returns the IPs of the Ready catalogd pods that are not being
@@ -202,7 +266,7 @@ func (e *env) podIPs(t *testing.T) map[string]string {
 func (e *env) serviceURL(t *testing.T) string {
 	t.Helper()
 	ip := strings.TrimSpace(e.kc(t, nil, "-n", namespace, "get", "service", service, "-o", "jsonpath={.spec.clusterIP}"))
-	return "http://" + ip + ":8080"
+	return "https://" + ip + ":443"
 }
 
 // digest returns the sha256:... part of a digest reference.
@@ -282,9 +346,8 @@ type load struct {
 	done       chan struct{}
 }
 
-func startLoad(base string, want map[string][]byte, stop <-chan struct{}) *load {
+func startLoad(client *http.Client, base string, want map[string][]byte, stop <-chan struct{}) *load {
 	l := &load{done: make(chan struct{})}
-	client := &http.Client{Timeout: 10 * time.Second}
 	go func() {
 		defer close(l.done)
 		for i := 0; ; i++ {
@@ -346,7 +409,7 @@ func TestCluster(t *testing.T) {
 
 	// Both replicas answer every query, and identically; what they answer
 	// agrees with the catalog's files.
-	client := &http.Client{Timeout: 10 * time.Second}
+	client := e.client()
 	var pods map[string]string
 	eventually(t, 2*time.Minute, "two ready replicas", func() error {
 		if pods = e.podIPs(t); len(pods) != 2 {
@@ -364,7 +427,7 @@ func TestCluster(t *testing.T) {
 			}
 			sort.Strings(names)
 			for _, name := range names {
-				body, err := get(client, "http://"+net.JoinHostPort(pods[name], "8080")+q)
+				body, err := get(client, "https://"+net.JoinHostPort(pods[name], "8443")+q)
 				if err != nil {
 					return fmt.Errorf("pod %s: %w", name, err)
 				}
@@ -414,7 +477,7 @@ func TestCluster(t *testing.T) {
 			t.Fatalf("lease holder %q is not one of the pods %v", old, pods)
 		}
 		stop := make(chan struct{})
-		l := startLoad(svc, want, stop)
+		l := startLoad(e.client(), svc, want, stop)
 		e.kc(t, nil, "-n", namespace, "delete", "pod", old, "--wait=false")
 		// Another replica takes the lease. The deleted pod keeps running
 		// through its preStop pause, so the catalog changes only once the
@@ -457,7 +520,7 @@ func TestCluster(t *testing.T) {
 
 	t.Run("rolling restart", func(t *testing.T) {
 		stop := make(chan struct{})
-		l := startLoad(svc, want, stop)
+		l := startLoad(e.client(), svc, want, stop)
 		before := e.podIPs(t)
 		e.kc(t, nil, "-n", namespace, "rollout", "restart", "deployment/"+deployment)
 		e.kc(t, nil, "-n", namespace, "rollout", "status", "deployment/"+deployment, "--timeout=5m")
