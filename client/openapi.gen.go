@@ -878,7 +878,8 @@ type GetCatalogParams struct {
 // GetCatalogAllParams defines parameters for GetCatalogAll.
 type GetCatalogAllParams struct {
 	// Range Byte range(s) to fetch (RFC 9110 §14.2), for example `bytes=1024-` to
-	// resume a download.
+	// resume a download. At most 16 ranges, none overlapping another; a
+	// longer list or overlapping ranges are refused with 416.
 	Range *RangeHeader `json:"Range,omitempty"`
 
 	// IfNoneMatch ETag(s) of a representation the client already has; the server answers
