@@ -564,7 +564,7 @@ func TestSchemaApplied(t *testing.T) {
 	}
 
 	path := filepath.Join(t.TempDir(), "index.db")
-	if _, err := Build(context.Background(), path, Source{FS: tinyCatalog("x", 1), Ref: "x", Digest: "sha256:abc"}, time.Now()); err != nil {
+	if _, err := Build(context.Background(), path, Source{FS: chainCatalog("x", 1), Ref: "x", Digest: "sha256:abc"}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	db := sqlx.MustOpen("sqlite", FileURI(path, url.Values{"mode": {"ro"}}))
