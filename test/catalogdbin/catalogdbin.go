@@ -3,11 +3,16 @@
 package catalogdbin
 
 import (
+	"bufio"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"syscall"
 	"testing"
+
+	"github.com/catalogd/catalogd/test/syncbuf"
 )
 
 // Main builds catalogd into a temporary directory, sets *binary to its
@@ -28,4 +33,56 @@ func Main(m *testing.M, binary *string) int {
 		return 1
 	}
 	return m.Run()
+}
+
+// Process is a running catalogd subprocess whose output is kept.
+type Process struct {
+	Cmd    *exec.Cmd
+	Stdout *syncbuf.Buffer
+	Stderr *syncbuf.Buffer
+	// Exited is closed once the process has exited and its whole stdout
+	// has been read, with ExitErr set.
+	Exited  chan struct{}
+	ExitErr error
+}
+
+// Start runs binary with args. The process is killed when the test ends,
+// if it is still running.
+func Start(t testing.TB, binary string, args ...string) *Process {
+	t.Helper()
+	p := &Process{Cmd: exec.Command(binary, args...), Stdout: &syncbuf.Buffer{}, Stderr: &syncbuf.Buffer{}, Exited: make(chan struct{})}
+	stdout, err := p.Cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Cmd.Stderr = p.Stderr
+	if err := p.Cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	copied := make(chan struct{})
+	go func() {
+		_, _ = io.Copy(p.Stdout, bufio.NewReader(stdout))
+		close(copied)
+	}()
+	go func() {
+		<-copied // Wait must not close the pipe before everything was read
+		p.ExitErr = p.Cmd.Wait()
+		close(p.Exited)
+	}()
+	t.Cleanup(func() { p.Kill(t) })
+	return p
+}
+
+// Kill ends the process with SIGKILL, unless it has exited, and waits for it.
+func (p *Process) Kill(t testing.TB) {
+	t.Helper()
+	select {
+	case <-p.Exited:
+		return
+	default:
+	}
+	if err := p.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Errorf("kill catalogd: %v", err)
+	}
+	<-p.Exited
 }

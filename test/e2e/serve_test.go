@@ -4,13 +4,10 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -23,7 +20,6 @@ import (
 	"github.com/catalogd/catalogd/test/apivalidate"
 	"github.com/catalogd/catalogd/test/catalogdbin"
 	"github.com/catalogd/catalogd/test/fbcfacts"
-	"github.com/catalogd/catalogd/test/syncbuf"
 )
 
 // demoDir is the demo catalog, from this package's directory.
@@ -36,12 +32,8 @@ func TestMain(m *testing.M) { os.Exit(catalogdbin.Main(m, &binary)) }
 
 // server is a running catalogd serve.
 type server struct {
-	base   string
-	stdout *syncbuf.Buffer
-	cmd    *exec.Cmd
-	// exited is closed when the process has exited, with exitErr set.
-	exited  chan struct{}
-	exitErr error
+	base string
+	*catalogdbin.Process
 }
 
 var servingLine = regexp.MustCompile(`catalogd serving (http://\S+?),`)
@@ -50,54 +42,28 @@ var servingLine = regexp.MustCompile(`catalogd serving (http://\S+?),`)
 // until it has tried every catalog once (it prints "Try:").
 func startServer(t *testing.T, args ...string) *server {
 	t.Helper()
-	cmd := exec.Command(binary, append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stderr := &syncbuf.Buffer{}
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	s := &server{stdout: &syncbuf.Buffer{}, cmd: cmd, exited: make(chan struct{})}
-	copied := make(chan struct{})
-	go func() {
-		_, _ = io.Copy(s.stdout, bufio.NewReader(stdout))
-		close(copied)
-	}()
-	go func() {
-		<-copied // Wait must not close the pipe before everything was read
-		s.exitErr = cmd.Wait()
-		close(s.exited)
-	}()
+	s := &server{Process: catalogdbin.Start(t, binary, append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...)}
 	t.Cleanup(func() {
-		select {
-		case <-s.exited:
-		default:
-			_ = cmd.Process.Kill()
-			<-s.exited
-		}
 		if t.Failed() {
-			t.Logf("catalogd stdout:\n%s\ncatalogd stderr:\n%s", s.stdout, stderr)
+			t.Logf("catalogd stdout:\n%s\ncatalogd stderr:\n%s", s.Stdout, s.Stderr)
 		}
 	})
 
 	deadline := time.Now().Add(60 * time.Second)
-	for !strings.Contains(s.stdout.String(), "Try:") {
+	for !strings.Contains(s.Stdout.String(), "Try:") {
 		select {
-		case <-s.exited:
-			t.Fatalf("catalogd exited at start-up (%v):\n%s\n%s", s.exitErr, s.stdout, stderr)
+		case <-s.Exited:
+			t.Fatalf("catalogd exited at start-up (%v):\n%s\n%s", s.ExitErr, s.Stdout, s.Stderr)
 		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("catalogd printed no summary:\n%s\n%s", s.stdout, stderr)
+			t.Fatalf("catalogd printed no summary:\n%s\n%s", s.Stdout, s.Stderr)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	m := servingLine.FindStringSubmatch(s.stdout.String())
+	m := servingLine.FindStringSubmatch(s.Stdout.String())
 	if m == nil {
-		t.Fatalf("no serving address in the output:\n%s", s.stdout)
+		t.Fatalf("no serving address in the output:\n%s", s.Stdout)
 	}
 	s.base = m[1]
 	return s
@@ -106,13 +72,13 @@ func startServer(t *testing.T, args ...string) *server {
 // stop sends SIGTERM and expects a clean exit.
 func (s *server) stop(t *testing.T) {
 	t.Helper()
-	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := s.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case <-s.exited:
-		if s.exitErr != nil {
-			t.Errorf("catalogd exited with %v after SIGTERM, want exit code 0", s.exitErr)
+	case <-s.Exited:
+		if s.ExitErr != nil {
+			t.Errorf("catalogd exited with %v after SIGTERM, want exit code 0", s.ExitErr)
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("catalogd did not exit after SIGTERM")
@@ -163,8 +129,8 @@ func TestServeDemo(t *testing.T) {
 	ctx := context.Background()
 
 	want := fmt.Sprintf("demo: %d packages, %d channels, %d bundles", len(facts.Packages), facts.CountChannels(), facts.CountBundles())
-	if !strings.Contains(srv.stdout.String(), want) {
-		t.Errorf("start-up summary lacks %q:\n%s", want, srv.stdout)
+	if !strings.Contains(srv.Stdout.String(), want) {
+		t.Errorf("start-up summary lacks %q:\n%s", want, srv.Stdout)
 	}
 
 	health, err := api.GetHealthzWithResponse(ctx)

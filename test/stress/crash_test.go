@@ -170,7 +170,7 @@ func crashLoop(t *testing.T, kills int, seed uint64, dataDir string, versions [2
 	first.waitSynced(t)
 	buildTime := time.Since(began)
 	live := expectVersion(t, first.base, book, a)
-	first.kill(t)
+	first.Kill(t)
 	t.Logf("seed %d; a first sync took %s; killing at delays up to %s", seed, buildTime.Round(time.Millisecond), (buildTime * 3 / 2).Round(time.Millisecond))
 
 	rng := rand.New(rand.NewPCG(seed, 0))
@@ -184,8 +184,8 @@ func crashLoop(t *testing.T, kills int, seed uint64, dataDir string, versions [2
 		expectVersion(t, s.base, book, live, next)
 		delay := time.Duration(rng.Int64N(int64(buildTime * 3 / 2)))
 		time.Sleep(delay - time.Since(since))
-		s.kill(t)
-		done := strings.Contains(s.stdout.String(), "Try:")
+		s.Kill(t)
+		done := strings.Contains(s.Stdout.String(), "Try:")
 
 		// The restart answers at once from whatever is live on disk, then
 		// completes (or skips) the interrupted build.
@@ -195,10 +195,10 @@ func crashLoop(t *testing.T, kills int, seed uint64, dataDir string, versions [2
 			t.Fatalf("kill %d: the killed server had swapped in version %s, but after the restart version %s answers", i, next.name, got.name)
 		}
 		r.waitSynced(t)
-		if out := r.stdout.String(); strings.Contains(out, "NOT INDEXED") {
+		if out := r.Stdout.String(); strings.Contains(out, "NOT INDEXED") {
 			t.Fatalf("kill %d: the build after the restart failed:\n%s", i, out)
 		}
-		if strings.Contains(r.stdout.String(), "indexed in") {
+		if strings.Contains(r.Stdout.String(), "indexed in") {
 			midBuild++
 		} else {
 			afterSwap++
@@ -212,7 +212,7 @@ func crashLoop(t *testing.T, kills int, seed uint64, dataDir string, versions [2
 		if extra := leftovers(t, dataDir); len(extra) > 0 {
 			t.Fatalf("kill %d (after %s): left in the data directory after the restart: %v", i, delay, extra)
 		}
-		r.kill(t)
+		r.Kill(t)
 		live = next
 	}
 	t.Logf("%d kills: %d before the swap (the restart rebuilt), %d after it; %d restarts, every one answering a whole version with a consistent ETag and leaving no temporary file",
@@ -249,29 +249,29 @@ func TestFullDisk(t *testing.T) {
 	s := start(t, args...)
 	s.waitSynced(t)
 	expectVersion(t, s.base, book, vs)
-	s.kill(t)
+	s.Kill(t)
 
 	pointAt(t, link, big)
 	s = start(t, args...)
 	s.waitSynced(t)
-	if !strings.Contains(s.stdout.String(), "NOT INDEXED (Serving its previous index)") {
-		t.Fatalf("the big catalog fit in 2 MB, or failed otherwise; the test needs a build that fills the disk:\n%s", s.stdout)
+	if !strings.Contains(s.Stdout.String(), "NOT INDEXED (Serving its previous index)") {
+		t.Fatalf("the big catalog fit in 2 MB, or failed otherwise; the test needs a build that fills the disk:\n%s", s.Stdout)
 	}
 	expectVersion(t, s.base, book, vs)
 	if _, _, _, lastErr := catalogCounts(t, s.base, "c"); !strings.Contains(lastErr, "disk is full") && !strings.Contains(lastErr, "no space left") {
 		t.Errorf("lastError %q; want it to say the disk is full", lastErr)
 	}
-	if strings.Contains(s.stdout.String(), dataDir) && strings.Contains(s.stdout.String(), ".build-") {
-		t.Errorf("the summary names a temporary file:\n%s", s.stdout)
+	if strings.Contains(s.Stdout.String(), dataDir) && strings.Contains(s.Stdout.String(), ".build-") {
+		t.Errorf("the summary names a temporary file:\n%s", s.Stdout)
 	}
 	// SIGTERM cancels the retries' builds; a cancelled build must clean up
 	// as a failed one does.
-	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := s.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	<-s.exited
-	if s.exitErr != nil {
-		t.Errorf("catalogd exited with %v after SIGTERM", s.exitErr)
+	<-s.Exited
+	if s.ExitErr != nil {
+		t.Errorf("catalogd exited with %v after SIGTERM", s.ExitErr)
 	}
 	if extra := leftovers(t, dataDir); len(extra) > 0 {
 		t.Errorf("left in the full data directory: %v", extra)

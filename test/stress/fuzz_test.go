@@ -50,8 +50,8 @@ func FuzzRawRequest(f *testing.F) {
 		req := fmt.Sprintf("GET %s HTTP/1.1\r\nHost: catalogd\r\nConnection: close\r\n%s: %s\r\n\r\n", target, name, value)
 		resp, err := rawRequest(t, addr, req)
 		select {
-		case <-srv.exited:
-			t.Fatalf("catalogd exited (%v) on %q", srv.exitErr, req)
+		case <-srv.Exited:
+			t.Fatalf("catalogd exited (%v) on %q", srv.ExitErr, req)
 		default:
 		}
 		if err != nil {

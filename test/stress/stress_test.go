@@ -10,7 +10,6 @@
 package stress
 
 import (
-	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -20,20 +19,17 @@ import (
 	"io/fs"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/catalogd/catalogd/test/catalogdbin"
 	"github.com/catalogd/catalogd/test/fbcfacts"
 	"github.com/catalogd/catalogd/test/fbcgen"
-	"github.com/catalogd/catalogd/test/syncbuf"
 )
 
 // binary is the catalogd binary TestMain builds once for all tests.
@@ -65,13 +61,8 @@ func envInt(t testing.TB, name string, def int) int {
 
 // server is one running `catalogd serve`.
 type server struct {
-	base   string
-	stdout *syncbuf.Buffer
-	stderr *syncbuf.Buffer
-	cmd    *exec.Cmd
-	// exited is closed when the process has exited, with exitErr set.
-	exited  chan struct{}
-	exitErr error
+	base string
+	*catalogdbin.Process
 }
 
 var servingLine = regexp.MustCompile(`catalogd serving (http://\S+?),`)
@@ -82,35 +73,15 @@ var servingLine = regexp.MustCompile(`catalogd serving (http://\S+?),`)
 // catalogs' first sync; waitSynced does.
 func start(t testing.TB, args ...string) *server {
 	t.Helper()
-	cmd := exec.Command(binary, append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &server{stdout: &syncbuf.Buffer{}, stderr: &syncbuf.Buffer{}, cmd: cmd, exited: make(chan struct{})}
-	cmd.Stderr = s.stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	copied := make(chan struct{})
-	go func() {
-		_, _ = io.Copy(s.stdout, bufio.NewReader(stdout))
-		close(copied)
-	}()
-	go func() {
-		<-copied // Wait must not close the pipe before everything was read
-		s.exitErr = cmd.Wait()
-		close(s.exited)
-	}()
+	s := &server{Process: catalogdbin.Start(t, binary, append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...)}
 	t.Cleanup(func() {
-		s.kill(t)
 		if t.Failed() {
-			t.Logf("catalogd stdout:\n%s\ncatalogd stderr (last 4 KB):\n%s", s.stdout, tail(s.stderr.String(), 4096))
+			t.Logf("catalogd stdout:\n%s\ncatalogd stderr (last 4 KB):\n%s", s.Stdout, tail(s.Stderr.String(), 4096))
 		}
 	})
 	// The whole line, not its start: the pipe may deliver it in pieces.
 	s.waitFor(t, servingLine)
-	s.base = servingLine.FindStringSubmatch(s.stdout.String())[1]
+	s.base = servingLine.FindStringSubmatch(s.Stdout.String())[1]
 	return s
 }
 
@@ -126,14 +97,14 @@ func (s *server) waitFor(t testing.TB, re *regexp.Regexp) {
 	t.Helper()
 	text := re.String()
 	deadline := time.Now().Add(2 * time.Minute)
-	for !re.MatchString(s.stdout.String()) {
+	for !re.MatchString(s.Stdout.String()) {
 		select {
-		case <-s.exited:
-			t.Fatalf("catalogd exited (%v) before printing %q:\n%s\n%s", s.exitErr, text, s.stdout, tail(s.stderr.String(), 4096))
+		case <-s.Exited:
+			t.Fatalf("catalogd exited (%v) before printing %q:\n%s\n%s", s.ExitErr, text, s.Stdout, tail(s.Stderr.String(), 4096))
 		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("catalogd did not print %q:\n%s\n%s", text, s.stdout, tail(s.stderr.String(), 4096))
+			t.Fatalf("catalogd did not print %q:\n%s\n%s", text, s.Stdout, tail(s.Stderr.String(), 4096))
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -144,20 +115,6 @@ func (s *server) waitFor(t testing.TB, re *regexp.Regexp) {
 func (s *server) waitSynced(t testing.TB) { t.Helper(); s.waitFor(t, tryLine) }
 
 var tryLine = regexp.MustCompile(`(?m)^Try:$`)
-
-// kill SIGKILLs the process, if it still runs, and waits for it to go.
-func (s *server) kill(t testing.TB) {
-	t.Helper()
-	select {
-	case <-s.exited:
-		return
-	default:
-	}
-	if err := s.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Errorf("kill catalogd: %v", err)
-	}
-	<-s.exited
-}
 
 // version is one content of the test catalog, with what serving it must
 // answer, computed with fbcfacts.
