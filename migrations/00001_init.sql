@@ -86,6 +86,10 @@ CREATE TABLE bundles (
     ver_patch    INTEGER,
     ver_pre      TEXT    NOT NULL DEFAULT '',
     version_rank INTEGER NOT NULL DEFAULT 0,
+    -- The channels that list the bundle, by name, as a JSON array: computed
+    -- once at build, so a page of bundles is one indexed range read rather
+    -- than a join per request.
+    channels     TEXT    NOT NULL DEFAULT '[]',
     UNIQUE (package, name)
 );
 

@@ -21,9 +21,12 @@ type Bundle struct {
 	Image   string `db:"image"`
 	Rank    int    `db:"version_rank"`
 	BlobID  int64  `db:"blob_id"`
+	// Channels are the names of the channels that list the bundle, as the
+	// JSON array the build stored.
+	Channels string `db:"channels"`
 }
 
-const bundleColumns = `id, name, version, release, image, version_rank, blob_id`
+const bundleColumns = `id, name, version, release, image, version_rank, blob_id, channels`
 
 // BundleByName returns a bundle of pkg, or an error wrapping ErrNotFound.
 func (c *Catalog) BundleByName(ctx context.Context, pkg, name string) (Bundle, error) {
@@ -68,20 +71,20 @@ func (c *Catalog) Bundles(ctx context.Context, pkg, channel string, below int64,
 }
 
 // BundleSummaries lists page, bundles of pkg newest first, each with its
-// channels and deprecation, in two queries whatever the page's length.
+// channels and deprecation: one query, whatever the page's length.
 func (c *Catalog) BundleSummaries(ctx context.Context, pkg string, page []Bundle) ([]client.BundleSummary, error) {
-	out := []client.BundleSummary{}
+	out := make([]client.BundleSummary, 0, len(page))
 	if len(page) == 0 {
 		return out, nil
 	}
-	channels, deprecations, err := c.bundleExtras(ctx, pkg, page[len(page)-1].Rank, page[0].Rank)
+	deprecations, err := c.bundleDeprecations(ctx, pkg)
 	if err != nil {
 		return nil, err
 	}
 	for _, b := range page {
-		names := channels[b.Name]
-		if names == nil {
-			names = []string{}
+		names := []string{}
+		if err := json.Unmarshal([]byte(b.Channels), &names); err != nil {
+			return nil, fmt.Errorf("read channels of bundle %q: %w", b.Name, err)
 		}
 		dep := deprecations[b.Name]
 		if dep.Message == "" {
@@ -93,23 +96,9 @@ func (c *Catalog) BundleSummaries(ctx context.Context, pkg string, page []Bundle
 	return out, nil
 }
 
-// bundleExtras reads, in two queries whatever the page's length, the
-// channels of a package's bundles ranked from lowRank to highRank, and the
-// deprecations of its bundles (by name) and of itself (under "").
-func (c *Catalog) bundleExtras(ctx context.Context, pkg string, lowRank, highRank int) (map[string][]string, map[string]client.Deprecation, error) {
-	var chRows []struct {
-		Bundle  string `db:"name"`
-		Channel string `db:"channel"`
-	}
-	if err := c.sel(ctx, &chRows, `SELECT DISTINCT b.name, e.channel FROM bundles b
-		JOIN channel_entries e ON e.package = b.package AND e.bundle = b.name
-		WHERE b.package = ? AND b.version_rank BETWEEN ? AND ? ORDER BY b.name, e.channel`, pkg, lowRank, highRank); err != nil {
-		return nil, nil, fmt.Errorf("read channels of bundles of %q: %w", pkg, err)
-	}
-	channels := map[string][]string{}
-	for _, r := range chRows {
-		channels[r.Bundle] = append(channels[r.Bundle], r.Channel)
-	}
+// bundleDeprecations reads the deprecations of a package's bundles (by
+// name) and of the package itself (under "").
+func (c *Catalog) bundleDeprecations(ctx context.Context, pkg string) (map[string]client.Deprecation, error) {
 	var depRows []struct {
 		Schema  string `db:"schema"`
 		Name    string `db:"name"`
@@ -117,7 +106,7 @@ func (c *Catalog) bundleExtras(ctx context.Context, pkg string, lowRank, highRan
 	}
 	if err := c.sel(ctx, &depRows, `SELECT schema, name, message FROM deprecations
 		WHERE package = ? AND (schema = 'olm.bundle' OR (schema = 'olm.package' AND name = '')) ORDER BY rowid`, pkg); err != nil {
-		return nil, nil, fmt.Errorf("read deprecations of bundles of %q: %w", pkg, err)
+		return nil, fmt.Errorf("read deprecations of bundles of %q: %w", pkg, err)
 	}
 	deprecations := map[string]client.Deprecation{}
 	for _, r := range depRows {
@@ -129,7 +118,7 @@ func (c *Catalog) bundleExtras(ctx context.Context, pkg string, lowRank, highRan
 			deprecations[name] = client.Deprecation{Message: r.Message}
 		}
 	}
-	return channels, deprecations, nil
+	return deprecations, nil
 }
 
 // BundleDetail returns everything the index holds of bundle b of pkg.

@@ -3,6 +3,7 @@ package catalogdb
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 
 	"github.com/catalogd/catalogd/client"
@@ -23,44 +24,42 @@ func (c *Catalog) Providers(ctx context.Context, catalog string, g GVK, latest b
 		return nil, err
 	}
 	var rows []struct {
-		Package string         `db:"package"`
-		Name    string         `db:"name"`
-		Version string         `db:"version"`
-		Channel sql.NullString `db:"channel"`
+		Package  string `db:"package"`
+		Name     string `db:"name"`
+		Version  string `db:"version"`
+		Channels string `db:"channels"`
 	}
-	if err := c.sel(ctx, &rows, `SELECT b.package, b.name, b.version, e.channel
+	if err := c.sel(ctx, &rows, `SELECT b.package, b.name, b.version, b.channels
 		FROM provided_gvks g JOIN bundles b ON b.id = g.bundle_id
-		LEFT JOIN channel_entries e ON e.package = b.package AND e.bundle = b.name
 		WHERE g.kind = ? AND g.grp = ? AND g.version = ?
-		ORDER BY b.package, b.version_rank DESC, b.name, e.channel`, g.Kind, g.Group, g.Version); err != nil {
+		ORDER BY b.package, b.version_rank DESC, b.name`, g.Kind, g.Group, g.Version); err != nil {
 		return nil, fmt.Errorf("find providers of %s/%s %s: %w", g.Group, g.Version, g.Kind, err)
 	}
 	out := []client.Provider{}
-	var cur *client.Provider
-	head := false
-	flush := func() {
-		if cur != nil && (!latest || head) {
-			out = append(out, *cur)
-		}
-	}
-	for _, row := range rows {
-		if cur == nil || cur.Package != row.Package || cur.Bundle != row.Name {
-			flush()
-			cur = &client.Provider{Catalog: catalog, Package: row.Package, Bundle: row.Name, Version: row.Version, Channels: []client.ProviderChannel{}}
-			head = false
-		}
-		// A bundle listing the same GVK twice, or listed twice in a channel, yields repeated rows.
-		if !row.Channel.Valid || (len(cur.Channels) > 0 && cur.Channels[len(cur.Channels)-1].Name == row.Channel.String) {
+	for i, row := range rows {
+		// A bundle listing the same GVK twice yields repeated rows.
+		if i > 0 && rows[i-1].Package == row.Package && rows[i-1].Name == row.Name {
 			continue
 		}
+		var names []string
+		if err := json.Unmarshal([]byte(row.Channels), &names); err != nil {
+			return nil, fmt.Errorf("read channels of bundle %q: %w", row.Name, err)
+		}
+		p := client.Provider{Catalog: catalog, Package: row.Package, Bundle: row.Name, Version: row.Version,
+			Channels: make([]client.ProviderChannel, 0, len(names))}
 		pkg := heads[row.Package]
-		ch, ok := pkg.channels[row.Channel.String]
-		isHead := ok && ch.Valid && ch.String == row.Name
-		cur.Channels = append(cur.Channels, client.ProviderChannel{Name: row.Channel.String, IsHead: isHead,
-			IsDefault: pkg.declared && pkg.defaultChannel == row.Channel.String})
-		head = head || isHead
+		head := false
+		for _, name := range names {
+			ch, ok := pkg.channels[name]
+			isHead := ok && ch.Valid && ch.String == row.Name
+			p.Channels = append(p.Channels, client.ProviderChannel{Name: name, IsHead: isHead,
+				IsDefault: pkg.declared && pkg.defaultChannel == name})
+			head = head || isHead
+		}
+		if !latest || head {
+			out = append(out, p)
+		}
 	}
-	flush()
 	return out, nil
 }
 

@@ -259,6 +259,7 @@ func (l *loader) write(ctx context.Context, a analysis) error {
 		}
 		l.stats.Problems++
 	}
+	listedIn := a.channelsByBundle()
 	for i, b := range a.bundles {
 		if b.repeat {
 			for _, table := range bundleParts {
@@ -274,13 +275,37 @@ func (l *loader) write(ctx context.Context, a analysis) error {
 			major, minor, patch = int64(v.Major), int64(v.Minor), int64(v.Patch)
 			pre = preRelease(*v)
 		}
+		channels, ok := listedIn[b.name]
+		if !ok {
+			channels = "[]"
+		}
 		if err := l.insert(ctx, "bundles", b.id, a.name, b.name, b.version, b.release, b.image, b.blobID,
-			major, minor, patch, pre, a.ranks[i]); err != nil {
+			major, minor, patch, pre, a.ranks[i], channels); err != nil {
 			return fmt.Errorf("index bundle %q of package %q: %w", b.name, a.name, err)
 		}
 		l.stats.Bundles++
 	}
 	return nil
+}
+
+// channelsByBundle returns, for each bundle some channel of the package
+// lists, the names of those channels as a sorted JSON array.
+func (pkg *pkgData) channelsByBundle() map[string]string {
+	names := map[string][]string{}
+	for _, c := range pkg.cfg.Channels {
+		for _, e := range c.Entries {
+			if !slices.Contains(names[e.Name], c.Name) {
+				names[e.Name] = append(names[e.Name], c.Name)
+			}
+		}
+	}
+	out := make(map[string]string, len(names))
+	for bundle, list := range names {
+		slices.Sort(list)
+		data, _ := json.Marshal(list) // a []string always marshals
+		out[bundle] = string(data)
+	}
+	return out
 }
 
 // validate converts and validates a package by operator-registry's rules

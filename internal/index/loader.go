@@ -78,7 +78,7 @@ var tables = map[string]string{
 	"channels":            "package, name, properties, head, head_problem",
 	"channel_entries":     "id, package, channel, position, bundle, replaces, skip_range",
 	"channel_entry_skips": "entry_id, package, skip",
-	"bundles":             "id, package, name, version, release, image, blob_id, ver_major, ver_minor, ver_patch, ver_pre, version_rank",
+	"bundles":             "id, package, name, version, release, image, blob_id, ver_major, ver_minor, ver_patch, ver_pre, version_rank, channels",
 	"related_images":      "bundle_id, position, name, image",
 	"properties":          "bundle_id, position, type, value, value_start, value_length",
 	"provided_gvks":       "bundle_id, position, grp, version, kind",
