@@ -53,7 +53,21 @@ func generated(t *testing.T) string {
 	return dir
 }
 
-// testCatalogs are the catalogs tests index: the demo, a generated one and,
+// largeObjects is a generated catalog whose bundles carry CRDs of over a
+// MiB each, so that its bundle blobs are as large as the walk's pooled
+// buffers (see bufferPool), which are reused from one blob to the next.
+func largeObjects(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if _, err := fbcgen.Write(context.Background(), dir, fbcgen.Options{
+		Packages: 2, Bundles: 8, BundleObjectBytes: 2000, CRDObjectBytes: 1_200_000, Seed: 3,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// testCatalogs are the catalogs tests index: the demo, generated ones and,
 // where it is beside the project, the real community catalog.
 var testCatalogs = []struct {
 	name string
@@ -61,6 +75,7 @@ var testCatalogs = []struct {
 }{
 	{"demo", func(*testing.T) string { return demoDir }},
 	{"generated", generated},
+	{"large-objects", largeObjects},
 	{"community-v4.20", func(t *testing.T) string { return fbcfacts.SharedCommunity(t) }},
 }
 

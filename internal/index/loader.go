@@ -126,10 +126,15 @@ func (l *loader) close() {
 func (l *loader) insert(ctx context.Context, table string, values ...any) error {
 	l.rows[table] = append(l.rows[table], values...)
 	for _, v := range values {
-		if b, ok := v.([]byte); ok {
-			// By capacity: a blob in a buffer of the walk's pool is
-			// inserted at once, so the walk may reuse the buffer once add
-			// returns.
+		// By capacity: a blob in a buffer of the walk's pool is inserted
+		// at once, so the walk may reuse the buffer once add returns. A
+		// blob's data comes as a json.RawMessage: a type switch on []byte
+		// alone misses it, and the buffer was then overwritten by a later
+		// blob while its row still waited.
+		switch b := v.(type) {
+		case []byte:
+			l.rowBytes[table] += cap(b)
+		case json.RawMessage:
 			l.rowBytes[table] += cap(b)
 		}
 	}
