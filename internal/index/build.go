@@ -180,6 +180,13 @@ func (b blob) size() int64 {
 // fileBuffer, so that a worker rarely blocks on a long file and leaves its
 // core idle; the byte budget, not the channel, bounds the memory a build
 // holds, whatever the catalog's size.
+//
+// One worker: the loader, which writes SQLite on one goroutine, is the
+// slower side (an 8,000-bundle catalog built in the same time with one
+// worker as with two), and each worker is one more blob of many MB held in
+// two copies (as read and as encoded) while it parses. The budget is a few
+// MB for the same reason: it is what lets a parser run ahead of the loader,
+// which small blobs need and large ones only pay for in memory.
 type walkLimits struct {
 	workers, aheadFiles, fileBuffer int
 	aheadBytes                      int64
@@ -187,11 +194,10 @@ type walkLimits struct {
 	content Limits
 }
 
-var buildLimits = walkLimits{workers: 2, aheadFiles: 32, fileBuffer: 1024, aheadBytes: 16 << 20}
+var buildLimits = walkLimits{workers: 1, aheadFiles: 32, fileBuffer: 1024, aheadBytes: 4 << 20}
 
 // walk parses the catalog's files and calls add with each blob, in walk
-// order. add must not keep b.meta.Blob, or slices of it, once it returns:
-// the walk reuses large buffers (see bufferPool).
+// order.
 func walk(ctx context.Context, fsys fs.FS, limits walkLimits, add func(context.Context, blob) error) error {
 	if fsys == nil {
 		return errors.New("parse catalog: no filesystem given")
@@ -207,7 +213,6 @@ func walk(ctx context.Context, fsys fs.FS, limits walkLimits, add func(context.C
 	// The launcher opens files in walk order; the loader takes each file's
 	// channel from opened in the same order.
 	budget := newByteBudget(ctx, limits.aheadBytes)
-	pool := &bufferPool{max: 2 * int(limits.aheadBytes)}
 	opened := make(chan chan blob, limits.aheadFiles)
 	workers := make(chan struct{}, limits.workers)
 	go func() {
@@ -227,7 +232,7 @@ func walk(ctx context.Context, fsys fs.FS, limits walkLimits, add func(context.C
 			}
 			go func() {
 				defer func() { <-workers }()
-				parseFile(ctx, fsys, path, content, file, fileBudget{budget, i}, pool)
+				parseFile(ctx, fsys, path, content, file, fileBudget{budget, i})
 			}()
 		}
 	}()
@@ -245,7 +250,6 @@ func walk(ctx context.Context, fsys fs.FS, limits walkLimits, add func(context.C
 			if err != nil {
 				return err
 			}
-			pool.put(b.meta.Blob)
 		}
 		if err := ctx.Err(); err != nil {
 			return err
@@ -258,9 +262,10 @@ func walk(ctx context.Context, fsys fs.FS, limits walkLimits, add func(context.C
 // loader: all files together hold at most limit, except the file the
 // loader reads, which only waits for its own blobs (and so never on files
 // behind it, whose blobs the loader cannot free before it). Memory is thus
-// about twice the limit. A blob is reserved as it is read, and waits for
-// nothing but itself when it is larger than the limit: it then passes
-// alone, once every other blob it would wait for has gone to the loader.
+// about twice the limit. A blob is reserved as it is read. One larger than
+// the limit passes alone, and only in the loader's file, once the loader
+// has stored that file's earlier blobs: so at most one such blob is being
+// read while the loader stores another, however many files are ahead.
 type byteBudget struct {
 	mu    sync.Mutex
 	cond  *sync.Cond
@@ -291,11 +296,14 @@ func (b *byteBudget) reserve(file int, n int64) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for b.ctx.Err() == nil {
+		if file == b.head && b.held[file]-b.partial[file] == 0 {
+			break
+		}
 		waiting := b.used
 		if file == b.head {
 			waiting = b.held[file]
 		}
-		if waiting-b.partial[file] == 0 || waiting+n <= b.limit {
+		if waiting+n <= b.limit {
 			break
 		}
 		b.cond.Wait()
@@ -386,7 +394,7 @@ func catalogFiles(fsys fs.FS) ([]string, error) {
 // do not both parse (operator-registry's parser then reads the rest as
 // YAML), goes to operator-registry's parser, which takes several times a
 // blob's size.
-func parseFile(ctx context.Context, fsys fs.FS, path string, limits Limits, out chan<- blob, budget fileBudget, pool *bufferPool) {
+func parseFile(ctx context.Context, fsys fs.FS, path string, limits Limits, out chan<- blob, budget fileBudget) {
 	defer close(out)
 	send := func(b blob) bool {
 		budget.settle(b.size())
@@ -414,7 +422,7 @@ func parseFile(ctx context.Context, fsys fs.FS, path string, limits Limits, out 
 		return
 	}
 	if bytes.HasPrefix(bytes.TrimLeftFunc(head, unicode.IsSpace), []byte("{")) {
-		done, err := parseJSONStream(ctx, io.MultiReader(bytes.NewReader(head), guarded), guarded, limits, budget, pool, send)
+		done, err := parseJSONStream(ctx, io.MultiReader(bytes.NewReader(head), guarded), guarded, limits, budget, send)
 		f.Close()
 		if done {
 			if err != nil {
@@ -464,9 +472,8 @@ func readError(guarded *guardedReader, err error) error {
 // parseJSONStream sends the blobs of a JSON stream; see parseFile. It
 // reports done == false, having sent nothing, when the stream's first two
 // values do not both parse.
-func parseJSONStream(ctx context.Context, r io.Reader, guarded *guardedReader, limits Limits, budget fileBudget, pool *bufferPool, send func(blob) bool) (done bool, err error) {
-	split := &jsonSplitter{r: r, pool: pool}
-	defer func() { pool.put(split.raw) }()
+func parseJSONStream(ctx context.Context, r io.Reader, guarded *guardedReader, limits Limits, budget fileBudget, send func(blob) bool) (done bool, err error) {
+	split := &jsonSplitter{r: r}
 	var first []blob // held until a second value parses
 	parsed := 0
 	for {
@@ -484,9 +491,8 @@ func parseJSONStream(ctx context.Context, r io.Reader, guarded *guardedReader, l
 				return true, ctx.Err()
 			}
 			var ok bool
-			out := pool.get(len(raw) + 1)
+			out := make([]byte, 0, len(raw)+1)
 			if meta, ok = canonicalMeta(raw, out); !ok {
-				pool.put(out)
 				meta = &declcfg.Meta{}
 				err = meta.UnmarshalJSON(raw)
 			}

@@ -54,8 +54,8 @@ func generated(t *testing.T) string {
 }
 
 // largeObjects is a generated catalog whose bundles carry CRDs of over a
-// MiB each, so that its bundle blobs are as large as the walk's pooled
-// buffers (see bufferPool), which are reused from one blob to the next.
+// MiB each: bundle blobs of several MB, which the walk and the loader
+// handle apart from small ones (see insertBytes).
 func largeObjects(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()

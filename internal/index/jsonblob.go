@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"unicode/utf8"
 
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
@@ -453,8 +452,7 @@ func validNumber(tok []byte) bool {
 
 // jsonSplitter cuts a stream into its top-level values, as raw bytes.
 type jsonSplitter struct {
-	r    io.Reader
-	pool *bufferPool
+	r io.Reader
 	// raw holds the last value cut; it is reused for the next one.
 	raw []byte
 	buf []byte // read and not yet cut
@@ -529,9 +527,7 @@ func (s *jsonSplitter) nextValue(grow func(n int) bool) ([]byte, error) {
 			return nil, errCancelled
 		}
 		if len(raw)+i > cap(raw) {
-			grown := append(s.pool.get(max(2*cap(raw), len(raw)+i)), raw...)
-			s.pool.put(raw)
-			raw = grown
+			raw = append(make([]byte, 0, max(2*cap(raw), len(raw)+i)), raw...)
 		}
 		raw = append(raw, s.buf[:i]...)
 		s.buf = s.buf[i:]
@@ -572,61 +568,4 @@ func (s *jsonSplitter) endErr() error {
 		return s.err
 	}
 	return io.EOF
-}
-
-// pooledBytes is the size from which the walk reuses buffers (see
-// bufferPool) rather than leave them to the collector.
-const pooledBytes = 1 << 20
-
-// bufferPool keeps the large buffers blobs are read and encoded into, for
-// the next blobs. A catalog of bundle blobs of many MB would otherwise
-// allocate several hundred MB a second, which the collector, on a machine
-// whose cores are busy, reclaims too late: the heap grew to many times
-// what was live. It keeps the largest buffers, up to max bytes in all.
-type bufferPool struct {
-	mu         sync.Mutex
-	free       [][]byte
-	max, bytes int
-}
-
-// get returns a buffer of len 0 and cap at least n.
-func (p *bufferPool) get(n int) []byte {
-	if n >= pooledBytes {
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		best := -1
-		for i, b := range p.free {
-			if cap(b) >= n && (best < 0 || cap(b) < cap(p.free[best])) {
-				best = i
-			}
-		}
-		if best >= 0 {
-			b := p.free[best]
-			p.free = slices.Delete(p.free, best, best+1)
-			p.bytes -= cap(b)
-			return b[:0]
-		}
-	}
-	return make([]byte, 0, n)
-}
-
-// put gives back a buffer that nothing refers to any more.
-func (p *bufferPool) put(b []byte) {
-	if cap(b) < pooledBytes {
-		return
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.free = append(p.free, b)
-	p.bytes += cap(b)
-	for p.bytes > p.max {
-		smallest := 0
-		for i, f := range p.free {
-			if cap(f) < cap(p.free[smallest]) {
-				smallest = i
-			}
-		}
-		p.bytes -= cap(p.free[smallest])
-		p.free = slices.Delete(p.free, smallest, smallest+1)
-	}
 }

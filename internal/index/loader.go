@@ -106,7 +106,7 @@ const insertParams = 96
 // rows waiting hold their blobs, and SQLite copies each while it binds and
 // again while it builds the row, so a statement of a few blobs of many MB
 // each would hold several times that much.
-const insertBytes = pooledBytes
+const insertBytes = 1 << 20
 
 func newLoader(ctx context.Context, tx *sqlx.Tx) (*loader, error) {
 	if _, err := tx.ExecContext(ctx, workTables); err != nil {
@@ -126,11 +126,10 @@ func (l *loader) close() {
 func (l *loader) insert(ctx context.Context, table string, values ...any) error {
 	l.rows[table] = append(l.rows[table], values...)
 	for _, v := range values {
-		// By capacity: a blob in a buffer of the walk's pool is inserted
-		// at once, so the walk may reuse the buffer once add returns. A
-		// blob's data comes as a json.RawMessage: a type switch on []byte
-		// alone misses it, and the buffer was then overwritten by a later
-		// blob while its row still waited.
+		// By capacity, which is what a waiting row keeps alive. A blob's
+		// data comes as a json.RawMessage: a type switch on []byte alone
+		// missed it, and a build then held up to a statement's worth of
+		// bundle blobs of many MB each.
 		switch b := v.(type) {
 		case []byte:
 			l.rowBytes[table] += cap(b)

@@ -95,10 +95,10 @@ func TestWalkStops(t *testing.T) {
 
 // TestByteBudget: files ahead of the loader wait once the budget is spent;
 // the file the loader reads waits only for its own blobs; a blob larger
-// than the budget passes when nothing else waits.
+// than the budget passes alone, and only in the file the loader reads.
 func TestByteBudget(t *testing.T) {
 	b := newByteBudget(context.Background(), 100)
-	acquired := func(file int, n int64) chan struct{} {
+	acquiredIn := func(b *byteBudget, file int, n int64) chan struct{} {
 		done := make(chan struct{})
 		go func() {
 			b.acquire(file, n)
@@ -106,6 +106,7 @@ func TestByteBudget(t *testing.T) {
 		}()
 		return done
 	}
+	acquired := func(file int, n int64) chan struct{} { return acquiredIn(b, file, n) }
 	// blocked reports whether done stays open for a while: a pass can be
 	// wrong only in the lenient direction (it was about to close).
 	blocked := func(done chan struct{}) bool {
@@ -137,7 +138,17 @@ func TestByteBudget(t *testing.T) {
 	<-ahead
 
 	big := newByteBudget(context.Background(), 10)
-	if !big.acquire(5, 1000) {
-		t.Fatal("a blob larger than the budget did not pass alone")
+	if !big.acquire(0, 1000) {
+		t.Fatal("a blob larger than the budget did not pass alone in the loader's file")
 	}
+	ahead = acquiredIn(big, 1, 1000) // ahead of the loader, it waits
+	if !blocked(ahead) {
+		t.Fatal("a blob larger than the budget went ahead of the loader")
+	}
+	big.release(0, 1000)
+	if !blocked(ahead) {
+		t.Fatal("a blob larger than the budget went ahead of the loader once the budget was free")
+	}
+	big.advance(1) // now the loader's file
+	<-ahead
 }
