@@ -181,61 +181,14 @@ func (s *scanner) str(dst *string) bool {
 
 // skipString moves past the string that starts at the position.
 func (s *scanner) skipString() bool {
-	if s.next() != '"' {
-		return false
-	}
-	i := s.pos + 1
-	for {
-		j := bytes.IndexByte(s.buf[i:], '"')
-		if j < 0 {
-			return false
-		}
-		i += j
-		backslashes := 0
-		for k := i - 1; k > s.pos && s.buf[k] == '\\'; k-- {
-			backslashes++
-		}
-		i++
-		if backslashes%2 == 0 {
-			s.pos = i
-			return true
-		}
-	}
+	end, ok := skipJSONString(s.buf, s.pos)
+	s.pos = end
+	return ok
 }
 
 // skip moves past the value that starts at the position.
 func (s *scanner) skip() bool {
-	switch s.next() {
-	case '"':
-		return s.skipString()
-	case '{', '[':
-		depth := 0
-		for s.pos < len(s.buf) {
-			switch s.buf[s.pos] {
-			case '"':
-				if !s.skipString() {
-					return false
-				}
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-			}
-			s.pos++
-			if depth == 0 {
-				return true
-			}
-		}
-		return false
-	case 0, ',', ':', '}', ']':
-		return false
-	default: // a number, true, false or null: compact JSON ends it at , } or ]
-		end := bytes.IndexAny(s.buf[s.pos:], ",}]")
-		if end < 0 {
-			end = len(s.buf) - s.pos
-		}
-		s.pos += end
-		return end > 0
-	}
+	end, ok := skipJSONValue(s.buf, s.pos)
+	s.pos = end
+	return ok
 }

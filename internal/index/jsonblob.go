@@ -273,60 +273,85 @@ func (c *canonicalizer) array() bool {
 
 // skipString moves past the string that starts at the position.
 func (c *canonicalizer) skipString() bool {
-	if c.next() != '"' {
-		return false
-	}
-	for i := c.pos + 1; ; {
-		j := bytes.IndexAny(c.in[i:], `"\`)
-		if j < 0 {
-			return false
-		}
-		i += j
-		if c.in[i] == '"' {
-			c.pos = i + 1
-			return true
-		}
-		i += 2 // a backslash and the character it escapes
-		if i > len(c.in) {
-			return false
-		}
-	}
+	end, ok := skipJSONString(c.in, c.pos)
+	c.pos = end
+	return ok
 }
 
 // skipValue moves past the value that starts at the position, without
 // checking it: value checks it when it writes it.
 func (c *canonicalizer) skipValue() bool {
-	switch c.next() {
+	end, ok := skipJSONValue(c.in, c.pos)
+	c.pos = end
+	return ok
+}
+
+// skipJSONString returns the position just past the JSON string that
+// starts at buf[pos], and whether there is one; the canonicalizer and
+// the bundle scanner both skip with it. Escapes are stepped over, not
+// checked.
+func skipJSONString(buf []byte, pos int) (int, bool) {
+	if pos >= len(buf) || buf[pos] != '"' {
+		return pos, false
+	}
+	for i := pos + 1; ; {
+		j := bytes.IndexAny(buf[i:], `"\`)
+		if j < 0 {
+			return pos, false
+		}
+		i += j
+		if buf[i] == '"' {
+			return i + 1, true
+		}
+		i += 2 // a backslash and the character it escapes
+		if i > len(buf) {
+			return pos, false
+		}
+	}
+}
+
+// skipJSONValue returns the position just past the JSON value that starts
+// at buf[pos], and whether there is one, by its brackets and strings
+// alone: callers either check the value when they use it or know it to
+// be valid. A number, true, false or null ends at a comma, a closing
+// bracket or space.
+func skipJSONValue(buf []byte, pos int) (int, bool) {
+	if pos >= len(buf) {
+		return pos, false
+	}
+	switch buf[pos] {
 	case '"':
-		return c.skipString()
+		return skipJSONString(buf, pos)
 	case '{', '[':
 		depth := 0
-		for c.pos < len(c.in) {
-			switch c.in[c.pos] {
+		for i := pos; i < len(buf); {
+			switch buf[i] {
 			case '"':
-				if !c.skipString() {
-					return false
+				end, ok := skipJSONString(buf, i)
+				if !ok {
+					return pos, false
 				}
+				i = end
 				continue
 			case '{', '[':
 				depth++
 			case '}', ']':
 				depth--
 			}
-			c.pos++
+			i++
 			if depth == 0 {
-				return true
+				return i, true
 			}
 		}
-		return false
-	case 0:
-		return false
+		return pos, false
+	case 0, ',', ':', '}', ']':
+		return pos, false
 	default:
-		start := c.pos
-		for c.pos < len(c.in) && !bytes.ContainsRune([]byte(",}] \t\r\n"), rune(c.in[c.pos])) {
-			c.pos++
+		i := pos
+		for i < len(buf) && !bytes.ContainsRune([]byte(",}] \t\r\n"), rune(buf[i])) {
+			i++
 		}
-		return c.pos > start
+		return i, i > pos
 	}
 }
 
