@@ -400,6 +400,12 @@ func (s *Service) fetchAndBuild(ctx context.Context, name string, src Source, ba
 	info, stats, rebuilt, err := s.opts.Store.Update(ctx, name, f.Source)
 	s.metrics.built(time.Since(buildStart), err)
 	if err != nil {
+		if f.ReadDigest != nil {
+			// Only what the build read is known to be bad: a directory
+			// edited meanwhile may hold good content under the digest
+			// taken before the build.
+			res.Digest = f.ReadDigest()
+		}
 		return res, withCause(ctx, fmt.Errorf("indexing %s: %w", f.Ref, err))
 	}
 	res.Rebuilt, res.Stats = rebuilt, stats

@@ -29,7 +29,13 @@ type env struct {
 
 func newEnv(t *testing.T, opts catalogsync.Options) *env {
 	t.Helper()
-	store, err := store.New(t.TempDir(), testr.New(t))
+	return newEnvIn(t, t.TempDir(), opts)
+}
+
+// newEnvIn is newEnv with the store in dataDir, as a restart finds it.
+func newEnvIn(t *testing.T, dataDir string, opts catalogsync.Options) *env {
+	t.Helper()
+	store, err := store.New(dataDir, testr.New(t))
 	if err != nil {
 		t.Fatal(err)
 	}

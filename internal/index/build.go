@@ -44,6 +44,15 @@ type Source struct {
 	// Digest identifies the content: equal digests mean equal content, which
 	// is what lets store.Store skip a rebuild.
 	Digest string
+	// ReadDigest, when set, returns a digest of the same kind as Digest for
+	// the content read through FS so far, anything not read counting as
+	// Digest describes it. Build records it instead of Digest once it has
+	// read everything, so that an index names the content it holds even if
+	// FS changed after Digest was computed (a directory being edited): the
+	// next comparison with a fresh Digest then sees the difference. It is
+	// nil where FS cannot change (an unpacked image, checked against its
+	// digest).
+	ReadDigest func() string
 	// Limits bound the size of the content's files and blobs; zero fields
 	// take the defaults.
 	Limits Limits
@@ -51,6 +60,8 @@ type Source struct {
 
 // Stats describes a built index.
 type Stats struct {
+	// Digest is the content digest the index records (see Source.ReadDigest).
+	Digest   string         `json:"digest"`
 	Blobs    int            `json:"blobs"`
 	Schemas  map[string]int `json:"schemas"`
 	Packages int            `json:"packages"`
@@ -64,7 +75,9 @@ type Stats struct {
 // Build writes the index of src into a new SQLite file at path. It parses the
 // catalog as a stream, loads it in one transaction, records validation
 // problems per package, then checks the result. On any error the file is
-// removed; path must not exist beforehand.
+// removed; path must not exist beforehand. Every file Build opens in src.FS
+// is closed by the time it returns, whatever the outcome, so that
+// src.ReadDigest then covers all Build read.
 func Build(ctx context.Context, path string, src Source, builtAt time.Time) (stats Stats, err error) {
 	if _, statErr := os.Lstat(path); statErr == nil {
 		return Stats{}, fmt.Errorf("build index: %s already exists", path)
@@ -144,9 +157,13 @@ func load(ctx context.Context, db *sqlx.DB, src Source, builtAt time.Time) (Stat
 	if err := l.finish(ctx); err != nil {
 		return Stats{}, err
 	}
+	l.stats.Digest = src.Digest
+	if src.ReadDigest != nil {
+		l.stats.Digest = src.ReadDigest()
+	}
 	if _, err := tx.ExecContext(ctx,
 		`INSERT INTO catalog_info (id, source_ref, content_digest, built_at, all_size, schema_digest) VALUES (1, ?, ?, ?, ?, ?)`,
-		src.Ref, src.Digest, builtAt.UTC().Format(time.RFC3339Nano), l.stats.AllBytes, migrations.Digest()); err != nil {
+		src.Ref, l.stats.Digest, builtAt.UTC().Format(time.RFC3339Nano), l.stats.AllBytes, migrations.Digest()); err != nil {
 		return Stats{}, fmt.Errorf("record catalog info: %w", err)
 	}
 	if err := tx.Commit(); err != nil {
@@ -197,7 +214,8 @@ type walkLimits struct {
 var buildLimits = walkLimits{workers: 1, aheadFiles: 32, fileBuffer: 1024, aheadBytes: 4 << 20}
 
 // walk parses the catalog's files and calls add with each blob, in walk
-// order.
+// order. It returns once every file it opened is closed, even when it
+// stops early.
 func walk(ctx context.Context, fsys fs.FS, limits walkLimits, add func(context.Context, blob) error) error {
 	if fsys == nil {
 		return errors.New("parse catalog: no filesystem given")
@@ -207,6 +225,9 @@ func walk(ctx context.Context, fsys fs.FS, limits walkLimits, add func(context.C
 	if err != nil {
 		return fmt.Errorf("list catalog files: %w", err)
 	}
+	// Cancelled first, then waited for: parsers stop at their next blob.
+	var parsers sync.WaitGroup
+	defer parsers.Wait()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
@@ -215,7 +236,7 @@ func walk(ctx context.Context, fsys fs.FS, limits walkLimits, add func(context.C
 	budget := newByteBudget(ctx, limits.aheadBytes)
 	opened := make(chan chan blob, limits.aheadFiles)
 	workers := make(chan struct{}, limits.workers)
-	go func() {
+	parsers.Go(func() {
 		defer close(opened)
 		for i, path := range paths {
 			file := make(chan blob, limits.fileBuffer)
@@ -230,12 +251,12 @@ func walk(ctx context.Context, fsys fs.FS, limits walkLimits, add func(context.C
 				close(file) // the loader may be waiting on it; it finds ctx done
 				return
 			}
-			go func() {
+			parsers.Go(func() {
 				defer func() { <-workers }()
 				parseFile(ctx, fsys, path, content, file, fileBudget{budget, i})
-			}()
+			})
 		}
-	}()
+	})
 
 	i := -1
 	for file := range opened {

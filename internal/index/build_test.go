@@ -6,12 +6,15 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io/fs"
+	"maps"
 	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -527,26 +530,128 @@ func TestRepeatsIndexedOnce(t *testing.T) {
 }
 
 // TestCatalogInfo: the file records its schema digest, source, digest and
-// build time.
+// build time; the digest is the source's ReadDigest when it has one.
 func TestCatalogInfo(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "index.db")
-	built := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
-	if _, err := Build(context.Background(), path, Source{FS: chainCatalog("x", 1), Ref: "quay.io/x:1", Digest: "sha256:abc"}, built); err != nil {
-		t.Fatal(err)
+	tests := []struct {
+		name       string
+		readDigest func() string
+		want       string
+	}{
+		{name: "digest", want: "sha256:abc"},
+		{name: "digest of what was read", readDigest: func() string { return "sha256:read" }, want: "sha256:read"},
 	}
-	db := sqlx.MustOpen("sqlite", FileURI(path, url.Values{"mode": {"ro"}}))
-	defer db.Close()
-	var info struct {
-		Ref     string `db:"source_ref"`
-		Digest  string `db:"content_digest"`
-		BuiltAt string `db:"built_at"`
-		Schema  string `db:"schema_digest"`
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "index.db")
+			built := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+			src := Source{FS: chainCatalog("x", 1), Ref: "quay.io/x:1", Digest: "sha256:abc", ReadDigest: tc.readDigest}
+			stats, err := Build(context.Background(), path, src, built)
+			if err != nil {
+				t.Fatal(err)
+			}
+			db := sqlx.MustOpen("sqlite", FileURI(path, url.Values{"mode": {"ro"}}))
+			defer db.Close()
+			var info struct {
+				Ref     string `db:"source_ref"`
+				Digest  string `db:"content_digest"`
+				BuiltAt string `db:"built_at"`
+				Schema  string `db:"schema_digest"`
+			}
+			if err := db.Get(&info, `SELECT source_ref, content_digest, built_at, schema_digest FROM catalog_info`); err != nil {
+				t.Fatal(err)
+			}
+			if info.Ref != "quay.io/x:1" || info.Digest != tc.want || info.BuiltAt != "2026-11-21T12:00:00Z" || info.Schema != migrations.Digest() {
+				t.Errorf("catalog info = %+v, want digest %s and schema digest %s", info, tc.want, migrations.Digest())
+			}
+			if stats.Digest != tc.want {
+				t.Errorf("stats digest %s, want %s", stats.Digest, tc.want)
+			}
+		})
 	}
-	if err := db.Get(&info, `SELECT source_ref, content_digest, built_at, schema_digest FROM catalog_info`); err != nil {
-		t.Fatal(err)
+}
+
+// openCounter counts the files opened through it and not yet closed.
+type openCounter struct {
+	fs.FS
+	mu   sync.Mutex
+	open int
+}
+
+func (c *openCounter) Open(name string) (fs.File, error) {
+	f, err := c.FS.Open(name)
+	if err != nil {
+		return nil, err
 	}
-	if info.Ref != "quay.io/x:1" || info.Digest != "sha256:abc" || info.BuiltAt != "2026-11-21T12:00:00Z" || info.Schema != migrations.Digest() {
-		t.Errorf("catalog info = %+v, want schema digest %s", info, migrations.Digest())
+	c.mu.Lock()
+	c.open++
+	c.mu.Unlock()
+	return &countedFile{File: f, c: c}, nil
+}
+
+func (c *openCounter) ReadDir(name string) ([]fs.DirEntry, error) { return fs.ReadDir(c.FS, name) }
+
+func (c *openCounter) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.open
+}
+
+type countedFile struct {
+	fs.File
+	c    *openCounter
+	once sync.Once
+}
+
+func (f *countedFile) Close() error {
+	f.once.Do(func() {
+		f.c.mu.Lock()
+		f.c.open--
+		f.c.mu.Unlock()
+	})
+	return f.File.Close()
+}
+
+// TestBuildClosesWhatItOpens: Build asks for ReadDigest only once it has
+// read everything, and returns, however it ends, only once every file it
+// opened is closed: what it read is then all that ReadDigest counts.
+func TestBuildClosesWhatItOpens(t *testing.T) {
+	many := fstest.MapFS{}
+	for i := range 64 {
+		maps.Copy(many, chainCatalog(fmt.Sprintf("p%02d", i), 50))
+	}
+	broken := maps.Clone(many)
+	broken["p00/catalog.json"] = &fstest.MapFile{Data: []byte(`{"schema":"olm.package","name":"p00"}` + "\n" + `{"schema":`)}
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	tests := []struct {
+		name    string
+		ctx     context.Context
+		fsys    fstest.MapFS
+		wantErr bool
+	}{
+		{name: "built", ctx: context.Background(), fsys: many},
+		{name: "bad content", ctx: context.Background(), fsys: broken, wantErr: true},
+		{name: "cancelled", ctx: cancelled, fsys: many, wantErr: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			counter := &openCounter{FS: tc.fsys}
+			openAtReadDigest := -1
+			src := Source{FS: counter, Digest: "sha256:x", ReadDigest: func() string {
+				openAtReadDigest = counter.count()
+				return "sha256:read"
+			}}
+			_, err := Build(tc.ctx, filepath.Join(t.TempDir(), "index.db"), src, time.Now())
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("build: %v, want an error: %v", err, tc.wantErr)
+			}
+			if n := counter.count(); n != 0 {
+				t.Errorf("%d files still open when Build returned", n)
+			}
+			if !tc.wantErr && openAtReadDigest != 0 {
+				t.Errorf("%d files open when Build asked for ReadDigest, want 0", openAtReadDigest)
+			}
+		})
 	}
 }
 

@@ -37,6 +37,10 @@ var errLinkOutside = errors.New("symbolic link points outside the catalog direct
 // Files are opened non-blocking, so a regular file replaced by a named pipe
 // between listing and opening is refused rather than blocked on. Error
 // messages name paths relative to dir, never dir itself.
+//
+// FS lists dir as it is when asked. The FS of DirContext lists it as its
+// digest's walk saw it instead (the same entries, by the rules above), and
+// hashes what is read.
 func FS(dir string) fs.FS {
 	real, err := filepath.EvalSymlinks(dir)
 	if err != nil {
@@ -48,6 +52,9 @@ func FS(dir string) fs.FS {
 type catalogFS struct {
 	dir  string // as given, to open through
 	real string // dir with links resolved, to check link targets against
+	// snap, when set, lists the directory and records what is read (see
+	// DirContext).
+	snap *snapshot
 }
 
 var (
@@ -123,6 +130,9 @@ func (c *catalogFS) Open(name string) (fs.File, error) {
 	}
 	switch {
 	case fi.Mode().IsRegular():
+		if c.snap != nil {
+			return c.snap.track(f, name), nil
+		}
 		return &file{File: f, name: name}, nil
 	case fi.IsDir():
 		return &dir{file: file{File: f, name: name}, fs: c}, nil
@@ -167,6 +177,9 @@ func (c *catalogFS) ReadDir(name string) ([]fs.DirEntry, error) {
 	full, err := c.join("readdir", name)
 	if err != nil {
 		return nil, err
+	}
+	if c.snap != nil {
+		return c.snap.readDir(name)
 	}
 	entries, err := os.ReadDir(full)
 	if err != nil {

@@ -4,7 +4,9 @@
 // The digest Dir computes is what lets the index skip a rebuild when nothing
 // changed and, the other way round, what makes every edit reach the index: it
 // must change whenever anything the index reads changes, and stay the same
-// otherwise. Everything below is chosen for that.
+// otherwise; and an index must record the digest of what it read, which an
+// edit during the build makes differ from the digest taken before it.
+// Everything below is chosen for that.
 package source
 
 import (
@@ -14,7 +16,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash"
 	"io"
 	"io/fs"
 	"os"
@@ -35,32 +36,60 @@ func Dir(path string) (index.Source, error) {
 }
 
 // DirContext returns the catalog in the directory at path as an
-// index.Source: its files (FS), its absolute path as Ref, and a digest of
-// its content. It stops early when ctx ends, and logs what it skips through
+// index.Source: its files (FS), its absolute path as Ref, a digest of its
+// content (Digest), and ReadDigest, the digest of what an index build read
+// through FS. It stops early when ctx ends, and logs what it skips through
 // the logr.Logger in ctx, if any.
 //
-// The digest is "sha256:" + hex of SHA-256 over every regular file under
-// path, in lexical order of their slash-separated relative paths, each as
-// relative path, NUL, 'f', size (8 bytes big-endian), content. Files that a
-// .indexignore excludes are included, and so is every .indexignore: the index
-// reads through the same ignore rules, so hashing more than it reads can
-// only cost a rebuild that was not needed (say, after an edit of an ignored
-// README), while reimplementing the rules here and getting them slightly
-// wrong would let a real change go unnoticed.
+// The digest is "sha256:" + hex of SHA-256 over one record per entry under
+// path, in lexical order of their slash-separated relative paths. A record
+// is the relative path, NUL, a kind byte, and then:
+//
+//   - 'f', a regular file: its size (8 bytes big-endian) and the SHA-256 of
+//     its content (32 bytes);
+//   - 'l', a link that is not followed: the length of the link text (8
+//     bytes big-endian) and the text;
+//   - 'o', anything else: nothing more.
+//
+// Relative paths cannot hold NUL, and what follows the kind byte has a
+// fixed or a prefixed length, so no two different trees hash the same
+// bytes. Each file is hashed on its own so that ReadDigest can put the
+// digest together from the hashes of the files a build read.
+//
+// Files that a .indexignore excludes are included, and so is every
+// .indexignore: the index reads through the same ignore rules, so hashing
+// more than it reads can only cost a rebuild that was not needed (say,
+// after an edit of an ignored README), while reimplementing the rules here
+// and getting them slightly wrong would let a real change go unnoticed.
 //
 // Symbolic links are handled as the index reads them. A link to a regular
 // file inside path counts as that file under the link's name. A link to a
 // directory inside path is not descended into (fs.WalkDir does not either),
 // nor is a dangling link (editors such as Emacs leave them as lock files
-// while editing); both count as relative path, NUL, 'l', length, link text,
-// so re-pointing them changes the digest. A link that resolves outside path
-// is an error: the index would read content the digest cannot vouch for.
+// while editing); both count as 'l' records, so re-pointing them changes
+// the digest. A link that resolves outside path is an error: the index
+// would read content the digest cannot vouch for.
 //
 // Named pipes, sockets and devices hold no catalog content and FS hides
 // them; they are never opened (opening a pipe would block), but their names
 // are hashed, so their appearing counts as a change. Names that are not
 // valid UTF-8 cannot be read through an fs.FS at all; they are skipped, with
 // everything below them, and logged, rather than failing the catalog.
+//
+// Digest is computed before the index reads the files, and a file may be
+// edited in between. So FS lists the directory as the digest's walk saw
+// it, and hashes each file as the build reads it (while reading: nothing is
+// read twice); ReadDigest puts those hashes together with the walk's
+// records of what the build did not open (ignored files, links, pipes).
+// An index therefore records the digest of the content it holds: when a
+// file changed between walk and read, that is not Digest, and a later
+// DirContext of the then settled directory computes exactly what the index
+// recorded, so the edit costs one build and never leaves an index that
+// claims content it does not hold. A file the build opens but does not
+// read to its end is hashed on to its end when closed, up to the size the
+// walk saw; one that turns out longer, cannot be read, or is still open
+// counts as a record of kind 'u', which no walk produces, so that the digest
+// matches no directory and the next sync builds again.
 //
 // Error messages name content by its path relative to the catalog directory
 // and never include the directory's own path, which is the server's: callers
@@ -84,11 +113,16 @@ func DirContext(ctx context.Context, path string) (index.Source, error) {
 		return index.Source{}, errors.New("read catalog directory: not a directory")
 	}
 	log := logr.FromContextOrDiscard(ctx)
-	digest, err := digestDir(ctx, log, resolved)
+	snap, err := walkDir(ctx, log, resolved)
 	if err != nil {
 		return index.Source{}, fmt.Errorf("digest catalog directory: %w", err)
 	}
-	return index.Source{FS: FS(abs), Ref: abs, Digest: digest}, nil
+	return index.Source{
+		FS:         &catalogFS{dir: abs, real: resolved, snap: snap},
+		Ref:        abs,
+		Digest:     digestEntries(snap.entries),
+		ReadDigest: snap.readDigest,
+	}, nil
 }
 
 // rootErr drops the path from an error about the catalog directory itself.
@@ -100,18 +134,19 @@ func rootErr(err error) error {
 	return err
 }
 
-// entry is one thing the digest covers.
+// entry is one record of the digest (see DirContext).
 type entry struct {
 	rel  string // slash-separated, relative to the root
-	kind byte   // 'f': regular file at abs; 'l': unfollowed link with text link
-	abs  string
-	link string
+	kind byte   // 'f', 'l', 'o' or 'u'
+	size int64  // 'f': of the content
+	sum  [sha256.Size]byte
+	link string // 'l': the link text
 }
 
-// digestDir hashes the tree under root, which must be a real (link-free)
-// absolute path.
-func digestDir(ctx context.Context, log logr.Logger, root string) (string, error) {
-	var entries []entry
+// walkDir walks the tree under root, which must be a real (link-free)
+// absolute path, hashing every file in it.
+func walkDir(ctx context.Context, log logr.Logger, root string) (*snapshot, error) {
+	snap := &snapshot{listings: map[string][]fs.DirEntry{".": {}}, reads: map[string]read{}}
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if p == root {
 			return err
@@ -134,39 +169,70 @@ func digestDir(ctx context.Context, log logr.Logger, root string) (string, error
 			}
 			return nil
 		}
+		var e entry
 		switch t := d.Type(); {
 		case t.IsDir():
+			snap.listings[rel] = []fs.DirEntry{}
+			snap.list(rel, d)
 			return nil
 		case t.IsRegular():
-			entries = append(entries, entry{rel: rel, kind: 'f', abs: p})
-			return nil
+			e, err = fileEntry(rel, p)
 		case t&fs.ModeSymlink != 0:
-			e, err := linkEntry(root, p, rel)
-			if err != nil {
-				return err
-			}
-			entries = append(entries, e)
-			return nil
+			e, err = linkEntry(root, p, rel)
 		default:
 			// Sockets, pipes and devices hold no catalog content; their names
 			// are hashed so that their appearing still counts as a change.
 			log.V(1).Info("skipping a catalog entry that is not a file, directory or link", "path", rel, "type", t.String())
-			entries = append(entries, entry{rel: rel, kind: 'o'})
-			return nil
+			e = entry{rel: rel, kind: 'o'}
 		}
+		if err != nil {
+			return err
+		}
+		if e.kind == 'f' {
+			snap.list(rel, d)
+		}
+		snap.entries = append(snap.entries, e)
+		return nil
 	})
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	sort.Slice(entries, func(i, j int) bool { return entries[i].rel < entries[j].rel })
+	sort.Slice(snap.entries, func(i, j int) bool { return snap.entries[i].rel < snap.entries[j].rel })
+	snap.at = make(map[string]int, len(snap.entries))
+	for i, e := range snap.entries {
+		snap.at[e.rel] = i
+	}
+	return snap, nil
+}
 
-	h := sha256.New()
-	for _, e := range entries {
-		if err := writeEntry(h, e); err != nil {
-			return "", err
-		}
+// fileEntry hashes the regular file at abs.
+func fileEntry(rel, abs string) (entry, error) {
+	f, err := openNonBlocking(abs)
+	if err != nil {
+		return entry{}, fmt.Errorf("read %s: %w", rel, rootErr(err))
 	}
-	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return entry{}, fmt.Errorf("read %s: %w", rel, rootErr(err))
+	}
+	if !fi.Mode().IsRegular() {
+		// Replaced since it was listed; the caller will see the change.
+		return entry{}, fmt.Errorf("read %s: no longer a regular file", rel)
+	}
+	h := sha256.New()
+	n, err := io.Copy(h, f)
+	if err != nil {
+		return entry{}, fmt.Errorf("read %s: %w", rel, rootErr(err))
+	}
+	if n != fi.Size() {
+		// Written to while being read: the caller will see another
+		// change event and read it again once the writer is done.
+		return entry{}, fmt.Errorf("read %s: file changed while being read (%d bytes, then %d)", rel, fi.Size(), n)
+	}
+	e := entry{rel: rel, kind: 'f', size: n}
+	h.Sum(e.sum[:0])
+	return e, nil
 }
 
 // linkEntry decides how the link at p counts (see Dir).
@@ -190,7 +256,7 @@ func linkEntry(root, p, rel string) (entry, error) {
 		return entry{}, fmt.Errorf("resolve link %s: %w", rel, relPathErr(rel, err))
 	}
 	if fi.Mode().IsRegular() {
-		return entry{rel: rel, kind: 'f', abs: target}, nil
+		return fileEntry(rel, target)
 	}
 	return entry{rel: rel, kind: 'l', link: text}, nil
 }
@@ -199,45 +265,25 @@ func inside(root, p string) bool {
 	return p == root || strings.HasPrefix(p, root+string(filepath.Separator))
 }
 
-// writeEntry adds one entry to h. Relative paths cannot hold NUL, and every
-// variable-length part after it is length-prefixed, so no two different
-// trees hash the same bytes.
-func writeEntry(h hash.Hash, e entry) error {
+// digestEntries is the digest of entries, sorted by rel (see DirContext).
+func digestEntries(entries []entry) string {
+	h := sha256.New()
 	var size [8]byte
-	h.Write([]byte(e.rel))
-	h.Write([]byte{0, e.kind})
-	switch e.kind {
-	case 'f':
-		f, err := openNonBlocking(e.abs)
-		if err != nil {
-			return fmt.Errorf("read %s: %w", e.rel, rootErr(err))
+	for _, e := range entries {
+		h.Write([]byte(e.rel))
+		h.Write([]byte{0, e.kind})
+		switch e.kind {
+		case 'f':
+			binary.BigEndian.PutUint64(size[:], uint64(e.size))
+			h.Write(size[:])
+			h.Write(e.sum[:])
+		case 'l':
+			binary.BigEndian.PutUint64(size[:], uint64(len(e.link)))
+			h.Write(size[:])
+			h.Write([]byte(e.link))
 		}
-		defer f.Close()
-		fi, err := f.Stat()
-		if err != nil {
-			return fmt.Errorf("read %s: %w", e.rel, rootErr(err))
-		}
-		if !fi.Mode().IsRegular() {
-			// Replaced since the walk; the caller will see the change.
-			return fmt.Errorf("read %s: no longer a regular file", e.rel)
-		}
-		binary.BigEndian.PutUint64(size[:], uint64(fi.Size()))
-		h.Write(size[:])
-		n, err := io.Copy(h, f)
-		if err != nil {
-			return fmt.Errorf("read %s: %w", e.rel, rootErr(err))
-		}
-		if n != fi.Size() {
-			// Written to while being read: the caller will see another
-			// change event and read it again once the writer is done.
-			return fmt.Errorf("read %s: file changed while being read (%d bytes, then %d)", e.rel, fi.Size(), n)
-		}
-	case 'l':
-		binary.BigEndian.PutUint64(size[:], uint64(len(e.link)))
-		h.Write(size[:])
-		h.Write([]byte(e.link))
 	}
-	return nil
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }
 
 // relPathErr replaces the absolute path in a *fs.PathError with rel.

@@ -243,7 +243,10 @@ func (s *Store) lock(catalog string) func() {
 // has src's digest it does nothing and reports rebuilt=false. Otherwise it
 // builds a new file beside the live one and swaps it in only on success: on
 // any error (bad content, full disk, cancelled context) the live index keeps
-// answering and the new file is removed.
+// answering and the new file is removed. The new index is named after, and
+// records, the digest of what the build read (see index.Source.ReadDigest),
+// which is src.Digest unless the content changed since src.Digest was
+// computed.
 func (s *Store) Update(ctx context.Context, catalog string, src index.Source) (info Info, stats index.Stats, rebuilt bool, err error) {
 	if src.Digest == "" {
 		return Info{}, index.Stats{}, false, fmt.Errorf("index catalog %q: source has no digest", catalog)
@@ -265,7 +268,11 @@ func (s *Store) Update(ctx context.Context, catalog string, src index.Source) (i
 	if err != nil {
 		return Info{}, index.Stats{}, false, fmt.Errorf("index catalog %q: %w", catalog, err)
 	}
-	final, err := s.publish(cdir, tmp, src.Digest)
+	if stats.Digest != src.Digest {
+		s.log.V(1).Info("catalog content changed while being indexed; recording the digest of what was read",
+			"catalog", catalog, "digestBefore", src.Digest, "digestRead", stats.Digest)
+	}
+	final, err := s.publish(cdir, tmp, stats.Digest)
 	if err != nil {
 		removeDBFiles(tmp)
 		return Info{}, index.Stats{}, false, fmt.Errorf("index catalog %q: %w", catalog, err)
@@ -282,7 +289,7 @@ func (s *Store) Update(ctx context.Context, catalog string, src index.Source) (i
 	if old != nil {
 		s.retire(old)
 	}
-	s.log.Info("index swapped in", "catalog", catalog, "digest", src.Digest,
+	s.log.Info("index swapped in", "catalog", catalog, "digest", stats.Digest,
 		"bundles", stats.Bundles, "problems", stats.Problems, "duration", s.now().Sub(start).String())
 	return h.info, stats, true, nil
 }

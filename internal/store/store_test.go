@@ -244,6 +244,41 @@ func TestStoreReopensAfterRestart(t *testing.T) {
 	}
 }
 
+// TestRecordsTheDigestOfWhatWasRead: when the content changed after its
+// digest was taken, the index is named after and records the digest of what
+// the build read, which is what a later comparison, also after a restart,
+// must find: the digest taken before is not live.
+func TestRecordsTheDigestOfWhatWasRead(t *testing.T) {
+	dir := t.TempDir()
+	s, err := New(dir, testr.New(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := func() string { return "sha256:read" }
+	info := mustUpdate(t, s, "demo", index.Source{FS: tinyCatalog("foo", 2), Ref: "ref", Digest: "sha256:before", ReadDigest: read})
+	if info.Digest != "sha256:read" || !strings.HasPrefix(filepath.Base(info.Path), "sha256-read.") {
+		t.Errorf("info %+v, want the digest sha256:read, and a file named after it", info)
+	}
+	s.Close()
+
+	s2, err := New(dir, testr.New(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	if info, _ := s2.Info("demo"); info.Digest != "sha256:read" {
+		t.Errorf("reopened info %+v, want the digest sha256:read", info)
+	}
+	for _, tc := range []struct {
+		digest  string
+		rebuilt bool
+	}{{"sha256:read", false}, {"sha256:before", true}} {
+		if _, _, rebuilt, err := s2.Update(context.Background(), "demo", index.Source{FS: tinyCatalog("foo", 2), Digest: tc.digest}); err != nil || rebuilt != tc.rebuilt {
+			t.Errorf("update with %s after the restart: rebuilt=%v err=%v, want rebuilt=%v", tc.digest, rebuilt, err, tc.rebuilt)
+		}
+	}
+}
+
 func TestRemoveWaitsForReaders(t *testing.T) {
 	s, dir := newTestStore(t)
 	live := mustUpdate(t, s, "demo", index.Source{FS: tinyCatalog("foo", 2), Digest: "sha256:one"})
