@@ -49,6 +49,10 @@ type Options struct {
 	// rotated Secret).
 	TLSCertFile, TLSKeyFile string
 	Log                     logr.Logger
+	// WriteTimeout, when not zero, replaces the package's WriteTimeout. It
+	// exists for tests, which watch a stalled client be cut off and the
+	// index file it held be removed without waiting the full ten minutes.
+	WriteTimeout time.Duration
 }
 
 // Server is the API's http.Server and, with TLS, the watcher that keeps its
@@ -72,11 +76,15 @@ func New(opts Options) (*Server, error) {
 		plain(w, http.StatusOK, "ok")
 	})
 	mux.Handle("/", opts.API)
+	writeTimeout := WriteTimeout
+	if opts.WriteTimeout != 0 {
+		writeTimeout = opts.WriteTimeout
+	}
 	s := &Server{HTTP: &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: ReadHeaderTimeout,
 		ReadTimeout:       ReadTimeout,
-		WriteTimeout:      WriteTimeout,
+		WriteTimeout:      writeTimeout,
 		IdleTimeout:       IdleTimeout,
 		MaxHeaderBytes:    MaxHeaderBytes,
 		ErrorLog:          stdlog.New(logWriter{opts.Log}, "", 0),

@@ -68,12 +68,18 @@ func writeCert(t *testing.T, certFile, keyFile, cn string) []byte {
 
 func start(t *testing.T, opts server.Options) (*server.Server, string) {
 	t.Helper()
-	opts.Log = testr.New(t)
-	srv, err := server.New(opts)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	return serve(t, opts, ln)
+}
+
+// serve runs a server on ln until the test ends, and returns its base URL.
+func serve(t *testing.T, opts server.Options, ln net.Listener) (*server.Server, string) {
+	t.Helper()
+	opts.Log = testr.New(t)
+	srv, err := server.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
