@@ -81,7 +81,7 @@ func New(opts Options) (*Server, error) {
 		writeTimeout = opts.WriteTimeout
 	}
 	s := &Server{HTTP: &http.Server{
-		Handler:           mux,
+		Handler:           withDeadline(mux, writeTimeout),
 		ReadHeaderTimeout: ReadHeaderTimeout,
 		ReadTimeout:       ReadTimeout,
 		WriteTimeout:      writeTimeout,
@@ -149,6 +149,19 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		_ = s.HTTP.Close()
 	}
 	return err
+}
+
+// withDeadline ends each request's context when its write deadline
+// passes. net/http only makes writes fail after WriteTimeout; a handler busy
+// in an index query rather than in a write would run on, holding its index
+// snapshot. Queries stop when their context ends, so with this no request
+// holds a snapshot much past WriteTimeout, whatever it is doing.
+func withDeadline(next http.Handler, d time.Duration) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), d)
+		defer cancel()
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
 }
 
 func plain(w http.ResponseWriter, code int, msg string) {
