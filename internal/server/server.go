@@ -22,13 +22,20 @@ import (
 // Limits every connection is held to. A catalog server answers anyone on
 // the network: a client that trickles its headers, never reads its answer
 // or keeps idle connections open must not tie up the server, nor keep a
-// retired index file open for long.
+// retired index file on disk for long.
 const (
 	ReadHeaderTimeout = 10 * time.Second
 	ReadTimeout       = time.Minute
-	// WriteTimeout bounds a whole answer. The largest, /api/v1/all of a
-	// 100 MB catalog, takes under a minute on a 2 MB/s link; a client that
-	// cannot keep up can resume with a Range request.
+	// WriteTimeout bounds a whole answer, and with it how long a request
+	// holds the index file it answers from: when it passes, the answer's
+	// writes fail and its context ends (withDeadline), and the API's
+	// handlers stop and let the file go. So a file that a rebuild retired
+	// is removed about WriteTimeout after the rebuild at the latest, however
+	// slowly its readers read, and a catalog has on disk at most one
+	// retired file per rebuild of the last WriteTimeout besides its live one
+	// (TestStalledReadersReleaseRetiredIndex). The largest answer,
+	// /api/v1/all of a 100 MB catalog, takes under a minute on a 2 MB/s
+	// link; a client that cannot keep up can resume with a Range request.
 	WriteTimeout   = 10 * time.Minute
 	IdleTimeout    = 2 * time.Minute
 	MaxHeaderBytes = 64 << 10
