@@ -9,9 +9,6 @@ import (
 	"os"
 	"testing"
 
-	"github.com/go-logr/logr/testr"
-
-	"github.com/catalogd/catalogd/internal/catalogs"
 	"github.com/catalogd/catalogd/internal/index"
 	"github.com/catalogd/catalogd/internal/store"
 	"github.com/catalogd/catalogd/test/fbcgen"
@@ -31,18 +28,9 @@ func TestStreamsStopAndRelease(t *testing.T) {
 	if _, err := fbcgen.Write(context.Background(), dir, streamCatalog); err != nil {
 		t.Fatal(err)
 	}
-	st, err := store.New(t.TempDir(), testr.New(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	cats := catalogs.NewTable()
-	cats.Put(catalogs.Catalog{Name: "c", Source: dir, State: catalogs.Serving})
-	cats.MarkLoaded()
-	api, err := New(cats, st, Options{Log: testr.New(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := newHarness(t)
+	h.add("c", dir, 0)
+	st, api := h.store, h.srv.Config.Handler
 	rebuilds := 0
 	update := func(t *testing.T, dir string) store.Info {
 		t.Helper()
