@@ -281,7 +281,10 @@ func (s *Server) lookupCatalog(name string) (catalogs.Catalog, error) {
 
 // catalogHandler wraps an endpoint of one catalog: it checks the query
 // parameters, holds a snapshot for the whole request and answers errors as
-// problem documents.
+// problem documents. Endpoints stop at their first failed write and when
+// the request's context ends, and the snapshot is released however they
+// end, an aborted answer included: that is how the server's write
+// deadline frees the index file of a client that stopped reading.
 func (s *Server) catalogHandler(fn func(http.ResponseWriter, *http.Request, *store.Snapshot) error, params ...string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if err := checkParams(r.URL.Query(), params); err != nil {

@@ -22,13 +22,20 @@ import (
 // Limits every connection is held to. A catalog server answers anyone on
 // the network: a client that trickles its headers, never reads its answer
 // or keeps idle connections open must not tie up the server, nor keep a
-// retired index file open for long.
+// retired index file on disk for long.
 const (
 	ReadHeaderTimeout = 10 * time.Second
 	ReadTimeout       = time.Minute
-	// WriteTimeout bounds a whole answer. The largest, /api/v1/all of a
-	// 100 MB catalog, takes under a minute on a 2 MB/s link; a client that
-	// cannot keep up can resume with a Range request.
+	// WriteTimeout bounds a whole answer, and with it how long a request
+	// holds the index file it answers from: when it passes, the answer's
+	// writes fail and its context ends (withDeadline), and the API's
+	// handlers stop and let the file go. So a file that a rebuild retired
+	// is removed about WriteTimeout after the rebuild at the latest, however
+	// slowly its readers read, and a catalog has on disk at most one
+	// retired file per rebuild of the last WriteTimeout besides its live one
+	// (TestStalledReadersReleaseRetiredIndex). The largest answer,
+	// /api/v1/all of a 100 MB catalog, takes under a minute on a 2 MB/s
+	// link; a client that cannot keep up can resume with a Range request.
 	WriteTimeout   = 10 * time.Minute
 	IdleTimeout    = 2 * time.Minute
 	MaxHeaderBytes = 64 << 10
@@ -49,6 +56,10 @@ type Options struct {
 	// rotated Secret).
 	TLSCertFile, TLSKeyFile string
 	Log                     logr.Logger
+	// WriteTimeout, when not zero, replaces the package's WriteTimeout. It
+	// exists for tests, which watch a stalled client be cut off and the
+	// index file it held be removed without waiting the full ten minutes.
+	WriteTimeout time.Duration
 }
 
 // Server is the API's http.Server and, with TLS, the watcher that keeps its
@@ -72,11 +83,15 @@ func New(opts Options) (*Server, error) {
 		plain(w, http.StatusOK, "ok")
 	})
 	mux.Handle("/", opts.API)
+	writeTimeout := WriteTimeout
+	if opts.WriteTimeout != 0 {
+		writeTimeout = opts.WriteTimeout
+	}
 	s := &Server{HTTP: &http.Server{
-		Handler:           mux,
+		Handler:           withDeadline(mux, writeTimeout),
 		ReadHeaderTimeout: ReadHeaderTimeout,
 		ReadTimeout:       ReadTimeout,
-		WriteTimeout:      WriteTimeout,
+		WriteTimeout:      writeTimeout,
 		IdleTimeout:       IdleTimeout,
 		MaxHeaderBytes:    MaxHeaderBytes,
 		ErrorLog:          stdlog.New(logWriter{opts.Log}, "", 0),
@@ -141,6 +156,19 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		_ = s.HTTP.Close()
 	}
 	return err
+}
+
+// withDeadline ends each request's context when its write deadline
+// passes. net/http only makes writes fail after WriteTimeout; a handler busy
+// in an index query rather than in a write would run on, holding its index
+// snapshot. Queries stop when their context ends, so with this no request
+// holds a snapshot much past WriteTimeout, whatever it is doing.
+func withDeadline(next http.Handler, d time.Duration) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), d)
+		defer cancel()
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
 }
 
 func plain(w http.ResponseWriter, code int, msg string) {

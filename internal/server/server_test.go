@@ -68,12 +68,18 @@ func writeCert(t *testing.T, certFile, keyFile, cn string) []byte {
 
 func start(t *testing.T, opts server.Options) (*server.Server, string) {
 	t.Helper()
-	opts.Log = testr.New(t)
-	srv, err := server.New(opts)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	return serve(t, opts, ln)
+}
+
+// serve runs a server on ln until the test ends, and returns its base URL.
+func serve(t *testing.T, opts server.Options, ln net.Listener) (*server.Server, string) {
+	t.Helper()
+	opts.Log = testr.New(t)
+	srv, err := server.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,5 +192,34 @@ func TestLimits(t *testing.T) {
 func TestTLSFilesGoTogether(t *testing.T) {
 	if _, err := server.New(server.Options{API: api, TLSCertFile: "c.pem"}); err == nil {
 		t.Error("a certificate without a key was accepted")
+	}
+}
+
+// TestHandlerContextEndsAtWriteDeadline: a handler that writes nothing
+// (busy in a query) for a client that neither reads nor hangs up sees its
+// context end once the write deadline has passed, so it lets go of what it
+// holds; net/http by itself would fail only its writes.
+func TestHandlerContextEndsAtWriteDeadline(t *testing.T) {
+	ended := make(chan error, 1)
+	busy := http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		<-r.Context().Done()
+		ended <- r.Context().Err()
+	})
+	_, base := start(t, server.Options{API: busy, Ready: func() error { return nil }, WriteTimeout: 100 * time.Millisecond})
+	conn, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := io.WriteString(conn, "GET /catalogs/c/packages HTTP/1.1\r\nHost: catalogd\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-ended:
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("the handler's context ended with %v, want %v", err, context.DeadlineExceeded)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the handler's context had not ended 30 s after a write deadline of 100 ms")
 	}
 }

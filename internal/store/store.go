@@ -71,7 +71,10 @@ type handle struct {
 }
 
 // Snapshot is a reader's hold on one index file; Release it when done.
-// Every read goes through Catalog, the typed read API of the file.
+// Every read goes through Catalog, the typed read API of the file. A
+// retired file stays on disk until its last snapshot is released, so a
+// snapshot must not outlive the answer it serves; the HTTP server's write
+// deadline bounds how long an answer lasts (internal/server).
 type Snapshot struct {
 	Info    Info
 	Catalog *catalogdb.Catalog
