@@ -8,6 +8,7 @@
 package source
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -18,7 +19,9 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -62,6 +65,11 @@ func Dir(path string) (index.Source, error) {
 // valid UTF-8 cannot be read through an fs.FS at all; they are skipped, with
 // everything below them, and logged, rather than failing the catalog.
 //
+// A tree of more entries than index.DefaultFiles is refused with the
+// index's own error (index.Limits.CheckFiles), as soon as the walk passes
+// the limit: the index would refuse it anyway, and walking on would hold
+// every path of a tree of any size.
+//
 // Error messages name content by its path relative to the catalog directory
 // and never include the directory's own path, which is the server's: callers
 // that want it there add it.
@@ -84,7 +92,8 @@ func DirContext(ctx context.Context, path string) (index.Source, error) {
 		return index.Source{}, errors.New("read catalog directory: not a directory")
 	}
 	log := logr.FromContextOrDiscard(ctx)
-	digest, err := digestDir(ctx, log, resolved)
+	// The index reads with the default limits too (Source.Limits is zero).
+	digest, err := digestDir(ctx, log, resolved, index.Limits{})
 	if err != nil {
 		return index.Source{}, fmt.Errorf("digest catalog directory: %w", err)
 	}
@@ -109,53 +118,50 @@ type entry struct {
 }
 
 // digestDir hashes the tree under root, which must be a real (link-free)
-// absolute path.
-func digestDir(ctx context.Context, log logr.Logger, root string) (string, error) {
+// absolute path. It fails as soon as the tree holds more entries than
+// limits allow, before it has listed them all (see readDir).
+func digestDir(ctx context.Context, log logr.Logger, root string, limits index.Limits) (string, error) {
 	var entries []entry
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if p == root {
-			return err
-		}
-		rel, relErr := filepath.Rel(root, p)
-		if relErr != nil {
-			return relErr
-		}
-		rel = filepath.ToSlash(rel)
+	seen := 0
+	var walk func(dir, relDir string) error
+	walk = func(dir, relDir string) error {
+		list, err := readDir(dir, &seen, limits)
 		if err != nil {
-			return relPathErr(rel, err)
+			return relPathErr(cmp.Or(relDir, "."), err)
 		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if !utf8.ValidString(d.Name()) {
-			log.Info("skipping a catalog file whose name is not valid UTF-8", "path", strconv.Quote(rel))
-			if d.IsDir() {
-				return filepath.SkipDir
+		for _, d := range list {
+			if err := ctx.Err(); err != nil {
+				return err
 			}
-			return nil
-		}
-		switch t := d.Type(); {
-		case t.IsDir():
-			return nil
-		case t.IsRegular():
-			entries = append(entries, entry{rel: rel, kind: 'f', abs: p})
-			return nil
-		case t&fs.ModeSymlink != 0:
-			e, err := linkEntry(root, p, rel)
+			p, rel := filepath.Join(dir, d.Name()), path.Join(relDir, d.Name())
+			var err error
+			if !utf8.ValidString(d.Name()) {
+				log.Info("skipping a catalog file whose name is not valid UTF-8", "path", strconv.Quote(rel))
+				continue
+			}
+			switch t := d.Type(); {
+			case t.IsDir():
+				err = walk(p, rel)
+			case t.IsRegular():
+				entries = append(entries, entry{rel: rel, kind: 'f', abs: p})
+			case t&fs.ModeSymlink != 0:
+				var e entry
+				if e, err = linkEntry(root, p, rel); err == nil {
+					entries = append(entries, e)
+				}
+			default:
+				// Sockets, pipes and devices hold no catalog content; their names
+				// are hashed so that their appearing still counts as a change.
+				log.V(1).Info("skipping a catalog entry that is not a file, directory or link", "path", rel, "type", t.String())
+				entries = append(entries, entry{rel: rel, kind: 'o'})
+			}
 			if err != nil {
 				return err
 			}
-			entries = append(entries, e)
-			return nil
-		default:
-			// Sockets, pipes and devices hold no catalog content; their names
-			// are hashed so that their appearing still counts as a change.
-			log.V(1).Info("skipping a catalog entry that is not a file, directory or link", "path", rel, "type", t.String())
-			entries = append(entries, entry{rel: rel, kind: 'o'})
-			return nil
 		}
-	})
-	if err != nil {
+		return nil
+	}
+	if err := walk(root, ""); err != nil {
 		return "", err
 	}
 	sort.Slice(entries, func(i, j int) bool { return entries[i].rel < entries[j].rel })
@@ -167,6 +173,38 @@ func digestDir(ctx context.Context, log logr.Logger, root string) (string, error
 		}
 	}
 	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// readDirBatch is how many entries readDir reads at a time.
+const readDirBatch = 1024
+
+// readDir lists the directory at dir, sorted by name, as os.ReadDir does,
+// but a batch at a time, adding each batch to *seen and checking it
+// against limits: a directory of millions of entries fails at the limit
+// rather than after its whole listing is held in memory.
+func readDir(dir string, seen *int, limits index.Limits) ([]fs.DirEntry, error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var list []fs.DirEntry
+	for {
+		batch, err := f.ReadDir(readDirBatch)
+		list = append(list, batch...)
+		*seen += len(batch)
+		if err := limits.CheckFiles(*seen); err != nil {
+			return nil, err
+		}
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	slices.SortFunc(list, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+	return list, nil
 }
 
 // linkEntry decides how the link at p counts (see Dir).
