@@ -352,8 +352,8 @@ func buildProblems(t *testing.T, fsys fstest.MapFS) (*sqlx.DB, Stats, map[string
 }
 
 func TestProblemsRecorded(t *testing.T) {
-	fsys := chainCatalog("good", 2)
-	for k, v := range chainCatalog("broken", 2) {
+	fsys := fbcgen.ReplacesChain("good", 2, false)
+	for k, v := range fbcgen.ReplacesChain("broken", 2, false) {
 		fsys[k] = v
 	}
 	// A channel naming a bundle that does not exist, and a custom schema.
@@ -516,7 +516,7 @@ func TestRepeatsIndexedOnce(t *testing.T) {
 func TestCatalogInfo(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "index.db")
 	built := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
-	if _, err := Build(context.Background(), path, Source{FS: chainCatalog("x", 1), Ref: "quay.io/x:1", Digest: "sha256:abc"}, built); err != nil {
+	if _, err := Build(context.Background(), path, Source{FS: fbcgen.ReplacesChain("x", 1, false), Ref: "quay.io/x:1", Digest: "sha256:abc"}, built); err != nil {
 		t.Fatal(err)
 	}
 	db := sqlx.MustOpen("sqlite", FileURI(path, url.Values{"mode": {"ro"}}))
@@ -564,7 +564,7 @@ func TestSchemaApplied(t *testing.T) {
 	}
 
 	path := filepath.Join(t.TempDir(), "index.db")
-	if _, err := Build(context.Background(), path, Source{FS: chainCatalog("x", 1), Ref: "x", Digest: "sha256:abc"}, time.Now()); err != nil {
+	if _, err := Build(context.Background(), path, Source{FS: fbcgen.ReplacesChain("x", 1, false), Ref: "x", Digest: "sha256:abc"}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	db := sqlx.MustOpen("sqlite", FileURI(path, url.Values{"mode": {"ro"}}))
