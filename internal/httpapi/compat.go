@@ -107,6 +107,13 @@ func (s *Server) serveAll(w http.ResponseWriter, r *http.Request, snap *store.Sn
 // problems, so that these endpoints answer errors like every other.
 func serveRanged(w http.ResponseWriter, r *http.Request, modified time.Time, content io.ReadSeeker, size int64) error {
 	rangeHeader := r.Header.Get("Range")
+	if unit, _, ok := strings.Cut(rangeHeader, "="); ok && !strings.EqualFold(strings.TrimSpace(unit), "bytes") {
+		// RFC 9110 §14.2: a Range in a unit the server does not support is
+		// ignored; ServeContent would refuse it.
+		r = r.Clone(r.Context())
+		r.Header.Del("Range")
+		rangeHeader = ""
+	}
 	// RFC 9110 §15.5.17: a 416 gives the length, so the client can ask again.
 	contentRange := fmt.Sprintf("bytes */%d", size)
 	if err := checkRanges(rangeHeader, size); err != nil {
@@ -183,9 +190,9 @@ const maxRanges = 16
 
 // checkRanges rejects, with 416, a Range header of more than maxRanges
 // ranges or of ranges that overlap (RFC 9110 §14.2 lets a server reject
-// both: they are signs of a broken client or of an attack). Anything else,
-// including syntax errors, is left to http.ServeContent, which answers
-// them as RFC 9110 says.
+// both: they are signs of a broken client or of an attack), or with a
+// suffix range of 0 bytes. Anything else, including syntax errors, is left
+// to http.ServeContent, which answers them as RFC 9110 says.
 func checkRanges(header string, size int64) error {
 	spec, ok := strings.CutPrefix(header, "bytes=")
 	if !ok {
@@ -208,6 +215,12 @@ func checkRanges(header string, size int64) error {
 			n, err := strconv.ParseInt(last, 10, 64)
 			if err != nil {
 				return nil
+			}
+			if n == 0 {
+				// RFC 9110 §14.1.3: not satisfiable. http.ServeContent
+				// answers it with an empty 206 whose Content-Range ends
+				// before it starts.
+				return rangeProblem("Range asks for the last 0 bytes (%q), which is no bytes at all", strings.TrimSpace(p))
 			}
 			sp = span{max(0, size-n), size - 1}
 		default:

@@ -215,6 +215,16 @@ func TestRangeAnswers(t *testing.T) {
 			status:  http.StatusRequestedRangeNotSatisfiable, typ: "range-not-satisfiable", param: "Range",
 		},
 		{
+			name:    "suffix range of 0 bytes",
+			headers: func(int, string) []string { return []string{"Range", "bytes=-0"} },
+			status:  http.StatusRequestedRangeNotSatisfiable, typ: "range-not-satisfiable", param: "Range",
+		},
+		{
+			name:    "range in a unit other than bytes",
+			headers: func(int, string) []string { return []string{"Range", "items=0-4"} },
+			status:  http.StatusOK, parts: []part{{0, 0}},
+		},
+		{
 			name:    "too many ranges",
 			headers: func(int, string) []string { return []string{"Range", "bytes=" + strings.Join(disjoint, ",")} },
 			status:  http.StatusRequestedRangeNotSatisfiable, typ: "range-not-satisfiable", param: "Range",

@@ -187,6 +187,7 @@ func TestHostileRequests(t *testing.T) {
 		{name: "overlapping ranges", req: get("/catalogs/demo/api/v1/all", "Range: bytes="+repeat("0-", ",", 3000)), want: []int{200, 206, 416}},
 		{name: "range past the end", req: get("/catalogs/demo/api/v1/all", "Range: bytes=99999999999-"), want: []int{416}},
 		{name: "malformed range", req: get("/catalogs/demo/api/v1/all", "Range: bytes=-0-x"), want: []int{200, 416}},
+		{name: "suffix range of 0 bytes", req: get("/catalogs/demo/api/v1/all", "Range: bytes=-0"), want: []int{416}},
 		{name: "range of the API description past its end", req: get("/openapi.yaml", "Range: bytes=99999999999-"), want: []int{416}},
 		{name: "If-Match of another version", req: get("/catalogs/demo/api/v1/all", `If-Match: "stale"`), want: []int{200, 412}},
 		{name: "thousands of ETags", req: get("/catalogs/demo/api/v1/all", "If-None-Match: "+etags), want: []int{200, 400}},
