@@ -591,7 +591,8 @@ type PackageSummary struct {
 // `/problems/invalid-parameter` (400), `/problems/unknown-parameter`
 // (400), `/problems/not-found` (404), `/problems/catalog-not-ready`
 // (503), `/problems/catalog-unavailable` (503),
-// `/problems/range-not-satisfiable` (416), `/problems/internal` (500).
+// `/problems/range-not-satisfiable` (416),
+// `/problems/precondition-failed` (412), `/problems/internal` (500).
 type Problem struct {
 	// Candidates The possible values when a name or version was ambiguous.
 	//
@@ -790,6 +791,9 @@ type IfModifiedSinceHeader = string
 // IfNoneMatchHeader defines model for IfNoneMatchHeader.
 type IfNoneMatchHeader = string
 
+// IfRangeHeader defines model for IfRangeHeader.
+type IfRangeHeader = string
+
 // KindParam defines model for KindParam.
 type KindParam = string
 
@@ -812,35 +816,48 @@ type VersionParam = string
 // `/problems/invalid-parameter` (400), `/problems/unknown-parameter`
 // (400), `/problems/not-found` (404), `/problems/catalog-not-ready`
 // (503), `/problems/catalog-unavailable` (503),
-// `/problems/range-not-satisfiable` (416), `/problems/internal` (500).
+// `/problems/range-not-satisfiable` (416),
+// `/problems/precondition-failed` (412), `/problems/internal` (500).
 type BadRequest = Problem
 
 // CatalogNotReady An error, as an RFC 9457 problem details object. Known types:
 // `/problems/invalid-parameter` (400), `/problems/unknown-parameter`
 // (400), `/problems/not-found` (404), `/problems/catalog-not-ready`
 // (503), `/problems/catalog-unavailable` (503),
-// `/problems/range-not-satisfiable` (416), `/problems/internal` (500).
+// `/problems/range-not-satisfiable` (416),
+// `/problems/precondition-failed` (412), `/problems/internal` (500).
 type CatalogNotReady = Problem
 
 // InternalError An error, as an RFC 9457 problem details object. Known types:
 // `/problems/invalid-parameter` (400), `/problems/unknown-parameter`
 // (400), `/problems/not-found` (404), `/problems/catalog-not-ready`
 // (503), `/problems/catalog-unavailable` (503),
-// `/problems/range-not-satisfiable` (416), `/problems/internal` (500).
+// `/problems/range-not-satisfiable` (416),
+// `/problems/precondition-failed` (412), `/problems/internal` (500).
 type InternalError = Problem
 
 // NotFound An error, as an RFC 9457 problem details object. Known types:
 // `/problems/invalid-parameter` (400), `/problems/unknown-parameter`
 // (400), `/problems/not-found` (404), `/problems/catalog-not-ready`
 // (503), `/problems/catalog-unavailable` (503),
-// `/problems/range-not-satisfiable` (416), `/problems/internal` (500).
+// `/problems/range-not-satisfiable` (416),
+// `/problems/precondition-failed` (412), `/problems/internal` (500).
 type NotFound = Problem
+
+// PreconditionFailed An error, as an RFC 9457 problem details object. Known types:
+// `/problems/invalid-parameter` (400), `/problems/unknown-parameter`
+// (400), `/problems/not-found` (404), `/problems/catalog-not-ready`
+// (503), `/problems/catalog-unavailable` (503),
+// `/problems/range-not-satisfiable` (416),
+// `/problems/precondition-failed` (412), `/problems/internal` (500).
+type PreconditionFailed = Problem
 
 // RangeNotSatisfiable An error, as an RFC 9457 problem details object. Known types:
 // `/problems/invalid-parameter` (400), `/problems/unknown-parameter`
 // (400), `/problems/not-found` (404), `/problems/catalog-not-ready`
 // (503), `/problems/catalog-unavailable` (503),
-// `/problems/range-not-satisfiable` (416), `/problems/internal` (500).
+// `/problems/range-not-satisfiable` (416),
+// `/problems/precondition-failed` (412), `/problems/internal` (500).
 type RangeNotSatisfiable = Problem
 
 // ListCatalogsParams defines parameters for ListCatalogs.
@@ -881,6 +898,11 @@ type GetCatalogAllParams struct {
 	// resume a download. At most 16 ranges, none overlapping another; a
 	// longer list or overlapping ranges are refused with 416.
 	Range *RangeHeader `json:"Range,omitempty"`
+
+	// IfRange The ETag (or Last-Modified date) of the copy a resumed download began
+	// with. When it is no longer current, Range is ignored and the whole
+	// content is answered with `200`.
+	IfRange *IfRangeHeader `json:"If-Range,omitempty"`
 
 	// IfNoneMatch ETag(s) of a representation the client already has; the server answers
 	// `304` when one of them is current.
@@ -1115,6 +1137,18 @@ type ListCatalogProvidersParams struct {
 	AcceptEncoding *AcceptEncodingHeader `json:"Accept-Encoding,omitempty"`
 }
 
+// GetOpenAPISpecParams defines parameters for GetOpenAPISpec.
+type GetOpenAPISpecParams struct {
+	// Range Byte range(s) to fetch (RFC 9110 §14.2), for example `bytes=1024-` to
+	// resume a download. At most 16 ranges, none overlapping another; a
+	// longer list or overlapping ranges are refused with 416.
+	Range *RangeHeader `json:"Range,omitempty"`
+
+	// IfNoneMatch ETag(s) of a representation the client already has; the server answers
+	// `304` when one of them is current.
+	IfNoneMatch *IfNoneMatchHeader `json:"If-None-Match,omitempty"`
+}
+
 // ListProvidersParams defines parameters for ListProviders.
 type ListProvidersParams struct {
 	// Group The API group; omit it or leave it empty for the core group.
@@ -1240,7 +1274,8 @@ type ClientInterface interface {
 	//
 	// Every FBC blob of the catalog in catalog order, one compact JSON
 	// object per line, as catalogd's `/api/v1/all` serves it. Supports
-	// byte ranges, so a client can resume an interrupted download.
+	// byte ranges, so a client can resume an interrupted download (send
+	// If-Range too, so that a catalog changed meanwhile comes whole).
 	//
 	// Corresponds with GET /catalogs/{catalog}/api/v1/all (the `GetCatalogAll` operationId).
 	GetCatalogAll(ctx context.Context, catalog CatalogParam, params *GetCatalogAllParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1343,7 +1378,7 @@ type ClientInterface interface {
 	// GetOpenAPISpec This API description
 	//
 	// Corresponds with GET /openapi.yaml (the `GetOpenAPISpec` operationId).
-	GetOpenAPISpec(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+	GetOpenAPISpec(ctx context.Context, params *GetOpenAPISpecParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListProviders Find the bundles of all catalogs that provide an API
 	//
@@ -1406,7 +1441,8 @@ func (c *Client) GetCatalog(ctx context.Context, catalog CatalogParam, params *G
 //
 // Every FBC blob of the catalog in catalog order, one compact JSON
 // object per line, as catalogd's `/api/v1/all` serves it. Supports
-// byte ranges, so a client can resume an interrupted download.
+// byte ranges, so a client can resume an interrupted download (send
+// If-Range too, so that a catalog changed meanwhile comes whole).
 //
 // Corresponds with GET /catalogs/{catalog}/api/v1/all (the `GetCatalogAll` operationId).
 func (c *Client) GetCatalogAll(ctx context.Context, catalog CatalogParam, params *GetCatalogAllParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1629,8 +1665,8 @@ func (c *Client) GetHealthz(ctx context.Context, reqEditors ...RequestEditorFn) 
 // GetOpenAPISpec This API description
 //
 // Corresponds with GET /openapi.yaml (the `GetOpenAPISpec` operationId).
-func (c *Client) GetOpenAPISpec(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewGetOpenAPISpecRequest(c.Server)
+func (c *Client) GetOpenAPISpec(ctx context.Context, params *GetOpenAPISpecParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetOpenAPISpecRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -1859,37 +1895,48 @@ func NewGetCatalogAllRequest(server string, catalog CatalogParam, params *GetCat
 			req.Header.Set("Range", headerParam0)
 		}
 
-		if params.IfNoneMatch != nil {
+		if params.IfRange != nil {
 			var headerParam1 string
 
-			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "If-Range", *params.IfRange, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
 			if err != nil {
 				return nil, err
 			}
 
-			req.Header.Set("If-None-Match", headerParam1)
+			req.Header.Set("If-Range", headerParam1)
+		}
+
+		if params.IfNoneMatch != nil {
+			var headerParam2 string
+
+			headerParam2, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam2)
 		}
 
 		if params.IfModifiedSince != nil {
-			var headerParam2 string
+			var headerParam3 string
 
-			headerParam2, err = runtime.StyleParamWithOptions("simple", false, "If-Modified-Since", *params.IfModifiedSince, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			headerParam3, err = runtime.StyleParamWithOptions("simple", false, "If-Modified-Since", *params.IfModifiedSince, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
 			if err != nil {
 				return nil, err
 			}
 
-			req.Header.Set("If-Modified-Since", headerParam2)
+			req.Header.Set("If-Modified-Since", headerParam3)
 		}
 
 		if params.AcceptEncoding != nil {
-			var headerParam3 string
+			var headerParam4 string
 
-			headerParam3, err = runtime.StyleParamWithOptions("simple", false, "Accept-Encoding", *params.AcceptEncoding, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			headerParam4, err = runtime.StyleParamWithOptions("simple", false, "Accept-Encoding", *params.AcceptEncoding, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
 			if err != nil {
 				return nil, err
 			}
 
-			req.Header.Set("Accept-Encoding", headerParam3)
+			req.Header.Set("Accept-Encoding", headerParam4)
 		}
 
 	}
@@ -2954,7 +3001,7 @@ func NewGetHealthzRequest(server string) (*http.Request, error) {
 }
 
 // NewGetOpenAPISpecRequest constructs an http.Request for the GetOpenAPISpec method
-func NewGetOpenAPISpecRequest(server string) (*http.Request, error) {
+func NewGetOpenAPISpecRequest(server string, params *GetOpenAPISpecParams) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -2975,6 +3022,32 @@ func NewGetOpenAPISpecRequest(server string) (*http.Request, error) {
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+
+		if params.Range != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Range", *params.Range, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Range", headerParam0)
+		}
+
+		if params.IfNoneMatch != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam1)
+		}
+
 	}
 
 	return req, nil
@@ -3195,7 +3268,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// Every FBC blob of the catalog in catalog order, one compact JSON
 	// object per line, as catalogd's `/api/v1/all` serves it. Supports
-	// byte ranges, so a client can resume an interrupted download.
+	// byte ranges, so a client can resume an interrupted download (send
+	// If-Range too, so that a catalog changed meanwhile comes whole).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -3324,7 +3398,7 @@ type ClientWithResponsesInterface interface {
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /openapi.yaml (the `GetOpenAPISpec` operationId).
-	GetOpenAPISpecWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetOpenAPISpecResponse, error)
+	GetOpenAPISpecWithResponse(ctx context.Context, params *GetOpenAPISpecParams, reqEditors ...RequestEditorFn) (*GetOpenAPISpecResponse, error)
 
 	// ListProvidersWithResponse Find the bundles of all catalogs that provide an API
 	//
@@ -3543,6 +3617,8 @@ type GetCatalogAllResponse struct {
 	ApplicationproblemJSON400 *BadRequest
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON412 the response for an HTTP 412 `application/problem+json` response
+	ApplicationproblemJSON412 *PreconditionFailed
 	// ApplicationproblemJSON416 the response for an HTTP 416 `application/problem+json` response
 	ApplicationproblemJSON416 *RangeNotSatisfiable
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
@@ -3569,6 +3645,11 @@ func (r GetCatalogAllResponse) GetApplicationproblemJSON400() *BadRequest {
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r GetCatalogAllResponse) GetApplicationproblemJSON404() *NotFound {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON412 returns the response for an HTTP 412 `application/problem+json` response
+func (r GetCatalogAllResponse) GetApplicationproblemJSON412() *PreconditionFailed {
+	return r.ApplicationproblemJSON412
 }
 
 // GetApplicationproblemJSON416 returns the response for an HTTP 416 `application/problem+json` response
@@ -4605,9 +4686,51 @@ func (r GetHealthzResponse) ContentType() string {
 	return ""
 }
 
+// GetOpenAPISpecResponse200Headers the declared response headers of an HTTP 200 response for GetOpenAPISpec
+type GetOpenAPISpecResponse200Headers struct {
+	ETag string
+}
+
+// GetOpenAPISpecResponse304Headers the declared response headers of an HTTP 304 response for GetOpenAPISpec
+type GetOpenAPISpecResponse304Headers struct {
+	ETag string
+}
+
+// GetOpenAPISpecResponse416Headers the declared response headers of an HTTP 416 response for GetOpenAPISpec
+type GetOpenAPISpecResponse416Headers struct {
+	ContentRange string
+}
+
 type GetOpenAPISpecResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// ApplicationproblemJSON412 the response for an HTTP 412 `application/problem+json` response
+	ApplicationproblemJSON412 *PreconditionFailed
+	// ApplicationproblemJSON416 the response for an HTTP 416 `application/problem+json` response
+	ApplicationproblemJSON416 *RangeNotSatisfiable
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetOpenAPISpecResponse200Headers
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *GetOpenAPISpecResponse304Headers
+	// Headers416 the parsed response headers for an HTTP 416 response
+	Headers416 *GetOpenAPISpecResponse416Headers
+}
+
+// GetApplicationproblemJSON412 returns the response for an HTTP 412 `application/problem+json` response
+func (r GetOpenAPISpecResponse) GetApplicationproblemJSON412() *PreconditionFailed {
+	return r.ApplicationproblemJSON412
+}
+
+// GetApplicationproblemJSON416 returns the response for an HTTP 416 `application/problem+json` response
+func (r GetOpenAPISpecResponse) GetApplicationproblemJSON416() *RangeNotSatisfiable {
+	return r.ApplicationproblemJSON416
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r GetOpenAPISpecResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
 }
 
 // GetBody returns the raw response body bytes
@@ -4795,7 +4918,8 @@ func (c *ClientWithResponses) GetCatalogWithResponse(ctx context.Context, catalo
 //
 // Every FBC blob of the catalog in catalog order, one compact JSON
 // object per line, as catalogd's `/api/v1/all` serves it. Supports
-// byte ranges, so a client can resume an interrupted download.
+// byte ranges, so a client can resume an interrupted download (send
+// If-Range too, so that a catalog changed meanwhile comes whole).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -4996,8 +5120,8 @@ func (c *ClientWithResponses) GetHealthzWithResponse(ctx context.Context, reqEdi
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /openapi.yaml (the `GetOpenAPISpec` operationId).
-func (c *ClientWithResponses) GetOpenAPISpecWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetOpenAPISpecResponse, error) {
-	rsp, err := c.GetOpenAPISpec(ctx, reqEditors...)
+func (c *ClientWithResponses) GetOpenAPISpecWithResponse(ctx context.Context, params *GetOpenAPISpecParams, reqEditors ...RequestEditorFn) (*GetOpenAPISpecResponse, error) {
+	rsp, err := c.GetOpenAPISpec(ctx, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -5223,6 +5347,13 @@ func ParseGetCatalogAllResponse(rsp *http.Response) (*GetCatalogAllResponse, err
 		}
 		response.ApplicationproblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest PreconditionFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON412 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 416:
 		var dest RangeNotSatisfiable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -5243,9 +5374,6 @@ func ParseGetCatalogAllResponse(rsp *http.Response) (*GetCatalogAllResponse, err
 			return nil, err
 		}
 		response.ApplicationproblemJSON503 = &dest
-
-	case rsp.StatusCode == 416:
-		// Content-type (text/plain) unsupported
 
 	}
 
@@ -6316,6 +6444,66 @@ func ParseGetOpenAPISpecResponse(rsp *http.Response) (*GetOpenAPISpecResponse, e
 	response := &GetOpenAPISpecResponse{
 		Body:         bodyBytes,
 		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 304:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest PreconditionFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON412 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 416:
+		var dest RangeNotSatisfiable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON416 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetOpenAPISpecResponse200Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 304:
+		var headers GetOpenAPISpecResponse304Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		response.Headers304 = &headers
+	case rsp.StatusCode == 416:
+		var headers GetOpenAPISpecResponse416Headers
+		if values := rsp.Header.Values("Content-Range"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Range", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentRange = value
+		}
+		response.Headers416 = &headers
 	}
 
 	return response, nil

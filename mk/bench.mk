@@ -22,10 +22,14 @@ $(BENCH_CRD_CATALOG)/.done: test/fbcgen/*.go test/gen/*.go
 	$(GO) run ./test/gen -out $(BENCH_CRD_CATALOG) $(BENCH_CRD_GEN_FLAGS)
 	touch $@
 
+# The 50,000-bundle replaces chain is served in a process of its own too:
+# its upgrade, channel and page latencies (BenchmarkReplacesChainHTTP) are
+# those of one package far longer than any in the generated catalog.
 .PHONY: bench
 bench: $(BENCH_CATALOG)/.done $(BENCH_CRD_CATALOG)/.done
 	CATALOGD_BENCH_CATALOG=$(BENCH_CATALOG) $(GO) test -run '^$$' -bench 'Parse|Build$$|BuildToParse' -benchtime 3x -benchmem ./internal/index/
 	CATALOGD_BENCH_CRD_CATALOG=$(BENCH_CRD_CATALOG) $(GO) test -run '^$$' -bench 'BuildCRDObjects' -benchtime 1x -benchmem ./internal/index/
 	$(GO) test -run '^$$' -bench 'BuildReplacesChain/10000' -benchtime 1x ./internal/index/
 	$(GO) test -run '^$$' -bench 'BuildReplacesChain/50000' -benchtime 1x ./internal/index/
-	CATALOGD_BENCH_CATALOG=$(BENCH_CATALOG) $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./internal/httpapi/
+	CATALOGD_BENCH_CATALOG=$(BENCH_CATALOG) $(GO) test -run '^$$' -bench . -skip 'ReplacesChainHTTP' -benchtime 1x -timeout 30m ./internal/httpapi/
+	$(GO) test -run '^$$' -bench 'ReplacesChainHTTP' -benchtime 1x ./internal/httpapi/

@@ -1,7 +1,9 @@
 # make test-slow: the long stress runs of test/stress, kept out of `make test`
 # for their time (several minutes): 50 SIGKILLs at random points of index
-# builds (TestCrashDuringBuild) and 100 rebuilds under concurrent load
-# (TestRebuildUnderLoad). `make test` runs the short versions. Knobs, from the
+# builds (TestCrashDuringBuild), 100 rebuilds under concurrent load
+# (TestRebuildUnderLoad) and a catalog directory of a million tiny files
+# (TestMillionTinyFiles, about 4 GB of disk while it runs). `make test` runs
+# the short versions. Knobs, from the
 # environment: CATALOGD_STRESS_KILLS, CATALOGD_STRESS_SWAPS,
 # CATALOGD_STRESS_SEED (the kill delays), CATALOGD_STRESS_REQUESTS (the load's
 # request budget).
@@ -11,4 +13,4 @@
 ## test-slow: crash, full-disk, load and hostile-client tests at full length.
 test-slow:
 	CATALOGD_SLOW=1 $(GO) test -count=1 -timeout 60m -v ./test/stress/ 2>&1 | \
-		grep -E '^(=== RUN|--- |PASS|FAIL|ok)|(crash|load|hostile|fuzz|stress)_test.go'
+		grep -E '^(=== RUN|--- |PASS|FAIL|ok)|(crash|load|hostile|files|fuzz|stress)_test.go'

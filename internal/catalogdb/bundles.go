@@ -42,10 +42,12 @@ func (c *Catalog) BundleByName(ctx context.Context, pkg, name string) (Bundle, e
 }
 
 // BundlesByVersion returns the bundles of pkg whose version is written
-// exactly as version, by name.
+// exactly as version, by name. The sort is on +name, which no index
+// serves: on name, SQLite would read the whole package through the (package,
+// name) index to spare sorting the few bundles of one version.
 func (c *Catalog) BundlesByVersion(ctx context.Context, pkg, version string) ([]Bundle, error) {
 	var out []Bundle
-	if err := c.sel(ctx, &out, `SELECT `+bundleColumns+` FROM bundles WHERE package = ? AND version = ? ORDER BY name`, pkg, version); err != nil {
+	if err := c.sel(ctx, &out, `SELECT `+bundleColumns+` FROM bundles WHERE package = ? AND version = ? ORDER BY +name`, pkg, version); err != nil {
 		return nil, fmt.Errorf("find bundles of version %q: %w", version, err)
 	}
 	return out, nil
@@ -53,13 +55,17 @@ func (c *Catalog) BundlesByVersion(ctx context.Context, pkg, version string) ([]
 
 // Bundles returns up to limit bundles of pkg (all with a negative limit)
 // ranked below below, newest first; only those in channel unless it is "".
+// The channel is checked per bundle read, so a page costs the bundles read
+// until it is full: about its length, unless the channel holds few of the
+// package's bundles. A list of the channel's bundles (name IN ...) was
+// built whole for every page instead, 20 ms for a channel of 50,000.
 func (c *Catalog) Bundles(ctx context.Context, pkg, channel string, below int64, limit int) ([]Bundle, error) {
 	var rows []Bundle
 	var err error
 	if channel != "" {
-		err = c.sel(ctx, &rows, `SELECT `+bundleColumns+` FROM bundles WHERE package = ? AND version_rank < ?
-			AND name IN (SELECT bundle FROM channel_entries WHERE package = ? AND channel = ?)
-			ORDER BY version_rank DESC LIMIT ?`, pkg, below, pkg, channel, limit)
+		err = c.sel(ctx, &rows, `SELECT `+bundleColumns+` FROM bundles b WHERE package = ? AND version_rank < ?
+			AND EXISTS (SELECT 1 FROM channel_entries e WHERE e.package = b.package AND e.bundle = b.name AND e.channel = ?)
+			ORDER BY version_rank DESC LIMIT ?`, pkg, below, channel, limit)
 	} else {
 		err = c.sel(ctx, &rows, `SELECT `+bundleColumns+` FROM bundles WHERE package = ? AND version_rank < ?
 			ORDER BY version_rank DESC LIMIT ?`, pkg, below, limit)

@@ -41,7 +41,10 @@ func (c *Catalog) UpgradesFrom(ctx context.Context, pkg string, src Bundle, chan
 		t.rules = append(t.rules, rule)
 	}
 	// Entries without a bundle are recorded validation problems, not
-	// upgrades: the joins leave them out.
+	// upgrades: the joins leave them out. CROSS JOIN keeps the few entries
+	// found first: given the choice, SQLite reads every bundle of the
+	// package and looks each up among them, which took 11 ms a request for
+	// a package of 50,000 bundles (BenchmarkReplacesChainHTTP).
 	var edges []struct {
 		Bundle  string `db:"bundle"`
 		Channel string `db:"channel"`
@@ -56,7 +59,7 @@ func (c *Catalog) UpgradesFrom(ctx context.Context, pkg string, src Bundle, chan
 			SELECT e.bundle, e.channel, 'skips' AS rule, 1 AS part, e.id FROM channel_entry_skips s
 			JOIN channel_entries e ON e.id = s.entry_id
 			WHERE s.package = ? AND s.skip = ?) x
-		JOIN bundles b ON b.package = ? AND b.name = x.bundle
+		CROSS JOIN bundles b ON b.package = ? AND b.name = x.bundle
 		WHERE ? = '' OR x.channel = ?
 		ORDER BY x.part, x.id`, pkg, src.Name, pkg, src.Name, pkg, channel, channel); err != nil {
 		return client.UpgradeList{}, fmt.Errorf("find entries replacing or skipping %q: %w", src.Name, err)

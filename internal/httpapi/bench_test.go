@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -20,6 +21,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/jmoiron/sqlx"
 
+	"github.com/catalogd/catalogd/client"
 	"github.com/catalogd/catalogd/internal/catalogs"
 	"github.com/catalogd/catalogd/internal/index"
 	"github.com/catalogd/catalogd/internal/store"
@@ -32,24 +34,11 @@ import (
 // concurrent clients, and the peak RSS while serving.
 func BenchmarkHTTP(b *testing.B) {
 	dir := benchenv.Catalog(b)
-	store, err := store.New(b.TempDir(), logr.Discard())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer store.Close()
-	reg := catalogs.NewTable()
+	var cats []benchCatalog
 	for i, name := range []string{"one", "two", "three"} {
-		if _, _, _, err := store.Update(context.Background(), name, index.Source{FS: os.DirFS(dir), Ref: dir, Digest: fmt.Sprintf("sha256:%d", i)}); err != nil {
-			b.Fatal(err)
-		}
-		reg.Put(catalogs.Catalog{Name: name, Source: dir, State: catalogs.Serving})
+		cats = append(cats, benchCatalog{name, index.Source{FS: os.DirFS(dir), Ref: dir, Digest: fmt.Sprintf("sha256:%d", i)}})
 	}
-	api, err := New(reg, store, Options{Log: logr.Discard()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	srv := httptest.NewServer(api)
-	defer srv.Close()
+	store, srv := benchServer(b, cats...)
 
 	snap, err := store.Acquire("one")
 	if err != nil {
@@ -115,30 +104,10 @@ func BenchmarkHTTP(b *testing.B) {
 	}
 	debug.FreeOSMemory()
 	benchenv.ResetPeakRSS()
-	get := func(path string) {
-		resp, err := http.Get(srv.URL + path)
-		if err != nil {
-			b.Fatal(err)
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != 200 {
-			b.Fatalf("%s: status %d", path, resp.StatusCode)
-		}
-	}
-	const n = 1000
 	for _, ep := range endpoints {
 		b.Run(ep.name, func(b *testing.B) {
 			for b.Loop() {
-				lat := make([]time.Duration, n)
-				for i := range lat {
-					start := time.Now()
-					get(ep.path)
-					lat[i] = time.Since(start)
-				}
-				sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-				b.ReportMetric(float64(lat[n/2].Microseconds())/1000, "p50-ms")
-				b.ReportMetric(float64(lat[n*99/100].Microseconds())/1000, "p99-ms")
+				reportLatency(b, srv.URL+ep.path, 1000)
 			}
 		})
 	}
@@ -152,7 +121,7 @@ func BenchmarkHTTP(b *testing.B) {
 				go func(w int) {
 					defer wg.Done()
 					for i := w; time.Now().Before(deadline); i++ {
-						get(endpoints[4+i%12].path)
+						benchGet(b, srv.URL+endpoints[4+i%12].path)
 						done.Add(1)
 					}
 				}(w)
@@ -187,22 +156,7 @@ func BenchmarkBundleManyProperties(b *testing.B) {
 	if err := os.WriteFile(filepath.Join(dir, "c.json"), []byte(catalog), 0o644); err != nil {
 		b.Fatal(err)
 	}
-	store, err := store.New(b.TempDir(), logr.Discard())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer store.Close()
-	reg := catalogs.NewTable()
-	if _, _, _, err := store.Update(context.Background(), "one", index.Source{FS: os.DirFS(dir), Ref: dir, Digest: "sha256:1"}); err != nil {
-		b.Fatal(err)
-	}
-	reg.Put(catalogs.Catalog{Name: "one", Source: dir, State: catalogs.Serving})
-	api, err := New(reg, store, Options{Log: logr.Discard()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	srv := httptest.NewServer(api)
-	defer srv.Close()
+	_, srv := benchServer(b, benchCatalog{"one", index.Source{FS: os.DirFS(dir), Ref: dir, Digest: "sha256:1"}})
 	for b.Loop() {
 		resp, err := http.Get(srv.URL + "/catalogs/one/packages/p/bundles/p.v1.0.0")
 		if err != nil {
@@ -214,4 +168,115 @@ func BenchmarkBundleManyProperties(b *testing.B) {
 			b.Fatalf("status %d", resp.StatusCode)
 		}
 	}
+}
+
+// BenchmarkReplacesChainHTTP serves one package whose single channel is a
+// replaces chain of 50,000 bundles (the catalog BenchmarkBuildReplacesChain
+// builds) over loopback HTTP and reports p50/p99 latency of what a client
+// of such a package asks: the upgrades from the oldest bundle and from one
+// in the middle (each one edge and the head, which must not cost more for
+// a longer chain), the channel (all 50,000 entries: the endpoint has no
+// limit) and the channel's bundles a page of 100 at a time.
+func BenchmarkReplacesChainHTTP(b *testing.B) {
+	const n = 50_000
+	fsys := fbcgen.ReplacesChain("chain", n, false)
+	_, srv := benchServer(b, benchCatalog{"one", index.Source{FS: fsys, Ref: "chain", Digest: "sha256:chain"}})
+	base := srv.URL + "/catalogs/one/packages/chain"
+	// The answers are checked once, so that a fast wrong answer cannot pass
+	// for a fast one.
+	for _, from := range []int{1, n / 2} {
+		var list client.UpgradeList
+		benchGetJSON(b, fmt.Sprintf("%s/upgrades?from=chain.v1.0.%d", base, from), &list)
+		want := fmt.Sprintf("chain.v1.0.%d", from+1)
+		if len(list.Items) != 1 || list.Items[0].Name != want || len(list.Heads) != 1 || list.Heads[0].Name != fmt.Sprintf("chain.v1.0.%d", n) {
+			b.Fatalf("upgrades from chain.v1.0.%d: %+v, want %s and the head chain.v1.0.%d", from, list, want, n)
+		}
+	}
+	var ch client.Channel
+	if benchGetJSON(b, base+"/channels/stable", &ch); len(ch.Entries) != n {
+		b.Fatalf("channel stable has %d entries, want %d", len(ch.Entries), n)
+	}
+	endpoints := []struct {
+		name, path string
+		requests   int
+	}{
+		{"upgrades-from-oldest", fmt.Sprintf("/upgrades?from=chain.v1.0.%d", 1), 1000},
+		{"upgrades-from-middle", fmt.Sprintf("/upgrades?from=chain.v1.0.%d", n/2), 1000},
+		{"upgrades-from-middle-by-version", fmt.Sprintf("/upgrades?from=1.0.%d", n/2), 1000},
+		{"channel-50000-entries", "/channels/stable", 50},
+		{"channel-bundles-100", "/bundles?channel=stable&limit=100", 1000},
+	}
+	for _, ep := range endpoints {
+		b.Run(ep.name, func(b *testing.B) {
+			for b.Loop() {
+				reportLatency(b, base+ep.path, ep.requests)
+			}
+		})
+	}
+}
+
+// benchCatalog is a catalog benchServer serves.
+type benchCatalog struct {
+	name string
+	src  index.Source
+}
+
+// benchServer indexes the catalogs and serves them over loopback HTTP until
+// the benchmark ends.
+func benchServer(b *testing.B, cats ...benchCatalog) (*store.Store, *httptest.Server) {
+	b.Helper()
+	store, err := store.New(b.TempDir(), logr.Discard())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { store.Close() })
+	reg := catalogs.NewTable()
+	for _, c := range cats {
+		if _, _, _, err := store.Update(context.Background(), c.name, c.src); err != nil {
+			b.Fatal(err)
+		}
+		reg.Put(catalogs.Catalog{Name: c.name, Source: c.src.Ref, State: catalogs.Serving})
+	}
+	api, err := New(reg, store, Options{Log: logr.Discard()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := httptest.NewServer(api)
+	b.Cleanup(srv.Close)
+	return store, srv
+}
+
+// benchGet fetches addr and reads the answer, which must be a 200.
+func benchGet(b *testing.B, addr string) []byte {
+	resp, err := http.Get(addr)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		b.Fatalf("%s: status %d, %v", addr, resp.StatusCode, err)
+	}
+	return body
+}
+
+// benchGetJSON fetches addr and decodes its JSON answer into v.
+func benchGetJSON(b *testing.B, addr string, v any) {
+	if err := json.Unmarshal(benchGet(b, addr), v); err != nil {
+		b.Fatalf("%s: %v", addr, err)
+	}
+}
+
+// reportLatency fetches addr n times, one after the other, and reports the
+// p50 and p99 latency.
+func reportLatency(b *testing.B, addr string, n int) {
+	lat := make([]time.Duration, n)
+	for i := range lat {
+		start := time.Now()
+		benchGet(b, addr)
+		lat[i] = time.Since(start)
+	}
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	b.ReportMetric(float64(lat[n/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(lat[n*99/100].Microseconds())/1000, "p99-ms")
 }

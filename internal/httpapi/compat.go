@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"compress/gzip"
 	"context"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/catalogd/catalogd/internal/catalogdb"
 
@@ -93,14 +95,92 @@ func (s *Server) serveAll(w http.ResponseWriter, r *http.Request, snap *store.Sn
 		}
 		return s.writeGzip(w, r, etag, snap, reader)
 	}
-	if err := checkRanges(r.Header.Get("Range"), snap.Info.AllBytes); err != nil {
-		w.Header().Set("Content-Range", fmt.Sprintf("bytes */%d", snap.Info.AllBytes))
-		return err
-	}
 	setValidators(w, representationETag(etag, false), snap.Info.BuiltAt)
 	w.Header().Set("Content-Type", jsonlType)
-	http.ServeContent(w, r, "", snap.Info.BuiltAt, reader)
-	return nil
+	return serveRanged(w, r, snap.Info.BuiltAt, reader, snap.Info.AllBytes)
+}
+
+// serveRanged answers content (size bytes) through http.ServeContent, which
+// implements Range, If-Range and the conditional headers, once checkRanges
+// has let the Range header through. ServeContent writes its own error
+// answers (416, 412) as text/plain; they are held back and returned as
+// problems, so that these endpoints answer errors like every other.
+func serveRanged(w http.ResponseWriter, r *http.Request, modified time.Time, content io.ReadSeeker, size int64) error {
+	rangeHeader := r.Header.Get("Range")
+	if unit, _, ok := strings.Cut(rangeHeader, "="); ok && !strings.EqualFold(strings.TrimSpace(unit), "bytes") {
+		// RFC 9110 §14.2: a Range in a unit the server does not support is
+		// ignored; ServeContent would refuse it.
+		r = r.Clone(r.Context())
+		r.Header.Del("Range")
+		rangeHeader = ""
+	}
+	// RFC 9110 §15.5.17: a 416 gives the length, so the client can ask again.
+	contentRange := fmt.Sprintf("bytes */%d", size)
+	if err := checkRanges(rangeHeader, size); err != nil {
+		w.Header().Set("Content-Range", contentRange)
+		return err
+	}
+	ew := &errorHolder{ResponseWriter: w}
+	http.ServeContent(ew, r, "", modified, content)
+	switch ew.status {
+	case 0:
+		return nil
+	case http.StatusRequestedRangeNotSatisfiable:
+		w.Header().Set("Content-Range", contentRange)
+		return rangeProblem("Range %s cannot be answered from the %d bytes of the content: %s",
+			quoteShort(rangeHeader), size, strings.TrimSpace(ew.text.String()))
+	case http.StatusPreconditionFailed:
+		param, detail := "If-Unmodified-Since", "the content changed after the If-Unmodified-Since date"
+		if r.Header.Get("If-Match") != "" {
+			param, detail = "If-Match", "If-Match names no ETag of the current content"
+		}
+		return &problem{status: http.StatusPreconditionFailed, typ: "precondition-failed", param: param, detail: detail}
+	default:
+		return fmt.Errorf("serve content: status %d: %s", ew.status, strings.TrimSpace(ew.text.String()))
+	}
+}
+
+func rangeProblem(format string, args ...any) *problem {
+	return &problem{status: http.StatusRequestedRangeNotSatisfiable, typ: "range-not-satisfiable", param: "Range", detail: fmt.Sprintf(format, args...)}
+}
+
+// errorHolder passes an answer through unless its status is an error: then
+// it keeps the status and the start of the body instead of sending them.
+type errorHolder struct {
+	http.ResponseWriter
+	status int
+	text   bytes.Buffer
+}
+
+// maxHeldText bounds the error text kept; ServeContent's are one line.
+const maxHeldText = 256
+
+func (e *errorHolder) WriteHeader(code int) {
+	if code >= http.StatusBadRequest {
+		e.status = code
+		return
+	}
+	e.ResponseWriter.WriteHeader(code)
+}
+
+func (e *errorHolder) Write(p []byte) (int, error) {
+	if e.status == 0 {
+		return e.ResponseWriter.Write(p)
+	}
+	e.text.Write(p[:min(len(p), max(0, maxHeldText-e.text.Len()))])
+	return len(p), nil
+}
+
+func (e *errorHolder) Unwrap() http.ResponseWriter { return e.ResponseWriter }
+
+// quoteShort quotes a header value for a problem detail, cut to a length
+// worth reading: the client knows what it sent.
+func quoteShort(s string) string {
+	const maxLen = 80
+	if len(s) > maxLen {
+		return strconv.Quote(s[:maxLen]) + "…"
+	}
+	return strconv.Quote(s)
 }
 
 // maxRanges is the most ranges one request may ask for. Resuming a
@@ -110,9 +190,9 @@ const maxRanges = 16
 
 // checkRanges rejects, with 416, a Range header of more than maxRanges
 // ranges or of ranges that overlap (RFC 9110 §14.2 lets a server reject
-// both: they are signs of a broken client or of an attack). Anything else,
-// including syntax errors, is left to http.ServeContent, which answers
-// them as RFC 9110 says.
+// both: they are signs of a broken client or of an attack), or with a
+// suffix range of 0 bytes. Anything else, including syntax errors, is left
+// to http.ServeContent, which answers them as RFC 9110 says.
 func checkRanges(header string, size int64) error {
 	spec, ok := strings.CutPrefix(header, "bytes=")
 	if !ok {
@@ -120,8 +200,7 @@ func checkRanges(header string, size int64) error {
 	}
 	parts := strings.Split(spec, ",")
 	if len(parts) > maxRanges {
-		return &problem{status: http.StatusRequestedRangeNotSatisfiable, typ: "range-not-satisfiable", param: "Range",
-			detail: fmt.Sprintf("Range asks for %d ranges; at most %d are answered", len(parts), maxRanges)}
+		return rangeProblem("Range asks for %d ranges; at most %d are answered", len(parts), maxRanges)
 	}
 	type span struct{ from, to int64 } // inclusive
 	var spans []span
@@ -136,6 +215,12 @@ func checkRanges(header string, size int64) error {
 			n, err := strconv.ParseInt(last, 10, 64)
 			if err != nil {
 				return nil
+			}
+			if n == 0 {
+				// RFC 9110 §14.1.3: not satisfiable. http.ServeContent
+				// answers it with an empty 206 whose Content-Range ends
+				// before it starts.
+				return rangeProblem("Range asks for the last 0 bytes (%q), which is no bytes at all", strings.TrimSpace(p))
 			}
 			sp = span{max(0, size-n), size - 1}
 		default:
@@ -154,8 +239,7 @@ func checkRanges(header string, size int64) error {
 		}
 		for _, o := range spans {
 			if sp.from <= o.to && o.from <= sp.to {
-				return &problem{status: http.StatusRequestedRangeNotSatisfiable, typ: "range-not-satisfiable", param: "Range",
-					detail: fmt.Sprintf("Range asks for overlapping ranges (%d-%d and %d-%d); ask for each byte once", o.from, o.to, sp.from, sp.to)}
+				return rangeProblem("Range asks for overlapping ranges (%d-%d and %d-%d); ask for each byte once", o.from, o.to, sp.from, sp.to)
 			}
 		}
 		spans = append(spans, sp)

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -15,8 +16,24 @@ import (
 	"github.com/catalogd/catalogd/internal/store"
 )
 
-// fullScan matches a plan step that reads a whole table, not through an index.
+// fullScan matches a plan step that reads a whole table (or a subquery's
+// rows, which the test tells apart), not through an index.
 var fullScan = regexp.MustCompile(`^SCAN (\w+)$`)
+
+// wholePackage matches a plan step that reads every row of a package
+// through an index; wholePackage's tables are those that grow with the
+// package's bundles, where an answer of one bundle or one page then costs
+// as much as the package is long.
+var (
+	wholePackage       = regexp.MustCompile(`^SEARCH \w+ USING (?:COVERING )?INDEX (\w+) \(package=\?\)$`)
+	wholePackageTables = []string{"bundles", "channel_entries", "channel_entry_skips"}
+)
+
+// wholePackageByDesign are the statements that read a package whole on
+// purpose: its skipRanges, parsed once per index file and kept.
+var wholePackageByDesign = []string{
+	"FROM channel_entries e JOIN bundles b ON b.package = e.package AND b.name = e.bundle WHERE e.package = ? AND e.skip_range != ''",
+}
 
 // wholeTableByDesign are the statements that read every row on purpose: the
 // list of all problems, the unfiltered blob stream, and what is read once
@@ -30,7 +47,8 @@ var wholeTableByDesign = []string{
 
 // TestQueryPlans runs every endpoint through connections that record each
 // statement, then checks with EXPLAIN QUERY PLAN that each one is served by
-// an index, so no request grows with the catalog's size.
+// an index, so no request grows with the catalog's size, nor reads a
+// package whole.
 func TestQueryPlans(t *testing.T) {
 	store, err := store.New(t.TempDir(), testr.New(t))
 	if err != nil {
@@ -83,6 +101,21 @@ func TestQueryPlans(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer explain.Close()
+	var tableNames []string
+	if err := explain.Select(&tableNames, `SELECT name FROM sqlite_schema WHERE type = 'table'`); err != nil {
+		t.Fatal(err)
+	}
+	var indexes []struct {
+		Name  string `db:"name"`
+		Table string `db:"tbl_name"`
+	}
+	if err := explain.Select(&indexes, `SELECT name, tbl_name FROM sqlite_schema WHERE type = 'index'`); err != nil {
+		t.Fatal(err)
+	}
+	indexTable := map[string]string{}
+	for _, ix := range indexes {
+		indexTable[ix.Name] = ix.Table
+	}
 	n := 0
 	ti.seen.Range(func(k, _ any) bool {
 		query := k.(string)
@@ -107,13 +140,20 @@ func TestQueryPlans(t *testing.T) {
 			}
 			plan = append(plan, detail)
 		}
-		byDesign := false
+		flat := strings.Join(strings.Fields(query), " ")
+		byDesign, packageByDesign := false, false
 		for _, d := range wholeTableByDesign {
-			byDesign = byDesign || strings.Contains(strings.Join(strings.Fields(query), " "), d)
+			byDesign = byDesign || strings.Contains(flat, d)
+		}
+		for _, d := range wholePackageByDesign {
+			packageByDesign = packageByDesign || strings.Contains(flat, d)
 		}
 		for _, step := range plan {
-			if m := fullScan.FindStringSubmatch(step); m != nil && !byDesign {
+			if m := fullScan.FindStringSubmatch(step); m != nil && slices.Contains(tableNames, m[1]) && !byDesign {
 				t.Errorf("full scan of %s in:\n%s\nplan: %v", m[1], query, plan)
+			}
+			if m := wholePackage.FindStringSubmatch(step); m != nil && slices.Contains(wholePackageTables, indexTable[m[1]]) && !packageByDesign {
+				t.Errorf("a whole package read (%s) in:\n%s\nplan: %v", step, query, plan)
 			}
 		}
 		return true

@@ -534,7 +534,7 @@ func TestErrors(t *testing.T) {
 		{"/catalogs/waiting/packages", 503, "catalog-not-ready", "catalog", nil},
 		{"/catalogs/off/packages", 503, "catalog-unavailable", "catalog", nil},
 		{"/catalogs/demo/packages/paper-lantern/icon", 404, "not-found", "package", nil},
-		{"/catalogs/demo/api/v1/all", 416, "", "", map[string]string{"Range": "bytes=999999999-"}},
+		{"/catalogs/demo/api/v1/all", 416, "range-not-satisfiable", "Range", map[string]string{"Range": "bytes=999999999-"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.path, func(t *testing.T) {

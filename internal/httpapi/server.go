@@ -97,7 +97,7 @@ func New(cats Catalogs, idx Indexes, opts Options) (*Server, error) {
 	})
 	r.Get("/healthz", plainOK)
 	r.Get("/readyz", plainOK)
-	r.Get("/openapi.yaml", serveSpec)
+	r.Get("/openapi.yaml", s.serveSpec)
 	r.Get("/catalogs", s.listCatalogs)
 	r.Get("/providers", s.listAllProviders)
 	r.Route("/catalogs/{catalog}", func(r chi.Router) {
@@ -125,11 +125,14 @@ func plainOK(w http.ResponseWriter, _ *http.Request) {
 	_, _ = w.Write([]byte("ok\n"))
 }
 
-func serveSpec(w http.ResponseWriter, r *http.Request) {
+func (s *Server) serveSpec(w http.ResponseWriter, r *http.Request) {
 	sum := sha256.Sum256(catalogd.OpenAPISpec)
 	w.Header().Set("Content-Type", "application/yaml")
 	w.Header().Set("ETag", `"`+hex.EncodeToString(sum[:8])+`"`)
-	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(catalogd.OpenAPISpec))
+	spec := bytes.NewReader(catalogd.OpenAPISpec)
+	if err := serveRanged(w, r, time.Time{}, spec, spec.Size()); err != nil {
+		s.writeProblem(w, r, err)
+	}
 }
 
 // problem is an error answered as an RFC 9457 problem document.
@@ -152,6 +155,7 @@ var problemTitles = map[string]string{
 	"catalog-not-ready":      "Catalog not indexed yet",
 	"catalog-unavailable":    "Catalog unavailable",
 	"range-not-satisfiable":  "Range not satisfiable",
+	"precondition-failed":    "Precondition failed",
 	"internal":               "Internal error",
 	"channel-head-ambiguous": "Channel head is ambiguous",
 }

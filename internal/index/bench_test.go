@@ -130,7 +130,7 @@ func BenchmarkBuildCRDObjects(b *testing.B) {
 func BenchmarkBuildReplacesChain(b *testing.B) {
 	for _, n := range []int{10_000, 50_000} {
 		b.Run(strconv.Itoa(n), func(b *testing.B) {
-			fsys := chainCatalog("chain", n)
+			fsys := fbcgen.ReplacesChain("chain", n, false)
 			tmp := b.TempDir()
 			runtime.GC()
 			benchenv.ResetPeakRSS()

@@ -15,6 +15,7 @@ import (
 	"io/fs"
 	"net/url"
 	"os"
+	"slices"
 	"sync"
 	"time"
 	"unicode"
@@ -221,7 +222,7 @@ func walk(ctx context.Context, fsys fs.FS, limits walkLimits, add func(context.C
 		return errors.New("parse catalog: no filesystem given")
 	}
 	content := limits.content.withDefaults()
-	paths, err := catalogFiles(fsys)
+	paths, err := catalogFiles(fsys, content)
 	if err != nil {
 		return fmt.Errorf("list catalog files: %w", err)
 	}
@@ -385,23 +386,36 @@ func (b *byteBudget) advance(file int) {
 }
 
 // catalogFiles lists the catalog's files as declcfg walks them: lexical
-// order, skipping .indexignore files and what their patterns match.
-func catalogFiles(fsys fs.FS) ([]string, error) {
-	matcher, err := ignore.NewMatcher(fsys, ".indexignore")
-	if err != nil {
-		return nil, err
-	}
+// order, skipping .indexignore files and what their patterns match. The
+// entries are counted against limits.Files before the ignore matcher walks
+// the whole tree in its turn.
+func catalogFiles(fsys fs.FS, limits Limits) ([]string, error) {
 	var paths []string
-	err = fs.WalkDir(fsys, ".", func(path string, d fs.DirEntry, err error) error {
+	entries := 0
+	err := fs.WalkDir(fsys, ".", func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		if !d.IsDir() && d.Name() != ".indexignore" && !matcher.Match(path, false) {
+		if path == "." {
+			return nil
+		}
+		entries++
+		if err := limits.CheckFiles(entries); err != nil {
+			return err
+		}
+		if !d.IsDir() && d.Name() != ".indexignore" {
 			paths = append(paths, path)
 		}
 		return nil
 	})
-	return paths, err
+	if err != nil {
+		return nil, err
+	}
+	matcher, err := ignore.NewMatcher(fsys, ".indexignore")
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(paths, func(p string) bool { return matcher.Match(p, false) }), nil
 }
 
 // parseFile streams one file's blobs into out and closes it; a failure is

@@ -370,8 +370,8 @@ func buildProblems(t *testing.T, fsys fstest.MapFS) (*sqlx.DB, Stats, map[string
 }
 
 func TestProblemsRecorded(t *testing.T) {
-	fsys := chainCatalog("good", 2)
-	for k, v := range chainCatalog("broken", 2) {
+	fsys := fbcgen.ReplacesChain("good", 2, false)
+	for k, v := range fbcgen.ReplacesChain("broken", 2, false) {
 		fsys[k] = v
 	}
 	// A channel naming a bundle that does not exist, and a custom schema.
@@ -544,7 +544,7 @@ func TestCatalogInfo(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "index.db")
 			built := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
-			src := Source{FS: chainCatalog("x", 1), Ref: "quay.io/x:1", Digest: "sha256:abc", ReadDigest: tc.readDigest}
+			src := Source{FS: fbcgen.ReplacesChain("x", 1, false), Ref: "quay.io/x:1", Digest: "sha256:abc", ReadDigest: tc.readDigest}
 			stats, err := Build(context.Background(), path, src, built)
 			if err != nil {
 				t.Fatal(err)
@@ -617,7 +617,7 @@ func (f *countedFile) Close() error {
 func TestBuildClosesWhatItOpens(t *testing.T) {
 	many := fstest.MapFS{}
 	for i := range 64 {
-		maps.Copy(many, chainCatalog(fmt.Sprintf("p%02d", i), 50))
+		maps.Copy(many, fbcgen.ReplacesChain(fmt.Sprintf("p%02d", i), 50, false))
 	}
 	broken := maps.Clone(many)
 	broken["p00/catalog.json"] = &fstest.MapFile{Data: []byte(`{"schema":"olm.package","name":"p00"}` + "\n" + `{"schema":`)}
@@ -684,7 +684,7 @@ func TestSchemaApplied(t *testing.T) {
 	}
 
 	path := filepath.Join(t.TempDir(), "index.db")
-	if _, err := Build(context.Background(), path, Source{FS: chainCatalog("x", 1), Ref: "x", Digest: "sha256:abc"}, time.Now()); err != nil {
+	if _, err := Build(context.Background(), path, Source{FS: fbcgen.ReplacesChain("x", 1, false), Ref: "x", Digest: "sha256:abc"}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	db := sqlx.MustOpen("sqlite", FileURI(path, url.Values{"mode": {"ro"}}))

@@ -51,6 +51,16 @@ func hugeBlob(n int) string {
 	return `{"schema":"io.example.huge","name":"h","data":"` + strings.Repeat("A", n) + `"}`
 }
 
+// tinyFiles is a catalog of n files of one small blob each, in one
+// directory.
+func tinyFiles(n int) map[string]string {
+	files := make(map[string]string, n)
+	for i := range n {
+		files[fmt.Sprintf("tiny/%07d.json", i)] = fmt.Sprintf(`{"schema":"io.example.tiny","name":"t%d"}`, i)
+	}
+	return files
+}
+
 // TestBadContent builds catalogs that are wrong in one way each. Content
 // that is not a catalog fails the build with an error naming the file and
 // saying what is wrong; a package that is a catalog but not a valid one is
@@ -158,6 +168,16 @@ func TestBadContent(t *testing.T) {
 		{name: "file over a set limit", limits: Limits{FileBytes: 100},
 			files:   map[string]string{"a/small.json": pkgP, "b/c.json": string(lines(pkgP, pkgP))},
 			wantErr: []string{"parse b/c.json", "limit of 100 bytes per catalog file"}},
+		{name: "more entries than a set limit", limits: Limits{Files: 3},
+			files:   map[string]string{"a/c.json": `{"schema":"io.example.note"}`, "b/d.json": `{"schema":"io.example.note"}`},
+			wantErr: []string{"more than 3 files and directories, the limit per catalog"}},
+		{name: "entries at a set limit", limits: Limits{Files: 4},
+			files: map[string]string{"a/c.json": `{"schema":"io.example.note"}`, "b/d.json": `{"schema":"io.example.note"}`}},
+		{name: "ignored files count against the limit", limits: Limits{Files: 2},
+			files:   map[string]string{".indexignore": "ignored.json\n", "ignored.json": pkgP, "c.json": pkgP},
+			wantErr: []string{"more than 2 files and directories"}},
+		{name: "more entries than the default limit", files: tinyFiles(DefaultFiles + 1),
+			wantErr: []string{fmt.Sprintf("more than %d files and directories, the limit per catalog", DefaultFiles)}},
 		{name: "JSON nested 100,000 deep", files: map[string]string{"n.json": nested(100_000)},
 			wantErr: []string{"parse n.json", "exceeded max depth"}},
 		{name: "YAML nested 100,000 deep", files: map[string]string{"n.yaml": "schema: x\nv: " + strings.Repeat("[", 100_000) + strings.Repeat("]", 100_000) + "\n"},

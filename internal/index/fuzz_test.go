@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
+
+	"github.com/catalogd/catalogd/test/fbcgen"
 )
 
 // FuzzBuild feeds arbitrary bytes to the index as a catalog file: a build
@@ -20,7 +22,7 @@ import (
 // file behind; it never panics.
 func FuzzBuild(f *testing.F) {
 	for _, seed := range []string{
-		string(chainCatalog("foo", 2)["foo/catalog.json"].Data),
+		string(fbcgen.ReplacesChain("foo", 2, false)["foo/catalog.json"].Data),
 		"schema: olm.package\nname: p\ndefaultChannel: c\n---\nschema: olm.channel\npackage: p\nname: c\nentries:\n- name: p.v1\n  skipRange: '>=1.0.0 <'\n",
 		`{"schema":"olm.bundle","name":"b","package":"p","properties":[{"type":"olm.package","value":"not an object"}]}`,
 		`{"schema":"olm.deprecations","package":"p","entries":[{"reference":{"schema":"olm.bundle"}}]}`,
@@ -45,7 +47,7 @@ func FuzzBuild(f *testing.F) {
 // typed decoding, without SQLite, which makes FuzzBuild slow to fuzz): every
 // input either parses or fails with an error, and what parses has a schema.
 func FuzzParse(f *testing.F) {
-	f.Add([]byte(chainCatalog("foo", 2)["foo/catalog.json"].Data))
+	f.Add([]byte(fbcgen.ReplacesChain("foo", 2, false)["foo/catalog.json"].Data))
 	f.Add([]byte("schema: olm.bundle\nname: b\nproperties:\n- type: olm.gvk\n  value: {group: g, kind: K, version: v1}\n"))
 	f.Add([]byte(`{"schema":"olm.channel","entries":"not a list"}`))
 	f.Add([]byte("---\n---\nschema: x\n"))
@@ -92,7 +94,7 @@ func FuzzCanonicalMeta(f *testing.F) {
 // walk rejects too.
 func FuzzWalkMatchesDeclcfg(f *testing.F) {
 	for _, seed := range []string{
-		string(chainCatalog("foo", 2)["foo/catalog.json"].Data),
+		string(fbcgen.ReplacesChain("foo", 2, false)["foo/catalog.json"].Data),
 		`{"schema":"a"}{"schema":"b"}` + "\n" + `{"schema":"c"}`,
 		`{schema: a, name: flow}` + "\n---\nschema: b\n",
 		`{"schema":"a"}` + "\nschema: b\n",

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+
+	"github.com/catalogd/catalogd/test/fbcgen"
 )
 
 // TestBuildPathsWithURICharacters builds into directories whose names hold
@@ -25,7 +27,7 @@ func TestBuildPathsWithURICharacters(t *testing.T) {
 				t.Fatal(err)
 			}
 			path := filepath.Join(dir, "index.db")
-			src := chainCatalog("p", 3)
+			src := fbcgen.ReplacesChain("p", 3, false)
 			stats, err := Build(context.Background(), path, Source{FS: src, Digest: "sha256:uri"}, time.Now())
 			if err != nil {
 				t.Fatal(err)

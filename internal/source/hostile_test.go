@@ -13,6 +13,8 @@ import (
 	"testing/fstest"
 	"time"
 
+	"github.com/go-logr/logr"
+
 	"github.com/catalogd/catalogd/internal/index"
 )
 
@@ -307,6 +309,27 @@ func TestDirCancelled(t *testing.T) {
 	cancel()
 	if _, err := DirContext(ctx, dir); !errors.Is(err, context.Canceled) {
 		t.Errorf("DirContext with a cancelled context = %v, want context.Canceled", err)
+	}
+}
+
+// TestDirFileLimit: the digest walk stops once the tree holds more entries
+// than the index's file limit, with the index's own error, and a tree
+// within the limit digests.
+func TestDirFileLimit(t *testing.T) {
+	dir := t.TempDir()
+	writeTree(t, dir, map[string]string{"a/1.json": "{}", "a/2.json": "{}", "b/3.json": "{}"}) // five entries
+	tests := []struct {
+		files int
+		fails bool
+	}{{4, true}, {5, false}}
+	for _, tc := range tests {
+		_, err := walkDir(t.Context(), logr.Discard(), dir, index.Limits{Files: tc.files})
+		switch {
+		case tc.fails && (!errors.Is(err, index.ErrInvalidCatalog) || !strings.Contains(err.Error(), "more than 4 files and directories, the limit per catalog")):
+			t.Errorf("limit %d: error %v, want the index's file limit error", tc.files, err)
+		case !tc.fails && err != nil:
+			t.Errorf("limit %d: %v", tc.files, err)
+		}
 	}
 }
 

@@ -10,6 +10,7 @@
 package source
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -19,7 +20,9 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -91,6 +94,11 @@ func Dir(path string) (index.Source, error) {
 // counts as a record of kind 'u', which no walk produces, so that the digest
 // matches no directory and the next sync builds again.
 //
+// A tree of more entries than index.DefaultFiles is refused with the
+// index's own error (index.Limits.CheckFiles), as soon as the walk passes
+// the limit: the index would refuse it anyway, and walking on would hold
+// every path of a tree of any size.
+//
 // Error messages name content by its path relative to the catalog directory
 // and never include the directory's own path, which is the server's: callers
 // that want it there add it.
@@ -113,7 +121,8 @@ func DirContext(ctx context.Context, path string) (index.Source, error) {
 		return index.Source{}, errors.New("read catalog directory: not a directory")
 	}
 	log := logr.FromContextOrDiscard(ctx)
-	snap, err := walkDir(ctx, log, resolved)
+	// The index reads with the default limits too (Source.Limits is zero).
+	snap, err := walkDir(ctx, log, resolved, index.Limits{})
 	if err != nil {
 		return index.Source{}, fmt.Errorf("digest catalog directory: %w", err)
 	}
@@ -144,57 +153,57 @@ type entry struct {
 }
 
 // walkDir walks the tree under root, which must be a real (link-free)
-// absolute path, hashing every file in it.
-func walkDir(ctx context.Context, log logr.Logger, root string) (*snapshot, error) {
+// absolute path, hashing every file in it. It fails as soon as the tree
+// holds more entries than limits allow, before it has listed them all (see
+// listDir).
+func walkDir(ctx context.Context, log logr.Logger, root string, limits index.Limits) (*snapshot, error) {
 	snap := &snapshot{listings: map[string][]fs.DirEntry{".": {}}, reads: map[string]read{}}
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if p == root {
-			return err
-		}
-		rel, relErr := filepath.Rel(root, p)
-		if relErr != nil {
-			return relErr
-		}
-		rel = filepath.ToSlash(rel)
+	seen := 0
+	var walk func(dir, relDir string) error
+	walk = func(dir, relDir string) error {
+		list, err := listDir(dir, &seen, limits)
 		if err != nil {
-			return relPathErr(rel, err)
+			return relPathErr(cmp.Or(relDir, "."), err)
 		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if !utf8.ValidString(d.Name()) {
-			log.Info("skipping a catalog file whose name is not valid UTF-8", "path", strconv.Quote(rel))
-			if d.IsDir() {
-				return filepath.SkipDir
+		for _, d := range list {
+			if err := ctx.Err(); err != nil {
+				return err
 			}
-			return nil
+			p, rel := filepath.Join(dir, d.Name()), path.Join(relDir, d.Name())
+			if !utf8.ValidString(d.Name()) {
+				log.Info("skipping a catalog file whose name is not valid UTF-8", "path", strconv.Quote(rel))
+				continue
+			}
+			var e entry
+			switch t := d.Type(); {
+			case t.IsDir():
+				snap.listings[rel] = []fs.DirEntry{}
+				snap.list(rel, d)
+				if err := walk(p, rel); err != nil {
+					return err
+				}
+				continue
+			case t.IsRegular():
+				e, err = fileEntry(rel, p)
+			case t&fs.ModeSymlink != 0:
+				e, err = linkEntry(root, p, rel)
+			default:
+				// Sockets, pipes and devices hold no catalog content; their names
+				// are hashed so that their appearing still counts as a change.
+				log.V(1).Info("skipping a catalog entry that is not a file, directory or link", "path", rel, "type", t.String())
+				e = entry{rel: rel, kind: 'o'}
+			}
+			if err != nil {
+				return err
+			}
+			if e.kind == 'f' {
+				snap.list(rel, d)
+			}
+			snap.entries = append(snap.entries, e)
 		}
-		var e entry
-		switch t := d.Type(); {
-		case t.IsDir():
-			snap.listings[rel] = []fs.DirEntry{}
-			snap.list(rel, d)
-			return nil
-		case t.IsRegular():
-			e, err = fileEntry(rel, p)
-		case t&fs.ModeSymlink != 0:
-			e, err = linkEntry(root, p, rel)
-		default:
-			// Sockets, pipes and devices hold no catalog content; their names
-			// are hashed so that their appearing still counts as a change.
-			log.V(1).Info("skipping a catalog entry that is not a file, directory or link", "path", rel, "type", t.String())
-			e = entry{rel: rel, kind: 'o'}
-		}
-		if err != nil {
-			return err
-		}
-		if e.kind == 'f' {
-			snap.list(rel, d)
-		}
-		snap.entries = append(snap.entries, e)
 		return nil
-	})
-	if err != nil {
+	}
+	if err := walk(root, ""); err != nil {
 		return nil, err
 	}
 	sort.Slice(snap.entries, func(i, j int) bool { return snap.entries[i].rel < snap.entries[j].rel })
@@ -203,6 +212,38 @@ func walkDir(ctx context.Context, log logr.Logger, root string) (*snapshot, erro
 		snap.at[e.rel] = i
 	}
 	return snap, nil
+}
+
+// listDirBatch is how many entries listDir reads at a time.
+const listDirBatch = 1024
+
+// listDir lists the directory at dir, sorted by name, as os.ReadDir does,
+// but a batch at a time, adding each batch to *seen and checking it
+// against limits: a directory of millions of entries fails at the limit
+// rather than after its whole listing is held in memory.
+func listDir(dir string, seen *int, limits index.Limits) ([]fs.DirEntry, error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var list []fs.DirEntry
+	for {
+		batch, err := f.ReadDir(listDirBatch)
+		list = append(list, batch...)
+		*seen += len(batch)
+		if err := limits.CheckFiles(*seen); err != nil {
+			return nil, err
+		}
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	slices.SortFunc(list, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+	return list, nil
 }
 
 // fileEntry hashes the regular file at abs.

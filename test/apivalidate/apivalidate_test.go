@@ -183,8 +183,15 @@ func server(t *testing.T) *httptest.Server {
 	})
 	mux.HandleFunc("GET /catalogs/{catalog}/api/v1/all", func(w http.ResponseWriter, r *http.Request) {
 		content := `{"schema":"olm.package","name":"etcd"}` + "\n" + `{"schema":"olm.channel","package":"etcd","name":"stable","entries":[]}` + "\n"
-		if r.URL.Query().Get("case") == "bad-line" {
+		switch r.URL.Query().Get("case") {
+		case "bad-line":
 			content += "not json\n"
+		case "range-problem":
+			w.Header().Set("Content-Range", fmt.Sprintf("bytes */%d", len(content)))
+			writeJSON(w, http.StatusRequestedRangeNotSatisfiable, "application/problem+json", client.Problem{
+				Type: "/problems/range-not-satisfiable", Title: "Range not satisfiable", Status: 416,
+				Detail: "Range starts past the end", Parameter: "Range"})
+			return
 		}
 		w.Header().Set("Content-Type", "application/jsonl")
 		w.Header().Set("ETag", `"all"`)
@@ -200,6 +207,7 @@ func server(t *testing.T) *httptest.Server {
 	})
 	mux.HandleFunc("GET /openapi.yaml", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/yaml")
+		w.Header().Set("ETag", `"spec"`)
 		w.Write(catalogd.OpenAPISpec)
 	})
 	mux.HandleFunc("GET /undocumented", func(w http.ResponseWriter, r *http.Request) {
@@ -229,7 +237,7 @@ func TestCheck(t *testing.T) {
 		{name: "icon", path: "/catalogs/c/packages/etcd/icon"},
 		{name: "jsonl", path: "/catalogs/c/api/v1/all"},
 		{name: "jsonl range", path: "/catalogs/c/api/v1/all", header: http.Header{"Range": {"bytes=5-20"}}},
-		{name: "jsonl range not satisfiable", path: "/catalogs/c/api/v1/all", header: http.Header{"Range": {"bytes=5000-"}}},
+		{name: "jsonl range not satisfiable", path: "/catalogs/c/api/v1/all?case=range-problem", header: http.Header{"Range": {"bytes=5000-"}}},
 		{name: "healthz", path: "/healthz"},
 		{name: "spec", path: "/openapi.yaml"},
 
@@ -247,6 +255,7 @@ func TestCheck(t *testing.T) {
 		{name: "empty rules", path: "/catalogs/c/packages/etcd/upgrades?from=0.9.2&case=no-rules", want: "minimum number of items"},
 		{name: "bad JSON Lines", path: "/catalogs/c/api/v1/all?case=bad-line", want: "line 3 is not a JSON object"},
 		{name: "route not in spec", path: "/undocumented", want: "no operation in openapi.yaml matches"},
+		{name: "range not satisfiable in text/plain", path: "/catalogs/c/api/v1/all", header: http.Header{"Range": {"bytes=5000-"}}, want: "text/plain"},
 		{name: "undocumented 304", path: "/healthz", header: http.Header{"If-None-Match": {`"x"`}}, want: "status 304 is not documented"},
 	}
 	for _, tc := range tests {

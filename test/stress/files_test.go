@@ -1,0 +1,79 @@
+package stress
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// writeTinyFiles writes n files of one small blob each under dir, a
+// thousand to a directory.
+func writeTinyFiles(t *testing.T, dir string, n int) {
+	t.Helper()
+	for i := range n {
+		sub := filepath.Join(dir, fmt.Sprintf("%04d", i/1000))
+		if i%1000 == 0 {
+			if err := os.MkdirAll(sub, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		blob := fmt.Sprintf(`{"schema":"io.example.tiny","name":"t%07d"}`+"\n", i)
+		if err := os.WriteFile(filepath.Join(sub, fmt.Sprintf("%07d.json", i)), []byte(blob), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestMillionTinyFiles adds a million tiny, valid files to a catalog
+// directory that already serves. The sync must refuse the catalog for
+// holding more files than a catalog may (100,000, index.DefaultFiles), say
+// so in lastError, and keep the previous index serving. It logs how long
+// the refused sync took and the server's peak RSS; before the limit, the
+// same catalog indexed in about 80 s with a peak RSS of about 350 MB, which
+// grew with the number of files.
+func TestMillionTinyFiles(t *testing.T) {
+	slow(t)
+	const files = 1_000_000
+	root := t.TempDir()
+	dir := filepath.Join(root, "catalog")
+	if err := os.CopyFS(dir, os.DirFS(demoDir)); err != nil {
+		t.Fatal(err)
+	}
+	demo := newVersion(t, "demo", demoDir)
+	args := []string{"--data-dir", filepath.Join(root, "data"), "--catalog", "c=" + dir}
+	book := newETagBook()
+	s := start(t, args...)
+	s.waitSynced(t)
+	expectVersion(t, s.base, book, demo)
+	s.Kill(t)
+
+	began := time.Now()
+	writeTinyFiles(t, filepath.Join(dir, "tiny"), files)
+	t.Logf("wrote %d files in %s", files, time.Since(began).Round(time.Second))
+
+	began = time.Now()
+	s = start(t, args...)
+	s.waitSynced(t)
+	synced := time.Since(began)
+	if !strings.Contains(s.Stdout.String(), "NOT INDEXED (Serving its previous index)") {
+		t.Fatalf("the catalog of %d files did not fail to index, or did not keep its previous index:\n%s", files, s.Stdout)
+	}
+	expectVersion(t, s.base, book, demo)
+	const want = "the catalog holds more than 100000 files and directories, the limit per catalog"
+	if _, _, _, lastErr := catalogCounts(t, s.base, "c"); !strings.Contains(lastErr, want) {
+		t.Errorf("lastError %q; want it to say %q", lastErr, want)
+	}
+	if err := s.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	<-s.Exited
+	if s.ExitErr != nil {
+		t.Errorf("catalogd exited with %v after SIGTERM", s.ExitErr)
+	}
+	rss := s.Cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss // KiB on Linux
+	t.Logf("%d files: refused %s after start; peak RSS %d MiB", files, synced.Round(time.Millisecond), rss>>10)
+}
