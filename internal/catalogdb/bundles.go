@@ -61,6 +61,9 @@ func (c *Catalog) BundlesByVersion(ctx context.Context, pkg, version string) ([]
 // built whole for every page instead, 20 ms for a channel of 50,000.
 func (c *Catalog) Bundles(ctx context.Context, pkg, channel string, below int64, limit int) ([]Bundle, error) {
 	var rows []Bundle
+	if limit > 0 {
+		rows = make([]Bundle, 0, min(limit, 1000))
+	}
 	var err error
 	if channel != "" {
 		err = c.sel(ctx, &rows, `SELECT `+bundleColumns+` FROM bundles b WHERE package = ? AND version_rank < ?

@@ -68,7 +68,7 @@ func (s *Server) listBundles(r *http.Request, snap *store.Snapshot) (any, error)
 	}
 
 	out := client.BundleList{}
-	var page []catalogdb.Bundle
+	page := make([]catalogdb.Bundle, 0, min(pg.limit, len(rows)))
 	for _, b := range rows {
 		if constraint != nil {
 			v, err := semver.NewVersion(b.Version)

@@ -101,7 +101,7 @@ func (s *Server) listPackages(r *http.Request, snap *store.Snapshot) (any, error
 	}
 	q := r.URL.Query()
 	nameFilter := q.Get("name")
-	out := client.PackageList{Items: []client.PackageSummary{}}
+	out := client.PackageList{Items: make([]client.PackageSummary, 0, min(pg.limit, len(all.Items)))}
 	if text := q.Get("q"); q.Has("q") {
 		match := ftsQuery(text)
 		if match == "" {

@@ -446,13 +446,16 @@ func (s *Server) writeJSON(w http.ResponseWriter, r *http.Request, v any, etag s
 	setValidators(w, representationETag(etag, gz), modified)
 	w.Header().Set("Content-Type", "application/json")
 	if gz && len(body) >= gzipMin {
-		var buf bytes.Buffer
-		zw := s.gzip.get(&buf)
-		_, _ = zw.Write(body)
-		_ = zw.Close()
-		s.gzip.put(zw)
+		// Compressed straight into the connection: a buffer for the
+		// compressed copy was most of an answer's allocations after the
+		// encoding itself.
 		w.Header().Set("Content-Encoding", "gzip")
-		body = buf.Bytes()
+		zw := s.gzip.get(w)
+		defer s.gzip.put(zw)
+		if _, err := zw.Write(body); err != nil {
+			return err
+		}
+		return zw.Close()
 	}
 	_, err = w.Write(body)
 	return err
