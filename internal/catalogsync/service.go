@@ -368,6 +368,12 @@ func (s *Service) fetchAndBuild(ctx context.Context, name string, src Source, ba
 	ctx, cancel := context.WithTimeoutCause(ctx, s.opts.SyncTimeout,
 		fmt.Errorf("sync of catalog %q timed out after %s", name, s.opts.SyncTimeout))
 	defer cancel()
+	// Sources log what they skip through the context's logger (a file
+	// whose name is not UTF-8, a pipe); a reconcile brings its own, a
+	// serve-mode sync gets the service's.
+	if _, err := logr.FromContext(ctx); err != nil {
+		ctx = logr.NewContext(ctx, s.opts.Log.WithValues("catalog", name))
+	}
 	live := ""
 	if info, ok := s.opts.Store.Info(name); ok {
 		live = info.Digest

@@ -5,9 +5,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr/funcr"
 	"github.com/go-logr/logr/testr"
 	"github.com/google/go-containerregistry/pkg/name"
 
@@ -41,7 +43,10 @@ func newEnvIn(t *testing.T, dataDir string, opts catalogsync.Options) *env {
 	}
 	t.Cleanup(func() { store.Close() })
 	table := catalogs.NewTable()
-	opts.Store, opts.Table, opts.Log = store, table, testr.New(t)
+	opts.Store, opts.Table = store, table
+	if opts.Log.GetSink() == nil {
+		opts.Log = testr.New(t)
+	}
 	return &env{store: store, table: table, svc: catalogsync.New(opts)}
 }
 
@@ -233,6 +238,39 @@ func TestLastErrorIsCleaned(t *testing.T) {
 	if len(c.LastError) > 2048 {
 		t.Errorf("lastError is %d bytes; want at most 2048", len(c.LastError))
 	}
+}
+
+// TestSkippedFilesAreLogged: a file a directory source skips (here one
+// whose name is not UTF-8) is logged, through the service's logger when
+// the caller's context has none, as in serve mode.
+func TestSkippedFilesAreLogged(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "demo")
+	if err := os.CopyFS(dir, os.DirFS(demoDir)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "bad\xff.json"), []byte(`{"schema":`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var lines []string
+	log := funcr.New(func(prefix, args string) {
+		mu.Lock()
+		defer mu.Unlock()
+		lines = append(lines, args)
+	}, funcr.Options{})
+	e := newEnv(t, catalogsync.Options{Log: log})
+	e.svc.Set(catalogsync.Spec{Name: "demo", Source: catalogsync.DirSource{Path: dir}})
+	if _, err := e.svc.Sync(context.Background(), "demo", nil); err != nil {
+		t.Fatalf("sync: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, l := range lines {
+		if strings.Contains(l, "not valid UTF-8") && strings.Contains(l, `"catalog"="demo"`) {
+			return
+		}
+	}
+	t.Errorf("no log line about the skipped file; logged:\n%s", strings.Join(lines, "\n"))
 }
 
 func mustAbs(t *testing.T, p string) string {
