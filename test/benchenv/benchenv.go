@@ -37,11 +37,16 @@ func Catalog(b *testing.B) string {
 func ResetPeakRSS() { _ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) }
 
 // PeakRSSMiB is the peak resident set size since the last reset.
-func PeakRSSMiB() float64 { return statusMiB("VmHWM") }
+func PeakRSSMiB() float64 { return statusMiB("self", "VmHWM") }
 
-// statusMiB reads a memory figure of /proc/self/status, 0 if unavailable.
-func statusMiB(field string) float64 {
-	f, err := os.Open("/proc/self/status")
+// ProcessPeakRSSMiB is the peak resident set size of the running process
+// pid. Read while it runs: a child's rusage maxrss, read after it exits,
+// can count memory of the parent it was forked from.
+func ProcessPeakRSSMiB(pid int) float64 { return statusMiB(strconv.Itoa(pid), "VmHWM") }
+
+// statusMiB reads a memory figure of /proc/<proc>/status, 0 if unavailable.
+func statusMiB(proc, field string) float64 {
+	f, err := os.Open("/proc/" + proc + "/status")
 	if err != nil {
 		return 0
 	}
