@@ -446,16 +446,13 @@ func (s *Server) writeJSON(w http.ResponseWriter, r *http.Request, v any, etag s
 	setValidators(w, representationETag(etag, gz), modified)
 	w.Header().Set("Content-Type", "application/json")
 	if gz && len(body) >= gzipMin {
-		// Compressed straight into the connection: a buffer for the
-		// compressed copy was most of an answer's allocations after the
-		// encoding itself.
+		var buf bytes.Buffer
+		zw := s.gzip.get(&buf)
+		_, _ = zw.Write(body)
+		_ = zw.Close()
+		s.gzip.put(zw)
 		w.Header().Set("Content-Encoding", "gzip")
-		zw := s.gzip.get(w)
-		defer s.gzip.put(zw)
-		if _, err := zw.Write(body); err != nil {
-			return err
-		}
-		return zw.Close()
+		body = buf.Bytes()
 	}
 	_, err = w.Write(body)
 	return err
