@@ -196,8 +196,8 @@ func Maintainers(d index.Display) []client.Maintainer {
 // nameFilter: limit of them from offset.
 func (c *Catalog) SearchPackages(ctx context.Context, match, nameFilter string, limit, offset int) ([]string, error) {
 	var names []string
-	if err := c.sel(ctx, &names, `SELECT s.name FROM package_search s JOIN packages p ON p.name = s.name
-		WHERE package_search MATCH ? AND instr(p.name, ?) > 0 ORDER BY s.rank, p.name LIMIT ? OFFSET ?`,
+	if err := c.sel(ctx, &names, `SELECT name FROM package_search
+		WHERE package_search MATCH ? AND instr(name, ?) > 0 ORDER BY rank, name LIMIT ? OFFSET ?`,
 		match, nameFilter, limit, offset); err != nil {
 		return nil, fmt.Errorf("search packages: %w", err)
 	}
