@@ -12,6 +12,7 @@ import (
 	"github.com/go-logr/logr/testr"
 
 	"github.com/catalogd/catalogd/client"
+	"github.com/catalogd/catalogd/test/await"
 	"github.com/catalogd/catalogd/test/syncbuf"
 )
 
@@ -92,18 +93,6 @@ func packageNames(t *testing.T, c *client.ClientWithResponses, catalog string) [
 	return names
 }
 
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // running is a serve started in-process by startServe.
 type running struct {
 	base string
@@ -135,6 +124,6 @@ func startServe(t *testing.T, args ...string) running {
 		}
 	})
 	t.Cleanup(stop)
-	eventually(t, "serve printed its summary", func() bool { return strings.Contains(out.String(), "Try:") })
+	await.True(t, "serve printed its summary", 30*time.Second, func() bool { return strings.Contains(out.String(), "Try:") })
 	return running{base: "http://" + ln.Addr().String(), out: out, stop: stop}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/catalogd/catalogd/internal/catalogsync"
 	"github.com/catalogd/catalogd/internal/store"
 	"github.com/catalogd/catalogd/internal/unpack"
+	"github.com/catalogd/catalogd/test/await"
 	"github.com/catalogd/catalogd/test/registrytest"
 )
 
@@ -161,12 +162,12 @@ func TestLoopPicksUpAFixWithinThePollInterval(t *testing.T) {
 	})
 	// Enough failures in a row that an uncapped backoff (20 ms doubling)
 	// would now wait for minutes.
-	waitUntil(t, "a backoff past the poll interval", func() bool { return e.svc.Backoff("demo", 0) > 10*time.Second })
+	await.True(t, "a backoff past the poll interval", syncWait, func() bool { return e.svc.Backoff("demo", 0) > 10*time.Second })
 	if err := e.svc.Ready(); err == nil {
 		t.Error("ready while the only catalog has no index")
 	}
 	fixed := reg.PushCatalog(t, "catalogs/demo:latest", demoDir, registrytest.PushOptions{})
-	waitUntil(t, "the fix to be served", func() bool {
+	await.True(t, "the fix to be served", syncWait, func() bool {
 		info, ok := e.store.Info("demo")
 		return ok && info.SourceRef == fixed
 	})
@@ -175,18 +176,10 @@ func TestLoopPicksUpAFixWithinThePollInterval(t *testing.T) {
 	}
 }
 
-// waitUntil polls cond for up to 10 s: far longer than the poll interval
-// the tests expect, far shorter than the backoff they rule out.
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
+// syncWait is how long a test waits for the sync loop: far longer than
+// the poll interval the tests expect, far shorter than the backoff they
+// rule out.
+const syncWait = 10 * time.Second
 
 // TestReady is the readiness of a replica as its catalogs come and go.
 func TestReady(t *testing.T) {

@@ -33,6 +33,7 @@ import (
 	"github.com/catalogd/catalogd/internal/reconcile"
 	"github.com/catalogd/catalogd/internal/store"
 	"github.com/catalogd/catalogd/internal/unpack"
+	"github.com/catalogd/catalogd/test/await"
 	"github.com/catalogd/catalogd/test/fbcfacts"
 	"github.com/catalogd/catalogd/test/kubetest"
 	"github.com/catalogd/catalogd/test/registrytest"
@@ -132,22 +133,6 @@ func start(t *testing.T) *env {
 	return &env{c: c, reg: reg, store: store, cats: cats}
 }
 
-// eventually polls cond until it returns nil or the deadline passes.
-func eventually(t *testing.T, what string, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	var err error
-	for {
-		if err = cond(); err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s: %v", what, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
 func (e *env) create(t *testing.T, name, ref string, mutate func(*catalogdv1.ClusterCatalog)) {
 	t.Helper()
 	cat := &catalogdv1.ClusterCatalog{
@@ -176,7 +161,7 @@ func (e *env) get(t *testing.T, name string) *catalogdv1.ClusterCatalog {
 // change applies f to the catalog and updates it, retrying on conflicts.
 func (e *env) change(t *testing.T, name string, f func(*catalogdv1.ClusterCatalog)) {
 	t.Helper()
-	eventually(t, "updating "+name, func() error {
+	await.Until(t, "updating "+name, waitTimeout, func() error {
 		cat := &catalogdv1.ClusterCatalog{}
 		if err := e.c.Get(context.Background(), types.NamespacedName{Name: name}, cat); err != nil {
 			return err
@@ -291,7 +276,7 @@ func TestReconciler(t *testing.T) {
 	t.Run("create serves the digest and the index answers", func(t *testing.T) {
 		ref := e.reg.PushCatalog(t, "catalogs/create:v1", demoDir, registrytest.PushOptions{})
 		e.create(t, "create", e.reg.Host+"/catalogs/create:v1", nil)
-		eventually(t, "create to serve", func() error { return e.servingDigest(t, "create", ref) })
+		await.Until(t, "create to serve", waitTimeout, func() error { return e.servingDigest(t, "create", ref) })
 		if got := e.packages(t, "create"); got != wantPackages {
 			t.Errorf("index has %d packages, want %d", got, wantPackages)
 		}
@@ -307,7 +292,7 @@ func TestReconciler(t *testing.T) {
 	t.Run("same digest on re-reconcile does not re-index or pull", func(t *testing.T) {
 		ref := e.reg.PushCatalog(t, "catalogs/same:v1", demoDir, registrytest.PushOptions{})
 		e.create(t, "same", e.reg.Host+"/catalogs/same:v1", nil)
-		eventually(t, "same to serve", func() error { return e.servingDigest(t, "same", ref) })
+		await.Until(t, "same to serve", waitTimeout, func() error { return e.servingDigest(t, "same", ref) })
 		before, _ := e.store.Info("same")
 		lastUnpacked := e.get(t, "same").Status.LastUnpacked
 		blobGets := e.requests("same", http.MethodGet, "/blobs/")
@@ -315,7 +300,7 @@ func TestReconciler(t *testing.T) {
 
 		// A priority change must only update the registry.
 		e.change(t, "same", func(cat *catalogdv1.ClusterCatalog) { cat.Spec.Priority = 7 })
-		eventually(t, "priority in the registry", func() error {
+		await.Until(t, "priority in the registry", waitTimeout, func() error {
 			c, _ := e.cats.Get("same")
 			if c.Priority != 7 {
 				return fmt.Errorf("registry priority is %d, want 7", c.Priority)
@@ -324,7 +309,7 @@ func TestReconciler(t *testing.T) {
 		})
 		e.touch(t, "same")
 		// The touch is seen once the tag has been resolved again.
-		eventually(t, "a re-resolution of the tag", func() error {
+		await.Until(t, "a re-resolution of the tag", waitTimeout, func() error {
 			if n := e.requests("same", http.MethodHead, "/manifests/"); n < heads+2 {
 				return fmt.Errorf("%d manifest HEADs since serving, want at least 2", n-heads)
 			}
@@ -349,7 +334,7 @@ func TestReconciler(t *testing.T) {
 		e.create(t, "poll", e.reg.Host+"/"+tag, func(cat *catalogdv1.ClusterCatalog) {
 			cat.Spec.Source.Image.PollIntervalMinutes = &one
 		})
-		eventually(t, "poll to serve v1", func() error { return e.servingDigest(t, "poll", v1) })
+		await.Until(t, "poll to serve v1", waitTimeout, func() error { return e.servingDigest(t, "poll", v1) })
 
 		// New content under the same tag: one package fewer.
 		smaller := t.TempDir()
@@ -368,14 +353,14 @@ func TestReconciler(t *testing.T) {
 		if v2 == v1 {
 			t.Fatal("the new content has the old digest")
 		}
-		eventually(t, "poll to serve v2", func() error { return e.servingDigest(t, "poll", v2) })
+		await.Until(t, "poll to serve v2", waitTimeout, func() error { return e.servingDigest(t, "poll", v2) })
 		if got := e.packages(t, "poll"); got != wantPackages-1 {
 			t.Errorf("index has %d packages after the update, want %d", got, wantPackages-1)
 		}
 
 		// Broken content: v2 keeps serving while the controller retries.
 		e.reg.PushCatalog(t, tag, brokenCatalog(t), registrytest.PushOptions{})
-		eventually(t, "poll to retry the broken push", func() error {
+		await.Until(t, "poll to retry the broken push", waitTimeout, func() error {
 			cat := e.get(t, "poll")
 			if err := condition(cat, catalogdv1.TypeProgressing, metav1.ConditionTrue, catalogdv1.ReasonRetrying); err != nil {
 				return err
@@ -422,7 +407,7 @@ func TestReconciler(t *testing.T) {
 		t.Run(tc.name+" at a digest is blocked", func(t *testing.T) {
 			ref := e.reg.PushCatalog(t, "catalogs/"+tc.name+":v1", demoDir, tc.push)
 			e.create(t, tc.name, ref, nil)
-			eventually(t, tc.name+" to be blocked", func() error {
+			await.Until(t, tc.name+" to be blocked", waitTimeout, func() error {
 				cat := e.get(t, tc.name)
 				if err := condition(cat, catalogdv1.TypeProgressing, metav1.ConditionFalse, catalogdv1.ReasonBlocked); err != nil {
 					return err
@@ -449,7 +434,7 @@ func TestReconciler(t *testing.T) {
 	t.Run("nolabel under a tag is retried", func(t *testing.T) {
 		e.reg.PushCatalog(t, "catalogs/nolabeltag:v1", demoDir, registrytest.PushOptions{NoLabel: true})
 		e.create(t, "nolabeltag", e.reg.Host+"/catalogs/nolabeltag:v1", nil)
-		eventually(t, "nolabeltag to be retried", func() error {
+		await.Until(t, "nolabeltag to be retried", waitTimeout, func() error {
 			cat := e.get(t, "nolabeltag")
 			if err := condition(cat, catalogdv1.TypeProgressing, metav1.ConditionTrue, catalogdv1.ReasonRetrying); err != nil {
 				return err
@@ -465,13 +450,13 @@ func TestReconciler(t *testing.T) {
 	t.Run("unavailable and back", func(t *testing.T) {
 		ref := e.reg.PushCatalog(t, "catalogs/toggle:v1", demoDir, registrytest.PushOptions{})
 		e.create(t, "toggle", ref, nil)
-		eventually(t, "toggle to serve", func() error { return e.servingDigest(t, "toggle", ref) })
+		await.Until(t, "toggle to serve", waitTimeout, func() error { return e.servingDigest(t, "toggle", ref) })
 
 		before := e.requests("toggle", "", "")
 		e.change(t, "toggle", func(cat *catalogdv1.ClusterCatalog) {
 			cat.Spec.AvailabilityMode = catalogdv1.AvailabilityModeUnavailable
 		})
-		eventually(t, "toggle to be unavailable", func() error {
+		await.Until(t, "toggle to be unavailable", waitTimeout, func() error {
 			cat := e.get(t, "toggle")
 			if err := condition(cat, catalogdv1.TypeServing, metav1.ConditionFalse, catalogdv1.ReasonUserSpecifiedUnavailable); err != nil {
 				return err
@@ -491,7 +476,7 @@ func TestReconciler(t *testing.T) {
 		e.change(t, "toggle", func(cat *catalogdv1.ClusterCatalog) {
 			cat.Spec.AvailabilityMode = catalogdv1.AvailabilityModeAvailable
 		})
-		eventually(t, "toggle to serve again", func() error { return e.servingDigest(t, "toggle", ref) })
+		await.Until(t, "toggle to serve again", waitTimeout, func() error { return e.servingDigest(t, "toggle", ref) })
 		if got := e.packages(t, "toggle"); got != wantPackages {
 			t.Errorf("index has %d packages, want %d", got, wantPackages)
 		}
@@ -500,11 +485,11 @@ func TestReconciler(t *testing.T) {
 	t.Run("delete removes the index and the finalizer", func(t *testing.T) {
 		ref := e.reg.PushCatalog(t, "catalogs/gone:v1", demoDir, registrytest.PushOptions{})
 		e.create(t, "gone", ref, nil)
-		eventually(t, "gone to serve", func() error { return e.servingDigest(t, "gone", ref) })
+		await.Until(t, "gone to serve", waitTimeout, func() error { return e.servingDigest(t, "gone", ref) })
 		if err := e.c.Delete(ctx, e.get(t, "gone")); err != nil {
 			t.Fatalf("deleting: %v", err)
 		}
-		eventually(t, "gone to be deleted", func() error {
+		await.Until(t, "gone to be deleted", waitTimeout, func() error {
 			err := e.c.Get(ctx, types.NamespacedName{Name: "gone"}, &catalogdv1.ClusterCatalog{})
 			if !apierrors.IsNotFound(err) {
 				return fmt.Errorf("get returned %v, want not found (finalizer not removed?)", err)
@@ -524,9 +509,9 @@ func TestReconciler(t *testing.T) {
 		bad := e.reg.PushCatalog(t, "catalogs/bad:v1", brokenCatalog(t), registrytest.PushOptions{})
 		e.create(t, "bad", bad, nil)
 		e.create(t, "good", good, nil)
-		eventually(t, "good to serve", func() error { return e.servingDigest(t, "good", good) })
+		await.Until(t, "good to serve", waitTimeout, func() error { return e.servingDigest(t, "good", good) })
 		// Broken content at a digest cannot fix itself: Blocked.
-		eventually(t, "bad to be blocked", func() error {
+		await.Until(t, "bad to be blocked", waitTimeout, func() error {
 			cat := e.get(t, "bad")
 			if err := condition(cat, catalogdv1.TypeProgressing, metav1.ConditionFalse, catalogdv1.ReasonBlocked); err != nil {
 				return err

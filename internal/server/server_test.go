@@ -23,6 +23,7 @@ import (
 	"github.com/go-logr/logr/testr"
 
 	"github.com/catalogd/catalogd/internal/server"
+	"github.com/catalogd/catalogd/test/await"
 )
 
 // writeCert writes a self-signed certificate for 127.0.0.1 with the given
@@ -132,13 +133,7 @@ func TestTLSCertificateIsReloaded(t *testing.T) {
 		t.Fatalf("serving %q, want first", got)
 	}
 	writeCert(t, certFile, keyFile, "second")
-	deadline := time.Now().Add(10 * time.Second)
-	for served() != "second" {
-		if time.Now().After(deadline) {
-			t.Fatal("the rotated certificate was not picked up")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	await.True(t, "the rotated certificate to be served", 10*time.Second, func() bool { return served() == "second" })
 }
 
 // TestHealthAndReadiness: /healthz is always ok, /readyz says why not.

@@ -26,6 +26,7 @@ import (
 
 	catalogdv1 "github.com/catalogd/catalogd/api/v1"
 	catalogdclient "github.com/catalogd/catalogd/client"
+	"github.com/catalogd/catalogd/test/await"
 	"github.com/catalogd/catalogd/test/fbcfacts"
 	"github.com/catalogd/catalogd/test/kubetest"
 	"github.com/catalogd/catalogd/test/registrytest"
@@ -151,21 +152,6 @@ func get(url string) (int, string, []byte, error) {
 	return resp.StatusCode, resp.Header.Get("ETag"), body, err
 }
 
-func waitFor(t *testing.T, what string, timeout time.Duration, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s: %v", what, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // polled is what a poll loop saw.
 type polled struct {
 	answered, failed int
@@ -260,7 +246,7 @@ func TestTwoManagers(t *testing.T) {
 	b := startManager(t, append([]string{"--data-dir", dataB}, common...)...)
 	replicas := []*managerProc{a, b}
 
-	waitFor(t, "demo to be served at its digest", 60*time.Second, func() error {
+	await.Until(t, "demo to be served at its digest", 60*time.Second, func() error {
 		var cat catalogdv1.ClusterCatalog
 		if err := c.Get(ctx, types.NamespacedName{Name: "demo"}, &cat); err != nil {
 			return err
@@ -273,7 +259,7 @@ func TestTwoManagers(t *testing.T) {
 	// Each replica learns the published digest from its own watch, so it
 	// serves it a moment after the leader does; ready then means indexed.
 	for _, m := range replicas {
-		waitFor(t, "every replica to serve demo and be ready", 60*time.Second, func() error {
+		await.Until(t, "every replica to serve demo and be ready", 60*time.Second, func() error {
 			for _, url := range []string{m.api + "/catalogs/demo/packages", m.probe + "/readyz"} {
 				if code, _, body, err := get(url); err != nil || code != http.StatusOK {
 					return fmt.Errorf("GET %s: %d %s %v", url, code, body, err)
@@ -321,7 +307,7 @@ func TestTwoManagers(t *testing.T) {
 	// The catalog on the hanging registry: known, not indexed, with the
 	// timeout in its last error once a sync gave up.
 	for _, m := range replicas {
-		waitFor(t, "stuck to report its timeout", 30*time.Second, func() error {
+		await.Until(t, "stuck to report its timeout", 30*time.Second, func() error {
 			code, _, body, err := get(m.api + "/catalogs/stuck/packages")
 			if err != nil {
 				return err
@@ -345,7 +331,7 @@ func TestTwoManagers(t *testing.T) {
 	stopPolling := poll(b.api + "/catalogs/demo/packages")
 	restarted := time.Now()
 	b.start(t)
-	waitFor(t, "the restarted replica to be ready", 60*time.Second, func() error {
+	await.Until(t, "the restarted replica to be ready", 60*time.Second, func() error {
 		code, _, body, err := get(b.probe + "/readyz")
 		if err == nil && code != http.StatusOK {
 			err = fmt.Errorf("/readyz: %d %s", code, body)
@@ -394,7 +380,7 @@ func TestTwoManagers(t *testing.T) {
 	if err := c.Update(ctx, &cat); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "b to publish and serve v2", 60*time.Second, func() error {
+	await.Until(t, "b to publish and serve v2", 60*time.Second, func() error {
 		if err := c.Get(ctx, types.NamespacedName{Name: "demo"}, &cat); err != nil {
 			return err
 		}
