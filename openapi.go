@@ -6,7 +6,8 @@ import _ "embed"
 
 // OpenAPISpec is the API description (openapi.yaml at the repository root),
 // served at /openapi.yaml and used by tests to check every answer against it.
-// The client package is generated from the same file.
+// The wire types (api/catalogapi) and the client package are generated
+// from the same file.
 //
 //go:embed openapi.yaml
 var OpenAPISpec []byte

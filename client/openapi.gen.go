@@ -11,1173 +11,240 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"time"
 
+	"github.com/catalogd/catalogd/api/catalogapi"
 	"github.com/oapi-codegen/runtime"
-	openapi_types "github.com/oapi-codegen/runtime/types"
 )
 
-// Defines values for CatalogState.
+// Values of CatalogState.
 const (
-	CatalogStatePending     CatalogState = "Pending"
-	CatalogStateServing     CatalogState = "Serving"
-	CatalogStateUnavailable CatalogState = "Unavailable"
+	CatalogStatePending     = catalogapi.CatalogStatePending
+	CatalogStateServing     = catalogapi.CatalogStateServing
+	CatalogStateUnavailable = catalogapi.CatalogStateUnavailable
 )
 
-// Valid indicates whether the value is a known member of the CatalogState enum.
-func (e CatalogState) Valid() bool {
-	switch e {
-	case CatalogStatePending:
-		return true
-	case CatalogStateServing:
-		return true
-	case CatalogStateUnavailable:
-		return true
-	default:
-		return false
-	}
-}
-
-// Defines values for UpgradeRule.
+// Values of UpgradeRule.
 const (
-	UpgradeRuleReplaces  UpgradeRule = "replaces"
-	UpgradeRuleSkipRange UpgradeRule = "skipRange"
-	UpgradeRuleSkips     UpgradeRule = "skips"
+	UpgradeRuleReplaces  = catalogapi.UpgradeRuleReplaces
+	UpgradeRuleSkipRange = catalogapi.UpgradeRuleSkipRange
+	UpgradeRuleSkips     = catalogapi.UpgradeRuleSkips
 )
 
-// Valid indicates whether the value is a known member of the UpgradeRule enum.
-func (e UpgradeRule) Valid() bool {
-	switch e {
-	case UpgradeRuleReplaces:
-		return true
-	case UpgradeRuleSkipRange:
-		return true
-	case UpgradeRuleSkips:
-		return true
-	default:
-		return false
-	}
-}
-
-// Bundle defines model for Bundle.
-type Bundle struct {
-	// Channels The bundle's entry in each channel that lists it, ordered by channel name.
-	Channels []BundleChannel `json:"channels"`
-
-	// Deprecation The catalog marks this deprecated (olm.deprecations); clients should warn before installing it.
-	Deprecation Deprecation `json:"deprecation,omitempty,omitzero"`
-
-	// Image The bundle image; absent for bundles without one.
-	//
-	// Example: quay.io/operatorhubio/etcd@sha256:66a37fd61a06a43969854ee6d3e21087a98b93838e284a6086b13917f96b0d9b
-	Image string `json:"image,omitempty,omitzero"`
-
-	// Name Example: etcdoperator.v0.9.4
-	Name string `json:"name"`
-
-	// Package Example: etcd
-	Package string `json:"package"`
-
-	// Properties Every property of the bundle, in catalog order.
-	Properties []Property `json:"properties"`
-
-	// ProvidedGVKs The APIs the bundle provides (its olm.gvk properties).
-	ProvidedGVKs []GVK `json:"providedGVKs"`
-
-	// RelatedImages Images the bundle needs, for mirroring.
-	RelatedImages []RelatedImage `json:"relatedImages"`
-
-	// Release The bundle's release, which tells rebuilds of one version apart; absent when not set.
-	//
-	// Example: 2
-	Release string `json:"release,omitempty,omitzero"`
-
-	// RequiredGVKs The APIs the bundle needs another bundle to provide (its olm.gvk.required properties).
-	RequiredGVKs []GVK `json:"requiredGVKs"`
-
-	// RequiredPackages The packages the bundle depends on (its olm.package.required properties).
-	RequiredPackages []PackageRequirement `json:"requiredPackages"`
-
-	// Version Example: 0.9.4
-	Version string `json:"version"`
-}
-
-// BundleChannel A bundle's entry in one channel.
-type BundleChannel struct {
-	// Channel Example: stable
-	Channel string `json:"channel"`
-
-	// IsHead Whether the bundle is the channel's head (its latest version).
-	//
-	// Example: true
-	IsHead bool `json:"isHead"`
-
-	// Replaces Example: etcdoperator.v0.9.2
-	Replaces string `json:"replaces,omitempty,omitzero"`
-
-	// SkipRange Example: >=0.9.0 <0.9.4
-	SkipRange string `json:"skipRange,omitempty,omitzero"`
-
-	// Skips Example: ["etcdoperator.v0.9.3"]
-	Skips []string `json:"skips,omitempty,omitzero"`
-}
-
-// BundleList defines model for BundleList.
-type BundleList struct {
-	// Continue Pass as `continue` to get the next page; absent on the last page.
-	//
-	// Example: eyJhZnRlciI6IjAuOS4yIn0
-	Continue string          `json:"continue,omitempty,omitzero"`
-	Items    []BundleSummary `json:"items"`
-}
-
-// BundleRef A bundle, by name and version.
-type BundleRef struct {
-	// Name Example: etcdoperator.v0.9.4
-	Name string `json:"name"`
-
-	// Version The bundle's semver version (from its olm.package property).
-	//
-	// Example: 0.9.4
-	Version string `json:"version"`
-}
-
-// BundleSummary defines model for BundleSummary.
-type BundleSummary struct {
-	// Channels The channels that list this bundle, ordered by name.
-	//
-	// Example: ["alpha","stable"]
-	Channels []string `json:"channels"`
-
-	// Deprecation The catalog marks this deprecated (olm.deprecations); clients should warn before installing it.
-	Deprecation Deprecation `json:"deprecation,omitempty,omitzero"`
-
-	// Image The bundle image; absent for bundles without one.
-	//
-	// Example: quay.io/operatorhubio/etcd@sha256:66a37fd61a06a43969854ee6d3e21087a98b93838e284a6086b13917f96b0d9b
-	Image string `json:"image,omitempty,omitzero"`
-
-	// Name Example: etcdoperator.v0.9.4
-	Name string `json:"name"`
-
-	// Release The bundle's release, which tells rebuilds of one version apart; absent when not set.
-	//
-	// Example: 2
-	Release string `json:"release,omitempty,omitzero"`
-
-	// Version Example: 0.9.4
-	Version string `json:"version"`
-}
-
-// CatalogCounts How many of each the current index holds; all zero before the first index.
-type CatalogCounts struct {
-	// Bundles Example: 4210
-	Bundles int `json:"bundles"`
-
-	// Channels Example: 598
-	Channels int `json:"channels"`
-
-	// Packages Example: 312
-	Packages int `json:"packages"`
-}
-
-// CatalogDetail A catalog as in CatalogSummary, plus what its index holds and the problems found building it.
-type CatalogDetail struct {
-	// Counts How many of each the current index holds; all zero before the first index.
-	Counts CatalogCounts `json:"counts"`
-
-	// IndexedAt When the current index was built; null while the catalog has never been indexed.
-	//
-	// Example: 2025-01-14T09:12:44Z
-	IndexedAt *time.Time `json:"indexedAt"`
-
-	// LastError Why the last attempt to rebuild the index failed, while the catalog
-	// keeps serving its previous index (or stays Pending). Absent when
-	// the last attempt succeeded.
-	//
-	//
-	// Example: pull quay.io/operatorhubio/catalog:latest: manifest unknown
-	LastError string `json:"lastError,omitempty,omitzero"`
-
-	// Name A catalog's name, a DNS-1123 subdomain.
-	//
-	// Example: operatorhubio
-	Name CatalogName `json:"name"`
-
-	// Priority The catalog's priority; when several catalogs provide the same
-	// thing, higher priority comes first.
-	//
-	//
-	// Example: 0
-	Priority int32 `json:"priority"`
-
-	// Problems Validation problems found while indexing; the packages concerned still answer.
-	Problems []ValidationProblem `json:"problems"`
-
-	// ResolvedDigest Digest of the content the current index was built from (the image
-	// digest, or a digest of the directory's files). Absent before the
-	// first index.
-	//
-	//
-	// Example: sha256:9e3c1f5a2b7d4e8f6a0c1b3d5e7f9a2c4e6b8d0f1a3c5e7b9d2f4a6c8e0b1d3f
-	ResolvedDigest string `json:"resolvedDigest,omitempty,omitzero"`
-
-	// Schemas Every FBC schema found in the catalog and how many blobs have it, ordered by schema.
-	Schemas []SchemaCount `json:"schemas"`
-
-	// Source Where the catalog comes from, a directory path or an image reference.
-	//
-	// Example: quay.io/operatorhubio/catalog:latest
-	Source string `json:"source"`
-
-	// State Whether the catalog answers queries.
-	// `Serving`: indexed and answering (possibly from an older index, see
-	// `lastError`). `Pending`: known but not indexed yet; its data endpoints
-	// answer `503`. `Unavailable`: switched off by its owner; its data
-	// endpoints answer `503`.
-	//
-	//
-	// Example: Serving
-	State CatalogState `json:"state"`
-}
-
-// CatalogList defines model for CatalogList.
-type CatalogList struct {
-	Items []CatalogSummary `json:"items"`
-}
-
-// CatalogName A catalog's name, a DNS-1123 subdomain.
-//
-// Example: operatorhubio
-type CatalogName = string
-
-// CatalogState Whether the catalog answers queries.
-// `Serving`: indexed and answering (possibly from an older index, see
-// `lastError`). `Pending`: known but not indexed yet; its data endpoints
-// answer `503`. `Unavailable`: switched off by its owner; its data
-// endpoints answer `503`.
-//
-// Example: Serving
-type CatalogState string
-
-// CatalogSummary A catalog and the state of its index.
-type CatalogSummary struct {
-	// Counts How many of each the current index holds; all zero before the first index.
-	Counts CatalogCounts `json:"counts"`
-
-	// IndexedAt When the current index was built; null while the catalog has never been indexed.
-	//
-	// Example: 2025-01-14T09:12:44Z
-	IndexedAt *time.Time `json:"indexedAt"`
-
-	// LastError Why the last attempt to rebuild the index failed, while the catalog
-	// keeps serving its previous index (or stays Pending). Absent when
-	// the last attempt succeeded.
-	//
-	//
-	// Example: pull quay.io/operatorhubio/catalog:latest: manifest unknown
-	LastError string `json:"lastError,omitempty,omitzero"`
-
-	// Name A catalog's name, a DNS-1123 subdomain.
-	//
-	// Example: operatorhubio
-	Name CatalogName `json:"name"`
-
-	// Priority The catalog's priority; when several catalogs provide the same
-	// thing, higher priority comes first.
-	//
-	//
-	// Example: 0
-	Priority int32 `json:"priority"`
-
-	// ResolvedDigest Digest of the content the current index was built from (the image
-	// digest, or a digest of the directory's files), so a client can
-	// tell whether two answers came from the same content. Absent
-	// before the first index.
-	//
-	//
-	// Example: sha256:9e3c1f5a2b7d4e8f6a0c1b3d5e7f9a2c4e6b8d0f1a3c5e7b9d2f4a6c8e0b1d3f
-	ResolvedDigest string `json:"resolvedDigest,omitempty,omitzero"`
-
-	// Source Where the catalog comes from, a directory path or an image reference.
-	//
-	// Example: quay.io/operatorhubio/catalog:latest
-	Source string `json:"source"`
-
-	// State Whether the catalog answers queries.
-	// `Serving`: indexed and answering (possibly from an older index, see
-	// `lastError`). `Pending`: known but not indexed yet; its data endpoints
-	// answer `503`. `Unavailable`: switched off by its owner; its data
-	// endpoints answer `503`.
-	//
-	//
-	// Example: Serving
-	State CatalogState `json:"state"`
-}
-
-// Channel defines model for Channel.
-type Channel struct {
-	// Deprecation The catalog marks this deprecated (olm.deprecations); clients should warn before installing it.
-	Deprecation Deprecation `json:"deprecation,omitempty,omitzero"`
-
-	// Entries The channel's entries, in catalog order.
-	Entries []ChannelEntry `json:"entries"`
-
-	// Head A bundle, by name and version.
-	Head BundleRef `json:"head,omitempty,omitzero"`
-
-	// HeadProblem Why the channel has no head: no entry is left unreplaced, or
-	// several are (naming them). Present exactly when `head` is absent.
-	//
-	//
-	// Example: several heads: etcdoperator.v0.9.4, etcdoperator.v0.9.4-clusterwide
-	HeadProblem string `json:"headProblem,omitempty,omitzero"`
-
-	// IsDefault Whether this is the package's default channel.
-	//
-	// Example: true
-	IsDefault bool `json:"isDefault"`
-
-	// Name Example: stable
-	Name string `json:"name"`
-
-	// Package Example: etcd
-	Package string `json:"package"`
-}
-
-// ChannelEntry One entry of a channel and its upgrade edges.
-type ChannelEntry struct {
-	// Name The bundle's name.
-	//
-	// Example: etcdoperator.v0.9.4
-	Name string `json:"name"`
-
-	// Replaces The bundle this entry upgrades from directly.
-	//
-	// Example: etcdoperator.v0.9.2
-	Replaces string `json:"replaces,omitempty,omitzero"`
-
-	// SkipRange Versions this entry may upgrade from, as a semver range.
-	//
-	// Example: >=0.9.0 <0.9.4
-	SkipRange string `json:"skipRange,omitempty,omitzero"`
-
-	// Skips Bundles this entry may upgrade from by skipping them.
-	//
-	// Example: ["etcdoperator.v0.9.3"]
-	Skips []string `json:"skips,omitempty,omitzero"`
-
-	// Version The bundle's version; absent when the catalog has no bundle of that name.
-	//
-	// Example: 0.9.4
-	Version string `json:"version,omitempty,omitzero"`
-}
-
-// ChannelHead The head (latest bundle) of one channel.
-type ChannelHead struct {
-	// Channel Example: stable
-	Channel string `json:"channel"`
-
-	// Name Example: etcdoperator.v0.9.4
-	Name string `json:"name"`
-
-	// Version Example: 0.9.4
-	Version string `json:"version"`
-}
-
-// ChannelList defines model for ChannelList.
-type ChannelList struct {
-	Items []ChannelSummary `json:"items"`
-}
-
-// ChannelSummary defines model for ChannelSummary.
-type ChannelSummary struct {
-	// Deprecation The catalog marks this deprecated (olm.deprecations); clients should warn before installing it.
-	Deprecation Deprecation `json:"deprecation,omitempty,omitzero"`
-
-	// EntryCount How many entries (bundles) the channel lists.
-	//
-	// Example: 9
-	EntryCount int `json:"entryCount"`
-
-	// Head A bundle, by name and version.
-	Head BundleRef `json:"head,omitempty,omitzero"`
-
-	// HeadProblem Why the channel has no head: no entry is left unreplaced, or
-	// several are (naming them). Present exactly when `head` is absent.
-	//
-	//
-	// Example: several heads: etcdoperator.v0.9.4, etcdoperator.v0.9.4-clusterwide
-	HeadProblem string `json:"headProblem,omitempty,omitzero"`
-
-	// IsDefault Whether this is the package's default channel.
-	//
-	// Example: true
-	IsDefault bool `json:"isDefault"`
-
-	// Name Example: stable
-	Name string `json:"name"`
-}
-
-// Deprecation The catalog marks this deprecated (olm.deprecations); clients should warn before installing it.
-type Deprecation struct {
-	// Message The catalog's deprecation message, to show as is.
-	//
-	// Example: The alpha channel is no longer maintained; use stable.
-	Message string `json:"message"`
-}
-
-// GVK A Kubernetes API group, version and kind.
-type GVK struct {
-	// Group The API group; empty for the core group.
-	//
-	// Example: etcd.database.coreos.com
-	Group string `json:"group"`
-
-	// Kind Example: EtcdCluster
-	Kind string `json:"kind"`
-
-	// Version Example: v1beta2
-	Version string `json:"version"`
-}
-
-// JSONLines Newline-delimited JSON: one compact FBC blob (a JSON object with at
-// least `schema`) per line, each line ending in a newline.
-type JSONLines = openapi_types.File
-
-// Link defines model for Link.
-type Link struct {
-	// Name What the link points to.
-	//
-	// Example: Documentation
-	Name string `json:"name"`
-
-	// Url The link, as the catalog gives it (not checked to be a valid URL).
-	//
-	// Example: https://etcd.io/docs
-	Url string `json:"url"`
-}
-
-// Maintainer defines model for Maintainer.
-type Maintainer struct {
-	// Email Absent when the catalog gives none.
-	//
-	// Example: etcd-dev@googlegroups.com
-	Email string `json:"email,omitempty,omitzero"`
-
-	// Name Example: etcd maintainers
-	Name string `json:"name"`
-}
-
-// Package A package in full. Metadata fields are as in PackageSummary; channels
-// are described here rather than named.
-type Package struct {
-	// Channels The package's channels, ordered by name.
-	Channels []ChannelSummary `json:"channels"`
-
-	// DefaultChannel The channel OLM installs from when none is asked for.
-	//
-	// Example: stable
-	DefaultChannel string `json:"defaultChannel"`
-
-	// Deprecation The catalog marks this deprecated (olm.deprecations); clients should warn before installing it.
-	Deprecation Deprecation `json:"deprecation,omitempty,omitzero"`
-
-	// Description The long description (Markdown), from the olm.package blob; empty when there is none.
-	//
-	// Example: A message about etcd operator, a description of channels
-	Description string `json:"description"`
-
-	// DisplayName Example: etcd
-	DisplayName string `json:"displayName,omitempty,omitzero"`
-
-	// HasIcon Whether GET .../icon answers with an icon.
-	//
-	// Example: true
-	HasIcon bool `json:"hasIcon"`
-
-	// Keywords Example: ["etcd","key value","database"]
-	Keywords    []string     `json:"keywords,omitempty,omitzero"`
-	Links       []Link       `json:"links,omitempty,omitzero"`
-	Maintainers []Maintainer `json:"maintainers,omitempty,omitzero"`
-
-	// Maturity The publisher's maturity label, for example alpha or stable.
-	//
-	// Example: stable
-	Maturity string `json:"maturity,omitempty,omitzero"`
-
-	// Name Example: etcd
-	Name string `json:"name"`
-
-	// Problems Validation problems of this package found while indexing.
-	Problems []ValidationProblem `json:"problems"`
-
-	// Provider Who publishes the operator.
-	//
-	// Example: CNCF
-	Provider string `json:"provider,omitempty,omitzero"`
-
-	// ShortDescription One line to show in lists.
-	//
-	// Example: Create and maintain highly-available etcd clusters on Kubernetes
-	ShortDescription string `json:"shortDescription,omitempty,omitzero"`
-}
-
-// PackageList defines model for PackageList.
-type PackageList struct {
-	// Continue Pass as `continue` to get the next page; absent on the last page.
-	//
-	// Example: eyJhZnRlciI6ImV0Y2QifQ
-	Continue string           `json:"continue,omitempty,omitzero"`
-	Items    []PackageSummary `json:"items"`
-}
-
-// PackageRequirement defines model for PackageRequirement.
-type PackageRequirement struct {
-	// PackageName Example: cert-manager
-	PackageName string `json:"packageName"`
-
-	// VersionRange The acceptable versions, as a semver range.
-	//
-	// Example: >=1.12.0
-	VersionRange string `json:"versionRange"`
-}
-
-// PackageSummary What a console lists for a package. Fields after `channels` come from
-// the `olm.csv.metadata` of the default channel's head bundle and are
-// absent when it does not set them.
-type PackageSummary struct {
-	// Channels The package's channel names, ordered by name.
-	//
-	// Example: ["alpha","stable"]
-	Channels []string `json:"channels"`
-
-	// DefaultChannel The channel OLM installs from when none is asked for.
-	//
-	// Example: stable
-	DefaultChannel string `json:"defaultChannel"`
-
-	// Deprecation The catalog marks this deprecated (olm.deprecations); clients should warn before installing it.
-	Deprecation Deprecation `json:"deprecation,omitempty,omitzero"`
-
-	// DisplayName Example: etcd
-	DisplayName string `json:"displayName,omitempty,omitzero"`
-
-	// Keywords Example: ["etcd","key value","database"]
-	Keywords    []string     `json:"keywords,omitempty,omitzero"`
-	Links       []Link       `json:"links,omitempty,omitzero"`
-	Maintainers []Maintainer `json:"maintainers,omitempty,omitzero"`
-
-	// Maturity The publisher's maturity label, for example alpha or stable.
-	//
-	// Example: stable
-	Maturity string `json:"maturity,omitempty,omitzero"`
-
-	// Name Example: etcd
-	Name string `json:"name"`
-
-	// Provider Who publishes the operator.
-	//
-	// Example: CNCF
-	Provider string `json:"provider,omitempty,omitzero"`
-
-	// ShortDescription One line to show in lists.
-	//
-	// Example: Create and maintain highly-available etcd clusters on Kubernetes
-	ShortDescription string `json:"shortDescription,omitempty,omitzero"`
-}
-
-// Problem An error, as an RFC 9457 problem details object. Known types:
-// `/problems/invalid-parameter` (400), `/problems/unknown-parameter`
-// (400), `/problems/not-found` (404), `/problems/catalog-not-ready`
-// (503), `/problems/catalog-unavailable` (503),
-// `/problems/range-not-satisfiable` (416),
-// `/problems/precondition-failed` (412), `/problems/internal` (500).
-type Problem struct {
-	// Candidates The possible values when a name or version was ambiguous.
-	//
-	// Example: ["etcdoperator.v0.9.4","etcdoperator.v0.9.4-1"]
-	Candidates []string `json:"candidates,omitempty,omitzero"`
-
-	// Detail What went wrong in this request and how to fix it.
-	//
-	// Example: limit: must be between 1 and 1000, got 5000
-	Detail string `json:"detail"`
-
-	// Instance The request path (and query) that failed.
-	//
-	// Example: /catalogs/operatorhubio/packages?limit=5000
-	Instance string `json:"instance,omitempty,omitzero"`
-
-	// Parameter The name of the offending parameter (path segment, query parameter or header), when one is to blame.
-	//
-	// Example: limit
-	Parameter string `json:"parameter,omitempty,omitzero"`
-
-	// Status The HTTP status code of the answer.
-	//
-	// Example: 400
-	Status int32 `json:"status"`
-
-	// Title Short summary of the problem type; the same for every problem of a type.
-	//
-	// Example: Invalid parameter
-	Title string `json:"title"`
-
-	// Type Identifies the kind of problem; clients branch on this, not on
-	// `title` or `detail`.
-	//
-	//
-	// Example: /problems/invalid-parameter
-	Type string `json:"type"`
-}
-
-// Property One FBC property of a bundle.
-type Property struct {
-	// Type Example: olm.package
-	Type string `json:"type"`
-
-	// Value The property's value exactly as in the catalog (object, string, number, array or boolean).
-	//
-	// Example: {"packageName":"etcd","version":"0.9.4"}
-	Value json.RawMessage `json:"value"`
-}
-
-// Provider A bundle that provides the asked-for API.
-type Provider struct {
-	// Bundle Example: etcdoperator.v0.9.4
-	Bundle string `json:"bundle"`
-
-	// Catalog A catalog's name, a DNS-1123 subdomain.
-	//
-	// Example: operatorhubio
-	Catalog CatalogName `json:"catalog"`
-
-	// Channels The channels that list the bundle, ordered by name.
-	Channels []ProviderChannel `json:"channels"`
-
-	// Package Example: etcd
-	Package string `json:"package"`
-
-	// Version Example: 0.9.4
-	Version string `json:"version"`
-}
-
-// ProviderChannel defines model for ProviderChannel.
-type ProviderChannel struct {
-	// IsDefault Whether this is the package's default channel.
-	//
-	// Example: true
-	IsDefault bool `json:"isDefault"`
-
-	// IsHead Whether the bundle is this channel's head.
-	//
-	// Example: true
-	IsHead bool `json:"isHead"`
-
-	// Name Example: stable
-	Name string `json:"name"`
-}
-
-// ProviderList defines model for ProviderList.
-type ProviderList struct {
-	Items []Provider `json:"items"`
-}
-
-// RelatedImage defines model for RelatedImage.
-type RelatedImage struct {
-	// Image Example: quay.io/coreos/etcd-operator@sha256:66a37fd61a06a43969854ee6d3e21087a98b93838e284a6086b13917f96b0d9b
-	Image string `json:"image"`
-
-	// Name The image's role; absent when the catalog names none.
-	//
-	// Example: operator
-	Name string `json:"name,omitempty,omitzero"`
-}
-
-// SchemaCount defines model for SchemaCount.
-type SchemaCount struct {
-	// Count How many blobs have this schema.
-	//
-	// Example: 4210
-	Count int `json:"count"`
-
-	// Known True for the schemas this server indexes (olm.package,
-	// olm.channel, olm.bundle, olm.deprecations); other schemas are
-	// kept and served by /api/v1 but not interpreted.
-	//
-	//
-	// Example: true
-	Known bool `json:"known"`
-
-	// Schema The blob's `schema` value.
-	//
-	// Example: olm.bundle
-	Schema string `json:"schema"`
-}
-
-// UpgradeEdge A bundle that can be upgraded to, within one channel.
-type UpgradeEdge struct {
-	// Channel Example: stable
-	Channel string `json:"channel"`
-
-	// Name Example: etcdoperator.v0.9.4
-	Name string `json:"name"`
-
-	// Rules Every rule that makes this an upgrade, in the order replaces, skips, skipRange.
-	//
-	// Example: ["replaces"]
-	Rules []UpgradeRule `json:"rules"`
-
-	// Version Example: 0.9.4
-	Version string `json:"version"`
-}
-
-// UpgradeList defines model for UpgradeList.
-type UpgradeList struct {
-	// From A bundle, by name and version.
-	From BundleRef `json:"from"`
-
-	// Heads The head of each channel considered (the channel asked for, or
-	// every channel that lists `from`), so a client can tell whether
-	// `from` is already the latest. Channels without a single head are
-	// left out.
-	Heads []ChannelHead `json:"heads"`
-
-	// Items The upgrades, newest version first.
-	Items []UpgradeEdge `json:"items"`
-}
-
-// UpgradeRule Why a bundle is an upgrade from the installed one: its channel entry
-// `replaces` it, `skips` it, or has a `skipRange` its version is in.
-type UpgradeRule string
-
-// ValidationProblem Something wrong in the catalog, found while indexing it.
-type ValidationProblem struct {
-	// Message What is wrong.
-	//
-	// Example: channel "alpha": no head: every entry is replaced or skipped by another
-	Message string `json:"message"`
-
-	// Package The package concerned; empty when the problem concerns no single package.
-	//
-	// Example: etcd
-	Package string `json:"package"`
-}
-
-// AcceptEncodingHeader defines model for AcceptEncodingHeader.
-type AcceptEncodingHeader = string
-
-// BundleParam defines model for BundleParam.
-type BundleParam = string
-
-// CatalogParam A catalog's name, a DNS-1123 subdomain.
-//
-// Example: operatorhubio
-type CatalogParam = CatalogName
-
-// ChannelParam defines model for ChannelParam.
-type ChannelParam = string
-
-// ContinueParam defines model for ContinueParam.
-type ContinueParam = string
-
-// GroupParam defines model for GroupParam.
-type GroupParam = string
-
-// IfModifiedSinceHeader defines model for IfModifiedSinceHeader.
-type IfModifiedSinceHeader = string
-
-// IfNoneMatchHeader defines model for IfNoneMatchHeader.
-type IfNoneMatchHeader = string
-
-// IfRangeHeader defines model for IfRangeHeader.
-type IfRangeHeader = string
-
-// KindParam defines model for KindParam.
-type KindParam = string
-
-// LatestParam defines model for LatestParam.
-type LatestParam = bool
-
-// LimitParam defines model for LimitParam.
-type LimitParam = int32
-
-// PackageParam defines model for PackageParam.
-type PackageParam = string
-
-// RangeHeader defines model for RangeHeader.
-type RangeHeader = string
-
-// VersionParam defines model for VersionParam.
-type VersionParam = string
-
-// BadRequest An error, as an RFC 9457 problem details object. Known types:
-// `/problems/invalid-parameter` (400), `/problems/unknown-parameter`
-// (400), `/problems/not-found` (404), `/problems/catalog-not-ready`
-// (503), `/problems/catalog-unavailable` (503),
-// `/problems/range-not-satisfiable` (416),
-// `/problems/precondition-failed` (412), `/problems/internal` (500).
-type BadRequest = Problem
-
-// CatalogNotReady An error, as an RFC 9457 problem details object. Known types:
-// `/problems/invalid-parameter` (400), `/problems/unknown-parameter`
-// (400), `/problems/not-found` (404), `/problems/catalog-not-ready`
-// (503), `/problems/catalog-unavailable` (503),
-// `/problems/range-not-satisfiable` (416),
-// `/problems/precondition-failed` (412), `/problems/internal` (500).
-type CatalogNotReady = Problem
-
-// InternalError An error, as an RFC 9457 problem details object. Known types:
-// `/problems/invalid-parameter` (400), `/problems/unknown-parameter`
-// (400), `/problems/not-found` (404), `/problems/catalog-not-ready`
-// (503), `/problems/catalog-unavailable` (503),
-// `/problems/range-not-satisfiable` (416),
-// `/problems/precondition-failed` (412), `/problems/internal` (500).
-type InternalError = Problem
-
-// NotFound An error, as an RFC 9457 problem details object. Known types:
-// `/problems/invalid-parameter` (400), `/problems/unknown-parameter`
-// (400), `/problems/not-found` (404), `/problems/catalog-not-ready`
-// (503), `/problems/catalog-unavailable` (503),
-// `/problems/range-not-satisfiable` (416),
-// `/problems/precondition-failed` (412), `/problems/internal` (500).
-type NotFound = Problem
-
-// PreconditionFailed An error, as an RFC 9457 problem details object. Known types:
-// `/problems/invalid-parameter` (400), `/problems/unknown-parameter`
-// (400), `/problems/not-found` (404), `/problems/catalog-not-ready`
-// (503), `/problems/catalog-unavailable` (503),
-// `/problems/range-not-satisfiable` (416),
-// `/problems/precondition-failed` (412), `/problems/internal` (500).
-type PreconditionFailed = Problem
-
-// RangeNotSatisfiable An error, as an RFC 9457 problem details object. Known types:
-// `/problems/invalid-parameter` (400), `/problems/unknown-parameter`
-// (400), `/problems/not-found` (404), `/problems/catalog-not-ready`
-// (503), `/problems/catalog-unavailable` (503),
-// `/problems/range-not-satisfiable` (416),
-// `/problems/precondition-failed` (412), `/problems/internal` (500).
-type RangeNotSatisfiable = Problem
-
-// ListCatalogsParams defines parameters for ListCatalogs.
-type ListCatalogsParams struct {
-	// IfNoneMatch ETag(s) of a representation the client already has; the server answers
-	// `304` when one of them is current.
-	IfNoneMatch *IfNoneMatchHeader `json:"If-None-Match,omitempty"`
-
-	// IfModifiedSince An HTTP-date; the server answers `304` when the data has not changed
-	// since. Ignored when If-None-Match is sent.
-	IfModifiedSince *IfModifiedSinceHeader `json:"If-Modified-Since,omitempty"`
-
-	// AcceptEncoding Send `gzip` to get a gzip-compressed body (`Content-Encoding: gzip`).
-	// Go's HTTP client does this, and decompresses, by itself when this is
-	// left unset.
-	AcceptEncoding *AcceptEncodingHeader `json:"Accept-Encoding,omitempty"`
-}
-
-// GetCatalogParams defines parameters for GetCatalog.
-type GetCatalogParams struct {
-	// IfNoneMatch ETag(s) of a representation the client already has; the server answers
-	// `304` when one of them is current.
-	IfNoneMatch *IfNoneMatchHeader `json:"If-None-Match,omitempty"`
-
-	// IfModifiedSince An HTTP-date; the server answers `304` when the data has not changed
-	// since. Ignored when If-None-Match is sent.
-	IfModifiedSince *IfModifiedSinceHeader `json:"If-Modified-Since,omitempty"`
-
-	// AcceptEncoding Send `gzip` to get a gzip-compressed body (`Content-Encoding: gzip`).
-	// Go's HTTP client does this, and decompresses, by itself when this is
-	// left unset.
-	AcceptEncoding *AcceptEncodingHeader `json:"Accept-Encoding,omitempty"`
-}
-
-// GetCatalogAllParams defines parameters for GetCatalogAll.
-type GetCatalogAllParams struct {
-	// Range Byte range(s) to fetch (RFC 9110 §14.2), for example `bytes=1024-` to
-	// resume a download. At most 16 ranges, none overlapping another; a
-	// longer list or overlapping ranges are refused with 416.
-	Range *RangeHeader `json:"Range,omitempty"`
-
-	// IfRange The ETag (or Last-Modified date) of the copy a resumed download began
-	// with. When it is no longer current, Range is ignored and the whole
-	// content is answered with `200`.
-	IfRange *IfRangeHeader `json:"If-Range,omitempty"`
-
-	// IfNoneMatch ETag(s) of a representation the client already has; the server answers
-	// `304` when one of them is current.
-	IfNoneMatch *IfNoneMatchHeader `json:"If-None-Match,omitempty"`
-
-	// IfModifiedSince An HTTP-date; the server answers `304` when the data has not changed
-	// since. Ignored when If-None-Match is sent.
-	IfModifiedSince *IfModifiedSinceHeader `json:"If-Modified-Since,omitempty"`
-
-	// AcceptEncoding Send `gzip` to get a gzip-compressed body (`Content-Encoding: gzip`).
-	// Go's HTTP client does this, and decompresses, by itself when this is
-	// left unset.
-	AcceptEncoding *AcceptEncodingHeader `json:"Accept-Encoding,omitempty"`
-}
-
-// GetCatalogMetasParams defines parameters for GetCatalogMetas.
-type GetCatalogMetasParams struct {
-	// Schema The blob's `schema`, for example `olm.bundle`.
-	Schema *string `form:"schema,omitempty" json:"schema,omitempty"`
-
-	// Package The blob's `package` (for `olm.package` blobs, their `name`).
-	Package *string `form:"package,omitempty" json:"package,omitempty"`
-
-	// Name The blob's `name`.
-	Name *string `form:"name,omitempty" json:"name,omitempty"`
-
-	// IfNoneMatch ETag(s) of a representation the client already has; the server answers
-	// `304` when one of them is current.
-	IfNoneMatch *IfNoneMatchHeader `json:"If-None-Match,omitempty"`
-
-	// IfModifiedSince An HTTP-date; the server answers `304` when the data has not changed
-	// since. Ignored when If-None-Match is sent.
-	IfModifiedSince *IfModifiedSinceHeader `json:"If-Modified-Since,omitempty"`
-
-	// AcceptEncoding Send `gzip` to get a gzip-compressed body (`Content-Encoding: gzip`).
-	// Go's HTTP client does this, and decompresses, by itself when this is
-	// left unset.
-	AcceptEncoding *AcceptEncodingHeader `json:"Accept-Encoding,omitempty"`
-}
-
-// ListPackagesParams defines parameters for ListPackages.
-type ListPackagesParams struct {
-	// Name Only packages whose name contains this text (case-insensitive).
-	Name *string `form:"name,omitempty" json:"name,omitempty"`
-
-	// Q Full-text query over name, display name, keywords, provider and
-	// description. Words are stemmed and all must match; results come
-	// best match first.
-	Q *string `form:"q,omitempty" json:"q,omitempty"`
-
-	// Limit The most items to return in one page.
-	Limit *LimitParam `form:"limit,omitempty" json:"limit,omitempty"`
-
-	// Continue The `continue` token of the previous page, to get the next one. Use it
-	// with the same filters as that page; a token from other filters or from
-	// an older index of the catalog is rejected with `400`.
-	Continue *ContinueParam `form:"continue,omitempty" json:"continue,omitempty"`
-
-	// IfNoneMatch ETag(s) of a representation the client already has; the server answers
-	// `304` when one of them is current.
-	IfNoneMatch *IfNoneMatchHeader `json:"If-None-Match,omitempty"`
-
-	// IfModifiedSince An HTTP-date; the server answers `304` when the data has not changed
-	// since. Ignored when If-None-Match is sent.
-	IfModifiedSince *IfModifiedSinceHeader `json:"If-Modified-Since,omitempty"`
-
-	// AcceptEncoding Send `gzip` to get a gzip-compressed body (`Content-Encoding: gzip`).
-	// Go's HTTP client does this, and decompresses, by itself when this is
-	// left unset.
-	AcceptEncoding *AcceptEncodingHeader `json:"Accept-Encoding,omitempty"`
-}
-
-// GetPackageParams defines parameters for GetPackage.
-type GetPackageParams struct {
-	// IfNoneMatch ETag(s) of a representation the client already has; the server answers
-	// `304` when one of them is current.
-	IfNoneMatch *IfNoneMatchHeader `json:"If-None-Match,omitempty"`
-
-	// IfModifiedSince An HTTP-date; the server answers `304` when the data has not changed
-	// since. Ignored when If-None-Match is sent.
-	IfModifiedSince *IfModifiedSinceHeader `json:"If-Modified-Since,omitempty"`
-
-	// AcceptEncoding Send `gzip` to get a gzip-compressed body (`Content-Encoding: gzip`).
-	// Go's HTTP client does this, and decompresses, by itself when this is
-	// left unset.
-	AcceptEncoding *AcceptEncodingHeader `json:"Accept-Encoding,omitempty"`
-}
-
-// ListBundlesParams defines parameters for ListBundles.
-type ListBundlesParams struct {
-	// Version Only bundles whose version satisfies this semver constraint
-	// (Masterminds/semver v3 syntax: comparisons separated by spaces or
-	// commas are ANDed, `||` ORs; `~`, `^`, `x` wildcards and hyphen
-	// ranges work too).
-	Version *string `form:"version,omitempty" json:"version,omitempty"`
-
-	// Channel Only bundles that are entries of this channel.
-	Channel *string `form:"channel,omitempty" json:"channel,omitempty"`
-
-	// Limit The most items to return in one page.
-	Limit *LimitParam `form:"limit,omitempty" json:"limit,omitempty"`
-
-	// Continue The `continue` token of the previous page, to get the next one. Use it
-	// with the same filters as that page; a token from other filters or from
-	// an older index of the catalog is rejected with `400`.
-	Continue *ContinueParam `form:"continue,omitempty" json:"continue,omitempty"`
-
-	// IfNoneMatch ETag(s) of a representation the client already has; the server answers
-	// `304` when one of them is current.
-	IfNoneMatch *IfNoneMatchHeader `json:"If-None-Match,omitempty"`
-
-	// IfModifiedSince An HTTP-date; the server answers `304` when the data has not changed
-	// since. Ignored when If-None-Match is sent.
-	IfModifiedSince *IfModifiedSinceHeader `json:"If-Modified-Since,omitempty"`
-
-	// AcceptEncoding Send `gzip` to get a gzip-compressed body (`Content-Encoding: gzip`).
-	// Go's HTTP client does this, and decompresses, by itself when this is
-	// left unset.
-	AcceptEncoding *AcceptEncodingHeader `json:"Accept-Encoding,omitempty"`
-}
-
-// GetBundleParams defines parameters for GetBundle.
-type GetBundleParams struct {
-	// IfNoneMatch ETag(s) of a representation the client already has; the server answers
-	// `304` when one of them is current.
-	IfNoneMatch *IfNoneMatchHeader `json:"If-None-Match,omitempty"`
-
-	// IfModifiedSince An HTTP-date; the server answers `304` when the data has not changed
-	// since. Ignored when If-None-Match is sent.
-	IfModifiedSince *IfModifiedSinceHeader `json:"If-Modified-Since,omitempty"`
-
-	// AcceptEncoding Send `gzip` to get a gzip-compressed body (`Content-Encoding: gzip`).
-	// Go's HTTP client does this, and decompresses, by itself when this is
-	// left unset.
-	AcceptEncoding *AcceptEncodingHeader `json:"Accept-Encoding,omitempty"`
-}
-
-// ListChannelsParams defines parameters for ListChannels.
-type ListChannelsParams struct {
-	// IfNoneMatch ETag(s) of a representation the client already has; the server answers
-	// `304` when one of them is current.
-	IfNoneMatch *IfNoneMatchHeader `json:"If-None-Match,omitempty"`
-
-	// IfModifiedSince An HTTP-date; the server answers `304` when the data has not changed
-	// since. Ignored when If-None-Match is sent.
-	IfModifiedSince *IfModifiedSinceHeader `json:"If-Modified-Since,omitempty"`
-
-	// AcceptEncoding Send `gzip` to get a gzip-compressed body (`Content-Encoding: gzip`).
-	// Go's HTTP client does this, and decompresses, by itself when this is
-	// left unset.
-	AcceptEncoding *AcceptEncodingHeader `json:"Accept-Encoding,omitempty"`
-}
-
-// GetChannelParams defines parameters for GetChannel.
-type GetChannelParams struct {
-	// IfNoneMatch ETag(s) of a representation the client already has; the server answers
-	// `304` when one of them is current.
-	IfNoneMatch *IfNoneMatchHeader `json:"If-None-Match,omitempty"`
-
-	// IfModifiedSince An HTTP-date; the server answers `304` when the data has not changed
-	// since. Ignored when If-None-Match is sent.
-	IfModifiedSince *IfModifiedSinceHeader `json:"If-Modified-Since,omitempty"`
-
-	// AcceptEncoding Send `gzip` to get a gzip-compressed body (`Content-Encoding: gzip`).
-	// Go's HTTP client does this, and decompresses, by itself when this is
-	// left unset.
-	AcceptEncoding *AcceptEncodingHeader `json:"Accept-Encoding,omitempty"`
-}
-
-// GetPackageIconParams defines parameters for GetPackageIcon.
-type GetPackageIconParams struct {
-	// IfNoneMatch ETag(s) of a representation the client already has; the server answers
-	// `304` when one of them is current.
-	IfNoneMatch *IfNoneMatchHeader `json:"If-None-Match,omitempty"`
-
-	// IfModifiedSince An HTTP-date; the server answers `304` when the data has not changed
-	// since. Ignored when If-None-Match is sent.
-	IfModifiedSince *IfModifiedSinceHeader `json:"If-Modified-Since,omitempty"`
-}
-
-// ListUpgradesParams defines parameters for ListUpgrades.
-type ListUpgradesParams struct {
-	// From The installed bundle: its name, or its version. A version shared by
-	// several bundles (of different releases) is ambiguous: the answer is
-	// then `400` with the bundle names in `candidates`.
-	From string `form:"from" json:"from"`
-
-	// Channel Only upgrades within this channel.
-	Channel *string `form:"channel,omitempty" json:"channel,omitempty"`
-
-	// IfNoneMatch ETag(s) of a representation the client already has; the server answers
-	// `304` when one of them is current.
-	IfNoneMatch *IfNoneMatchHeader `json:"If-None-Match,omitempty"`
-
-	// IfModifiedSince An HTTP-date; the server answers `304` when the data has not changed
-	// since. Ignored when If-None-Match is sent.
-	IfModifiedSince *IfModifiedSinceHeader `json:"If-Modified-Since,omitempty"`
-
-	// AcceptEncoding Send `gzip` to get a gzip-compressed body (`Content-Encoding: gzip`).
-	// Go's HTTP client does this, and decompresses, by itself when this is
-	// left unset.
-	AcceptEncoding *AcceptEncodingHeader `json:"Accept-Encoding,omitempty"`
-}
-
-// ListCatalogProvidersParams defines parameters for ListCatalogProviders.
-type ListCatalogProvidersParams struct {
-	// Group The API group; omit it or leave it empty for the core group.
-	Group *GroupParam `form:"group,omitempty" json:"group,omitempty"`
-
-	// Version The API version.
-	Version VersionParam `form:"version" json:"version"`
-
-	// Kind The kind, as spelt in the CRD (for example `EtcdCluster`).
-	Kind KindParam `form:"kind" json:"kind"`
-
-	// Latest When true, only bundles that are the head of at least one channel
-	// are returned (each still lists all its channels), which is what a
-	// client choosing what to install usually wants.
-	Latest *LatestParam `form:"latest,omitempty" json:"latest,omitempty"`
-
-	// IfNoneMatch ETag(s) of a representation the client already has; the server answers
-	// `304` when one of them is current.
-	IfNoneMatch *IfNoneMatchHeader `json:"If-None-Match,omitempty"`
-
-	// IfModifiedSince An HTTP-date; the server answers `304` when the data has not changed
-	// since. Ignored when If-None-Match is sent.
-	IfModifiedSince *IfModifiedSinceHeader `json:"If-Modified-Since,omitempty"`
-
-	// AcceptEncoding Send `gzip` to get a gzip-compressed body (`Content-Encoding: gzip`).
-	// Go's HTTP client does this, and decompresses, by itself when this is
-	// left unset.
-	AcceptEncoding *AcceptEncodingHeader `json:"Accept-Encoding,omitempty"`
-}
-
-// GetOpenAPISpecParams defines parameters for GetOpenAPISpec.
-type GetOpenAPISpecParams struct {
-	// Range Byte range(s) to fetch (RFC 9110 §14.2), for example `bytes=1024-` to
-	// resume a download. At most 16 ranges, none overlapping another; a
-	// longer list or overlapping ranges are refused with 416.
-	Range *RangeHeader `json:"Range,omitempty"`
-
-	// IfNoneMatch ETag(s) of a representation the client already has; the server answers
-	// `304` when one of them is current.
-	IfNoneMatch *IfNoneMatchHeader `json:"If-None-Match,omitempty"`
-}
-
-// ListProvidersParams defines parameters for ListProviders.
-type ListProvidersParams struct {
-	// Group The API group; omit it or leave it empty for the core group.
-	Group *GroupParam `form:"group,omitempty" json:"group,omitempty"`
-
-	// Version The API version.
-	Version VersionParam `form:"version" json:"version"`
-
-	// Kind The kind, as spelt in the CRD (for example `EtcdCluster`).
-	Kind KindParam `form:"kind" json:"kind"`
-
-	// Latest When true, only bundles that are the head of at least one channel
-	// are returned (each still lists all its channels), which is what a
-	// client choosing what to install usually wants.
-	Latest *LatestParam `form:"latest,omitempty" json:"latest,omitempty"`
-
-	// IfNoneMatch ETag(s) of a representation the client already has; the server answers
-	// `304` when one of them is current.
-	IfNoneMatch *IfNoneMatchHeader `json:"If-None-Match,omitempty"`
-
-	// IfModifiedSince An HTTP-date; the server answers `304` when the data has not changed
-	// since. Ignored when If-None-Match is sent.
-	IfModifiedSince *IfModifiedSinceHeader `json:"If-Modified-Since,omitempty"`
-
-	// AcceptEncoding Send `gzip` to get a gzip-compressed body (`Content-Encoding: gzip`).
-	// Go's HTTP client does this, and decompresses, by itself when this is
-	// left unset.
-	AcceptEncoding *AcceptEncodingHeader `json:"Accept-Encoding,omitempty"`
-}
+// Bundle is catalogapi.Bundle.
+type Bundle = catalogapi.Bundle
+
+// BundleChannel is catalogapi.BundleChannel.
+type BundleChannel = catalogapi.BundleChannel
+
+// BundleList is catalogapi.BundleList.
+type BundleList = catalogapi.BundleList
+
+// BundleRef is catalogapi.BundleRef.
+type BundleRef = catalogapi.BundleRef
+
+// BundleSummary is catalogapi.BundleSummary.
+type BundleSummary = catalogapi.BundleSummary
+
+// CatalogCounts is catalogapi.CatalogCounts.
+type CatalogCounts = catalogapi.CatalogCounts
+
+// CatalogDetail is catalogapi.CatalogDetail.
+type CatalogDetail = catalogapi.CatalogDetail
+
+// CatalogList is catalogapi.CatalogList.
+type CatalogList = catalogapi.CatalogList
+
+// CatalogName is catalogapi.CatalogName.
+type CatalogName = catalogapi.CatalogName
+
+// CatalogState is catalogapi.CatalogState.
+type CatalogState = catalogapi.CatalogState
+
+// CatalogSummary is catalogapi.CatalogSummary.
+type CatalogSummary = catalogapi.CatalogSummary
+
+// Channel is catalogapi.Channel.
+type Channel = catalogapi.Channel
+
+// ChannelEntry is catalogapi.ChannelEntry.
+type ChannelEntry = catalogapi.ChannelEntry
+
+// ChannelHead is catalogapi.ChannelHead.
+type ChannelHead = catalogapi.ChannelHead
+
+// ChannelList is catalogapi.ChannelList.
+type ChannelList = catalogapi.ChannelList
+
+// ChannelSummary is catalogapi.ChannelSummary.
+type ChannelSummary = catalogapi.ChannelSummary
+
+// Deprecation is catalogapi.Deprecation.
+type Deprecation = catalogapi.Deprecation
+
+// GVK is catalogapi.GVK.
+type GVK = catalogapi.GVK
+
+// JSONLines is catalogapi.JSONLines.
+type JSONLines = catalogapi.JSONLines
+
+// Link is catalogapi.Link.
+type Link = catalogapi.Link
+
+// Maintainer is catalogapi.Maintainer.
+type Maintainer = catalogapi.Maintainer
+
+// Package is catalogapi.Package.
+type Package = catalogapi.Package
+
+// PackageList is catalogapi.PackageList.
+type PackageList = catalogapi.PackageList
+
+// PackageRequirement is catalogapi.PackageRequirement.
+type PackageRequirement = catalogapi.PackageRequirement
+
+// PackageSummary is catalogapi.PackageSummary.
+type PackageSummary = catalogapi.PackageSummary
+
+// Problem is catalogapi.Problem.
+type Problem = catalogapi.Problem
+
+// Property is catalogapi.Property.
+type Property = catalogapi.Property
+
+// Provider is catalogapi.Provider.
+type Provider = catalogapi.Provider
+
+// ProviderChannel is catalogapi.ProviderChannel.
+type ProviderChannel = catalogapi.ProviderChannel
+
+// ProviderList is catalogapi.ProviderList.
+type ProviderList = catalogapi.ProviderList
+
+// RelatedImage is catalogapi.RelatedImage.
+type RelatedImage = catalogapi.RelatedImage
+
+// SchemaCount is catalogapi.SchemaCount.
+type SchemaCount = catalogapi.SchemaCount
+
+// UpgradeEdge is catalogapi.UpgradeEdge.
+type UpgradeEdge = catalogapi.UpgradeEdge
+
+// UpgradeList is catalogapi.UpgradeList.
+type UpgradeList = catalogapi.UpgradeList
+
+// UpgradeRule is catalogapi.UpgradeRule.
+type UpgradeRule = catalogapi.UpgradeRule
+
+// ValidationProblem is catalogapi.ValidationProblem.
+type ValidationProblem = catalogapi.ValidationProblem
+
+// AcceptEncodingHeader is catalogapi.AcceptEncodingHeader.
+type AcceptEncodingHeader = catalogapi.AcceptEncodingHeader
+
+// BundleParam is catalogapi.BundleParam.
+type BundleParam = catalogapi.BundleParam
+
+// CatalogParam is catalogapi.CatalogParam.
+type CatalogParam = catalogapi.CatalogParam
+
+// ChannelParam is catalogapi.ChannelParam.
+type ChannelParam = catalogapi.ChannelParam
+
+// ContinueParam is catalogapi.ContinueParam.
+type ContinueParam = catalogapi.ContinueParam
+
+// GroupParam is catalogapi.GroupParam.
+type GroupParam = catalogapi.GroupParam
+
+// IfModifiedSinceHeader is catalogapi.IfModifiedSinceHeader.
+type IfModifiedSinceHeader = catalogapi.IfModifiedSinceHeader
+
+// IfNoneMatchHeader is catalogapi.IfNoneMatchHeader.
+type IfNoneMatchHeader = catalogapi.IfNoneMatchHeader
+
+// IfRangeHeader is catalogapi.IfRangeHeader.
+type IfRangeHeader = catalogapi.IfRangeHeader
+
+// KindParam is catalogapi.KindParam.
+type KindParam = catalogapi.KindParam
+
+// LatestParam is catalogapi.LatestParam.
+type LatestParam = catalogapi.LatestParam
+
+// LimitParam is catalogapi.LimitParam.
+type LimitParam = catalogapi.LimitParam
+
+// PackageParam is catalogapi.PackageParam.
+type PackageParam = catalogapi.PackageParam
+
+// RangeHeader is catalogapi.RangeHeader.
+type RangeHeader = catalogapi.RangeHeader
+
+// VersionParam is catalogapi.VersionParam.
+type VersionParam = catalogapi.VersionParam
+
+// BadRequest is catalogapi.BadRequest.
+type BadRequest = catalogapi.BadRequest
+
+// CatalogNotReady is catalogapi.CatalogNotReady.
+type CatalogNotReady = catalogapi.CatalogNotReady
+
+// InternalError is catalogapi.InternalError.
+type InternalError = catalogapi.InternalError
+
+// NotFound is catalogapi.NotFound.
+type NotFound = catalogapi.NotFound
+
+// PreconditionFailed is catalogapi.PreconditionFailed.
+type PreconditionFailed = catalogapi.PreconditionFailed
+
+// RangeNotSatisfiable is catalogapi.RangeNotSatisfiable.
+type RangeNotSatisfiable = catalogapi.RangeNotSatisfiable
+
+// ListCatalogsParams is catalogapi.ListCatalogsParams.
+type ListCatalogsParams = catalogapi.ListCatalogsParams
+
+// GetCatalogParams is catalogapi.GetCatalogParams.
+type GetCatalogParams = catalogapi.GetCatalogParams
+
+// GetCatalogAllParams is catalogapi.GetCatalogAllParams.
+type GetCatalogAllParams = catalogapi.GetCatalogAllParams
+
+// GetCatalogMetasParams is catalogapi.GetCatalogMetasParams.
+type GetCatalogMetasParams = catalogapi.GetCatalogMetasParams
+
+// ListPackagesParams is catalogapi.ListPackagesParams.
+type ListPackagesParams = catalogapi.ListPackagesParams
+
+// GetPackageParams is catalogapi.GetPackageParams.
+type GetPackageParams = catalogapi.GetPackageParams
+
+// ListBundlesParams is catalogapi.ListBundlesParams.
+type ListBundlesParams = catalogapi.ListBundlesParams
+
+// GetBundleParams is catalogapi.GetBundleParams.
+type GetBundleParams = catalogapi.GetBundleParams
+
+// ListChannelsParams is catalogapi.ListChannelsParams.
+type ListChannelsParams = catalogapi.ListChannelsParams
+
+// GetChannelParams is catalogapi.GetChannelParams.
+type GetChannelParams = catalogapi.GetChannelParams
+
+// GetPackageIconParams is catalogapi.GetPackageIconParams.
+type GetPackageIconParams = catalogapi.GetPackageIconParams
+
+// ListUpgradesParams is catalogapi.ListUpgradesParams.
+type ListUpgradesParams = catalogapi.ListUpgradesParams
+
+// ListCatalogProvidersParams is catalogapi.ListCatalogProvidersParams.
+type ListCatalogProvidersParams = catalogapi.ListCatalogProvidersParams
+
+// GetOpenAPISpecParams is catalogapi.GetOpenAPISpecParams.
+type GetOpenAPISpecParams = catalogapi.GetOpenAPISpecParams
+
+// ListProvidersParams is catalogapi.ListProvidersParams.
+type ListProvidersParams = catalogapi.ListProvidersParams
 
 // RequestEditorFn is the function signature for the RequestEditor callback function
 type RequestEditorFn func(ctx context.Context, req *http.Request) error
