@@ -17,7 +17,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 
-	"github.com/catalogd/catalogd/client"
+	"github.com/catalogd/catalogd/api/catalogapi"
 	"github.com/catalogd/catalogd/internal/catalogs"
 	"github.com/catalogd/catalogd/internal/catalogsync"
 	"github.com/catalogd/catalogd/internal/httpapi"
@@ -238,10 +238,10 @@ func printSummary(out io.Writer, base string, cfg serveConfig, api http.Handler,
 }
 
 // catalogDetail asks api for GET /catalogs/{name}, in process.
-func catalogDetail(api http.Handler, name string) (client.CatalogDetail, error) {
+func catalogDetail(api http.Handler, name string) (catalogapi.CatalogDetail, error) {
 	rec := httptest.NewRecorder()
 	api.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/catalogs/"+name, nil))
-	var d client.CatalogDetail
+	var d catalogapi.CatalogDetail
 	if rec.Code != http.StatusOK {
 		return d, fmt.Errorf("GET /catalogs/%s: %d %s", name, rec.Code, bytes.TrimSpace(rec.Body.Bytes()))
 	}

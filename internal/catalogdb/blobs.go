@@ -6,13 +6,14 @@ import (
 	"strings"
 
 	"github.com/jmoiron/sqlx"
-
-	"github.com/catalogd/catalogd/client"
 )
 
+// Counts are a catalog's totals.
+type Counts struct{ Packages, Channels, Bundles int }
+
 // Counts returns the catalog's totals, counted when the index was built.
-func (c *Catalog) Counts(ctx context.Context) (client.CatalogCounts, error) {
-	var out client.CatalogCounts
+func (c *Catalog) Counts(ctx context.Context) (Counts, error) {
+	var out Counts
 	if err := c.get(ctx, &out, `SELECT
 		(SELECT count FROM catalog_counts WHERE what = 'packages' AND name = '') AS packages,
 		(SELECT count FROM catalog_counts WHERE what = 'channels' AND name = '') AS channels,
@@ -22,10 +23,16 @@ func (c *Catalog) Counts(ctx context.Context) (client.CatalogCounts, error) {
 	return out, nil
 }
 
+// SchemaCount is how many blobs of a schema a catalog has.
+type SchemaCount struct {
+	Schema string
+	Count  int
+}
+
 // SchemaCounts returns how many blobs of each schema the catalog has, by
-// schema, counted when the index was built; Known is left to the caller.
-func (c *Catalog) SchemaCounts(ctx context.Context) ([]client.SchemaCount, error) {
-	out := []client.SchemaCount{}
+// schema, counted when the index was built.
+func (c *Catalog) SchemaCounts(ctx context.Context) ([]SchemaCount, error) {
+	var out []SchemaCount
 	if err := c.sel(ctx, &out, `SELECT name AS schema, count FROM catalog_counts WHERE what = 'schema' ORDER BY name`); err != nil {
 		return nil, fmt.Errorf("read schema counts: %w", err)
 	}

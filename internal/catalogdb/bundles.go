@@ -6,39 +6,63 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-
-	"github.com/catalogd/catalogd/client"
 )
 
-// Bundle is a bundle's row: its name, version and where it ranks in its
-// package's version order (0 = lowest; versions that do not parse rank
-// below all others).
+// Bundle is a bundle as lists show it: its name, version, release and
+// image, and where it ranks in its package's version order (0 = lowest;
+// versions that do not parse rank below all others).
 type Bundle struct {
-	ID      int64  `db:"id"`
-	Name    string `db:"name"`
-	Version string `db:"version"`
-	Release string `db:"release"`
-	Image   string `db:"image"`
-	Rank    int    `db:"version_rank"`
-	BlobID  int64  `db:"blob_id"`
-	// Channels are the names of the channels that list the bundle, as the
-	// JSON array the build stored.
+	Name, Version, Release, Image string
+	Rank                          int
+	// channels are the names of the channels that list the bundle, as the
+	// JSON array the build stored: decoded only for the bundles of a page
+	// (see BundleSummaries), not for every bundle a filter reads.
+	channels string
+}
+
+// bundleRow is a row of the bundles table.
+type bundleRow struct {
+	ID       int64  `db:"id"`
+	Name     string `db:"name"`
+	Version  string `db:"version"`
+	Release  string `db:"release"`
+	Image    string `db:"image"`
+	Rank     int    `db:"version_rank"`
+	BlobID   int64  `db:"blob_id"`
 	Channels string `db:"channels"`
+}
+
+func (r bundleRow) bundle() Bundle {
+	return Bundle{Name: r.Name, Version: r.Version, Release: r.Release, Image: r.Image, Rank: r.Rank, channels: r.Channels}
+}
+
+func bundlesOf(rows []bundleRow) []Bundle {
+	out := make([]Bundle, len(rows))
+	for i, r := range rows {
+		out[i] = r.bundle()
+	}
+	return out
 }
 
 const bundleColumns = `id, name, version, release, image, version_rank, blob_id, channels`
 
-// BundleByName returns a bundle of pkg, or an error wrapping ErrNotFound.
-func (c *Catalog) BundleByName(ctx context.Context, pkg, name string) (Bundle, error) {
-	var b Bundle
+// bundleRow reads a bundle's row, or returns an error wrapping ErrNotFound.
+func (c *Catalog) bundleRow(ctx context.Context, pkg, name string) (bundleRow, error) {
+	var b bundleRow
 	err := c.get(ctx, &b, `SELECT `+bundleColumns+` FROM bundles WHERE package = ? AND name = ?`, pkg, name)
 	if errors.Is(err, sql.ErrNoRows) {
-		return Bundle{}, fmt.Errorf("bundle %q: %w", name, ErrNotFound)
+		return bundleRow{}, fmt.Errorf("bundle %q: %w", name, ErrNotFound)
 	}
 	if err != nil {
-		return Bundle{}, fmt.Errorf("read bundle %q: %w", name, err)
+		return bundleRow{}, fmt.Errorf("read bundle %q: %w", name, err)
 	}
 	return b, nil
+}
+
+// BundleByName returns a bundle of pkg, or an error wrapping ErrNotFound.
+func (c *Catalog) BundleByName(ctx context.Context, pkg, name string) (Bundle, error) {
+	row, err := c.bundleRow(ctx, pkg, name)
+	return row.bundle(), err
 }
 
 // BundlesByVersion returns the bundles of pkg whose version is written
@@ -46,11 +70,11 @@ func (c *Catalog) BundleByName(ctx context.Context, pkg, name string) (Bundle, e
 // serves: on name, SQLite would read the whole package through the (package,
 // name) index to spare sorting the few bundles of one version.
 func (c *Catalog) BundlesByVersion(ctx context.Context, pkg, version string) ([]Bundle, error) {
-	var out []Bundle
-	if err := c.sel(ctx, &out, `SELECT `+bundleColumns+` FROM bundles WHERE package = ? AND version = ? ORDER BY +name`, pkg, version); err != nil {
+	var rows []bundleRow
+	if err := c.sel(ctx, &rows, `SELECT `+bundleColumns+` FROM bundles WHERE package = ? AND version = ? ORDER BY +name`, pkg, version); err != nil {
 		return nil, fmt.Errorf("find bundles of version %q: %w", version, err)
 	}
-	return out, nil
+	return bundlesOf(rows), nil
 }
 
 // Bundles returns up to limit bundles of pkg (all with a negative limit)
@@ -60,9 +84,9 @@ func (c *Catalog) BundlesByVersion(ctx context.Context, pkg, version string) ([]
 // package's bundles. A list of the channel's bundles (name IN ...) was
 // built whole for every page instead, 20 ms for a channel of 50,000.
 func (c *Catalog) Bundles(ctx context.Context, pkg, channel string, below int64, limit int) ([]Bundle, error) {
-	var rows []Bundle
+	var rows []bundleRow
 	if limit > 0 {
-		rows = make([]Bundle, 0, min(limit, 1000))
+		rows = make([]bundleRow, 0, min(limit, 1000))
 	}
 	var err error
 	if channel != "" {
@@ -76,13 +100,23 @@ func (c *Catalog) Bundles(ctx context.Context, pkg, channel string, below int64,
 	if err != nil {
 		return nil, fmt.Errorf("list bundles of %q: %w", pkg, err)
 	}
-	return rows, nil
+	return bundlesOf(rows), nil
 }
 
-// BundleSummaries lists page, bundles of pkg newest first, each with its
-// channels and deprecation: one query, whatever the page's length.
-func (c *Catalog) BundleSummaries(ctx context.Context, pkg string, page []Bundle) ([]client.BundleSummary, error) {
-	out := make([]client.BundleSummary, 0, len(page))
+// BundleSummary is a bundle's entry in a list of bundles.
+type BundleSummary struct {
+	Name, Version, Release, Image string
+	// Channels are the names of the channels that list the bundle.
+	Channels []string
+	// Deprecation is the bundle's deprecation message, or its package's; ""
+	// if neither is deprecated.
+	Deprecation string
+}
+
+// BundleSummaries lists page, bundles of pkg as Bundles returned them, each
+// with its channels and deprecation: one query, whatever the page's length.
+func (c *Catalog) BundleSummaries(ctx context.Context, pkg string, page []Bundle) ([]BundleSummary, error) {
+	out := make([]BundleSummary, 0, len(page))
 	if len(page) == 0 {
 		return out, nil
 	}
@@ -91,15 +125,15 @@ func (c *Catalog) BundleSummaries(ctx context.Context, pkg string, page []Bundle
 		return nil, err
 	}
 	for _, b := range page {
-		names := []string{}
-		if err := json.Unmarshal([]byte(b.Channels), &names); err != nil {
+		var names []string
+		if err := json.Unmarshal([]byte(b.channels), &names); err != nil {
 			return nil, fmt.Errorf("read channels of bundle %q: %w", b.Name, err)
 		}
 		dep := deprecations[b.Name]
-		if dep.Message == "" {
+		if dep == "" {
 			dep = deprecations[""] // a deprecated package deprecates each of its bundles
 		}
-		out = append(out, client.BundleSummary{Name: b.Name, Version: b.Version, Release: b.Release,
+		out = append(out, BundleSummary{Name: b.Name, Version: b.Version, Release: b.Release,
 			Image: b.Image, Channels: names, Deprecation: dep})
 	}
 	return out, nil
@@ -107,7 +141,7 @@ func (c *Catalog) BundleSummaries(ctx context.Context, pkg string, page []Bundle
 
 // bundleDeprecations reads the deprecations of a package's bundles (by
 // name) and of the package itself (under "").
-func (c *Catalog) bundleDeprecations(ctx context.Context, pkg string) (map[string]client.Deprecation, error) {
+func (c *Catalog) bundleDeprecations(ctx context.Context, pkg string) (map[string]string, error) {
 	var depRows []struct {
 		Schema  string `db:"schema"`
 		Name    string `db:"name"`
@@ -117,31 +151,71 @@ func (c *Catalog) bundleDeprecations(ctx context.Context, pkg string) (map[strin
 		WHERE package = ? AND (schema = 'olm.bundle' OR (schema = 'olm.package' AND name = '')) ORDER BY rowid`, pkg); err != nil {
 		return nil, fmt.Errorf("read deprecations of bundles of %q: %w", pkg, err)
 	}
-	deprecations := map[string]client.Deprecation{}
+	deprecations := map[string]string{}
 	for _, r := range depRows {
 		name := r.Name
 		if r.Schema == "olm.package" {
 			name = ""
 		}
 		if _, ok := deprecations[name]; !ok {
-			deprecations[name] = client.Deprecation{Message: r.Message}
+			deprecations[name] = r.Message
 		}
 	}
 	return deprecations, nil
 }
 
-// BundleDetail returns everything the index holds of bundle b of pkg.
-// Property values are byte ranges of the bundle's blob: the blob is read
-// once and sliced here, so the cost is linear in the blob's size (the
-// property_values view copies the blob for every property).
-func (c *Catalog) BundleDetail(ctx context.Context, pkg string, b Bundle) (client.Bundle, error) {
-	out := client.Bundle{Name: b.Name, Package: pkg, Version: b.Version, Release: b.Release, Image: b.Image,
-		Properties: []client.Property{}, RelatedImages: []client.RelatedImage{}, ProvidedGVKs: []client.GVK{},
-		RequiredGVKs: []client.GVK{}, RequiredPackages: []client.PackageRequirement{}}
+// BundleDetail is everything the index holds of a bundle.
+type BundleDetail struct {
+	Name, Package, Version, Release, Image string
+	// Properties are the bundle's properties in the catalog's order, each
+	// value the JSON the catalog gave.
+	Properties       []Property
+	RelatedImages    []RelatedImage
+	ProvidedGVKs     []GVK
+	RequiredGVKs     []GVK
+	RequiredPackages []PackageRequirement
+	// Channels are the channel entries that list the bundle, by channel.
+	Channels []BundleChannel
+	// Deprecation is the bundle's deprecation message, or its package's; ""
+	// if neither is deprecated.
+	Deprecation string
+}
+
+// Property is a bundle property: its type and its value, as JSON.
+type Property struct {
+	Type  string
+	Value json.RawMessage
+}
+
+// RelatedImage is an image a bundle names besides its own.
+type RelatedImage struct{ Name, Image string }
+
+// PackageRequirement is a package a bundle requires, in a version range.
+type PackageRequirement struct{ PackageName, VersionRange string }
+
+// BundleChannel is a channel entry listing a bundle.
+type BundleChannel struct {
+	Channel, Replaces, SkipRange string
+	Skips                        []string
+	// IsHead says the bundle heads the channel.
+	IsHead bool
+}
+
+// BundleDetail returns everything the index holds of the named bundle of
+// pkg, or an error wrapping ErrNotFound. Property values are byte ranges
+// of the bundle's blob: the blob is read once and sliced here, so the cost
+// is linear in the blob's size (the property_values view copies the blob
+// for every property).
+func (c *Catalog) BundleDetail(ctx context.Context, pkg, name string) (BundleDetail, error) {
+	b, err := c.bundleRow(ctx, pkg, name)
+	if err != nil {
+		return BundleDetail{}, err
+	}
+	out := BundleDetail{Name: b.Name, Package: pkg, Version: b.Version, Release: b.Release, Image: b.Image}
 
 	var blob []byte
 	if err := c.get(ctx, &blob, `SELECT CAST(data AS BLOB) FROM blobs WHERE id = ?`, b.BlobID); err != nil {
-		return client.Bundle{}, fmt.Errorf("read blob of %q: %w", b.Name, err)
+		return BundleDetail{}, fmt.Errorf("read blob of %q: %w", b.Name, err)
 	}
 	var props []struct {
 		Type   string         `db:"type"`
@@ -150,18 +224,19 @@ func (c *Catalog) BundleDetail(ctx context.Context, pkg string, b Bundle) (clien
 		Length sql.NullInt64  `db:"value_length"`
 	}
 	if err := c.sel(ctx, &props, `SELECT type, value, value_start, value_length FROM properties WHERE bundle_id = ? ORDER BY position`, b.ID); err != nil {
-		return client.Bundle{}, fmt.Errorf("read properties of %q: %w", b.Name, err)
+		return BundleDetail{}, fmt.Errorf("read properties of %q: %w", b.Name, err)
 	}
+	out.Properties = make([]Property, 0, len(props))
 	for _, p := range props {
 		value := json.RawMessage(p.Value.String)
 		if !p.Value.Valid {
 			start, end := p.Start.Int64, p.Start.Int64+p.Length.Int64
 			if !p.Start.Valid || start < 0 || end > int64(len(blob)) || start > end {
-				return client.Bundle{}, fmt.Errorf("read property %s of %q: value range %d-%d outside its %d-byte blob", p.Type, b.Name, start, end, len(blob))
+				return BundleDetail{}, fmt.Errorf("read property %s of %q: value range %d-%d outside its %d-byte blob", p.Type, b.Name, start, end, len(blob))
 			}
 			value = json.RawMessage(blob[start:end])
 		}
-		out.Properties = append(out.Properties, client.Property{Type: p.Type, Value: value})
+		out.Properties = append(out.Properties, Property{Type: p.Type, Value: value})
 	}
 	queries := []struct {
 		what  string
@@ -175,25 +250,22 @@ func (c *Catalog) BundleDetail(ctx context.Context, pkg string, b Bundle) (clien
 	}
 	for _, q := range queries {
 		if err := c.sel(ctx, q.dest, q.query, b.ID); err != nil {
-			return client.Bundle{}, fmt.Errorf("read %s of %q: %w", q.what, b.Name, err)
+			return BundleDetail{}, fmt.Errorf("read %s of %q: %w", q.what, b.Name, err)
 		}
 	}
-	var err error
 	if out.Channels, err = c.bundleChannels(ctx, pkg, b.Name); err != nil {
-		return client.Bundle{}, err
+		return BundleDetail{}, err
 	}
-	msg, err := c.BundleDeprecation(ctx, pkg, b.Name)
-	if err != nil {
-		return client.Bundle{}, err
+	if out.Deprecation, err = c.BundleDeprecation(ctx, pkg, b.Name); err != nil {
+		return BundleDetail{}, err
 	}
-	out.Deprecation = client.Deprecation{Message: msg}
 	return out, nil
 }
 
 // bundleChannels returns the entries that list a bundle, by channel name,
 // marking the channels it heads, with their skips: two queries, whatever
 // the number of entries.
-func (c *Catalog) bundleChannels(ctx context.Context, pkg, bundle string) ([]client.BundleChannel, error) {
+func (c *Catalog) bundleChannels(ctx context.Context, pkg, bundle string) ([]BundleChannel, error) {
 	var rows []struct {
 		ID        int64          `db:"id"`
 		Channel   string         `db:"channel"`
@@ -219,14 +291,10 @@ func (c *Catalog) bundleChannels(ctx context.Context, pkg, bundle string) ([]cli
 	for _, r := range skipRows {
 		skips[r.EntryID] = append(skips[r.EntryID], r.Skip)
 	}
-	out := make([]client.BundleChannel, 0, len(rows))
+	out := make([]BundleChannel, 0, len(rows))
 	for _, r := range rows {
-		list := skips[r.ID]
-		if list == nil {
-			list = []string{}
-		}
-		out = append(out, client.BundleChannel{Channel: r.Channel, Replaces: r.Replaces, SkipRange: r.SkipRange,
-			Skips: list, IsHead: r.Head.Valid && r.Head.String == bundle})
+		out = append(out, BundleChannel{Channel: r.Channel, Replaces: r.Replaces, SkipRange: r.SkipRange,
+			Skips: skips[r.ID], IsHead: r.Head.Valid && r.Head.String == bundle})
 	}
 	return out, nil
 }

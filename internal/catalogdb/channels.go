@@ -5,9 +5,40 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-
-	"github.com/catalogd/catalogd/client"
 )
+
+// BundleRef names a bundle and gives its version.
+type BundleRef struct{ Name, Version string }
+
+// ChannelSummary is a channel with its head, as computed when the index was
+// built.
+type ChannelSummary struct {
+	Name string
+	// Head is the channel's head; zero when the channel has no single head,
+	// and then HeadProblem says why.
+	Head        BundleRef
+	HeadProblem string
+	// EntryCount is how many entries the channel lists.
+	EntryCount int
+	// IsDefault says the channel is its package's default channel.
+	IsDefault bool
+	// Deprecation is the channel's deprecation message, "" if it has none.
+	Deprecation string
+}
+
+// Channel is a channel with its entries, in the catalog's order.
+type Channel struct {
+	ChannelSummary
+	Package string
+	Entries []ChannelEntry
+}
+
+// ChannelEntry is an entry of a channel. Version is the version of its
+// bundle, "" when the catalog has no such bundle.
+type ChannelEntry struct {
+	Name, Version, Replaces, SkipRange string
+	Skips                              []string
+}
 
 // channelRow is a channel with its head, as computed when the index was built.
 type channelRow struct {
@@ -24,25 +55,22 @@ const channelColumns = `c.name, c.head, b.version AS head_version, c.head_proble
 	(SELECT d.message FROM deprecations d WHERE d.package = c.package AND d.schema = 'olm.channel' AND d.name = c.name LIMIT 1) AS deprecation
 	FROM channels c LEFT JOIN bundles b ON b.package = c.package AND b.name = c.head`
 
-func (c channelRow) summary(defaultChannel string) client.ChannelSummary {
-	out := client.ChannelSummary{Name: c.Name, EntryCount: c.EntryCount, IsDefault: c.Name == defaultChannel,
-		HeadProblem: c.HeadProblem.String}
+func (c channelRow) summary(defaultChannel string) ChannelSummary {
+	out := ChannelSummary{Name: c.Name, EntryCount: c.EntryCount, IsDefault: c.Name == defaultChannel,
+		HeadProblem: c.HeadProblem.String, Deprecation: c.Deprecation.String}
 	if c.Head.Valid {
-		out.Head = client.BundleRef{Name: c.Head.String, Version: c.HeadVersion.String}
-	}
-	if c.Deprecation.Valid {
-		out.Deprecation = client.Deprecation{Message: c.Deprecation.String}
+		out.Head = BundleRef{Name: c.Head.String, Version: c.HeadVersion.String}
 	}
 	return out
 }
 
 // Channels returns the channels of pkg, by name, each with its head.
-func (c *Catalog) Channels(ctx context.Context, pkg Package) ([]client.ChannelSummary, error) {
+func (c *Catalog) Channels(ctx context.Context, pkg Package) ([]ChannelSummary, error) {
 	var rows []channelRow
 	if err := c.sel(ctx, &rows, `SELECT `+channelColumns+` WHERE c.package = ? ORDER BY c.name`, pkg.Name); err != nil {
 		return nil, fmt.Errorf("list channels of %q: %w", pkg.Name, err)
 	}
-	out := make([]client.ChannelSummary, 0, len(rows))
+	out := make([]ChannelSummary, 0, len(rows))
 	for _, row := range rows {
 		out = append(out, row.summary(pkg.DefaultChannel))
 	}
@@ -60,18 +88,16 @@ func (c *Catalog) HasChannel(ctx context.Context, pkg, channel string) (bool, er
 
 // Channel returns one channel of pkg with its entries in order, or an
 // error wrapping ErrNotFound.
-func (c *Catalog) Channel(ctx context.Context, pkg Package, name string) (client.Channel, error) {
+func (c *Catalog) Channel(ctx context.Context, pkg Package, name string) (Channel, error) {
 	var row channelRow
 	err := c.get(ctx, &row, `SELECT `+channelColumns+` WHERE c.package = ? AND c.name = ?`, pkg.Name, name)
 	if errors.Is(err, sql.ErrNoRows) {
-		return client.Channel{}, fmt.Errorf("channel %q: %w", name, ErrNotFound)
+		return Channel{}, fmt.Errorf("channel %q: %w", name, ErrNotFound)
 	}
 	if err != nil {
-		return client.Channel{}, fmt.Errorf("read channel %q: %w", name, err)
+		return Channel{}, fmt.Errorf("read channel %q: %w", name, err)
 	}
-	sum := row.summary(pkg.DefaultChannel)
-	out := client.Channel{Name: row.Name, Package: pkg.Name, Head: sum.Head, HeadProblem: sum.HeadProblem,
-		IsDefault: sum.IsDefault, Deprecation: sum.Deprecation, Entries: []client.ChannelEntry{}}
+	out := Channel{ChannelSummary: row.summary(pkg.DefaultChannel), Package: pkg.Name}
 
 	var entries []struct {
 		ID        int64          `db:"id"`
@@ -83,7 +109,7 @@ func (c *Catalog) Channel(ctx context.Context, pkg Package, name string) (client
 	if err := c.sel(ctx, &entries, `SELECT e.id, e.bundle, e.replaces, e.skip_range, b.version
 		FROM channel_entries e LEFT JOIN bundles b ON b.package = e.package AND b.name = e.bundle
 		WHERE e.package = ? AND e.channel = ? ORDER BY e.position`, pkg.Name, name); err != nil {
-		return client.Channel{}, fmt.Errorf("read entries of channel %q: %w", name, err)
+		return Channel{}, fmt.Errorf("read entries of channel %q: %w", name, err)
 	}
 	var skipRows []struct {
 		EntryID int64  `db:"entry_id"`
@@ -92,14 +118,15 @@ func (c *Catalog) Channel(ctx context.Context, pkg Package, name string) (client
 	if err := c.sel(ctx, &skipRows, `SELECT s.entry_id, s.skip FROM channel_entries e
 		JOIN channel_entry_skips s ON s.entry_id = e.id
 		WHERE e.package = ? AND e.channel = ? ORDER BY e.position, s.rowid`, pkg.Name, name); err != nil {
-		return client.Channel{}, fmt.Errorf("read skips of channel %q: %w", name, err)
+		return Channel{}, fmt.Errorf("read skips of channel %q: %w", name, err)
 	}
 	skips := map[int64][]string{}
 	for _, r := range skipRows {
 		skips[r.EntryID] = append(skips[r.EntryID], r.Skip)
 	}
+	out.Entries = make([]ChannelEntry, 0, len(entries))
 	for _, e := range entries {
-		out.Entries = append(out.Entries, client.ChannelEntry{Name: e.Bundle, Version: e.Version.String,
+		out.Entries = append(out.Entries, ChannelEntry{Name: e.Bundle, Version: e.Version.String,
 			Replaces: e.Replaces, SkipRange: e.SkipRange, Skips: skips[e.ID]})
 	}
 	return out, nil

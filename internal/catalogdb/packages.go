@@ -6,16 +6,39 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-
-	"github.com/catalogd/catalogd/client"
-	"github.com/catalogd/catalogd/internal/index"
 )
 
-// Package is a package's row, with what a console lists of it.
+// Package is a package: its default channel, description, whether it has
+// an icon, and what a console lists of it.
 type Package struct {
 	Name, DefaultChannel, Description string
 	HasIcon                           bool
-	Display                           index.Display
+	Display                           Display
+}
+
+// Display is what a console lists for a package, taken from the
+// olm.csv.metadata of its default channel's head when the index was built.
+// The build stores it as JSON in packages.display; the tags name its keys.
+type Display struct {
+	DisplayName      string       `json:"displayName"`
+	Provider         string       `json:"provider"`
+	Keywords         []string     `json:"keywords"`
+	Maturity         string       `json:"maturity"`
+	ShortDescription string       `json:"shortDescription"`
+	Links            []Link       `json:"links"`
+	Maintainers      []Maintainer `json:"maintainers"`
+}
+
+// Link is a named link of a package's metadata.
+type Link struct {
+	Name string `json:"name"`
+	URL  string `json:"url"`
+}
+
+// Maintainer is a maintainer of a package.
+type Maintainer struct {
+	Name  string `json:"name"`
+	Email string `json:"email"`
 }
 
 type packageRow struct {
@@ -28,8 +51,8 @@ type packageRow struct {
 
 // decodeDisplay decodes what the build stored for listing a package; a
 // value that does not decode shows nothing.
-func decodeDisplay(raw sql.NullString) index.Display {
-	var d index.Display
+func decodeDisplay(raw sql.NullString) Display {
+	var d Display
 	if raw.Valid {
 		_ = json.Unmarshal([]byte(raw.String), &d)
 	}
@@ -92,10 +115,15 @@ func (c *Catalog) BundleDeprecation(ctx context.Context, pkg, bundle string) (st
 	return c.Deprecation(ctx, pkg, "olm.package", "")
 }
 
+// Problem is a validation problem the build recorded for a package: the
+// package is indexed as far as it could be, and the problem says what is
+// wrong with it.
+type Problem struct{ Package, Message string }
+
 // Problems returns the validation problems of a package, or of every
 // package when pkg is "".
-func (c *Catalog) Problems(ctx context.Context, pkg string) ([]client.ValidationProblem, error) {
-	out := []client.ValidationProblem{}
+func (c *Catalog) Problems(ctx context.Context, pkg string) ([]Problem, error) {
+	var out []Problem
 	var err error
 	if pkg == "" {
 		err = c.sel(ctx, &out, `SELECT package, message FROM problems ORDER BY package, id`)
@@ -108,17 +136,27 @@ func (c *Catalog) Problems(ctx context.Context, pkg string) ([]client.Validation
 	return out, nil
 }
 
+// PackageSummary is a package's entry in the list of packages.
+type PackageSummary struct {
+	Name, DefaultChannel string
+	// Channels are the names of the package's channels, in name order.
+	Channels []string
+	// Deprecation is the package's deprecation message, "" if it has none.
+	Deprecation string
+	Display     Display
+}
+
 // PackageIndex is every package's list entry, in name order.
 type PackageIndex struct {
-	Items  []client.PackageSummary
+	Items  []PackageSummary
 	byName map[string]int
 }
 
 // Get returns the list entry of the named package.
-func (p *PackageIndex) Get(name string) (client.PackageSummary, bool) {
+func (p *PackageIndex) Get(name string) (PackageSummary, bool) {
 	i, ok := p.byName[name]
 	if !ok {
-		return client.PackageSummary{}, false
+		return PackageSummary{}, false
 	}
 	return p.Items[i], true
 }
@@ -151,44 +189,18 @@ func (c *Catalog) PackageSummaries(ctx context.Context) (*PackageIndex, error) {
 		if err := c.sel(ctx, &depRows, `SELECT package, message FROM deprecations WHERE schema = 'olm.package' AND name = '' ORDER BY rowid`); err != nil {
 			return nil, fmt.Errorf("read deprecations: %w", err)
 		}
-		deprecations := map[string]client.Deprecation{}
+		deprecations := map[string]string{}
 		for _, r := range depRows {
-			deprecations[r.Package] = client.Deprecation{Message: r.Message}
+			deprecations[r.Package] = r.Message
 		}
-		idx := &PackageIndex{Items: make([]client.PackageSummary, 0, len(rows)), byName: make(map[string]int, len(rows))}
+		idx := &PackageIndex{Items: make([]PackageSummary, 0, len(rows)), byName: make(map[string]int, len(rows))}
 		for _, row := range rows {
-			m := decodeDisplay(row.Display)
-			chs := channels[row.Name]
-			if chs == nil {
-				chs = []string{}
-			}
 			idx.byName[row.Name] = len(idx.Items)
-			idx.Items = append(idx.Items, client.PackageSummary{
-				Name: row.Name, DefaultChannel: row.DefaultChannel, Channels: chs, Deprecation: deprecations[row.Name],
-				DisplayName: m.DisplayName, Provider: m.Provider, Keywords: m.Keywords, Maturity: m.Maturity,
-				ShortDescription: m.ShortDescription, Links: Links(m), Maintainers: Maintainers(m),
-			})
+			idx.Items = append(idx.Items, PackageSummary{Name: row.Name, DefaultChannel: row.DefaultChannel,
+				Channels: channels[row.Name], Deprecation: deprecations[row.Name], Display: decodeDisplay(row.Display)})
 		}
 		return idx, nil
 	})
-}
-
-// Links are a package's links as the API lists them.
-func Links(d index.Display) []client.Link {
-	var out []client.Link
-	for _, l := range d.Links {
-		out = append(out, client.Link{Name: l.Name, Url: l.URL})
-	}
-	return out
-}
-
-// Maintainers are a package's maintainers as the API lists them.
-func Maintainers(d index.Display) []client.Maintainer {
-	var out []client.Maintainer
-	for _, mt := range d.Maintainers {
-		out = append(out, client.Maintainer{Name: mt.Name, Email: mt.Email})
-	}
-	return out
 }
 
 // SearchPackages returns the names of the packages whose console entry

@@ -5,20 +5,32 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-
-	"github.com/catalogd/catalogd/client"
 )
 
 // GVK is an API group, version and kind; the core group is "".
 type GVK struct{ Group, Version, Kind string }
 
-// Providers lists the bundles that provide a GVK (of the catalog named
-// catalog, which the answer repeats), by package
-// and newest version first, each with its channels, in one query. Whether a
-// channel is its package's default and which bundle heads it come from
-// channelHeads, kept in memory: joining channels and packages for each row
-// cost most of the answer's time.
-func (c *Catalog) Providers(ctx context.Context, catalog string, g GVK, latest bool) ([]client.Provider, error) {
+// Provider is a bundle that provides a GVK, with the channels that list it.
+type Provider struct {
+	Package, Bundle, Version string
+	Channels                 []ProviderChannel
+}
+
+// ProviderChannel is a channel that lists a providing bundle.
+type ProviderChannel struct {
+	Name string
+	// IsHead says the bundle heads the channel; IsDefault, that the channel
+	// is its package's default.
+	IsHead, IsDefault bool
+}
+
+// Providers lists the bundles that provide a GVK, by package and newest
+// version first, each with its channels, in one query; with latest, only
+// those that head a channel. Whether a channel is its package's default
+// and which bundle heads it come from channelHeads, kept in memory:
+// joining channels and packages for each row cost most of the answer's
+// time.
+func (c *Catalog) Providers(ctx context.Context, g GVK, latest bool) ([]Provider, error) {
 	heads, err := c.channelHeads(ctx)
 	if err != nil {
 		return nil, err
@@ -35,7 +47,7 @@ func (c *Catalog) Providers(ctx context.Context, catalog string, g GVK, latest b
 		ORDER BY b.package, b.version_rank DESC, b.name`, g.Kind, g.Group, g.Version); err != nil {
 		return nil, fmt.Errorf("find providers of %s/%s %s: %w", g.Group, g.Version, g.Kind, err)
 	}
-	out := []client.Provider{}
+	var out []Provider
 	for i, row := range rows {
 		// A bundle listing the same GVK twice yields repeated rows.
 		if i > 0 && rows[i-1].Package == row.Package && rows[i-1].Name == row.Name {
@@ -45,14 +57,14 @@ func (c *Catalog) Providers(ctx context.Context, catalog string, g GVK, latest b
 		if err := json.Unmarshal([]byte(row.Channels), &names); err != nil {
 			return nil, fmt.Errorf("read channels of bundle %q: %w", row.Name, err)
 		}
-		p := client.Provider{Catalog: catalog, Package: row.Package, Bundle: row.Name, Version: row.Version,
-			Channels: make([]client.ProviderChannel, 0, len(names))}
+		p := Provider{Package: row.Package, Bundle: row.Name, Version: row.Version,
+			Channels: make([]ProviderChannel, 0, len(names))}
 		pkg := heads[row.Package]
 		head := false
 		for _, name := range names {
 			ch, ok := pkg.channels[name]
 			isHead := ok && ch.Valid && ch.String == row.Name
-			p.Channels = append(p.Channels, client.ProviderChannel{Name: name, IsHead: isHead,
+			p.Channels = append(p.Channels, ProviderChannel{Name: name, IsHead: isHead,
 				IsDefault: pkg.declared && pkg.defaultChannel == name})
 			head = head || isHead
 		}

@@ -7,9 +7,36 @@ import (
 	"sort"
 
 	"github.com/blang/semver/v4"
-
-	"github.com/catalogd/catalogd/client"
 )
+
+// UpgradeRule is an OLM rule by which a bundle upgrades another.
+type UpgradeRule string
+
+// The rules, as FBC names the fields that state them.
+const (
+	RuleReplaces  UpgradeRule = "replaces"
+	RuleSkips     UpgradeRule = "skips"
+	RuleSkipRange UpgradeRule = "skipRange"
+)
+
+// Upgrades are where a bundle may upgrade to directly.
+type Upgrades struct {
+	From BundleRef
+	// Edges are the bundles it may upgrade to, newest first.
+	Edges []UpgradeEdge
+	// Heads are the heads of the channels considered, by channel name.
+	Heads []ChannelHead
+}
+
+// UpgradeEdge is a bundle another may upgrade to, in one channel, and the
+// rules that allow it, in the order found.
+type UpgradeEdge struct {
+	Name, Version, Channel string
+	Rules                  []UpgradeRule
+}
+
+// ChannelHead is the head of a channel.
+type ChannelHead struct{ Channel, Name, Version string }
 
 // UpgradesFrom answers which bundles src, a bundle of pkg, may upgrade to
 // directly, in channel or in any channel when channel is "", by OLM's
@@ -20,15 +47,15 @@ import (
 // per file (see skipRanges), with blang/semver's ParseRange as
 // operator-registry does. Storing every (bundle, range) pair at build time
 // instead grew with the square of a package's versions.
-func (c *Catalog) UpgradesFrom(ctx context.Context, pkg string, src Bundle, channel string) (client.UpgradeList, error) {
+func (c *Catalog) UpgradesFrom(ctx context.Context, pkg string, src Bundle, channel string) (Upgrades, error) {
 	type key struct{ bundle, channel string }
 	type target struct {
 		version string
 		rank    int
-		rules   []client.UpgradeRule
+		rules   []UpgradeRule
 	}
 	targets := map[key]*target{}
-	add := func(bundle, channel, version string, rank int, rule client.UpgradeRule) {
+	add := func(bundle, channel, version string, rank int, rule UpgradeRule) {
 		if bundle == src.Name {
 			return
 		}
@@ -62,15 +89,15 @@ func (c *Catalog) UpgradesFrom(ctx context.Context, pkg string, src Bundle, chan
 		CROSS JOIN bundles b ON b.package = ? AND b.name = x.bundle
 		WHERE ? = '' OR x.channel = ?
 		ORDER BY x.part, x.id`, pkg, src.Name, pkg, src.Name, pkg, channel, channel); err != nil {
-		return client.UpgradeList{}, fmt.Errorf("find entries replacing or skipping %q: %w", src.Name, err)
+		return Upgrades{}, fmt.Errorf("find entries replacing or skipping %q: %w", src.Name, err)
 	}
 	for _, e := range edges {
-		add(e.Bundle, e.Channel, e.Version, e.Rank, client.UpgradeRule(e.Rule))
+		add(e.Bundle, e.Channel, e.Version, e.Rank, UpgradeRule(e.Rule))
 	}
 	if v, err := semver.Parse(src.Version); err == nil {
 		ranges, err := c.skipRanges(ctx, pkg)
 		if err != nil {
-			return client.UpgradeList{}, err
+			return Upgrades{}, err
 		}
 		seen := map[key]bool{} // an entry a channel lists twice gives its edge once
 		for _, r := range ranges {
@@ -79,18 +106,18 @@ func (c *Catalog) UpgradesFrom(ctx context.Context, pkg string, src Bundle, chan
 				continue
 			}
 			seen[k] = true
-			add(r.bundle, r.channel, r.version, r.rank, client.UpgradeRuleSkipRange)
+			add(r.bundle, r.channel, r.version, r.rank, RuleSkipRange)
 		}
 	}
 
-	out := client.UpgradeList{From: client.BundleRef{Name: src.Name, Version: src.Version}, Items: []client.UpgradeEdge{}, Heads: []client.ChannelHead{}}
+	out := Upgrades{From: BundleRef{Name: src.Name, Version: src.Version}, Edges: make([]UpgradeEdge, 0, len(targets))}
 	ranks := map[string]int{}
 	for k, t := range targets {
 		ranks[k.bundle] = t.rank
-		out.Items = append(out.Items, client.UpgradeEdge{Name: k.bundle, Version: t.version, Channel: k.channel, Rules: t.rules})
+		out.Edges = append(out.Edges, UpgradeEdge{Name: k.bundle, Version: t.version, Channel: k.channel, Rules: t.rules})
 	}
-	sort.Slice(out.Items, func(i, j int) bool {
-		a, b := out.Items[i], out.Items[j]
+	sort.Slice(out.Edges, func(i, j int) bool {
+		a, b := out.Edges[i], out.Edges[j]
 		if ranks[a.Name] != ranks[b.Name] {
 			return ranks[a.Name] > ranks[b.Name]
 		}
@@ -110,10 +137,11 @@ func (c *Catalog) UpgradesFrom(ctx context.Context, pkg string, src Bundle, chan
 		WHERE c.package = ? AND c.head IS NOT NULL AND (c.name = ? OR (? = '' AND c.name IN
 			(SELECT channel FROM channel_entries WHERE package = ? AND bundle = ?)))
 		ORDER BY c.name`, pkg, channel, channel, pkg, src.Name); err != nil {
-		return client.UpgradeList{}, fmt.Errorf("read channel heads of %q: %w", pkg, err)
+		return Upgrades{}, fmt.Errorf("read channel heads of %q: %w", pkg, err)
 	}
+	out.Heads = make([]ChannelHead, 0, len(heads))
 	for _, h := range heads {
-		out.Heads = append(out.Heads, client.ChannelHead{Channel: h.Channel, Name: h.Head, Version: h.Version.String})
+		out.Heads = append(out.Heads, ChannelHead{Channel: h.Channel, Name: h.Head, Version: h.Version.String})
 	}
 	return out, nil
 }

@@ -8,7 +8,7 @@ import (
 	"github.com/Masterminds/semver/v3"
 	"github.com/go-chi/chi/v5"
 
-	"github.com/catalogd/catalogd/client"
+	"github.com/catalogd/catalogd/api/catalogapi"
 	"github.com/catalogd/catalogd/internal/catalogdb"
 	"github.com/catalogd/catalogd/internal/store"
 )
@@ -67,7 +67,7 @@ func (s *Server) listBundles(r *http.Request, snap *store.Snapshot) (any, error)
 		return nil, err
 	}
 
-	out := client.BundleList{}
+	out := catalogapi.BundleList{}
 	page := make([]catalogdb.Bundle, 0, min(pg.limit, len(rows)))
 	for _, b := range rows {
 		if constraint != nil {
@@ -82,9 +82,11 @@ func (s *Server) listBundles(r *http.Request, snap *store.Snapshot) (any, error)
 		}
 		page = append(page, b)
 	}
-	if out.Items, err = snap.Catalog.BundleSummaries(ctx, pkg.Name, page); err != nil {
+	summaries, err := snap.Catalog.BundleSummaries(ctx, pkg.Name, page)
+	if err != nil {
 		return nil, err
 	}
+	out.Items = convertAll(summaries, apiBundleSummary)
 	return out, nil
 }
 
@@ -95,12 +97,12 @@ func (s *Server) getBundle(r *http.Request, snap *store.Snapshot) (any, error) {
 		return nil, err
 	}
 	name := chi.URLParam(r, "bundle")
-	b, err := snap.Catalog.BundleByName(ctx, pkg.Name, name)
+	b, err := snap.Catalog.BundleDetail(ctx, pkg.Name, name)
 	if errors.Is(err, catalogdb.ErrNotFound) {
 		return nil, notFound("bundle", "package %q has no bundle %q", pkg.Name, name)
 	}
 	if err != nil {
 		return nil, err
 	}
-	return snap.Catalog.BundleDetail(ctx, pkg.Name, b)
+	return apiBundle(b), nil
 }

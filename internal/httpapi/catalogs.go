@@ -12,7 +12,7 @@ import (
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"github.com/catalogd/catalogd/client"
+	"github.com/catalogd/catalogd/api/catalogapi"
 	"github.com/catalogd/catalogd/internal/catalogs"
 	"github.com/catalogd/catalogd/internal/store"
 )
@@ -23,13 +23,13 @@ var knownSchemas = map[string]bool{
 }
 
 // summary describes one catalog; snap is nil when it has no index.
-func summary(ctx context.Context, c catalogs.Catalog, snap *store.Snapshot) (client.CatalogSummary, error) {
-	out := client.CatalogSummary{Name: c.Name, Priority: c.Priority, Source: c.Source, State: client.CatalogState(c.State), LastError: c.LastError}
+func summary(ctx context.Context, c catalogs.Catalog, snap *store.Snapshot) (catalogapi.CatalogSummary, error) {
+	out := catalogapi.CatalogSummary{Name: c.Name, Priority: c.Priority, Source: c.Source, State: catalogapi.CatalogState(c.State), LastError: c.LastError}
 	if snap == nil {
 		return out, nil
 	}
 	if c.State == catalogs.Pending {
-		out.State = client.CatalogStateServing // an index exists: it answers
+		out.State = catalogapi.CatalogStateServing // an index exists: it answers
 	}
 	built := snap.Info.BuiltAt.UTC()
 	out.IndexedAt = &built
@@ -38,7 +38,7 @@ func summary(ctx context.Context, c catalogs.Catalog, snap *store.Snapshot) (cli
 	if err != nil {
 		return out, fmt.Errorf("count catalog %q: %w", c.Name, err)
 	}
-	out.Counts = counts
+	out.Counts = apiCounts(counts)
 	return out, nil
 }
 
@@ -60,7 +60,7 @@ func (s *Server) listCatalogs(w http.ResponseWriter, r *http.Request) {
 		s.writeProblem(w, r, err)
 		return
 	}
-	list := client.CatalogList{Items: []client.CatalogSummary{}}
+	list := catalogapi.CatalogList{Items: []catalogapi.CatalogSummary{}}
 	for _, c := range s.cats.List() {
 		snap, err := s.acquireIfIndexed(c)
 		if err != nil {
@@ -122,28 +122,27 @@ func (s *Server) getCatalog(w http.ResponseWriter, r *http.Request) {
 	s.writeComputed(w, r, detail)
 }
 
-func catalogDetail(ctx context.Context, c catalogs.Catalog, snap *store.Snapshot) (client.CatalogDetail, error) {
+func catalogDetail(ctx context.Context, c catalogs.Catalog, snap *store.Snapshot) (catalogapi.CatalogDetail, error) {
 	sum, err := summary(ctx, c, snap)
 	if err != nil {
-		return client.CatalogDetail{}, err
+		return catalogapi.CatalogDetail{}, err
 	}
-	d := client.CatalogDetail{
+	d := catalogapi.CatalogDetail{
 		Name: sum.Name, Priority: sum.Priority, Source: sum.Source, State: sum.State, LastError: sum.LastError,
 		IndexedAt: sum.IndexedAt, ResolvedDigest: sum.ResolvedDigest, Counts: sum.Counts,
-		Schemas: []client.SchemaCount{}, Problems: []client.ValidationProblem{},
+		Schemas: []catalogapi.SchemaCount{}, Problems: []catalogapi.ValidationProblem{},
 	}
 	if snap == nil {
 		return d, nil
 	}
-	var err2 error
-	if d.Schemas, err2 = snap.Catalog.SchemaCounts(ctx); err2 != nil {
-		return d, fmt.Errorf("count schemas of %q: %w", c.Name, err2)
+	schemas, err := snap.Catalog.SchemaCounts(ctx)
+	if err != nil {
+		return d, fmt.Errorf("count schemas of %q: %w", c.Name, err)
 	}
-	for i := range d.Schemas {
-		d.Schemas[i].Known = knownSchemas[d.Schemas[i].Schema]
+	problems, err := snap.Catalog.Problems(ctx, "")
+	if err != nil {
+		return d, fmt.Errorf("read problems of %q: %w", c.Name, err)
 	}
-	if d.Problems, err2 = snap.Catalog.Problems(ctx, ""); err2 != nil {
-		return d, fmt.Errorf("read problems of %q: %w", c.Name, err2)
-	}
+	d.Schemas, d.Problems = convertAll(schemas, apiSchemaCount), convertAll(problems, apiProblem)
 	return d, nil
 }

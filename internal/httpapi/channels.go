@@ -6,7 +6,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
-	"github.com/catalogd/catalogd/client"
+	"github.com/catalogd/catalogd/api/catalogapi"
 	"github.com/catalogd/catalogd/internal/catalogdb"
 	"github.com/catalogd/catalogd/internal/store"
 )
@@ -20,7 +20,7 @@ func (s *Server) listChannels(r *http.Request, snap *store.Snapshot) (any, error
 	if err != nil {
 		return nil, err
 	}
-	return client.ChannelList{Items: items}, nil
+	return catalogapi.ChannelList{Items: convertAll(items, apiChannelSummary)}, nil
 }
 
 func (s *Server) getChannel(r *http.Request, snap *store.Snapshot) (any, error) {
@@ -36,5 +36,5 @@ func (s *Server) getChannel(r *http.Request, snap *store.Snapshot) (any, error) 
 	if err != nil {
 		return nil, err
 	}
-	return ch, nil
+	return apiChannel(ch), nil
 }

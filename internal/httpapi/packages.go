@@ -13,7 +13,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
-	"github.com/catalogd/catalogd/client"
+	"github.com/catalogd/catalogd/api/catalogapi"
 	"github.com/catalogd/catalogd/internal/catalogdb"
 	"github.com/catalogd/catalogd/internal/store"
 )
@@ -101,7 +101,7 @@ func (s *Server) listPackages(r *http.Request, snap *store.Snapshot) (any, error
 	}
 	q := r.URL.Query()
 	nameFilter := q.Get("name")
-	out := client.PackageList{Items: make([]client.PackageSummary, 0, min(pg.limit, len(all.Items)))}
+	out := catalogapi.PackageList{Items: make([]catalogapi.PackageSummary, 0, min(pg.limit, len(all.Items)))}
 	if text := q.Get("q"); q.Has("q") {
 		match := ftsQuery(text)
 		if match == "" {
@@ -124,12 +124,12 @@ func (s *Server) listPackages(r *http.Request, snap *store.Snapshot) (any, error
 		}
 		for _, name := range names {
 			if p, ok := all.Get(name); ok {
-				out.Items = append(out.Items, p)
+				out.Items = append(out.Items, apiPackageSummary(p))
 			}
 		}
 		return out, nil
 	}
-	start, _ := slices.BinarySearchFunc(all.Items, pg.after, func(p client.PackageSummary, after string) int {
+	start, _ := slices.BinarySearchFunc(all.Items, pg.after, func(p catalogdb.PackageSummary, after string) int {
 		return strings.Compare(p.Name, after)
 	})
 	for _, p := range all.Items[start:] {
@@ -140,7 +140,7 @@ func (s *Server) listPackages(r *http.Request, snap *store.Snapshot) (any, error
 			out.Continue = continueToken(snap.Info.Digest, out.Items[len(out.Items)-1].Name)
 			break
 		}
-		out.Items = append(out.Items, p)
+		out.Items = append(out.Items, apiPackageSummary(p))
 	}
 	return out, nil
 }
@@ -156,29 +156,23 @@ func lookupPackage(ctx context.Context, snap *store.Snapshot, name string) (cata
 
 func (s *Server) getPackage(r *http.Request, snap *store.Snapshot) (any, error) {
 	ctx := r.Context()
-	row, err := lookupPackage(ctx, snap, chi.URLParam(r, "package"))
+	pkg, err := lookupPackage(ctx, snap, chi.URLParam(r, "package"))
 	if err != nil {
 		return nil, err
 	}
-	channels, err := snap.Catalog.Channels(ctx, row)
+	channels, err := snap.Catalog.Channels(ctx, pkg)
 	if err != nil {
 		return nil, err
 	}
-	dep, err := snap.Catalog.Deprecation(ctx, row.Name, "olm.package", "")
+	dep, err := snap.Catalog.Deprecation(ctx, pkg.Name, "olm.package", "")
 	if err != nil {
 		return nil, err
 	}
-	problems, err := snap.Catalog.Problems(ctx, row.Name)
+	problems, err := snap.Catalog.Problems(ctx, pkg.Name)
 	if err != nil {
 		return nil, err
 	}
-	m := row.Display
-	return client.Package{
-		Name: row.Name, DefaultChannel: row.DefaultChannel, Description: row.Description, HasIcon: row.HasIcon,
-		Channels: channels, Deprecation: client.Deprecation{Message: dep}, Problems: problems,
-		DisplayName: m.DisplayName, Provider: m.Provider, Keywords: m.Keywords, Maturity: m.Maturity,
-		ShortDescription: m.ShortDescription, Links: catalogdb.Links(m), Maintainers: catalogdb.Maintainers(m),
-	}, nil
+	return apiPackage(pkg, channels, dep, problems), nil
 }
 
 func (s *Server) getIcon(w http.ResponseWriter, r *http.Request, snap *store.Snapshot) error {

@@ -9,7 +9,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"github.com/catalogd/catalogd/client"
+	"github.com/catalogd/catalogd/api/catalogapi"
 	"github.com/catalogd/catalogd/internal/catalogdb"
 	"github.com/catalogd/catalogd/internal/catalogs"
 	"github.com/catalogd/catalogd/internal/store"
@@ -58,11 +58,11 @@ func (s *Server) listProviders(r *http.Request, snap *store.Snapshot) (any, erro
 	if err != nil {
 		return nil, err
 	}
-	items, err := snap.Catalog.Providers(r.Context(), chi.URLParam(r, "catalog"), g.GVK, g.latest)
+	providers, err := snap.Catalog.Providers(r.Context(), g.GVK, g.latest)
 	if err != nil {
 		return nil, err
 	}
-	return client.ProviderList{Items: items}, nil
+	return catalogapi.ProviderList{Items: apiProviders(chi.URLParam(r, "catalog"), providers)}, nil
 }
 
 // listAllProviders asks every serving catalog, higher priority first, then
@@ -77,7 +77,7 @@ func (s *Server) listAllProviders(w http.ResponseWriter, r *http.Request) {
 		s.writeProblem(w, r, err)
 		return
 	}
-	out := client.ProviderList{Items: []client.Provider{}}
+	out := catalogapi.ProviderList{Items: []catalogapi.Provider{}}
 	for _, c := range s.cats.List() {
 		if c.State == catalogs.Unavailable {
 			continue
@@ -90,13 +90,13 @@ func (s *Server) listAllProviders(w http.ResponseWriter, r *http.Request) {
 		if snap == nil {
 			continue
 		}
-		items, err := snap.Catalog.Providers(r.Context(), c.Name, g.GVK, g.latest)
+		providers, err := snap.Catalog.Providers(r.Context(), g.GVK, g.latest)
 		snap.Release()
 		if err != nil {
 			s.writeProblem(w, r, err)
 			return
 		}
-		out.Items = append(out.Items, items...)
+		out.Items = append(out.Items, apiProviders(c.Name, providers)...)
 	}
 	s.writeComputed(w, r, out)
 }

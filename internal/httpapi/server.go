@@ -2,9 +2,11 @@
 // the catalogs (channel heads, upgrade edges, GVK providers,
 // version-filtered bundles) and serves catalogd's /api/v1 endpoints for
 // existing clients. Handlers only translate HTTP to calls of the typed
-// read API of package catalogdb and back; they run no SQL. Responses use
-// the types generated from openapi.yaml (package client), so the server
-// and the spec agree by construction. Each request reads one index
+// read API of package catalogdb and back; they run no SQL. Answers use the
+// wire types generated from openapi.yaml (package catalogapi), which the
+// client decodes into too, so the server and the spec agree by
+// construction; convert.go turns catalogdb's values into them, in one
+// place. Each request reads one index
 // snapshot from start to end, so a rebuild never blocks or mixes an
 // answer. Every request is logged at V(1) and counted in Prometheus
 // metrics by route pattern.

@@ -57,5 +57,9 @@ func (s *Server) listUpgrades(r *http.Request, snap *store.Snapshot) (any, error
 			return nil, notFound("channel", "package %q has no channel %q", pkg.Name, channel)
 		}
 	}
-	return snap.Catalog.UpgradesFrom(ctx, pkg.Name, src, channel)
+	upgrades, err := snap.Catalog.UpgradesFrom(ctx, pkg.Name, src, channel)
+	if err != nil {
+		return nil, err
+	}
+	return apiUpgrades(upgrades), nil
 }

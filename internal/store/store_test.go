@@ -14,7 +14,6 @@ import (
 	"github.com/go-logr/logr/testr"
 	"github.com/jmoiron/sqlx"
 
-	"github.com/catalogd/catalogd/client"
 	"github.com/catalogd/catalogd/internal/catalogdb"
 	"github.com/catalogd/catalogd/internal/index"
 )
@@ -328,7 +327,7 @@ func TestConcurrentReadersDuringRebuilds(t *testing.T) {
 				list, err := snap.Catalog.Bundles(context.Background(), "foo", "", 1<<62, -1)
 				bundles = len(list)
 				if err == nil {
-					var ch client.Channel
+					var ch catalogdb.Channel
 					ch, err = snap.Catalog.Channel(context.Background(), catalogdb.Package{Name: "foo", DefaultChannel: "stable"}, "stable")
 					entries = len(ch.Entries)
 				}
