@@ -14,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 
 	"github.com/jmoiron/sqlx"
 )
@@ -33,9 +32,6 @@ type Catalog struct {
 
 	mu    sync.Mutex
 	stmts map[string]*sqlx.Stmt
-	// queries counts the statements run, so tests can check that an answer
-	// takes a fixed number of queries, not one per item.
-	queries atomic.Int64
 	// memo holds what was derived from the file (see memo).
 	memo sync.Map
 }
@@ -55,9 +51,6 @@ func (c *Catalog) Close() {
 	}
 	c.stmts = map[string]*sqlx.Stmt{}
 }
-
-// Queries is how many statements have run on the file so far.
-func (c *Catalog) Queries() int64 { return c.queries.Load() }
 
 // stmt returns the prepared statement for query, and whether the caller
 // must close it (it was not cached). Preparing (parsing and planning) a
@@ -89,7 +82,6 @@ func (c *Catalog) withStmt(ctx context.Context, query string, fn func(*sqlx.Stmt
 	if once {
 		defer st.Close()
 	}
-	c.queries.Add(1)
 	return fn(st)
 }
 

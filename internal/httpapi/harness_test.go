@@ -2,20 +2,15 @@ package httpapi
 
 import (
 	"context"
-	"database/sql"
-	"database/sql/driver"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"os"
 	"path/filepath"
 	"sync"
 	"testing"
 
 	"github.com/go-logr/logr/testr"
-	"github.com/jmoiron/sqlx"
 	"github.com/prometheus/client_golang/prometheus"
-	"modernc.org/sqlite"
 
 	"github.com/catalogd/catalogd/client"
 	"github.com/catalogd/catalogd/internal/catalogdb"
@@ -23,6 +18,7 @@ import (
 	"github.com/catalogd/catalogd/internal/index"
 	"github.com/catalogd/catalogd/internal/store"
 	"github.com/catalogd/catalogd/test/apivalidate"
+	"github.com/catalogd/catalogd/test/sqltrace"
 )
 
 const demoDir = "../../test/testdata/demo"
@@ -98,14 +94,24 @@ func (h *harness) get(path string, header ...string) *http.Response {
 	return resp
 }
 
-// tracingIndexes serves snapshots whose connections record every SQL
-// statement they prepare, so a test can check each one's query plan.
+// tracingIndexes serves the store's snapshots, each read through a
+// Catalog of its own on traced connections to the same file, so a test can
+// count the statements an answer runs; the store's snapshot is held and
+// released as usual.
 type tracingIndexes struct {
-	store    *store.Store
-	mu       sync.Mutex
-	catalogs map[string]*catalogdb.Catalog
-	dbs      []*sqlx.DB
-	seen     *sync.Map
+	t      *testing.T
+	store  *store.Store
+	mu     sync.Mutex
+	traced map[string]tracedCatalog // by index file path
+}
+
+type tracedCatalog struct {
+	catalog *catalogdb.Catalog
+	trace   *sqltrace.Trace
+}
+
+func newTracingIndexes(t *testing.T, store *store.Store) *tracingIndexes {
+	return &tracingIndexes{t: t, store: store, traced: map[string]tracedCatalog{}}
 }
 
 func (ti *tracingIndexes) Acquire(catalog string) (*store.Snapshot, error) {
@@ -113,43 +119,20 @@ func (ti *tracingIndexes) Acquire(catalog string) (*store.Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
+	snap.Catalog = ti.file(snap.Info.Path).catalog
+	return snap, nil
+}
+
+// file returns the traced Catalog of an index file, opening it on first use.
+func (ti *tracingIndexes) file(path string) tracedCatalog {
 	ti.mu.Lock()
 	defer ti.mu.Unlock()
-	c, ok := ti.catalogs[snap.Info.Path]
+	tc, ok := ti.traced[path]
 	if !ok {
-		db := sqlx.NewDb(sql.OpenDB(traceConnector{inner: &sqlite.Driver{}, dsn: index.FileURI(snap.Info.Path, url.Values{"mode": {"ro"}, "immutable": {"1"}}), seen: ti.seen}), "sqlite")
-		ti.dbs = append(ti.dbs, db)
-		c = catalogdb.New(db)
-		ti.catalogs[snap.Info.Path] = c
+		db, trace := sqltrace.Open(ti.t, path)
+		tc = tracedCatalog{catalog: catalogdb.New(db), trace: trace}
+		ti.t.Cleanup(tc.catalog.Close)
+		ti.traced[path] = tc
 	}
-	snap.Release() // the traced connection reads the same immutable file
-	return &store.Snapshot{Info: snap.Info, Catalog: c}, nil
-}
-
-type traceConnector struct {
-	inner driver.Driver
-	dsn   string
-	seen  *sync.Map
-}
-
-func (c traceConnector) Connect(context.Context) (driver.Conn, error) {
-	conn, err := c.inner.Open(c.dsn)
-	if err != nil {
-		return nil, err
-	}
-	return traceConn{Conn: conn, seen: c.seen}, nil
-}
-
-func (c traceConnector) Driver() driver.Driver { return c.inner }
-
-// traceConn exposes only Prepare, so database/sql prepares every statement
-// through it and the text can be recorded.
-type traceConn struct {
-	driver.Conn
-	seen *sync.Map
-}
-
-func (c traceConn) Prepare(query string) (driver.Stmt, error) {
-	c.seen.Store(query, true)
-	return c.Conn.Prepare(query)
+	return tc
 }

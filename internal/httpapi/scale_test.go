@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/catalogd/catalogd/client"
-	"github.com/catalogd/catalogd/test/fbcgen"
 )
 
 // writeCatalog writes blobs, one JSON document a line, as a catalog
@@ -27,50 +26,6 @@ func writeCatalog(t *testing.T, blobs []string) string {
 func testBundle(pkg, version string) string {
 	return fmt.Sprintf(`{"schema":"olm.bundle","name":"%s.v%s","package":"%s","image":"img/%s:%s","properties":[`+
 		`{"type":"olm.package","value":{"packageName":"%s","version":"%s"}}]}`, pkg, version, pkg, pkg, version, pkg, version)
-}
-
-// TestUpgradesQueryCount checks that an upgrades answer takes the same few
-// queries whatever its length: it used to read each edge's bundle with a
-// query of its own.
-func TestUpgradesQueryCount(t *testing.T) {
-	const maxQueries = 10
-	for _, n := range []int{5, 300} {
-		t.Run(fmt.Sprint(n, " bundles"), func(t *testing.T) {
-			h := newHarness(t)
-			// With skipRanges, every newer bundle is an upgrade of the oldest.
-			dir := t.TempDir()
-			if err := os.CopyFS(dir, fbcgen.ReplacesChain("p", n, true)); err != nil {
-				t.Fatal(err)
-			}
-			h.add("cat", dir, 0)
-			snap, err := h.store.Acquire("cat")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer snap.Release()
-			before := snap.Catalog.Queries()
-			resp, err := h.client.ListUpgradesWithResponse(context.Background(), "cat", "p", &client.ListUpgradesParams{From: "p.v1.0.1"})
-			if err != nil || resp.JSON200 == nil {
-				t.Fatalf("upgrades: %v %s", err, resp.Body)
-			}
-			queries := snap.Catalog.Queries() - before
-			if got := len(resp.JSON200.Items); got != n-1 {
-				t.Errorf("%d upgrades from the oldest of %d bundles, want %d", got, n, n-1)
-			}
-			for _, e := range resp.JSON200.Items {
-				want := "[skipRange]"
-				if e.Name == "p.v1.0.2" {
-					want = "[replaces skipRange]"
-				}
-				if fmt.Sprint(e.Rules) != want {
-					t.Errorf("%s: rules %v, want %s", e.Name, e.Rules, want)
-				}
-			}
-			if queries > maxQueries {
-				t.Errorf("the answer took %d queries, want at most %d whatever its length", queries, maxQueries)
-			}
-		})
-	}
 }
 
 // TestRepeatedEntryUpgrades: an entry a channel lists twice gives its

@@ -9,6 +9,8 @@ import (
 	"os"
 	"testing"
 
+	"github.com/go-logr/logr/testr"
+
 	"github.com/catalogd/catalogd/internal/index"
 	"github.com/catalogd/catalogd/internal/store"
 	"github.com/catalogd/catalogd/test/fbcgen"
@@ -28,9 +30,15 @@ func TestStreamsStopAndRelease(t *testing.T) {
 	if _, err := fbcgen.Write(context.Background(), dir, streamCatalog); err != nil {
 		t.Fatal(err)
 	}
-	h := newHarness(t)
+	st, err := store.New(t.TempDir(), testr.New(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	traced := newTracingIndexes(t, st)
+	h := newHarnessWith(t, st, traced)
 	h.add("c", dir, 0)
-	st, api := h.store, h.srv.Config.Handler
+	api := h.srv.Config.Handler
 	rebuilds := 0
 	update := func(t *testing.T, dir string) store.Info {
 		t.Helper()
@@ -81,12 +89,7 @@ func TestStreamsStopAndRelease(t *testing.T) {
 			}
 			t.Run(name, func(t *testing.T) {
 				old := update(t, dir)
-				snap, err := st.Acquire("c")
-				if err != nil {
-					t.Fatal(err)
-				}
-				oldCatalog := snap.Catalog // to count its queries
-				snap.Release()
+				oldTrace := traced.file(old.Path).trace // to count the old index's queries
 				ctx, cancel := context.WithCancel(context.Background())
 				defer cancel()
 				var queriesAtStop int64
@@ -96,12 +99,12 @@ func TestStreamsStopAndRelease(t *testing.T) {
 					if !fail {
 						cancel()
 					}
-					queriesAtStop = oldCatalog.Queries()
+					queriesAtStop = oldTrace.Runs()
 				}}
 				serve(w, newRequest(ctx))
 				// One query may follow: the one that finds the context
 				// ended, or one net/http's multipart goroutine had begun.
-				if n := oldCatalog.Queries() - queriesAtStop; n > 1 {
+				if n := oldTrace.Runs() - queriesAtStop; n > 1 {
 					t.Errorf("%d queries after the answer was stopped", n)
 				}
 				if w.stop != nil {
