@@ -74,8 +74,10 @@ type Options struct {
 	Metrics prometheus.Registerer
 }
 
-// New returns the REST API as an http.Handler. It fails only when the
-// metrics cannot be registered (another collector holds their names).
+// New returns the REST API as an http.Handler. /healthz and /readyz are
+// not its business: internal/server answers them beside it, knowing
+// whether the catalogs are indexed. It fails only when the metrics cannot
+// be registered (another collector holds their names).
 func New(cats Catalogs, idx Indexes, opts Options) (*Server, error) {
 	s := &Server{cats: cats, idx: idx, log: opts.Log}
 	var m *metrics
@@ -97,8 +99,6 @@ func New(cats Catalogs, idx Indexes, opts Options) (*Server, error) {
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
 		s.writeProblem(w, r, &problem{status: http.StatusMethodNotAllowed, typ: "method-not-allowed", detail: fmt.Sprintf("%s is not allowed here; the API is read-only (GET)", r.Method)})
 	})
-	r.Get("/healthz", plainOK)
-	r.Get("/readyz", plainOK)
 	r.Get("/openapi.yaml", s.serveSpec)
 	r.Get("/catalogs", s.listCatalogs)
 	r.Get("/providers", s.listAllProviders)
@@ -121,11 +121,6 @@ func New(cats Catalogs, idx Indexes, opts Options) (*Server, error) {
 }
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.ServeHTTP(w, r) }
-
-func plainOK(w http.ResponseWriter, _ *http.Request) {
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	_, _ = w.Write([]byte("ok\n"))
-}
 
 func (s *Server) serveSpec(w http.ResponseWriter, r *http.Request) {
 	sum := sha256.Sum256(catalogd.OpenAPISpec)
