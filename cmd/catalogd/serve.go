@@ -18,11 +18,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/catalogd/catalogd/client"
+	"github.com/catalogd/catalogd/internal/catalogdir"
 	"github.com/catalogd/catalogd/internal/catalogs"
 	"github.com/catalogd/catalogd/internal/catalogsync"
 	"github.com/catalogd/catalogd/internal/httpapi"
 	"github.com/catalogd/catalogd/internal/server"
-	"github.com/catalogd/catalogd/internal/source"
 	"github.com/catalogd/catalogd/internal/store"
 	"github.com/catalogd/catalogd/internal/unpack"
 	"github.com/catalogd/catalogd/internal/version"
@@ -107,11 +107,11 @@ func serve(ctx context.Context, cfg serveConfig, ln net.Listener, out io.Writer,
 		SyncTimeout: cfg.syncTimeout,
 		DataDir:     cfg.dataDir,
 	})
-	sources := map[string]catalogsync.Source{}
+	sources := map[string]catalogsync.Fetcher{}
 	for _, c := range cfg.catalogs {
-		var src catalogsync.Source = catalogsync.DirSource{Path: c.dir}
+		var src catalogsync.Fetcher = catalogsync.DirFetcher{Path: c.dir}
 		if c.image != nil {
-			src = catalogsync.ImageSource{Ref: c.image, Unpacker: unpacker, TempDir: unpackDir}
+			src = catalogsync.ImageFetcher{Ref: c.image, Unpacker: unpacker, TempDir: unpackDir}
 		}
 		sources[c.name] = src
 	}
@@ -122,7 +122,7 @@ func serve(ctx context.Context, cfg serveConfig, ln net.Listener, out io.Writer,
 	}
 	svc.Load()
 	for _, c := range cfg.catalogs {
-		spec := catalogsync.Spec{Name: c.name, Source: sources[c.name], Priority: c.priority}
+		spec := catalogsync.Spec{Name: c.name, Fetcher: sources[c.name], Priority: c.priority}
 		if c.image != nil {
 			spec.PollInterval = cfg.pollInterval
 		}
@@ -177,7 +177,7 @@ func serve(ctx context.Context, cfg serveConfig, ln net.Listener, out io.Writer,
 // ends.
 func watch(ctx context.Context, svc *catalogsync.Service, name, dir string, log logr.Logger) {
 	log = log.WithName("watch").WithValues("catalog", name)
-	err := source.Watch(logr.NewContext(ctx, log), dir, source.DefaultDebounce, func() {
+	err := catalogdir.Watch(logr.NewContext(ctx, log), dir, catalogdir.DefaultDebounce, func() {
 		log.Info("catalog directory changed; re-indexing")
 		svc.Trigger(name)
 	})

@@ -34,7 +34,7 @@ func TestSyncKeepsLastGoodIndex(t *testing.T) {
 	facts := fbcfacts.Load(t, dir)
 	log := testr.New(t)
 	store, reg, svc := newSyncService(t, log)
-	svc.Set(catalogsync.Spec{Name: "demo", Source: catalogsync.DirSource{Path: dir}})
+	svc.Set(catalogsync.Spec{Name: "demo", Fetcher: catalogsync.DirFetcher{Path: dir}})
 	if c, _ := reg.Get("demo"); c.State != catalogs.Pending {
 		t.Fatalf("before the first sync: state %s, want Pending", c.State)
 	}
@@ -174,7 +174,7 @@ func TestFirstSyncFailureStaysPending(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "catalog.json"), brokenJSON)
 	log := testr.New(t)
 	_, reg, svc := newSyncService(t, log)
-	svc.Set(catalogsync.Spec{Name: "broken", Source: catalogsync.DirSource{Path: dir}})
+	svc.Set(catalogsync.Spec{Name: "broken", Fetcher: catalogsync.DirFetcher{Path: dir}})
 	if _, err := svc.Sync(context.Background(), "broken", nil); err == nil {
 		t.Fatal("sync of broken JSON succeeded")
 	}

@@ -75,7 +75,7 @@ type Spec struct {
 	Name string
 	// Source is nil when there is nothing to index yet (a ClusterCatalog
 	// whose digest the leader has not published).
-	Source Source
+	Fetcher Fetcher
 	// Display is what /catalogs shows as the catalog's source, when it is
 	// not Source.Describe() (a ClusterCatalog's tag, while Source pulls
 	// the digest the tag resolved to).
@@ -216,7 +216,7 @@ func (s *Service) Set(spec Spec) {
 		e = &entry{name: spec.Name, kick: make(chan struct{}, 1)}
 		s.catalogs[spec.Name] = e
 	}
-	changed := !ok || describe(e.spec.Source) != describe(spec.Source) ||
+	changed := !ok || describe(e.spec.Fetcher) != describe(spec.Fetcher) ||
 		e.spec.Unavailable != spec.Unavailable || e.spec.PollInterval != spec.PollInterval
 	if changed {
 		e.attempted, e.failures, e.badDigest, e.badErr, e.ownErr = false, 0, "", nil, ""
@@ -225,7 +225,7 @@ func (s *Service) Set(spec Spec) {
 	c, _ := s.opts.Table.Get(spec.Name)
 	c.Name, c.Source, c.Priority = spec.Name, spec.Display, spec.Priority
 	if c.Source == "" {
-		c.Source = describe(spec.Source)
+		c.Source = describe(spec.Fetcher)
 	}
 	c.LastError = cmp.Or(e.ownErr, truncate(spec.ReportedError, maxErrorBytes))
 	switch _, live := s.opts.Store.Info(spec.Name); {
@@ -241,16 +241,16 @@ func (s *Service) Set(spec Spec) {
 	if s.runCtx != nil && e.stopLoop == nil {
 		s.startLoop(e)
 	}
-	if changed && (spec.Source != nil || spec.Unavailable) {
+	if changed && (spec.Fetcher != nil || spec.Unavailable) {
 		e.poke()
 	}
 }
 
-func describe(src Source) string {
-	if src == nil {
+func describe(fetcher Fetcher) string {
+	if fetcher == nil {
 		return ""
 	}
-	return src.Describe()
+	return fetcher.Describe()
 }
 
 func (e *entry) poke() {
@@ -305,7 +305,7 @@ func (s *Service) Ready() error {
 	defer s.mu.Unlock()
 	var missing []string
 	for name, e := range s.catalogs {
-		if e.spec.Source == nil || e.spec.Unavailable {
+		if e.spec.Fetcher == nil || e.spec.Unavailable {
 			continue
 		}
 		if _, ok := s.opts.Store.Info(name); !ok {
@@ -319,11 +319,11 @@ func (s *Service) Ready() error {
 	return fmt.Errorf("not indexed yet: %v", missing)
 }
 
-// Sync brings one catalog's index in line with src, or with its spec's
-// source when src is nil, and records the outcome in the table. On failure
+// Sync brings one catalog's index in line with fetcher, or with its spec's
+// fetcher when fetcher is nil, and records the outcome in the table. On failure
 // the previous index, if any, keeps serving and LastError says why; the
 // error is returned, not logged, so that the caller reports it once.
-func (s *Service) Sync(ctx context.Context, name string, src Source) (Result, error) {
+func (s *Service) Sync(ctx context.Context, name string, fetcher Fetcher) (Result, error) {
 	s.mu.Lock()
 	e, ok := s.catalogs[name]
 	s.mu.Unlock()
@@ -334,8 +334,8 @@ func (s *Service) Sync(ctx context.Context, name string, src Source) (Result, er
 	defer e.syncMu.Unlock()
 	s.mu.Lock()
 	spec, removed := e.spec, e.removed
-	if src == nil {
-		src = spec.Source
+	if fetcher == nil {
+		fetcher = spec.Fetcher
 	}
 	bad, badErr := e.badDigest, e.badErr
 	s.mu.Unlock()
@@ -345,11 +345,11 @@ func (s *Service) Sync(ctx context.Context, name string, src Source) (Result, er
 	if spec.Unavailable {
 		return Result{}, s.switchOff(name)
 	}
-	if src == nil {
+	if fetcher == nil {
 		return Result{}, nil
 	}
 	start := time.Now()
-	res, err := s.fetchAndBuild(ctx, name, src, bad, badErr)
+	res, err := s.fetchAndBuild(ctx, name, fetcher, bad, badErr)
 	res.Duration = time.Since(start)
 	s.record(ctx, e, res, err)
 	return res, err
@@ -364,7 +364,7 @@ func (s *Service) switchOff(name string) error {
 }
 
 // fetchAndBuild does the work of one sync under its deadline.
-func (s *Service) fetchAndBuild(ctx context.Context, name string, src Source, bad string, badErr error) (Result, error) {
+func (s *Service) fetchAndBuild(ctx context.Context, name string, fetcher Fetcher, bad string, badErr error) (Result, error) {
 	ctx, cancel := context.WithTimeoutCause(ctx, s.opts.SyncTimeout,
 		fmt.Errorf("sync of catalog %q timed out after %s", name, s.opts.SyncTimeout))
 	defer cancel()
@@ -379,7 +379,7 @@ func (s *Service) fetchAndBuild(ctx context.Context, name string, src Source, ba
 		live = info.Digest
 	}
 	fetchStart := time.Now()
-	f, err := src.Fetch(ctx, func(d string) bool { return d == live || d == bad })
+	f, err := fetcher.Fetch(ctx, func(d string) bool { return d == live || d == bad })
 	defer f.cleanup()
 	res := Result{Ref: f.Ref, Digest: f.Digest}
 	if err != nil {
@@ -512,7 +512,7 @@ func (s *Service) next(name string) time.Duration {
 	s.mu.Lock()
 	e, ok := s.catalogs[name]
 	var poll time.Duration
-	if ok && !e.spec.Unavailable && e.spec.Source != nil {
+	if ok && !e.spec.Unavailable && e.spec.Fetcher != nil {
 		poll = e.spec.PollInterval
 	}
 	s.mu.Unlock()

@@ -39,8 +39,8 @@ import (
 	catalogdv1 "github.com/catalogd/catalogd/api/v1"
 	"github.com/catalogd/catalogd/internal/catalogs"
 	"github.com/catalogd/catalogd/internal/catalogsync"
+	"github.com/catalogd/catalogd/internal/controller"
 	"github.com/catalogd/catalogd/internal/httpapi"
-	"github.com/catalogd/catalogd/internal/reconcile"
 	"github.com/catalogd/catalogd/internal/server"
 	"github.com/catalogd/catalogd/internal/store"
 	"github.com/catalogd/catalogd/internal/unpack"
@@ -247,8 +247,8 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 	if err != nil {
 		return fmt.Errorf("create unpacker: %w", err)
 	}
-	image := func(ref name.Reference) catalogsync.Source {
-		return catalogsync.ImageSource{Ref: ref, Unpacker: unpacker, TempDir: tmpDir}
+	image := func(ref name.Reference) catalogsync.Fetcher {
+		return catalogsync.ImageFetcher{Ref: ref, Unpacker: unpacker, TempDir: tmpDir}
 	}
 
 	grace := cfg.ShutdownGracePeriod
@@ -265,7 +265,7 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 			return fmt.Errorf("add %T to the manager: %w", r, err)
 		}
 	}
-	if err := (&reconcile.Reconciler{
+	if err := (&controller.Reconciler{
 		Client:                  mgr.GetClient(),
 		Sync:                    svc,
 		Catalogs:                table,
@@ -275,7 +275,7 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up the ClusterCatalog controller: %w", err)
 	}
-	if err := (&reconcile.LocalSyncer{
+	if err := (&controller.LocalSyncer{
 		Client:                  mgr.GetClient(),
 		Sync:                    svc,
 		Image:                   image,
@@ -307,7 +307,7 @@ type initialList struct {
 		List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error
 	}
 	sync  *catalogsync.Service
-	image reconcile.ImageSource
+	image controller.ImageFetcherFunc
 }
 
 func (l *initialList) NeedLeaderElection() bool { return false }
@@ -325,7 +325,7 @@ func (l *initialList) Start(ctx context.Context) error {
 		cat := &list.Items[i]
 		if cat.DeletionTimestamp.IsZero() {
 			keep[cat.Name] = true
-			l.sync.Set(reconcile.SpecFor(cat, l.image))
+			l.sync.Set(controller.SpecFor(cat, l.image))
 		}
 	}
 	if err := l.sync.Prune(func(name, _ string) bool { return keep[name] }); err != nil {

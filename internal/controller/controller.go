@@ -1,4 +1,4 @@
-// Package reconcile owns the ClusterCatalog controllers. Two run in every
+// Package controller owns the ClusterCatalog controllers. Two run in every
 // `catalogd manager` replica:
 //
 //   - Reconciler, leader-elected, is the one writer of ClusterCatalog status.
@@ -16,7 +16,7 @@
 // polling an unchanged tag, or changing only a catalog's priority or labels,
 // costs no blob download and no rebuild. A failed update never takes the
 // previous index down.
-package reconcile
+package controller
 
 import (
 	"context"
@@ -33,7 +33,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
+	ctrlcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -48,7 +48,7 @@ import (
 // *catalogsync.Service provides it.
 type Syncer interface {
 	Set(spec catalogsync.Spec)
-	Sync(ctx context.Context, name string, src catalogsync.Source) (catalogsync.Result, error)
+	Sync(ctx context.Context, name string, src catalogsync.Fetcher) (catalogsync.Result, error)
 	Remove(name string) error
 	Backoff(name string, poll time.Duration) time.Duration
 }
@@ -58,14 +58,15 @@ type Catalogs interface {
 	Get(name string) (catalogs.Catalog, bool)
 }
 
-// ImageSource makes the source of an image reference (a tag or a digest).
-type ImageSource func(ref name.Reference) catalogsync.Source
+// ImageFetcherFunc makes the fetcher of an image reference (a tag or a
+// digest).
+type ImageFetcherFunc func(ref name.Reference) catalogsync.Fetcher
 
 // SpecFor is what a ClusterCatalog asks this replica to serve: the digest
 // the leader published, with the catalog's priority and availability. The
 // leader and every replica compute it the same way from the same object, so
 // they never disagree about a catalog's spec.
-func SpecFor(cat *catalogdv1.ClusterCatalog, source ImageSource) catalogsync.Spec {
+func SpecFor(cat *catalogdv1.ClusterCatalog, fetcher ImageFetcherFunc) catalogsync.Spec {
 	spec := catalogsync.Spec{
 		Name:        cat.Name,
 		Priority:    cat.Spec.Priority,
@@ -80,7 +81,7 @@ func SpecFor(cat *catalogdv1.ClusterCatalog, source ImageSource) catalogsync.Spe
 	}
 	if rs := cat.Status.ResolvedSource; rs != nil && rs.Image != nil && !spec.Unavailable {
 		if d, err := name.NewDigest(rs.Image.Ref); err == nil {
-			spec.Source = source(d)
+			spec.Fetcher = fetcher(d)
 		}
 	}
 	return spec
@@ -92,7 +93,7 @@ type Reconciler struct {
 	Sync     Syncer
 	Catalogs Catalogs
 	// Image makes the source the leader resolves and pulls.
-	Image ImageSource
+	Image ImageFetcherFunc
 	// BaseURL is the external URL of the query API, without a trailing
 	// slash; a catalog's status.urls.base is BaseURL + "/catalogs/" + name.
 	BaseURL string
@@ -118,7 +119,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			finalizersChanged(),
 		))).
 		Named("clustercatalog").
-		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency(r.MaxConcurrentReconciles)}).
+		WithOptions(ctrlcontroller.Options{MaxConcurrentReconciles: concurrency(r.MaxConcurrentReconciles)}).
 		Complete(r)
 }
 
@@ -362,7 +363,7 @@ func (r *Reconciler) now() time.Time {
 type LocalSyncer struct {
 	Client client.Client
 	Sync   Syncer
-	Image  ImageSource
+	Image  ImageFetcherFunc
 	// MaxConcurrentReconciles: see Reconciler's.
 	MaxConcurrentReconciles int
 }
@@ -375,7 +376,7 @@ func (l *LocalSyncer) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&catalogdv1.ClusterCatalog{}).
 		Named("clustercatalog-local").
-		WithOptions(controller.Options{
+		WithOptions(ctrlcontroller.Options{
 			NeedLeaderElection:      &needLeader,
 			MaxConcurrentReconciles: concurrency(l.MaxConcurrentReconciles),
 		}).

@@ -1,4 +1,4 @@
-package reconcile_test
+package controller_test
 
 import (
 	"context"
@@ -30,7 +30,7 @@ import (
 	catalogdv1 "github.com/catalogd/catalogd/api/v1"
 	"github.com/catalogd/catalogd/internal/catalogs"
 	"github.com/catalogd/catalogd/internal/catalogsync"
-	"github.com/catalogd/catalogd/internal/reconcile"
+	"github.com/catalogd/catalogd/internal/controller"
 	"github.com/catalogd/catalogd/internal/store"
 	"github.com/catalogd/catalogd/internal/unpack"
 	"github.com/catalogd/catalogd/test/await"
@@ -83,8 +83,8 @@ func start(t *testing.T) *env {
 	svc := catalogsync.New(catalogsync.Options{Store: store, Table: cats, Log: log.WithName("sync"),
 		MinBackoff: 100 * time.Millisecond, MaxBackoff: time.Second})
 	tmp := t.TempDir()
-	image := func(ref name.Reference) catalogsync.Source {
-		return catalogsync.ImageSource{Ref: ref, Unpacker: unpacker, TempDir: tmp}
+	image := func(ref name.Reference) catalogsync.Fetcher {
+		return catalogsync.ImageFetcher{Ref: ref, Unpacker: unpacker, TempDir: tmp}
 	}
 
 	skip := true
@@ -98,7 +98,7 @@ func start(t *testing.T) *env {
 	if err != nil {
 		t.Fatalf("creating manager: %v", err)
 	}
-	r := &reconcile.Reconciler{
+	r := &controller.Reconciler{
 		Client:   mgr.GetClient(),
 		Sync:     svc,
 		Catalogs: cats,
@@ -110,7 +110,7 @@ func start(t *testing.T) *env {
 	if err := r.SetupWithManager(mgr); err != nil {
 		t.Fatalf("setting up reconciler: %v", err)
 	}
-	if err := (&reconcile.LocalSyncer{Client: mgr.GetClient(), Sync: svc, Image: image}).SetupWithManager(mgr); err != nil {
+	if err := (&controller.LocalSyncer{Client: mgr.GetClient(), Sync: svc, Image: image}).SetupWithManager(mgr); err != nil {
 		t.Fatalf("setting up local syncer: %v", err)
 	}
 	if err := mgr.Add(svc); err != nil {
