@@ -35,8 +35,8 @@ func TestSyncKeepsLastGoodIndex(t *testing.T) {
 	log := testr.New(t)
 	store, reg, svc := newSyncService(t, log)
 	svc.Set(catalogsync.Spec{Name: "demo", Fetcher: catalogsync.DirFetcher{Path: dir}})
-	if c, _ := reg.Get("demo"); c.State != catalogs.Pending {
-		t.Fatalf("before the first sync: state %s, want Pending", c.State)
+	if svc.Serving("demo") {
+		t.Fatal("before the first sync: Serving, want Pending")
 	}
 
 	ln, err := netListen(t)
@@ -179,7 +179,7 @@ func TestFirstSyncFailureStaysPending(t *testing.T) {
 		t.Fatal("sync of broken JSON succeeded")
 	}
 	c, _ := reg.Get("broken")
-	if c.State != catalogs.Pending || !strings.Contains(c.LastError, "catalog.json") {
+	if svc.Serving("broken") || !strings.Contains(c.LastError, "catalog.json") {
 		t.Errorf("after a failed first sync: %+v; want Pending with the reason", c)
 	}
 }

@@ -10,7 +10,8 @@
 // `catalogd serve` runs it with the directories and images of its command
 // line. `catalogd manager` runs it on every replica with the digests the
 // leader's ClusterCatalog controller publishes in status, and the leader
-// also calls Sync with the tag to learn which digest to publish.
+// also calls Sync with the tag to learn which digest to publish (who calls
+// what, and who retries: the doc of internal/controller).
 package catalogsync
 
 import (
@@ -166,9 +167,9 @@ func New(opts Options) *Service {
 	return s
 }
 
-// Load puts every catalog with a live index on disk into the table as
-// Serving, before any source is read, so that after a restart they answer
-// from the first request however slow their sources are.
+// Load puts every catalog with a live index on disk into the table, before
+// any source is read, so that after a restart they answer (as Serving, since
+// they have an index) from the first request however slow their sources are.
 func (s *Service) Load() {
 	for _, name := range s.opts.Store.Catalogs() {
 		info, ok := s.opts.Store.Info(name)
@@ -178,7 +179,7 @@ func (s *Service) Load() {
 		if _, known := s.opts.Table.Get(name); known {
 			continue
 		}
-		s.opts.Table.Put(catalogs.Catalog{Name: name, Source: info.SourceRef, State: catalogs.Serving})
+		s.opts.Table.Put(catalogs.Catalog{Name: name, Source: info.SourceRef})
 	}
 }
 
@@ -228,14 +229,11 @@ func (s *Service) Set(spec Spec) {
 		c.Source = describe(spec.Fetcher)
 	}
 	c.LastError = cmp.Or(e.ownErr, truncate(spec.ReportedError, maxErrorBytes))
-	switch _, live := s.opts.Store.Info(spec.Name); {
-	case spec.Unavailable:
-		// The loop removes the index; meanwhile nothing is served.
-		c.State, c.LastError = catalogs.Unavailable, ""
-	case live:
-		c.State = catalogs.Serving
-	default:
-		c.State = catalogs.Pending
+	// Switched off, the catalog answers nothing at once; the loop removes
+	// its index.
+	c.Unavailable = spec.Unavailable
+	if c.Unavailable {
+		c.LastError = ""
 	}
 	s.opts.Table.Put(c)
 	if s.runCtx != nil && e.stopLoop == nil {
@@ -319,6 +317,14 @@ func (s *Service) Ready() error {
 	return fmt.Errorf("not indexed yet: %v", missing)
 }
 
+// Serving reports whether the catalog answers queries on this replica: the
+// store has a live index for it and its owner has not switched it off.
+func (s *Service) Serving(name string) bool {
+	c, ok := s.opts.Table.Get(name)
+	_, indexed := s.opts.Store.Info(name)
+	return ok && c.State(indexed) == catalogs.Serving
+}
+
 // Sync brings one catalog's index in line with fetcher, or with its spec's
 // fetcher when fetcher is nil, and records the outcome in the table. On failure
 // the previous index, if any, keeps serving and LastError says why; the
@@ -355,11 +361,11 @@ func (s *Service) Sync(ctx context.Context, name string, fetcher Fetcher) (Resul
 	return res, err
 }
 
+// switchOff removes the index of a catalog Set made Unavailable.
 func (s *Service) switchOff(name string) error {
 	if err := s.opts.Store.Remove(name); err != nil {
 		return fmt.Errorf("remove index of unavailable catalog %q: %w", name, err)
 	}
-	s.opts.Table.Update(name, func(c *catalogs.Catalog) { c.State, c.LastError = catalogs.Unavailable, "" })
 	return nil
 }
 
@@ -435,7 +441,8 @@ func IsContentError(err error) bool {
 	return errors.Is(err, index.ErrInvalidCatalog) || (unpack.IsTerminal(err) && !errors.Is(err, unpack.ErrInvalidReference))
 }
 
-// record writes the outcome of a sync into the table and the entry.
+// record writes the outcome of a sync into the table and the entry. The
+// state needs no writing: it follows from the store (Catalog.State).
 func (s *Service) record(ctx context.Context, e *entry, res Result, err error) {
 	log := s.opts.Log.WithValues("catalog", e.name)
 	if err != nil && ctx.Err() != nil {
@@ -457,16 +464,7 @@ func (s *Service) record(ctx context.Context, e *entry, res Result, err error) {
 	}
 	lastError := cmp.Or(e.ownErr, truncate(e.spec.ReportedError, maxErrorBytes))
 	s.mu.Unlock()
-	_, serving := s.opts.Store.Info(e.name)
-	s.opts.Table.Update(e.name, func(c *catalogs.Catalog) {
-		if c.State != catalogs.Unavailable {
-			c.State = catalogs.Pending
-			if serving {
-				c.State = catalogs.Serving
-			}
-		}
-		c.LastError = lastError
-	})
+	s.opts.Table.Update(e.name, func(c *catalogs.Catalog) { c.LastError = lastError })
 	switch {
 	case err != nil:
 		// Sync's caller says what failed, once: the loop logs, the

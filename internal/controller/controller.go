@@ -16,6 +16,42 @@
 // polling an unchanged tag, or changing only a catalog's priority or labels,
 // costs no blob download and no rebuild. A failed update never takes the
 // previous index down.
+//
+// # Who calls Set and Sync
+//
+// The catalog-sync service (internal/catalogsync) alone fetches, indexes and
+// writes the catalog table; in `catalogd manager` it is told what to do only
+// from here and from the composition root's start-up list:
+//
+//   - Set, what a catalog should serve: LocalSyncer on every replica for
+//     every event of a ClusterCatalog; the leader's Reconciler before it
+//     syncs and again after it has published status; and, once at start-up,
+//     the initial list of the composition root (internal/daemon). All compute
+//     the spec with SpecFor from the same object, so they never disagree.
+//   - Sync with the tag: the leader's Reconciler only, to learn the digest
+//     and have it indexed before publishing it in status.resolvedSource.
+//   - Sync of the spec's fetcher (the published digest): the service's own
+//     loop for each catalog, on every replica, whenever Set changes it.
+//
+// # Who retries
+//
+// On the leader, controller-runtime's queue: Reconcile asks to be called
+// again after the service's Backoff (capped at the poll interval), or
+// returns a TerminalError for bad content at a digest, which no retry can
+// fix. On every replica, the service's loop retries its own failed syncs of
+// the published digest with the same backoff. Neither pulls again a digest
+// whose content failed: the service remembers it until the digest changes.
+//
+// # How an error reaches the followers
+//
+// The leader's failed Sync leaves the error, cleaned for clients, in its
+// table's LastError; fail copies it into the Progressing condition (reason
+// Retrying or Blocked). Every replica's LocalSyncer sees that status change,
+// SpecFor turns the condition's message into Spec.ReportedError, and the
+// service shows it as LastError while the replica has no error of its own:
+// every replica tells clients the same reason, though only the leader pulled
+// the tag that failed. Whether a catalog serves is never copied: each
+// replica derives it from its own store (catalogs.Catalog.State).
 package controller
 
 import (
@@ -51,6 +87,7 @@ type Syncer interface {
 	Sync(ctx context.Context, name string, src catalogsync.Fetcher) (catalogsync.Result, error)
 	Remove(name string) error
 	Backoff(name string, poll time.Duration) time.Duration
+	Serving(name string) bool
 }
 
 // Catalogs reads the catalog table; *catalogs.Table provides it.
@@ -291,8 +328,7 @@ func (r *Reconciler) reconcileContent(ctx context.Context, cat *catalogdv1.Clust
 // fail records a failed update in the conditions. The previous index, if
 // any, keeps serving.
 func (r *Reconciler) fail(cat *catalogdv1.ClusterCatalog, err error, terminal bool) {
-	c, _ := r.Catalogs.Get(cat.Name)
-	if c.State == catalogs.Serving {
+	if r.Sync.Serving(cat.Name) {
 		prev := "the previous content"
 		if cat.Status.ResolvedSource != nil && cat.Status.ResolvedSource.Image != nil {
 			prev = cat.Status.ResolvedSource.Image.Ref
@@ -304,6 +340,7 @@ func (r *Reconciler) fail(cat *catalogdv1.ClusterCatalog, err error, terminal bo
 			"no content has been indexed yet (see Progressing)")
 	}
 	// The table's copy of the error is the one cleaned for clients.
+	c, _ := r.Catalogs.Get(cat.Name)
 	msg := c.LastError
 	if msg == "" {
 		msg = err.Error()

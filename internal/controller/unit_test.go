@@ -33,6 +33,7 @@ type syncer struct {
 	synced   []string // Describe() of each source synced; "" for the spec's
 	removed  []string
 	table    *catalogs.Table
+	serving  map[string]bool // catalogs a successful Sync indexed
 }
 
 type outcome struct {
@@ -43,7 +44,7 @@ type outcome struct {
 func (s *syncer) Set(spec catalogsync.Spec) {
 	s.specs = append(s.specs, spec)
 	if _, ok := s.table.Get(spec.Name); !ok {
-		s.table.Put(catalogs.Catalog{Name: spec.Name, State: catalogs.Pending})
+		s.table.Put(catalogs.Catalog{Name: spec.Name})
 	}
 }
 
@@ -59,12 +60,18 @@ func (s *syncer) Sync(_ context.Context, catalog string, src catalogsync.Fetcher
 	o := s.outcomes[0]
 	s.outcomes = s.outcomes[1:]
 	if o.err == nil {
-		s.table.Update(catalog, func(c *catalogs.Catalog) { c.State, c.LastError = catalogs.Serving, "" })
+		if s.serving == nil {
+			s.serving = map[string]bool{}
+		}
+		s.serving[catalog] = true
+		s.table.Update(catalog, func(c *catalogs.Catalog) { c.LastError = "" })
 	} else {
 		s.table.Update(catalog, func(c *catalogs.Catalog) { c.LastError = o.err.Error() })
 	}
 	return o.res, o.err
 }
+
+func (s *syncer) Serving(name string) bool { return s.serving[name] }
 
 func (s *syncer) Remove(name string) error {
 	s.removed = append(s.removed, name)
