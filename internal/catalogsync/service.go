@@ -1,6 +1,6 @@
 // Package catalogsync owns the lifecycle of every catalog one catalogd
 // process serves: it fetches a catalog's content from its source, has the
-// store build an index and swap it in, and records the outcome (state, last
+// store build an index and swap it in, and records the outcome (the last
 // error) in the catalog table, as the table's one writer. It registers the
 // indexes found on disk before anything is fetched, so that a restart
 // answers from its first request; removes indexes no catalog owns any more;
