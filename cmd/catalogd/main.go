@@ -3,9 +3,9 @@
 // `catalogd serve` indexes catalog directories (or images) given on the
 // command line and serves the catalog API, with no cluster needed; it is
 // what `make run` starts. `catalogd manager` runs in a cluster: the
-// ClusterCatalog controllers and the same API (see internal/manager). Both
-// keep their catalogs with the same catalog-sync service and expose the
-// API through the same HTTP server. Exit codes: 0 after a clean shutdown
+// ClusterCatalog controllers and the same API. Both are wired by
+// internal/daemon, the composition root; this package only parses the
+// command line and sets up logging. Exit codes: 0 after a clean shutdown
 // (SIGINT or SIGTERM), 1 on a runtime failure, 2 on a mistake in the
 // command line.
 package main
@@ -26,7 +26,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/catalogd/catalogd/internal/manager"
+	"github.com/catalogd/catalogd/internal/daemon"
 	"github.com/catalogd/catalogd/internal/version"
 )
 
@@ -116,14 +116,44 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	return root
 }
 
+// newServeCommand is `catalogd serve`.
+func newServeCommand(logs *logFlags) *cobra.Command {
+	var opts daemon.ServeOptions
+	cmd := &cobra.Command{
+		Use:   "serve --catalog NAME=DIR|IMAGE [--catalog ...] --data-dir DIR [flags]",
+		Short: "index catalogs from directories or images and serve the API; no cluster needed",
+		Long: `Index file-based catalogs into SQLite under --data-dir and serve the catalog
+API on --listen. A catalog that fails to index stays listed in /catalogs with
+the reason in lastError while the others serve.`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := opts.Validate(args)
+			if err != nil {
+				return usageError{err}
+			}
+			log, err := logs.logger(cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			log.Info("catalogd serve starting", "version", version.String())
+			ctx, stop := signalContext()
+			defer stop()
+			return daemon.Serve(ctx, cfg, cmd.OutOrStdout(), log)
+		},
+	}
+	opts.BindFlags(cmd.Flags())
+	return cmd
+}
+
+// newManagerCommand is `catalogd manager`.
 func newManagerCommand(logs *logFlags) *cobra.Command {
-	var cfg manager.Config
+	var opts daemon.ManagerOptions
 	cmd := &cobra.Command{
 		Use:   "manager --data-dir DIR [flags]",
 		Short: "run the ClusterCatalog controllers and the API in a cluster",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := cfg.Complete(); err != nil {
+			cfg, err := opts.Validate()
+			if err != nil {
 				return usageError{err}
 			}
 			log, err := logs.logger(cmd.ErrOrStderr())
@@ -135,14 +165,13 @@ func newManagerCommand(logs *logFlags) *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("load kubeconfig: %w", err)
 			}
-			cfg.UserAgent = "catalogd/" + version.String()
 			log.Info("catalogd manager starting", "version", version.String())
 			ctx, stop := signalContext()
 			defer stop()
-			return manager.Run(ctx, restCfg, cfg, log)
+			return daemon.RunManager(ctx, restCfg, cfg, log)
 		},
 	}
-	cfg.BindFlags(cmd.Flags())
+	opts.BindFlags(cmd.Flags())
 	return cmd
 }
 

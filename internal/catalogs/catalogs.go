@@ -3,6 +3,10 @@
 // priority, whether its owner switched it off, and why its last rebuild
 // failed. The catalog-sync service (internal/catalogsync) is its one writer;
 // the HTTP API and the readiness check read it.
+//
+// Whether a catalog is Serving is not kept here: the store's live index is
+// the one source of truth for that, and Catalog.State derives the state from
+// it, so the table and the store can never disagree.
 package catalogs
 
 import (
@@ -10,7 +14,7 @@ import (
 	"sync"
 )
 
-// State says whether a catalog answers queries.
+// State says whether a catalog answers queries; Catalog.State computes it.
 type State string
 
 const (
@@ -27,9 +31,25 @@ type Catalog struct {
 	Name     string
 	Source   string
 	Priority int32
-	State    State
+	// Unavailable says the catalog's owner switched it off.
+	Unavailable bool
 	// LastError says why the last rebuild failed; empty after a success.
 	LastError string
+}
+
+// State is the catalog's state given whether the store has a live index for
+// it: a catalog serves iff it has one and its owner has not switched it off.
+// Callers pass what they read from the store (an acquired snapshot, say), so
+// the state shown matches the index that answers.
+func (c Catalog) State(indexed bool) State {
+	switch {
+	case c.Unavailable:
+		return Unavailable
+	case indexed:
+		return Serving
+	default:
+		return Pending
+	}
 }
 
 // Table is a concurrency-safe set of catalogs.

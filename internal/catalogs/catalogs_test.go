@@ -23,14 +23,14 @@ func TestListOrder(t *testing.T) {
 
 func TestUpdate(t *testing.T) {
 	r := NewTable()
-	if r.Update("missing", func(c *Catalog) { c.State = Serving }) {
+	if r.Update("missing", func(c *Catalog) { c.LastError = "boom" }) {
 		t.Error("Update of an unknown catalog reported success")
 	}
-	r.Put(Catalog{Name: "a", State: Pending})
-	if !r.Update("a", func(c *Catalog) { c.State = Serving; c.LastError = "boom" }) {
+	r.Put(Catalog{Name: "a", Priority: 3})
+	if !r.Update("a", func(c *Catalog) { c.LastError = "boom" }) {
 		t.Fatal("Update of a known catalog failed")
 	}
-	if c, _ := r.Get("a"); c.State != Serving || c.LastError != "boom" {
+	if c, _ := r.Get("a"); c.Priority != 3 || c.LastError != "boom" {
 		t.Errorf("after Update: %+v", c)
 	}
 	r.Delete("a")
@@ -47,5 +47,23 @@ func TestLoaded(t *testing.T) {
 	r.MarkLoaded()
 	if !r.Loaded() {
 		t.Error("MarkLoaded did not stick")
+	}
+}
+
+func TestState(t *testing.T) {
+	for _, tc := range []struct {
+		unavailable, indexed bool
+		want                 State
+	}{
+		{false, false, Pending},
+		{false, true, Serving},
+		{true, false, Unavailable},
+		// Switched off while the loop has not removed the index yet: it
+		// answers nothing already.
+		{true, true, Unavailable},
+	} {
+		if got := (Catalog{Unavailable: tc.unavailable}).State(tc.indexed); got != tc.want {
+			t.Errorf("unavailable %v, indexed %v: %s, want %s", tc.unavailable, tc.indexed, got, tc.want)
+		}
 	}
 }

@@ -10,24 +10,24 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/catalogd/catalogd/internal/catalogdir"
 	"github.com/catalogd/catalogd/internal/catalogsync"
-	"github.com/catalogd/catalogd/internal/source"
 )
 
-// editingSource is a catalog directory whose builds call edit when they
+// editingFetcher is a catalog directory whose builds call edit when they
 // open file, before reading it: an editor saving between the digest's walk
 // and the build's read (edit is made with sync.OnceFunc, so that only the
 // first build sees the edit happen). It counts the builds that opened
 // anything.
-type editingSource struct {
-	catalogsync.DirSource
+type editingFetcher struct {
+	catalogsync.DirFetcher
 	file   string
 	edit   func()
 	opened *atomic.Int32
 }
 
-func (s editingSource) Fetch(ctx context.Context, skip func(string) bool) (catalogsync.Fetched, error) {
-	f, err := s.DirSource.Fetch(ctx, skip)
+func (s editingFetcher) Fetch(ctx context.Context, skip func(string) bool) (catalogsync.Fetched, error) {
+	f, err := s.DirFetcher.Fetch(ctx, skip)
 	if f.FS != nil {
 		f.FS = &hookFS{FS: f.FS, file: s.file, edit: s.edit, opened: s.opened}
 	}
@@ -102,7 +102,7 @@ func (e *env) served(t *testing.T, catalog string) string {
 
 func dirDigest(t *testing.T, dir string) string {
 	t.Helper()
-	src, err := source.Dir(dir)
+	src, err := catalogdir.Read(context.Background(), dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,8 +135,8 @@ func TestDirectoryEditedWhileIndexed(t *testing.T) {
 			e := newEnvIn(t, data, catalogsync.Options{})
 			var opened atomic.Int32
 			edit := sync.OnceFunc(func() { writeFile(t, filepath.Join(dir, extraPackage), extraVersion("v2")) })
-			e.svc.Set(catalogsync.Spec{Name: "demo", Source: editingSource{
-				DirSource: catalogsync.DirSource{Path: dir}, file: extraPackage, edit: edit, opened: &opened}})
+			e.svc.Set(catalogsync.Spec{Name: "demo", Fetcher: editingFetcher{
+				DirFetcher: catalogsync.DirFetcher{Path: dir}, file: extraPackage, edit: edit, opened: &opened}})
 			res, err := e.svc.Sync(ctx, "demo", nil)
 			if err != nil {
 				t.Fatal(err)
@@ -155,7 +155,7 @@ func TestDirectoryEditedWhileIndexed(t *testing.T) {
 			}
 			restarted := newEnvIn(t, data, catalogsync.Options{})
 			restarted.svc.Load()
-			restarted.svc.Set(catalogsync.Spec{Name: "demo", Source: catalogsync.DirSource{Path: dir}})
+			restarted.svc.Set(catalogsync.Spec{Name: "demo", Fetcher: catalogsync.DirFetcher{Path: dir}})
 			res, err = restarted.svc.Sync(ctx, "demo", nil)
 			if err != nil {
 				t.Fatal(err)
@@ -216,11 +216,11 @@ func TestDirectoryBrokenWhileIndexed(t *testing.T) {
 			dir := demoWith(t, tc.files)
 			e := newEnv(t, catalogsync.Options{})
 			var opened atomic.Int32
-			src := editingSource{DirSource: catalogsync.DirSource{Path: dir}, file: extraPackage, opened: &opened}
+			src := editingFetcher{DirFetcher: catalogsync.DirFetcher{Path: dir}, file: extraPackage, opened: &opened}
 			if tc.edit != nil {
 				src.edit = sync.OnceFunc(func() { tc.edit(t, dir) })
 			}
-			e.svc.Set(catalogsync.Spec{Name: "demo", Source: src})
+			e.svc.Set(catalogsync.Spec{Name: "demo", Fetcher: src})
 			ctx := context.Background()
 			_, first := e.svc.Sync(ctx, "demo", nil)
 			if !catalogsync.IsContentError(first) {

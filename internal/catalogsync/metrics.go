@@ -81,7 +81,8 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	byState := map[catalogs.State]int{catalogs.Pending: 0, catalogs.Serving: 0, catalogs.Unavailable: 0}
 	for _, cat := range c.s.opts.Table.List() {
-		byState[cat.State]++
+		_, indexed := c.s.opts.Store.Info(cat.Name)
+		byState[cat.State(indexed)]++
 	}
 	for state, n := range byState {
 		ch <- prometheus.MustNewConstMetric(catalogsDesc, prometheus.GaugeValue, float64(n), string(state))

@@ -1,6 +1,6 @@
 // Package catalogsync owns the lifecycle of every catalog one catalogd
 // process serves: it fetches a catalog's content from its source, has the
-// store build an index and swap it in, and records the outcome (state, last
+// store build an index and swap it in, and records the outcome (the last
 // error) in the catalog table, as the table's one writer. It registers the
 // indexes found on disk before anything is fetched, so that a restart
 // answers from its first request; removes indexes no catalog owns any more;
@@ -10,7 +10,8 @@
 // `catalogd serve` runs it with the directories and images of its command
 // line. `catalogd manager` runs it on every replica with the digests the
 // leader's ClusterCatalog controller publishes in status, and the leader
-// also calls Sync with the tag to learn which digest to publish.
+// also calls Sync with the tag to learn which digest to publish (who calls
+// what, and who retries: the doc of internal/controller).
 package catalogsync
 
 import (
@@ -75,7 +76,7 @@ type Spec struct {
 	Name string
 	// Source is nil when there is nothing to index yet (a ClusterCatalog
 	// whose digest the leader has not published).
-	Source Source
+	Fetcher Fetcher
 	// Display is what /catalogs shows as the catalog's source, when it is
 	// not Source.Describe() (a ClusterCatalog's tag, while Source pulls
 	// the digest the tag resolved to).
@@ -166,9 +167,9 @@ func New(opts Options) *Service {
 	return s
 }
 
-// Load puts every catalog with a live index on disk into the table as
-// Serving, before any source is read, so that after a restart they answer
-// from the first request however slow their sources are.
+// Load puts every catalog with a live index on disk into the table, before
+// any source is read, so that after a restart they answer (as Serving, since
+// they have an index) from the first request however slow their sources are.
 func (s *Service) Load() {
 	for _, name := range s.opts.Store.Catalogs() {
 		info, ok := s.opts.Store.Info(name)
@@ -178,7 +179,7 @@ func (s *Service) Load() {
 		if _, known := s.opts.Table.Get(name); known {
 			continue
 		}
-		s.opts.Table.Put(catalogs.Catalog{Name: name, Source: info.SourceRef, State: catalogs.Serving})
+		s.opts.Table.Put(catalogs.Catalog{Name: name, Source: info.SourceRef})
 	}
 }
 
@@ -216,7 +217,7 @@ func (s *Service) Set(spec Spec) {
 		e = &entry{name: spec.Name, kick: make(chan struct{}, 1)}
 		s.catalogs[spec.Name] = e
 	}
-	changed := !ok || describe(e.spec.Source) != describe(spec.Source) ||
+	changed := !ok || describe(e.spec.Fetcher) != describe(spec.Fetcher) ||
 		e.spec.Unavailable != spec.Unavailable || e.spec.PollInterval != spec.PollInterval
 	if changed {
 		e.attempted, e.failures, e.badDigest, e.badErr, e.ownErr = false, 0, "", nil, ""
@@ -225,32 +226,29 @@ func (s *Service) Set(spec Spec) {
 	c, _ := s.opts.Table.Get(spec.Name)
 	c.Name, c.Source, c.Priority = spec.Name, spec.Display, spec.Priority
 	if c.Source == "" {
-		c.Source = describe(spec.Source)
+		c.Source = describe(spec.Fetcher)
 	}
 	c.LastError = cmp.Or(e.ownErr, truncate(spec.ReportedError, maxErrorBytes))
-	switch _, live := s.opts.Store.Info(spec.Name); {
-	case spec.Unavailable:
-		// The loop removes the index; meanwhile nothing is served.
-		c.State, c.LastError = catalogs.Unavailable, ""
-	case live:
-		c.State = catalogs.Serving
-	default:
-		c.State = catalogs.Pending
+	// Switched off, the catalog answers nothing at once; the loop removes
+	// its index.
+	c.Unavailable = spec.Unavailable
+	if c.Unavailable {
+		c.LastError = ""
 	}
 	s.opts.Table.Put(c)
 	if s.runCtx != nil && e.stopLoop == nil {
 		s.startLoop(e)
 	}
-	if changed && (spec.Source != nil || spec.Unavailable) {
+	if changed && (spec.Fetcher != nil || spec.Unavailable) {
 		e.poke()
 	}
 }
 
-func describe(src Source) string {
-	if src == nil {
+func describe(fetcher Fetcher) string {
+	if fetcher == nil {
 		return ""
 	}
-	return src.Describe()
+	return fetcher.Describe()
 }
 
 func (e *entry) poke() {
@@ -305,7 +303,7 @@ func (s *Service) Ready() error {
 	defer s.mu.Unlock()
 	var missing []string
 	for name, e := range s.catalogs {
-		if e.spec.Source == nil || e.spec.Unavailable {
+		if e.spec.Fetcher == nil || e.spec.Unavailable {
 			continue
 		}
 		if _, ok := s.opts.Store.Info(name); !ok {
@@ -319,11 +317,19 @@ func (s *Service) Ready() error {
 	return fmt.Errorf("not indexed yet: %v", missing)
 }
 
-// Sync brings one catalog's index in line with src, or with its spec's
-// source when src is nil, and records the outcome in the table. On failure
+// Serving reports whether the catalog answers queries on this replica: the
+// store has a live index for it and its owner has not switched it off.
+func (s *Service) Serving(name string) bool {
+	c, ok := s.opts.Table.Get(name)
+	_, indexed := s.opts.Store.Info(name)
+	return ok && c.State(indexed) == catalogs.Serving
+}
+
+// Sync brings one catalog's index in line with fetcher, or with its spec's
+// fetcher when fetcher is nil, and records the outcome in the table. On failure
 // the previous index, if any, keeps serving and LastError says why; the
 // error is returned, not logged, so that the caller reports it once.
-func (s *Service) Sync(ctx context.Context, name string, src Source) (Result, error) {
+func (s *Service) Sync(ctx context.Context, name string, fetcher Fetcher) (Result, error) {
 	s.mu.Lock()
 	e, ok := s.catalogs[name]
 	s.mu.Unlock()
@@ -334,8 +340,8 @@ func (s *Service) Sync(ctx context.Context, name string, src Source) (Result, er
 	defer e.syncMu.Unlock()
 	s.mu.Lock()
 	spec, removed := e.spec, e.removed
-	if src == nil {
-		src = spec.Source
+	if fetcher == nil {
+		fetcher = spec.Fetcher
 	}
 	bad, badErr := e.badDigest, e.badErr
 	s.mu.Unlock()
@@ -345,26 +351,26 @@ func (s *Service) Sync(ctx context.Context, name string, src Source) (Result, er
 	if spec.Unavailable {
 		return Result{}, s.switchOff(name)
 	}
-	if src == nil {
+	if fetcher == nil {
 		return Result{}, nil
 	}
 	start := time.Now()
-	res, err := s.fetchAndBuild(ctx, name, src, bad, badErr)
+	res, err := s.fetchAndBuild(ctx, name, fetcher, bad, badErr)
 	res.Duration = time.Since(start)
 	s.record(ctx, e, res, err)
 	return res, err
 }
 
+// switchOff removes the index of a catalog Set made Unavailable.
 func (s *Service) switchOff(name string) error {
 	if err := s.opts.Store.Remove(name); err != nil {
 		return fmt.Errorf("remove index of unavailable catalog %q: %w", name, err)
 	}
-	s.opts.Table.Update(name, func(c *catalogs.Catalog) { c.State, c.LastError = catalogs.Unavailable, "" })
 	return nil
 }
 
 // fetchAndBuild does the work of one sync under its deadline.
-func (s *Service) fetchAndBuild(ctx context.Context, name string, src Source, bad string, badErr error) (Result, error) {
+func (s *Service) fetchAndBuild(ctx context.Context, name string, fetcher Fetcher, bad string, badErr error) (Result, error) {
 	ctx, cancel := context.WithTimeoutCause(ctx, s.opts.SyncTimeout,
 		fmt.Errorf("sync of catalog %q timed out after %s", name, s.opts.SyncTimeout))
 	defer cancel()
@@ -379,7 +385,7 @@ func (s *Service) fetchAndBuild(ctx context.Context, name string, src Source, ba
 		live = info.Digest
 	}
 	fetchStart := time.Now()
-	f, err := src.Fetch(ctx, func(d string) bool { return d == live || d == bad })
+	f, err := fetcher.Fetch(ctx, func(d string) bool { return d == live || d == bad })
 	defer f.cleanup()
 	res := Result{Ref: f.Ref, Digest: f.Digest}
 	if err != nil {
@@ -435,7 +441,8 @@ func IsContentError(err error) bool {
 	return errors.Is(err, index.ErrInvalidCatalog) || (unpack.IsTerminal(err) && !errors.Is(err, unpack.ErrInvalidReference))
 }
 
-// record writes the outcome of a sync into the table and the entry.
+// record writes the outcome of a sync into the table and the entry. The
+// state needs no writing: it follows from the store (Catalog.State).
 func (s *Service) record(ctx context.Context, e *entry, res Result, err error) {
 	log := s.opts.Log.WithValues("catalog", e.name)
 	if err != nil && ctx.Err() != nil {
@@ -457,16 +464,7 @@ func (s *Service) record(ctx context.Context, e *entry, res Result, err error) {
 	}
 	lastError := cmp.Or(e.ownErr, truncate(e.spec.ReportedError, maxErrorBytes))
 	s.mu.Unlock()
-	_, serving := s.opts.Store.Info(e.name)
-	s.opts.Table.Update(e.name, func(c *catalogs.Catalog) {
-		if c.State != catalogs.Unavailable {
-			c.State = catalogs.Pending
-			if serving {
-				c.State = catalogs.Serving
-			}
-		}
-		c.LastError = lastError
-	})
+	s.opts.Table.Update(e.name, func(c *catalogs.Catalog) { c.LastError = lastError })
 	switch {
 	case err != nil:
 		// Sync's caller says what failed, once: the loop logs, the
@@ -512,7 +510,7 @@ func (s *Service) next(name string) time.Duration {
 	s.mu.Lock()
 	e, ok := s.catalogs[name]
 	var poll time.Duration
-	if ok && !e.spec.Unavailable && e.spec.Source != nil {
+	if ok && !e.spec.Unavailable && e.spec.Fetcher != nil {
 		poll = e.spec.PollInterval
 	}
 	s.mu.Unlock()

@@ -64,7 +64,7 @@ func brokenCatalog(t *testing.T) string {
 	return dir
 }
 
-func imageSource(t *testing.T, reg *registrytest.Registry, repoTag string) catalogsync.ImageSource {
+func imageFetcher(t *testing.T, reg *registrytest.Registry, repoTag string) catalogsync.ImageFetcher {
 	t.Helper()
 	u, err := unpack.New(unpack.Options{InsecureRegistries: []string{reg.Host}})
 	if err != nil {
@@ -74,7 +74,7 @@ func imageSource(t *testing.T, reg *registrytest.Registry, repoTag string) catal
 	if err != nil {
 		t.Fatal(err)
 	}
-	return catalogsync.ImageSource{Ref: ref, Unpacker: u, TempDir: t.TempDir()}
+	return catalogsync.ImageFetcher{Ref: ref, Unpacker: u, TempDir: t.TempDir()}
 }
 
 // TestBadDigestIsNotPulledAgain: content that failed to index is not
@@ -83,7 +83,7 @@ func TestBadDigestIsNotPulledAgain(t *testing.T) {
 	reg := registrytest.New(t)
 	broken := reg.PushCatalog(t, "catalogs/demo:latest", brokenCatalog(t), registrytest.PushOptions{})
 	e := newEnv(t, catalogsync.Options{})
-	e.svc.Set(catalogsync.Spec{Name: "demo", Source: imageSource(t, reg, "catalogs/demo:latest")})
+	e.svc.Set(catalogsync.Spec{Name: "demo", Fetcher: imageFetcher(t, reg, "catalogs/demo:latest")})
 	ctx := context.Background()
 
 	_, first := e.svc.Sync(ctx, "demo", nil)
@@ -101,7 +101,7 @@ func TestBadDigestIsNotPulledAgain(t *testing.T) {
 	if c := reg.Counts(); c.BlobGets != 0 || c.ManifestHeads+c.ManifestGets == 0 {
 		t.Errorf("second sync of the same digest: %+v; want the tag resolved and no blob fetched", c)
 	}
-	if c, _ := e.table.Get("demo"); c.State != catalogs.Pending || !strings.Contains(c.LastError, "zz-broken.json") {
+	if c, _ := e.table.Get("demo"); e.svc.Serving("demo") || !strings.Contains(c.LastError, "zz-broken.json") {
 		t.Errorf("table: %+v; want Pending with the error", c)
 	}
 
@@ -110,7 +110,7 @@ func TestBadDigestIsNotPulledAgain(t *testing.T) {
 	if err != nil || res.Ref != fixed || res.Ref == broken || !res.Rebuilt {
 		t.Fatalf("sync after the fix: %+v, %v; want %s indexed", res, err, fixed)
 	}
-	if c, _ := e.table.Get("demo"); c.State != catalogs.Serving || c.LastError != "" {
+	if c, _ := e.table.Get("demo"); !e.svc.Serving("demo") || c.LastError != "" {
 		t.Errorf("table after the fix: %+v; want Serving without an error", c)
 	}
 }
@@ -119,7 +119,7 @@ func TestBadDigestIsNotPulledAgain(t *testing.T) {
 func TestBackoffIsCappedByThePollInterval(t *testing.T) {
 	dir := brokenCatalog(t)
 	e := newEnv(t, catalogsync.Options{MinBackoff: time.Second, MaxBackoff: time.Hour})
-	e.svc.Set(catalogsync.Spec{Name: "broken", Source: catalogsync.DirSource{Path: dir}})
+	e.svc.Set(catalogsync.Spec{Name: "broken", Fetcher: catalogsync.DirFetcher{Path: dir}})
 	if d := e.svc.Backoff("broken", time.Minute); d != 0 {
 		t.Errorf("backoff before any failure: %s, want 0", d)
 	}
@@ -151,7 +151,7 @@ func TestLoopPicksUpAFixWithinThePollInterval(t *testing.T) {
 	reg.PushCatalog(t, "catalogs/demo:latest", brokenCatalog(t), registrytest.PushOptions{})
 	e := newEnv(t, catalogsync.Options{MinBackoff: 20 * time.Millisecond, MaxBackoff: time.Hour})
 	const poll = 300 * time.Millisecond
-	e.svc.Set(catalogsync.Spec{Name: "demo", Source: imageSource(t, reg, "catalogs/demo:latest"), PollInterval: poll})
+	e.svc.Set(catalogsync.Spec{Name: "demo", Fetcher: imageFetcher(t, reg, "catalogs/demo:latest"), PollInterval: poll})
 	e.svc.MarkLoaded()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -188,7 +188,7 @@ func TestReady(t *testing.T) {
 		t.Errorf("before the list is loaded: %v", err)
 	}
 	e.svc.Set(catalogsync.Spec{Name: "later"}) // no source yet: not expected to serve
-	e.svc.Set(catalogsync.Spec{Name: "demo", Source: catalogsync.DirSource{Path: mustAbs(t, demoDir)}})
+	e.svc.Set(catalogsync.Spec{Name: "demo", Fetcher: catalogsync.DirFetcher{Path: mustAbs(t, demoDir)}})
 	e.svc.MarkLoaded()
 	if err := e.svc.Ready(); err == nil || !strings.Contains(err.Error(), "demo") || strings.Contains(err.Error(), "later") {
 		t.Errorf("before demo is indexed: %v; want demo named, later not", err)
@@ -219,7 +219,7 @@ func TestLastErrorIsCleaned(t *testing.T) {
 		}
 	}
 	e := newEnv(t, catalogsync.Options{DataDir: data})
-	e.svc.Set(catalogsync.Spec{Name: "huge", Source: catalogsync.DirSource{Path: dir}})
+	e.svc.Set(catalogsync.Spec{Name: "huge", Fetcher: catalogsync.DirFetcher{Path: dir}})
 	_, err := e.svc.Sync(context.Background(), "huge", nil)
 	if err == nil {
 		t.Fatal("broken catalog synced")
@@ -252,7 +252,7 @@ func TestSkippedFilesAreLogged(t *testing.T) {
 		lines = append(lines, args)
 	}, funcr.Options{})
 	e := newEnv(t, catalogsync.Options{Log: log})
-	e.svc.Set(catalogsync.Spec{Name: "demo", Source: catalogsync.DirSource{Path: dir}})
+	e.svc.Set(catalogsync.Spec{Name: "demo", Fetcher: catalogsync.DirFetcher{Path: dir}})
 	if _, err := e.svc.Sync(context.Background(), "demo", nil); err != nil {
 		t.Fatalf("sync: %v", err)
 	}

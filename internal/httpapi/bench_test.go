@@ -235,7 +235,7 @@ func benchServer(b *testing.B, cats ...benchCatalog) (*store.Store, *httptest.Se
 		if _, _, _, err := store.Update(context.Background(), c.name, c.src); err != nil {
 			b.Fatal(err)
 		}
-		reg.Put(catalogs.Catalog{Name: c.name, Source: c.src.Ref, State: catalogs.Serving})
+		reg.Put(catalogs.Catalog{Name: c.name, Source: c.src.Ref})
 	}
 	api, err := New(reg, store, Options{Log: logr.Discard()})
 	if err != nil {

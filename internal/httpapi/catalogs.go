@@ -22,14 +22,13 @@ var knownSchemas = map[string]bool{
 	declcfg.SchemaPackage: true, declcfg.SchemaChannel: true, declcfg.SchemaBundle: true, declcfg.SchemaDeprecation: true,
 }
 
-// summary describes one catalog; snap is nil when it has no index.
+// summary describes one catalog; snap is nil when it has no index. The
+// state is derived from snap, so it always agrees with the counts beside it.
 func summary(ctx context.Context, c catalogs.Catalog, snap *store.Snapshot) (catalogapi.CatalogSummary, error) {
-	out := catalogapi.CatalogSummary{Name: c.Name, Priority: c.Priority, Source: c.Source, State: catalogapi.CatalogState(c.State), LastError: c.LastError}
+	out := catalogapi.CatalogSummary{Name: c.Name, Priority: c.Priority, Source: c.Source,
+		State: catalogapi.CatalogState(c.State(snap != nil)), LastError: c.LastError}
 	if snap == nil {
 		return out, nil
-	}
-	if c.State == catalogs.Pending {
-		out.State = catalogapi.CatalogStateServing // an index exists: it answers
 	}
 	built := snap.Info.BuiltAt.UTC()
 	out.IndexedAt = &built
@@ -45,7 +44,7 @@ func summary(ctx context.Context, c catalogs.Catalog, snap *store.Snapshot) (cat
 // acquireIfIndexed returns the catalog's snapshot, or nil when it has none
 // (Unavailable catalogs are reported without reading their index).
 func (s *Server) acquireIfIndexed(c catalogs.Catalog) (*store.Snapshot, error) {
-	if c.State == catalogs.Unavailable {
+	if c.Unavailable {
 		return nil, nil
 	}
 	snap, err := s.idx.Acquire(c.Name)

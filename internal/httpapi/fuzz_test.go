@@ -29,7 +29,7 @@ func FuzzRequestParams(f *testing.F) {
 	}
 	reg := catalogs.NewTable()
 	reg.MarkLoaded()
-	reg.Put(catalogs.Catalog{Name: "demo", State: catalogs.Serving})
+	reg.Put(catalogs.Catalog{Name: "demo"})
 	srv, err := New(reg, store, Options{Log: logr.Discard()})
 	if err != nil {
 		f.Fatal(err)

@@ -66,14 +66,13 @@ func newHarnessWith(t *testing.T, store *store.Store, idx Indexes) *harness {
 	return h
 }
 
-// add indexes dir as catalog name and marks it serving.
+// add indexes dir as catalog name, which then serves.
 func (h *harness) add(name, dir string, priority int32) {
 	h.t.Helper()
-	h.reg.Put(catalogs.Catalog{Name: name, Source: dir, Priority: priority, State: catalogs.Pending})
+	h.reg.Put(catalogs.Catalog{Name: name, Source: dir, Priority: priority})
 	if _, _, _, err := h.store.Update(context.Background(), name, index.Source{FS: os.DirFS(dir), Ref: dir, Digest: "sha256:" + name + filepath.Base(dir)}); err != nil {
 		h.t.Fatal(err)
 	}
-	h.reg.Update(name, func(c *catalogs.Catalog) { c.State = catalogs.Serving })
 }
 
 // get fetches a path through the validating transport.

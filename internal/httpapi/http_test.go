@@ -27,11 +27,11 @@ import (
 )
 
 func catalogsPending(name string) catalogs.Catalog {
-	return catalogs.Catalog{Name: name, Source: "example.com/" + name + ":latest", State: catalogs.Pending}
+	return catalogs.Catalog{Name: name, Source: "example.com/" + name + ":latest"}
 }
 
 func catalogsUnavailable(name string) catalogs.Catalog {
-	return catalogs.Catalog{Name: name, Source: "example.com/" + name + ":latest", State: catalogs.Unavailable}
+	return catalogs.Catalog{Name: name, Source: "example.com/" + name + ":latest", Unavailable: true}
 }
 
 func decodeProblem(t *testing.T, resp *http.Response) client.Problem {

@@ -11,7 +11,6 @@ import (
 
 	"github.com/catalogd/catalogd/api/catalogapi"
 	"github.com/catalogd/catalogd/internal/catalogdb"
-	"github.com/catalogd/catalogd/internal/catalogs"
 	"github.com/catalogd/catalogd/internal/store"
 )
 
@@ -79,7 +78,7 @@ func (s *Server) listAllProviders(w http.ResponseWriter, r *http.Request) {
 	}
 	out := catalogapi.ProviderList{Items: []catalogapi.Provider{}}
 	for _, c := range s.cats.List() {
-		if c.State == catalogs.Unavailable {
+		if c.Unavailable {
 			continue
 		}
 		snap, err := s.acquireIfIndexed(c)

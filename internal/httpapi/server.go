@@ -249,7 +249,7 @@ func (s *Server) openCatalog(r *http.Request) (*store.Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	if c.State == catalogs.Unavailable {
+	if c.Unavailable {
 		return nil, &problem{status: http.StatusServiceUnavailable, typ: "catalog-unavailable", param: "catalog",
 			detail: fmt.Sprintf("catalog %q is switched off by its owner (availabilityMode Unavailable)", name)}
 	}

@@ -94,7 +94,7 @@ func pinReleased(t *testing.T, dir, request string, wantStatus int, timeout time
 	}
 	t.Cleanup(func() { st.Close() })
 	cats := catalogs.NewTable()
-	cats.Put(catalogs.Catalog{Name: "c", Source: dir, State: catalogs.Serving})
+	cats.Put(catalogs.Catalog{Name: "c", Source: dir})
 	cats.MarkLoaded()
 	old, _, _, err := st.Update(context.Background(), "c", index.Source{FS: os.DirFS(dir), Ref: dir, Digest: "sha256:big"})
 	if err != nil {

@@ -51,9 +51,10 @@ type Options struct {
 	// Ready says whether this process can answer for every catalog it
 	// should serve; /readyz answers 503 with its error otherwise.
 	Ready func() error
-	// TLSCertFile and TLSKeyFile, when both set, make the server speak
-	// HTTPS with that certificate, reloaded whenever the files change (a
-	// rotated Secret).
+	// TLSCertFile and TLSKeyFile, when set, make the server speak HTTPS
+	// with that certificate, reloaded whenever the files change (a rotated
+	// Secret). The command line checks that both or neither are given
+	// (internal/daemon).
 	TLSCertFile, TLSKeyFile string
 	Log                     logr.Logger
 	// WriteTimeout, when not zero, replaces the package's WriteTimeout. It
@@ -70,8 +71,7 @@ type Server struct {
 	Certs *certwatcher.CertWatcher
 }
 
-// New builds the server. It fails when only one of the TLS files is given or
-// the certificate cannot be loaded.
+// New builds the server. It fails when the certificate cannot be loaded.
 func New(opts Options) (*Server, error) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { plain(w, http.StatusOK, "ok") })
@@ -96,11 +96,8 @@ func New(opts Options) (*Server, error) {
 		MaxHeaderBytes:    MaxHeaderBytes,
 		ErrorLog:          stdlog.New(logWriter{opts.Log}, "", 0),
 	}}
-	switch {
-	case opts.TLSCertFile == "" && opts.TLSKeyFile == "":
+	if opts.TLSCertFile == "" {
 		return s, nil
-	case opts.TLSCertFile == "" || opts.TLSKeyFile == "":
-		return nil, errors.New("--tls-cert and --tls-key go together: give both or neither")
 	}
 	w, err := certwatcher.New(opts.TLSCertFile, opts.TLSKeyFile)
 	if err != nil {

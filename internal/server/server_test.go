@@ -184,12 +184,6 @@ func TestLimits(t *testing.T) {
 	}
 }
 
-func TestTLSFilesGoTogether(t *testing.T) {
-	if _, err := server.New(server.Options{API: api, TLSCertFile: "c.pem"}); err == nil {
-		t.Error("a certificate without a key was accepted")
-	}
-}
-
 // TestHandlerContextEndsAtWriteDeadline: a handler that writes nothing
 // (busy in a query) for a client that neither reads nor hangs up sees its
 // context end once the write deadline has passed, so it lets go of what it

@@ -3,10 +3,14 @@ package unpack
 import (
 	"context"
 	"fmt"
+	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/google/go-containerregistry/pkg/authn"
 	k8schain "github.com/google/go-containerregistry/pkg/authn/kubernetes"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // KeychainFromSecrets builds a keychain from image pull secrets of type
@@ -45,4 +49,71 @@ func KeychainFromSecrets(ctx context.Context, secrets []corev1.Secret) (authn.Ke
 		return nil, fmt.Errorf("building keychain from pull secrets: %w", err)
 	}
 	return kc, nil
+}
+
+// SecretReader reads the objects a PullKeychain needs, uncached, so that
+// rotated or newly created secrets are used at once. Errors for a missing
+// object satisfy apierrors.IsNotFound. The composition root adapts
+// controller-runtime's API reader to it, which keeps this package free of
+// controller-runtime.
+type SecretReader interface {
+	ServiceAccount(ctx context.Context, key types.NamespacedName) (*corev1.ServiceAccount, error)
+	Secret(ctx context.Context, key types.NamespacedName) (*corev1.Secret, error)
+}
+
+// PullKeychain finds registry credentials as the kubelet does for a pod:
+// the imagePullSecrets of ServiceAccount first, then Global. It reads them
+// on every lookup, so rotated or newly created secrets are used without a
+// restart; missing ones mean anonymous pulls. Credentials are never logged.
+type PullKeychain struct {
+	Reader SecretReader
+	// ServiceAccount and Global are unset when their Name is empty.
+	ServiceAccount types.NamespacedName
+	Global         types.NamespacedName
+	Log            logr.Logger
+}
+
+// lookupTimeout bounds the API requests of one PullKeychain lookup.
+const lookupTimeout = 30 * time.Second
+
+// Resolve implements authn.Keychain.
+func (k *PullKeychain) Resolve(res authn.Resource) (authn.Authenticator, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), lookupTimeout)
+	defer cancel()
+	var names []types.NamespacedName
+	if k.ServiceAccount.Name != "" {
+		switch sa, err := k.Reader.ServiceAccount(ctx, k.ServiceAccount); {
+		case apierrors.IsNotFound(err):
+			k.Log.V(1).Info("service account not found; not using its imagePullSecrets", "serviceAccount", k.ServiceAccount.String())
+		case err != nil:
+			return nil, fmt.Errorf("reading service account %s: %w", k.ServiceAccount, err)
+		default:
+			for _, ref := range sa.ImagePullSecrets {
+				names = append(names, types.NamespacedName{Namespace: sa.Namespace, Name: ref.Name})
+			}
+		}
+	}
+	if k.Global.Name != "" {
+		names = append(names, k.Global)
+	}
+	var secrets []corev1.Secret
+	for _, name := range names {
+		secret, err := k.Reader.Secret(ctx, name)
+		if err != nil {
+			if apierrors.IsNotFound(err) {
+				k.Log.V(1).Info("pull secret not found; skipping it", "secret", name.String())
+				continue
+			}
+			return nil, fmt.Errorf("reading pull secret %s: %w", name, err)
+		}
+		secrets = append(secrets, *secret)
+	}
+	if len(secrets) == 0 {
+		return authn.Anonymous, nil
+	}
+	kc, err := KeychainFromSecrets(ctx, secrets)
+	if err != nil {
+		return nil, err
+	}
+	return kc.Resolve(res)
 }

@@ -18,7 +18,7 @@ import (
 
 	"github.com/catalogd/catalogd/client"
 	"github.com/catalogd/catalogd/test/apivalidate"
-	"github.com/catalogd/catalogd/test/catalogdbin"
+	"github.com/catalogd/catalogd/test/catalogdproc"
 	"github.com/catalogd/catalogd/test/fbcfacts"
 )
 
@@ -28,12 +28,12 @@ var demoDir = filepath.Join("..", "testdata", "demo")
 // binary is the catalogd binary TestMain builds once for all tests.
 var binary string
 
-func TestMain(m *testing.M) { os.Exit(catalogdbin.Main(m, &binary)) }
+func TestMain(m *testing.M) { os.Exit(catalogdproc.Main(m, &binary)) }
 
 // server is a running catalogd serve.
 type server struct {
 	base string
-	*catalogdbin.Process
+	*catalogdproc.Process
 }
 
 var servingLine = regexp.MustCompile(`catalogd serving (http://\S+?),`)
@@ -42,7 +42,7 @@ var servingLine = regexp.MustCompile(`catalogd serving (http://\S+?),`)
 // until it has tried every catalog once (it prints "Try:").
 func startServer(t *testing.T, args ...string) *server {
 	t.Helper()
-	s := &server{Process: catalogdbin.Start(t, binary, append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...)}
+	s := &server{Process: catalogdproc.Start(t, binary, append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...)}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("catalogd stdout:\n%s\ncatalogd stderr:\n%s", s.Stdout, s.Stderr)

@@ -27,7 +27,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/catalogd/catalogd/test/catalogdbin"
+	"github.com/catalogd/catalogd/test/catalogdproc"
 	"github.com/catalogd/catalogd/test/fbcfacts"
 	"github.com/catalogd/catalogd/test/fbcgen"
 )
@@ -35,7 +35,7 @@ import (
 // binary is the catalogd binary TestMain builds once for all tests.
 var binary string
 
-func TestMain(m *testing.M) { os.Exit(catalogdbin.Main(m, &binary)) }
+func TestMain(m *testing.M) { os.Exit(catalogdproc.Main(m, &binary)) }
 
 // slow skips the test unless CATALOGD_SLOW is set (make test-slow).
 func slow(t *testing.T) {
@@ -62,7 +62,7 @@ func envInt(t testing.TB, name string, def int) int {
 // server is one running `catalogd serve`.
 type server struct {
 	base string
-	*catalogdbin.Process
+	*catalogdproc.Process
 }
 
 var servingLine = regexp.MustCompile(`catalogd serving (http://\S+?),`)
@@ -73,7 +73,7 @@ var servingLine = regexp.MustCompile(`catalogd serving (http://\S+?),`)
 // catalogs' first sync; waitSynced does.
 func start(t testing.TB, args ...string) *server {
 	t.Helper()
-	s := &server{Process: catalogdbin.Start(t, binary, append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...)}
+	s := &server{Process: catalogdproc.Start(t, binary, append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...)}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("catalogd stdout:\n%s\ncatalogd stderr (last 4 KB):\n%s", s.Stdout, tail(s.Stderr.String(), 4096))

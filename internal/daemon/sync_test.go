@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"context"
@@ -34,9 +34,9 @@ func TestSyncKeepsLastGoodIndex(t *testing.T) {
 	facts := fbcfacts.Load(t, dir)
 	log := testr.New(t)
 	store, reg, svc := newSyncService(t, log)
-	svc.Set(catalogsync.Spec{Name: "demo", Source: catalogsync.DirSource{Path: dir}})
-	if c, _ := reg.Get("demo"); c.State != catalogs.Pending {
-		t.Fatalf("before the first sync: state %s, want Pending", c.State)
+	svc.Set(catalogsync.Spec{Name: "demo", Fetcher: catalogsync.DirFetcher{Path: dir}})
+	if svc.Serving("demo") {
+		t.Fatal("before the first sync: Serving, want Pending")
 	}
 
 	ln, err := netListen(t)
@@ -174,12 +174,12 @@ func TestFirstSyncFailureStaysPending(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "catalog.json"), brokenJSON)
 	log := testr.New(t)
 	_, reg, svc := newSyncService(t, log)
-	svc.Set(catalogsync.Spec{Name: "broken", Source: catalogsync.DirSource{Path: dir}})
+	svc.Set(catalogsync.Spec{Name: "broken", Fetcher: catalogsync.DirFetcher{Path: dir}})
 	if _, err := svc.Sync(context.Background(), "broken", nil); err == nil {
 		t.Fatal("sync of broken JSON succeeded")
 	}
 	c, _ := reg.Get("broken")
-	if c.State != catalogs.Pending || !strings.Contains(c.LastError, "catalog.json") {
+	if svc.Serving("broken") || !strings.Contains(c.LastError, "catalog.json") {
 		t.Errorf("after a failed first sync: %+v; want Pending with the reason", c)
 	}
 }

@@ -1,4 +1,4 @@
-package source
+package catalogdir
 
 import (
 	"errors"
@@ -38,7 +38,7 @@ var errLinkOutside = errors.New("symbolic link points outside the catalog direct
 // between listing and opening is refused rather than blocked on. Error
 // messages name paths relative to dir, never dir itself.
 //
-// FS lists dir as it is when asked. The FS of DirContext lists it as its
+// FS lists dir as it is when asked. The FS of Read lists it as its
 // digest's walk saw it instead (the same entries, by the rules above), and
 // hashes what is read.
 func FS(dir string) fs.FS {
@@ -53,7 +53,7 @@ type catalogFS struct {
 	dir  string // as given, to open through
 	real string // dir with links resolved, to check link targets against
 	// snap, when set, lists the directory and records what is read (see
-	// DirContext).
+	// Read).
 	snap *snapshot
 }
 

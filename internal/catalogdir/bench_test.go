@@ -1,6 +1,7 @@
-package source
+package catalogdir
 
 import (
+	"context"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -12,30 +13,30 @@ import (
 	"github.com/catalogd/catalogd/test/benchenv"
 )
 
-// BenchmarkDir digests the benchmark catalog: what every poll or watch
+// BenchmarkRead digests the benchmark catalog: what every poll or watch
 // event of a directory catalog costs, changed or not.
-func BenchmarkDir(b *testing.B) {
+func BenchmarkRead(b *testing.B) {
 	dir := benchenv.Catalog(b)
 	b.SetBytes(treeBytes(b, dir))
 	cpu := benchenv.CPUTime()
 	for b.Loop() {
-		if _, err := Dir(dir); err != nil {
+		if _, err := Read(context.Background(), dir); err != nil {
 			b.Fatal(err)
 		}
 	}
 	benchenv.ReportCPU(b, cpu)
 }
 
-// BenchmarkDirBuild digests and indexes the benchmark catalog through the
-// FS Dir returns: what a sync of a changed directory catalog costs.
-func BenchmarkDirBuild(b *testing.B) {
+// BenchmarkReadBuild digests and indexes the benchmark catalog through the
+// FS Read returns: what a sync of a changed directory catalog costs.
+func BenchmarkReadBuild(b *testing.B) {
 	dir := benchenv.Catalog(b)
 	b.SetBytes(treeBytes(b, dir))
 	tmp := b.TempDir()
 	cpu := benchenv.CPUTime()
 	i := 0
 	for b.Loop() {
-		src, err := Dir(dir)
+		src, err := Read(context.Background(), dir)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package reconcile_test
+package controller_test
 
 import (
 	"context"
@@ -30,7 +30,7 @@ import (
 	catalogdv1 "github.com/catalogd/catalogd/api/v1"
 	"github.com/catalogd/catalogd/internal/catalogs"
 	"github.com/catalogd/catalogd/internal/catalogsync"
-	"github.com/catalogd/catalogd/internal/reconcile"
+	"github.com/catalogd/catalogd/internal/controller"
 	"github.com/catalogd/catalogd/internal/store"
 	"github.com/catalogd/catalogd/internal/unpack"
 	"github.com/catalogd/catalogd/test/await"
@@ -52,6 +52,14 @@ type env struct {
 	reg   *registrytest.Registry
 	store *store.Store
 	cats  *catalogs.Table
+}
+
+// state is the catalog's state as the API shows it: from the table and
+// whether the store has a live index.
+func (e *env) state(name string) catalogs.State {
+	c, _ := e.cats.Get(name)
+	_, indexed := e.store.Info(name)
+	return c.State(indexed)
 }
 
 func start(t *testing.T) *env {
@@ -83,8 +91,8 @@ func start(t *testing.T) *env {
 	svc := catalogsync.New(catalogsync.Options{Store: store, Table: cats, Log: log.WithName("sync"),
 		MinBackoff: 100 * time.Millisecond, MaxBackoff: time.Second})
 	tmp := t.TempDir()
-	image := func(ref name.Reference) catalogsync.Source {
-		return catalogsync.ImageSource{Ref: ref, Unpacker: unpacker, TempDir: tmp}
+	image := func(ref name.Reference) catalogsync.Fetcher {
+		return catalogsync.ImageFetcher{Ref: ref, Unpacker: unpacker, TempDir: tmp}
 	}
 
 	skip := true
@@ -98,7 +106,7 @@ func start(t *testing.T) *env {
 	if err != nil {
 		t.Fatalf("creating manager: %v", err)
 	}
-	r := &reconcile.Reconciler{
+	r := &controller.Reconciler{
 		Client:   mgr.GetClient(),
 		Sync:     svc,
 		Catalogs: cats,
@@ -110,7 +118,7 @@ func start(t *testing.T) *env {
 	if err := r.SetupWithManager(mgr); err != nil {
 		t.Fatalf("setting up reconciler: %v", err)
 	}
-	if err := (&reconcile.LocalSyncer{Client: mgr.GetClient(), Sync: svc, Image: image}).SetupWithManager(mgr); err != nil {
+	if err := (&controller.LocalSyncer{Client: mgr.GetClient(), Sync: svc, Image: image}).SetupWithManager(mgr); err != nil {
 		t.Fatalf("setting up local syncer: %v", err)
 	}
 	if err := mgr.Add(svc); err != nil {
@@ -222,7 +230,7 @@ func (e *env) servingDigest(t *testing.T, name, digestRef string) error {
 		return fmt.Errorf("store has %+v (live %t), want %s", info, ok, digestRef)
 	}
 	c, ok := e.cats.Get(name)
-	if !ok || c.State != catalogs.Serving || c.LastError != "" {
+	if !ok || e.state(name) != catalogs.Serving || c.LastError != "" {
 		return fmt.Errorf("registry has %+v (known %t), want Serving without error", c, ok)
 	}
 	return nil
@@ -376,7 +384,7 @@ func TestReconciler(t *testing.T) {
 				return fmt.Errorf("resolvedSource is %+v, want still %s", rs, v2)
 			}
 			c, _ := e.cats.Get("poll")
-			if c.State != catalogs.Serving || c.LastError == "" {
+			if e.state("poll") != catalogs.Serving || c.LastError == "" {
 				return fmt.Errorf("registry has %+v, want Serving with a last error", c)
 			}
 			return nil
@@ -424,7 +432,7 @@ func TestReconciler(t *testing.T) {
 			if _, ok := e.store.Info(tc.name); ok {
 				t.Error("a blocked catalog has an index")
 			}
-			if c, _ := e.cats.Get(tc.name); c.State != catalogs.Pending || c.LastError == "" {
+			if c, _ := e.cats.Get(tc.name); e.state(tc.name) != catalogs.Pending || c.LastError == "" {
 				t.Errorf("registry has %+v, want Pending with a last error", c)
 			}
 		})
@@ -464,8 +472,8 @@ func TestReconciler(t *testing.T) {
 			if _, ok := e.store.Info("toggle"); ok {
 				return errors.New("the index is still live")
 			}
-			if c, _ := e.cats.Get("toggle"); c.State != catalogs.Unavailable {
-				return fmt.Errorf("registry state is %s, want Unavailable", c.State)
+			if state := e.state("toggle"); state != catalogs.Unavailable {
+				return fmt.Errorf("registry state is %s, want Unavailable", state)
 			}
 			return nil
 		})

@@ -1,4 +1,4 @@
-package source
+package catalogdir
 
 import (
 	"crypto/sha256"
@@ -12,11 +12,11 @@ import (
 	"sync"
 )
 
-// snapshot is a catalog directory as DirContext's walk saw it, and what an
+// snapshot is a catalog directory as Read's walk saw it, and what an
 // index build then read of it: FS serves the walk's listings, so the build
 // reads exactly the entries the digest covers, and records the hash of
 // every file the build reads, so that readDigest can tell the digest of
-// what the build read (see DirContext).
+// what the build read (see Read).
 type snapshot struct {
 	// listings holds, by slash-separated path ("." for the root), the
 	// directories and files FS lists in each directory, in name order.
@@ -97,7 +97,7 @@ func (s *snapshot) readDigest() string {
 	return digestEntries(entries)
 }
 
-// trackedFile is a regular file opened through a DirContext FS. It has no
+// trackedFile is a regular file opened through a Read FS. It has no
 // methods but fs.File's, so that every byte read passes through Read and
 // is hashed (an *os.File's WriteTo or ReadAt would bypass it).
 type trackedFile struct {

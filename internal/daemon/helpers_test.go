@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"context"
@@ -101,7 +101,7 @@ type running struct {
 	stop func()
 }
 
-// startServe runs serve with args on 127.0.0.1:0 until the test ends, and
+// startServe runs Serve with args on 127.0.0.1:0 until the test ends, and
 // waits for the start-up summary (every catalog tried once).
 func startServe(t *testing.T, args ...string) running {
 	t.Helper()
@@ -113,10 +113,11 @@ func startServe(t *testing.T, args ...string) running {
 	if err != nil {
 		t.Fatal(err)
 	}
+	cfg.Listener = ln
 	ctx, cancel := context.WithCancel(context.Background())
 	out := &syncbuf.Buffer{}
 	done := make(chan error, 1)
-	go func() { done <- serve(ctx, cfg, ln, out, testr.New(t)) }()
+	go func() { done <- Serve(ctx, cfg, out, testr.New(t)) }()
 	stop := sync.OnceFunc(func() {
 		cancel()
 		if err := <-done; err != nil {

@@ -1,4 +1,4 @@
-package source
+package catalogdir
 
 import (
 	"context"
@@ -165,7 +165,7 @@ func TestDirOddEntries(t *testing.T) {
 			writeTree(t, dir, validFBC)
 			unblock := tc.add(t, dir)
 
-			src, err := Dir(dir)
+			src, err := Read(context.Background(), dir)
 			if err != nil {
 				t.Fatalf("Dir: %v", err)
 			}
@@ -285,7 +285,7 @@ func TestDirErrorsHideServerPaths(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := tc.make(t)
-			_, err := Dir(dir)
+			_, err := Read(context.Background(), dir)
 			if err == nil {
 				t.Fatal("Dir succeeded")
 			}
@@ -307,8 +307,8 @@ func TestDirCancelled(t *testing.T) {
 	writeTree(t, dir, validFBC)
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	if _, err := DirContext(ctx, dir); !errors.Is(err, context.Canceled) {
-		t.Errorf("DirContext with a cancelled context = %v, want context.Canceled", err)
+	if _, err := Read(ctx, dir); !errors.Is(err, context.Canceled) {
+		t.Errorf("Read with a cancelled context = %v, want context.Canceled", err)
 	}
 }
 

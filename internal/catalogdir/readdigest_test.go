@@ -1,6 +1,7 @@
-package source
+package catalogdir
 
 import (
+	"context"
 	"crypto/sha256"
 	"database/sql"
 	"encoding/binary"
@@ -28,7 +29,7 @@ type tree struct {
 	pipes []string
 }
 
-// wantDigest is the digest DirContext documents for t, computed here from
+// wantDigest is the digest Read documents for t, computed here from
 // the documentation rather than by the package's code.
 func (t tree) wantDigest() string {
 	records := map[string][]byte{}
@@ -127,7 +128,7 @@ func (h *hookFS) ReadDir(name string) ([]fs.DirEntry, error) { return fs.ReadDir
 
 // A directory that changes between the digest's walk and the build's reads
 // is indexed as the build read it, and the index records the digest of
-// exactly that: what DirContext computes once the directory holds it.
+// exactly that: what Read computes once the directory holds it.
 func TestReadDigestIsWhatTheBuildRead(t *testing.T) {
 	const newA = `{"schema":"olm.package","name":"pkg-a-edited","description":"longer now"}`
 	tests := []struct {
@@ -186,7 +187,7 @@ func TestReadDigestIsWhatTheBuildRead(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			digestTree.write(t, dir)
-			src, err := Dir(dir)
+			src, err := Read(context.Background(), dir)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -312,7 +313,7 @@ func TestReadDigestOfPartialReads(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			writeTree(t, dir, map[string]string{"big.json": big, "small.json": "{}"})
-			src, err := Dir(dir)
+			src, err := Read(context.Background(), dir)
 			if err != nil {
 				t.Fatal(err)
 			}

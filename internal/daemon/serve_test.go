@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"context"
@@ -57,18 +57,30 @@ func TestServeKeepsRunningWithABrokenCatalog(t *testing.T) {
 }
 
 // TestServeDataDirFromAnotherRun restarts on the same --data-dir with a
-// different command line: an index built from another source is not served
-// under the same name, and catalogs no longer listed are removed.
+// different command line: the kept index serves without a rebuild while
+// left-over unpacks (unpack/, and tmp/ of an older manager) are cleared, an
+// index built from another source is not served under the same name, and
+// catalogs no longer listed are removed.
 func TestServeDataDirFromAnotherRun(t *testing.T) {
 	data := t.TempDir()
 	first := startServe(t, "--data-dir", data, "--listen", "127.0.0.1:0",
 		"--catalog", "demo="+demoDir, "--catalog", "gone="+demoDir)
 	first.stop()
+	// What a crash leaves mid-unpack, and where an older manager unpacked.
+	leftovers := []string{filepath.Join(data, "unpack", "unpack-1", "fbc"), filepath.Join(data, "tmp", "unpack-2", "fbc")}
+	for _, dir := range leftovers {
+		writeFile(t, filepath.Join(dir, "catalog.json"), extraPackage)
+	}
 
 	// Same source again: served from the kept index without a rebuild.
 	again := startServe(t, "--data-dir", data, "--listen", "127.0.0.1:0", "--catalog", "demo="+demoDir)
 	if out := again.out.String(); !strings.Contains(out, "unchanged since the last run") {
 		t.Errorf("restart on the same source rebuilt the index:\n%s", out)
+	}
+	for _, dir := range leftovers {
+		if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("left-over unpack %s is still there after a restart: %v", dir, err)
+		}
 	}
 	if _, err := os.Stat(filepath.Join(data, "index", "gone")); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("index of the catalog no longer listed is still there: %v", err)

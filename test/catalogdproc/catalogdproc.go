@@ -1,6 +1,7 @@
-// Package catalogdbin builds the catalogd binary once for a test binary's
-// tests that run it as a subprocess (end-to-end, crash and load tests).
-package catalogdbin
+// Package catalogdproc builds the catalogd binary once per test binary and
+// runs it as a subprocess, keeping its output (end-to-end, crash and load
+// tests).
+package catalogdproc
 
 import (
 	"bufio"
@@ -17,7 +18,7 @@ import (
 
 // Main builds catalogd into a temporary directory, sets *binary to its
 // path, runs the tests and removes the directory; call it from TestMain as
-// os.Exit(catalogdbin.Main(m, &binary)).
+// os.Exit(catalogdproc.Main(m, &binary)).
 func Main(m *testing.M, binary *string) int {
 	dir, err := os.MkdirTemp("", "catalogd-bin-")
 	if err != nil {

@@ -1,4 +1,4 @@
-// Package reconcile owns the ClusterCatalog controllers. Two run in every
+// Package controller owns the ClusterCatalog controllers. Two run in every
 // `catalogd manager` replica:
 //
 //   - Reconciler, leader-elected, is the one writer of ClusterCatalog status.
@@ -16,7 +16,43 @@
 // polling an unchanged tag, or changing only a catalog's priority or labels,
 // costs no blob download and no rebuild. A failed update never takes the
 // previous index down.
-package reconcile
+//
+// # Who calls Set and Sync
+//
+// The catalog-sync service (internal/catalogsync) alone fetches, indexes and
+// writes the catalog table; in `catalogd manager` it is told what to do only
+// from here and from the composition root's start-up list:
+//
+//   - Set, what a catalog should serve: LocalSyncer on every replica for
+//     every event of a ClusterCatalog; the leader's Reconciler before it
+//     syncs and again after it has published status; and, once at start-up,
+//     the initial list of the composition root (internal/daemon). All compute
+//     the spec with SpecFor from the same object, so they never disagree.
+//   - Sync with the tag: the leader's Reconciler only, to learn the digest
+//     and have it indexed before publishing it in status.resolvedSource.
+//   - Sync of the spec's fetcher (the published digest): the service's own
+//     loop for each catalog, on every replica, whenever Set changes it.
+//
+// # Who retries
+//
+// On the leader, controller-runtime's queue: Reconcile asks to be called
+// again after the service's Backoff (capped at the poll interval), or
+// returns a TerminalError for bad content at a digest, which no retry can
+// fix. On every replica, the service's loop retries its own failed syncs of
+// the published digest with the same backoff. Neither pulls again a digest
+// whose content failed: the service remembers it until the digest changes.
+//
+// # How an error reaches the followers
+//
+// The leader's failed Sync leaves the error, cleaned for clients, in its
+// table's LastError; fail copies it into the Progressing condition (reason
+// Retrying or Blocked). Every replica's LocalSyncer sees that status change,
+// SpecFor turns the condition's message into Spec.ReportedError, and the
+// service shows it as LastError while the replica has no error of its own:
+// every replica tells clients the same reason, though only the leader pulled
+// the tag that failed. Whether a catalog serves is never copied: each
+// replica derives it from its own store (catalogs.Catalog.State).
+package controller
 
 import (
 	"context"
@@ -33,7 +69,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
+	ctrlcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -48,9 +84,10 @@ import (
 // *catalogsync.Service provides it.
 type Syncer interface {
 	Set(spec catalogsync.Spec)
-	Sync(ctx context.Context, name string, src catalogsync.Source) (catalogsync.Result, error)
+	Sync(ctx context.Context, name string, src catalogsync.Fetcher) (catalogsync.Result, error)
 	Remove(name string) error
 	Backoff(name string, poll time.Duration) time.Duration
+	Serving(name string) bool
 }
 
 // Catalogs reads the catalog table; *catalogs.Table provides it.
@@ -58,14 +95,15 @@ type Catalogs interface {
 	Get(name string) (catalogs.Catalog, bool)
 }
 
-// ImageSource makes the source of an image reference (a tag or a digest).
-type ImageSource func(ref name.Reference) catalogsync.Source
+// ImageFetcherFunc makes the fetcher of an image reference (a tag or a
+// digest).
+type ImageFetcherFunc func(ref name.Reference) catalogsync.Fetcher
 
 // SpecFor is what a ClusterCatalog asks this replica to serve: the digest
 // the leader published, with the catalog's priority and availability. The
 // leader and every replica compute it the same way from the same object, so
 // they never disagree about a catalog's spec.
-func SpecFor(cat *catalogdv1.ClusterCatalog, source ImageSource) catalogsync.Spec {
+func SpecFor(cat *catalogdv1.ClusterCatalog, fetcher ImageFetcherFunc) catalogsync.Spec {
 	spec := catalogsync.Spec{
 		Name:        cat.Name,
 		Priority:    cat.Spec.Priority,
@@ -80,7 +118,7 @@ func SpecFor(cat *catalogdv1.ClusterCatalog, source ImageSource) catalogsync.Spe
 	}
 	if rs := cat.Status.ResolvedSource; rs != nil && rs.Image != nil && !spec.Unavailable {
 		if d, err := name.NewDigest(rs.Image.Ref); err == nil {
-			spec.Source = source(d)
+			spec.Fetcher = fetcher(d)
 		}
 	}
 	return spec
@@ -92,7 +130,7 @@ type Reconciler struct {
 	Sync     Syncer
 	Catalogs Catalogs
 	// Image makes the source the leader resolves and pulls.
-	Image ImageSource
+	Image ImageFetcherFunc
 	// BaseURL is the external URL of the query API, without a trailing
 	// slash; a catalog's status.urls.base is BaseURL + "/catalogs/" + name.
 	BaseURL string
@@ -118,7 +156,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			finalizersChanged(),
 		))).
 		Named("clustercatalog").
-		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency(r.MaxConcurrentReconciles)}).
+		WithOptions(ctrlcontroller.Options{MaxConcurrentReconciles: concurrency(r.MaxConcurrentReconciles)}).
 		Complete(r)
 }
 
@@ -290,8 +328,7 @@ func (r *Reconciler) reconcileContent(ctx context.Context, cat *catalogdv1.Clust
 // fail records a failed update in the conditions. The previous index, if
 // any, keeps serving.
 func (r *Reconciler) fail(cat *catalogdv1.ClusterCatalog, err error, terminal bool) {
-	c, _ := r.Catalogs.Get(cat.Name)
-	if c.State == catalogs.Serving {
+	if r.Sync.Serving(cat.Name) {
 		prev := "the previous content"
 		if cat.Status.ResolvedSource != nil && cat.Status.ResolvedSource.Image != nil {
 			prev = cat.Status.ResolvedSource.Image.Ref
@@ -303,6 +340,7 @@ func (r *Reconciler) fail(cat *catalogdv1.ClusterCatalog, err error, terminal bo
 			"no content has been indexed yet (see Progressing)")
 	}
 	// The table's copy of the error is the one cleaned for clients.
+	c, _ := r.Catalogs.Get(cat.Name)
 	msg := c.LastError
 	if msg == "" {
 		msg = err.Error()
@@ -362,7 +400,7 @@ func (r *Reconciler) now() time.Time {
 type LocalSyncer struct {
 	Client client.Client
 	Sync   Syncer
-	Image  ImageSource
+	Image  ImageFetcherFunc
 	// MaxConcurrentReconciles: see Reconciler's.
 	MaxConcurrentReconciles int
 }
@@ -375,7 +413,7 @@ func (l *LocalSyncer) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&catalogdv1.ClusterCatalog{}).
 		Named("clustercatalog-local").
-		WithOptions(controller.Options{
+		WithOptions(ctrlcontroller.Options{
 			NeedLeaderElection:      &needLeader,
 			MaxConcurrentReconciles: concurrency(l.MaxConcurrentReconciles),
 		}).

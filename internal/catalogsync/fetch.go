@@ -9,20 +9,20 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 
+	"github.com/catalogd/catalogd/internal/catalogdir"
 	"github.com/catalogd/catalogd/internal/index"
-	"github.com/catalogd/catalogd/internal/source"
 	"github.com/catalogd/catalogd/internal/unpack"
 )
 
-// Source is where one catalog's content comes from: a directory or an image.
-// Keeping it behind this interface is what lets a catalog be either without
+// Fetcher gets one catalog's content from where it comes from: a directory
+// or an image. Keeping it behind this interface is what lets a catalog be either without
 // the indexing, reporting and retrying code caring which.
-type Source interface {
+type Fetcher interface {
 	// Fetch makes the current content available for indexing. On failure it
 	// still returns the content's Ref and Digest when it learnt them. skip reports,
 	// for the digest of the content the source holds now, that the content
 	// itself is not needed (it is already live, or it failed before): a
-	// source that can learn the digest more cheaply than the content (an
+	// fetcher that can learn the digest more cheaply than the content (an
 	// image tag: one manifest request) then returns a Fetched with only Ref
 	// and Digest set.
 	Fetch(ctx context.Context, skip func(digest string) bool) (Fetched, error)
@@ -34,7 +34,7 @@ type Source interface {
 	Built(ref string) bool
 }
 
-// Fetched is content made available by Source.Fetch.
+// Fetched is content made available by Fetcher.Fetch.
 type Fetched struct {
 	index.Source
 	// Pulled says the content was downloaded (an image), and Bytes how much
@@ -51,23 +51,23 @@ func (f Fetched) cleanup() {
 	}
 }
 
-// DirSource is a catalog directory on local disk.
-type DirSource struct {
+// DirFetcher fetches a catalog directory on local disk.
+type DirFetcher struct {
 	// Path is absolute.
 	Path string
 }
 
 // Fetch digests the directory; the index reads it in place.
-func (d DirSource) Fetch(ctx context.Context, _ func(string) bool) (Fetched, error) {
-	src, err := source.DirContext(ctx, d.Path)
+func (d DirFetcher) Fetch(ctx context.Context, _ func(string) bool) (Fetched, error) {
+	src, err := catalogdir.Read(ctx, d.Path)
 	return Fetched{Source: src}, err
 }
 
 // Describe is the directory's path.
-func (d DirSource) Describe() string { return d.Path }
+func (d DirFetcher) Describe() string { return d.Path }
 
 // Built matches an index built from the same directory.
-func (d DirSource) Built(ref string) bool { return ref == d.Path }
+func (d DirFetcher) Built(ref string) bool { return ref == d.Path }
 
 // Unpacker resolves image references and extracts catalog images;
 // *unpack.Unpacker provides it.
@@ -76,11 +76,11 @@ type Unpacker interface {
 	Unpack(ctx context.Context, digestRef, dst string) (unpack.Result, error)
 }
 
-// ImageSource is a catalog image in a registry. A tag is resolved on every
+// ImageFetcher fetches a catalog image from a registry. A tag is resolved on every
 // Fetch (one manifest request); layers are pulled only for a digest that is
 // neither live nor known to be bad. A digest reference is resolved without
 // asking the registry.
-type ImageSource struct {
+type ImageFetcher struct {
 	Ref      name.Reference
 	Unpacker Unpacker
 	// TempDir is where images are unpacked, each into its own directory
@@ -89,7 +89,7 @@ type ImageSource struct {
 }
 
 // Fetch resolves the reference and, unless skip says otherwise, unpacks it.
-func (s ImageSource) Fetch(ctx context.Context, skip func(string) bool) (Fetched, error) {
+func (s ImageFetcher) Fetch(ctx context.Context, skip func(string) bool) (Fetched, error) {
 	// The unpacker's errors name the reference already.
 	digestRef, err := s.Unpacker.Resolve(ctx, s.Ref.String())
 	if err != nil {
@@ -116,9 +116,9 @@ func (s ImageSource) Fetch(ctx context.Context, skip func(string) bool) (Fetched
 		return Fetched{Source: index.Source{Ref: digestRef, Digest: digest}}, fmt.Errorf("pull %s: %w", digestRef, err)
 	}
 	return Fetched{
-		// source.FS, not os.DirFS: links to directories and dangling links
+		// catalogdir.FS, not os.DirFS: links to directories and dangling links
 		// that unpack lets through are hidden, as for a directory catalog.
-		Source:  index.Source{FS: source.FS(dst), Ref: digestRef, Digest: digest},
+		Source:  index.Source{FS: catalogdir.FS(dst), Ref: digestRef, Digest: digest},
 		Pulled:  true,
 		Bytes:   res.Bytes,
 		Cleanup: cleanup,
@@ -126,11 +126,11 @@ func (s ImageSource) Fetch(ctx context.Context, skip func(string) bool) (Fetched
 }
 
 // Describe is the reference as given.
-func (s ImageSource) Describe() string { return s.Ref.String() }
+func (s ImageFetcher) Describe() string { return s.Ref.String() }
 
 // Built compares repositories: a new push to the same tag is the same
 // catalog, whose previous index may keep serving until the new one is built.
-func (s ImageSource) Built(ref string) bool {
+func (s ImageFetcher) Built(ref string) bool {
 	repo, _, _ := strings.Cut(ref, "@")
 	return repo == s.Ref.Context().Name()
 }

@@ -1,13 +1,13 @@
-// Package source owns turning a catalog directory into an index.Source and
+// Package catalogdir owns turning a catalog directory into an index.Source and
 // watching it for changes.
 //
-// The digest Dir computes is what lets the index skip a rebuild when nothing
+// The digest Read computes is what lets the index skip a rebuild when nothing
 // changed and, the other way round, what makes every edit reach the index: it
 // must change whenever anything the index reads changes, and stay the same
 // otherwise; and an index must record the digest of what it read, which an
 // edit during the build makes differ from the digest taken before it.
 // Everything below is chosen for that.
-package source
+package catalogdir
 
 import (
 	"cmp"
@@ -33,12 +33,7 @@ import (
 	"github.com/catalogd/catalogd/internal/index"
 )
 
-// Dir is DirContext without cancellation or logging.
-func Dir(path string) (index.Source, error) {
-	return DirContext(context.Background(), path)
-}
-
-// DirContext returns the catalog in the directory at path as an
+// Read returns the catalog in the directory at path as an
 // index.Source: its files (FS), its absolute path as Ref, a digest of its
 // content (Digest), and ReadDigest, the digest of what an index build read
 // through FS. It stops early when ctx ends, and logs what it skips through
@@ -86,7 +81,7 @@ func Dir(path string) (index.Source, error) {
 // records of what the build did not open (ignored files, links, pipes).
 // An index therefore records the digest of the content it holds: when a
 // file changed between walk and read, that is not Digest, and a later
-// DirContext of the then settled directory computes exactly what the index
+// Read of the then settled directory computes exactly what the index
 // recorded, so the edit costs one build and never leaves an index that
 // claims content it does not hold. A file the build opens but does not
 // read to its end is hashed on to its end when closed, up to the size the
@@ -102,7 +97,7 @@ func Dir(path string) (index.Source, error) {
 // Error messages name content by its path relative to the catalog directory
 // and never include the directory's own path, which is the server's: callers
 // that want it there add it.
-func DirContext(ctx context.Context, path string) (index.Source, error) {
+func Read(ctx context.Context, path string) (index.Source, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return index.Source{}, fmt.Errorf("read catalog directory: %w", rootErr(err))
@@ -143,7 +138,7 @@ func rootErr(err error) error {
 	return err
 }
 
-// entry is one record of the digest (see DirContext).
+// entry is one record of the digest (see Read).
 type entry struct {
 	rel  string // slash-separated, relative to the root
 	kind byte   // 'f', 'l', 'o' or 'u'
@@ -306,7 +301,7 @@ func inside(root, p string) bool {
 	return p == root || strings.HasPrefix(p, root+string(filepath.Separator))
 }
 
-// digestEntries is the digest of entries, sorted by rel (see DirContext).
+// digestEntries is the digest of entries, sorted by rel (see Read).
 func digestEntries(entries []entry) string {
 	h := sha256.New()
 	var size [8]byte

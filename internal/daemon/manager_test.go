@@ -1,12 +1,15 @@
-package manager_test
+package daemon
 
 import (
 	"context"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,7 +17,6 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/testr"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,23 +27,27 @@ import (
 
 	catalogdv1 "github.com/catalogd/catalogd/api/v1"
 	catalogdclient "github.com/catalogd/catalogd/client"
-	"github.com/catalogd/catalogd/internal/manager"
 	"github.com/catalogd/catalogd/test/fbcfacts"
 	"github.com/catalogd/catalogd/test/kubetest"
 	"github.com/catalogd/catalogd/test/registrytest"
 )
 
-func TestParseFlags(t *testing.T) {
+func TestParseManagerFlags(t *testing.T) {
+	caPEM := testCAPEM(t)
+	caFile := filepath.Join(t.TempDir(), "ca.pem")
+	notPEM := filepath.Join(t.TempDir(), "not.pem")
+	writeFile(t, caFile, string(caPEM))
+	writeFile(t, notPEM, "not a certificate")
 	for _, tc := range []struct {
 		name    string
 		args    []string
 		wantErr string
-		check   func(t *testing.T, cfg manager.Config)
+		check   func(t *testing.T, cfg ManagerConfig)
 	}{
 		{
 			name: "defaults",
 			args: []string{"--data-dir", "/d"},
-			check: func(t *testing.T, cfg manager.Config) {
+			check: func(t *testing.T, cfg ManagerConfig) {
 				if cfg.Listen != "127.0.0.1:8080" || cfg.ExternalBaseURL != "http://127.0.0.1:8080" || cfg.LeaderElect {
 					t.Errorf("unexpected defaults: %+v", cfg)
 				}
@@ -53,14 +59,14 @@ func TestParseFlags(t *testing.T) {
 				"--data-dir=/d", "--listen", ":9000", "--metrics-bind-address", ":9090",
 				"--health-probe-bind-address", ":9091", "--leader-elect",
 				"--external-base-url", "https://catalogd.example/", "--global-pull-secret", "olm/pull",
-				"--ca-file", "/ca.pem", "--insecure-registry", "a:5000", "--insecure-registry", "b",
+				"--ca-file", caFile, "--insecure-registry", "a:5000", "--insecure-registry", "b",
 			},
-			check: func(t *testing.T, cfg manager.Config) {
+			check: func(t *testing.T, cfg ManagerConfig) {
 				got := []any{cfg.DataDir, cfg.Listen, cfg.MetricsBindAddress, cfg.HealthProbeAddress, cfg.LeaderElect,
-					cfg.ExternalBaseURL, cfg.GlobalPullSecret, cfg.CAFile, cfg.InsecureRegistries, cfg.ShutdownGracePeriod,
+					cfg.ExternalBaseURL, cfg.GlobalPullSecret, string(cfg.CABundle), cfg.InsecureRegistries, cfg.ShutdownGracePeriod,
 					cfg.MaxConcurrentReconciles}
 				want := []any{"/d", ":9000", ":9090", ":9091", true,
-					"https://catalogd.example", types.NamespacedName{Namespace: "olm", Name: "pull"}, "/ca.pem", []string{"a:5000", "b"}, 10 * time.Second,
+					"https://catalogd.example", types.NamespacedName{Namespace: "olm", Name: "pull"}, string(caPEM), []string{"a:5000", "b"}, 10 * time.Second,
 					4}
 				if fmt.Sprint(got) != fmt.Sprint(want) {
 					t.Errorf("got %v\nwant %v", got, want)
@@ -70,7 +76,7 @@ func TestParseFlags(t *testing.T) {
 		{
 			name: "TLS makes the default base URL https",
 			args: []string{"--data-dir", "/d", "--listen", ":8443", "--tls-cert", "c.pem", "--tls-key", "k.pem"},
-			check: func(t *testing.T, cfg manager.Config) {
+			check: func(t *testing.T, cfg ManagerConfig) {
 				if cfg.ExternalBaseURL != "https://:8443" || cfg.TLSCertFile != "c.pem" || cfg.TLSKeyFile != "k.pem" {
 					t.Errorf("got %+v", cfg)
 				}
@@ -80,6 +86,8 @@ func TestParseFlags(t *testing.T) {
 		{name: "no data dir", args: []string{"--listen", ":1"}, wantErr: "--data-dir is required"},
 		{name: "bad pull secret", args: []string{"--data-dir", "/d", "--global-pull-secret", "pull"}, wantErr: "want namespace/name"},
 		{name: "unknown flag", args: []string{"--data-dir", "/d", "--nope"}, wantErr: "nope"},
+		{name: "CA file without a certificate", args: []string{"--data-dir", "/d", "--ca-file", notPEM}, wantErr: "holds no PEM certificate"},
+		{name: "bad insecure registry", args: []string{"--data-dir", "/d", "--insecure-registry", "http://x"}, wantErr: "want host or host:port"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg, err := parseFlags(tc.args)
@@ -97,16 +105,21 @@ func TestParseFlags(t *testing.T) {
 	}
 }
 
+// testCAPEM is a PEM certificate, as a --ca-file holds.
+func testCAPEM(t *testing.T) []byte {
+	t.Helper()
+	srv := httptest.NewTLSServer(http.NotFoundHandler())
+	srv.Close()
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+}
+
 // parseFlags parses args as `catalogd manager` does.
-func parseFlags(args []string) (manager.Config, error) {
-	var cfg manager.Config
-	fs := pflag.NewFlagSet("manager", pflag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	cfg.BindFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		return cfg, err
+func parseFlags(args []string) (ManagerConfig, error) {
+	var opts ManagerOptions
+	if _, err := parseArgs(args, opts.BindFlags); err != nil {
+		return ManagerConfig{}, err
 	}
-	return cfg, cfg.Complete()
+	return opts.Validate()
 }
 
 // freeAddr returns a loopback address with a port that was free a moment ago.
@@ -202,7 +215,7 @@ func TestRunServesWhatTheControllerIndexed(t *testing.T) {
 			var runErr error
 			go func() {
 				defer close(done)
-				runErr = manager.Run(ctx, restCfg, cfg, testr.New(t))
+				runErr = RunManager(ctx, restCfg, cfg, testr.New(t))
 			}()
 			t.Cleanup(func() {
 				cancel()

@@ -1,4 +1,4 @@
-package reconcile_test
+package controller_test
 
 import (
 	"context"
@@ -21,8 +21,8 @@ import (
 	catalogdv1 "github.com/catalogd/catalogd/api/v1"
 	"github.com/catalogd/catalogd/internal/catalogs"
 	"github.com/catalogd/catalogd/internal/catalogsync"
+	catalogctrl "github.com/catalogd/catalogd/internal/controller"
 	"github.com/catalogd/catalogd/internal/index"
-	reconciler "github.com/catalogd/catalogd/internal/reconcile"
 )
 
 // syncer is a Syncer that answers each Sync with the next scripted outcome
@@ -33,6 +33,7 @@ type syncer struct {
 	synced   []string // Describe() of each source synced; "" for the spec's
 	removed  []string
 	table    *catalogs.Table
+	serving  map[string]bool // catalogs a successful Sync indexed
 }
 
 type outcome struct {
@@ -43,11 +44,11 @@ type outcome struct {
 func (s *syncer) Set(spec catalogsync.Spec) {
 	s.specs = append(s.specs, spec)
 	if _, ok := s.table.Get(spec.Name); !ok {
-		s.table.Put(catalogs.Catalog{Name: spec.Name, State: catalogs.Pending})
+		s.table.Put(catalogs.Catalog{Name: spec.Name})
 	}
 }
 
-func (s *syncer) Sync(_ context.Context, catalog string, src catalogsync.Source) (catalogsync.Result, error) {
+func (s *syncer) Sync(_ context.Context, catalog string, src catalogsync.Fetcher) (catalogsync.Result, error) {
 	d := ""
 	if src != nil {
 		d = src.Describe()
@@ -59,12 +60,18 @@ func (s *syncer) Sync(_ context.Context, catalog string, src catalogsync.Source)
 	o := s.outcomes[0]
 	s.outcomes = s.outcomes[1:]
 	if o.err == nil {
-		s.table.Update(catalog, func(c *catalogs.Catalog) { c.State, c.LastError = catalogs.Serving, "" })
+		if s.serving == nil {
+			s.serving = map[string]bool{}
+		}
+		s.serving[catalog] = true
+		s.table.Update(catalog, func(c *catalogs.Catalog) { c.LastError = "" })
 	} else {
 		s.table.Update(catalog, func(c *catalogs.Catalog) { c.LastError = o.err.Error() })
 	}
 	return o.res, o.err
 }
+
+func (s *syncer) Serving(name string) bool { return s.serving[name] }
 
 func (s *syncer) Remove(name string) error {
 	s.removed = append(s.removed, name)
@@ -81,14 +88,14 @@ func (s *syncer) Backoff(_ string, poll time.Duration) time.Duration {
 	return time.Second
 }
 
-// describedSource is a catalogsync.Source the fake never fetches.
-type describedSource struct{ ref name.Reference }
+// describedFetcher is a catalogsync.Fetcher the fake never fetches.
+type describedFetcher struct{ ref name.Reference }
 
-func (d describedSource) Fetch(context.Context, func(string) bool) (catalogsync.Fetched, error) {
+func (d describedFetcher) Fetch(context.Context, func(string) bool) (catalogsync.Fetched, error) {
 	return catalogsync.Fetched{}, errors.New("not fetched in unit tests")
 }
-func (d describedSource) Describe() string  { return d.ref.String() }
-func (d describedSource) Built(string) bool { return true }
+func (d describedFetcher) Describe() string  { return d.ref.String() }
+func (d describedFetcher) Built(string) bool { return true }
 
 const (
 	tag       = "registry.example.com/catalogs/demo:v1"
@@ -197,9 +204,9 @@ func TestReconcileUnit(t *testing.T) {
 			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(tc.cat).
 				WithStatusSubresource(&catalogdv1.ClusterCatalog{}).Build()
 			s := &syncer{outcomes: tc.outcomes, table: catalogs.NewTable()}
-			r := &reconciler.Reconciler{
+			r := &catalogctrl.Reconciler{
 				Client: c, Sync: s, Catalogs: s.table, BaseURL: "https://catalogd.example",
-				Image: func(ref name.Reference) catalogsync.Source { return describedSource{ref} },
+				Image: func(ref name.Reference) catalogsync.Fetcher { return describedFetcher{ref} },
 			}
 			res, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Name: "demo"}})
 			if got := errors.Is(err, reconcile.TerminalError(nil)); got != tc.wantTerminal {
@@ -244,8 +251,8 @@ func TestReconcileUnit(t *testing.T) {
 				t.Errorf("urls %+v", got.Status.URLs)
 			}
 			// The spec the replicas serve follows the status just written.
-			if last := s.specs[len(s.specs)-1]; (last.Source != nil) != (tc.wantResolved != "") ||
-				(last.Source != nil && !strings.HasSuffix(last.Source.Describe(), strings.TrimPrefix(tc.wantResolved, "registry.example.com/"))) {
+			if last := s.specs[len(s.specs)-1]; (last.Fetcher != nil) != (tc.wantResolved != "") ||
+				(last.Fetcher != nil && !strings.HasSuffix(last.Fetcher.Describe(), strings.TrimPrefix(tc.wantResolved, "registry.example.com/"))) {
 				t.Errorf("last spec set: %+v, want the source %q", last, tc.wantResolved)
 			}
 		})
@@ -290,8 +297,8 @@ func TestLocalSyncerUnit(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(tc.objs...).Build()
 			s := &syncer{table: catalogs.NewTable()}
-			l := &reconciler.LocalSyncer{Client: c, Sync: s,
-				Image: func(ref name.Reference) catalogsync.Source { return describedSource{ref} }}
+			l := &catalogctrl.LocalSyncer{Client: c, Sync: s,
+				Image: func(ref name.Reference) catalogsync.Fetcher { return describedFetcher{ref} }}
 			if _, err := l.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Name: "demo"}}); err != nil {
 				t.Fatal(err)
 			}
@@ -308,7 +315,7 @@ func TestLocalSyncerUnit(t *testing.T) {
 				t.Fatalf("specs set: %+v", s.specs)
 			}
 			spec := s.specs[0]
-			if spec.Source == nil || spec.Source.Describe() != digestRef || spec.Priority != 7 || spec.Display != tag ||
+			if spec.Fetcher == nil || spec.Fetcher.Describe() != digestRef || spec.Priority != 7 || spec.Display != tag ||
 				spec.ReportedError != "pull failed; retrying with backoff" {
 				t.Errorf("spec %+v; want the digest, priority 7, the tag shown and the leader's error", spec)
 			}

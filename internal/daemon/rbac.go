@@ -1,7 +1,7 @@
-package manager
+package daemon
 
 // The permissions `catalogd manager` needs besides the ClusterCatalog ones
-// (internal/reconcile), as kubebuilder markers from which `make manifests`
+// (internal/controller), as kubebuilder markers from which `make manifests`
 // generates config/rbac/role.yaml. Each is namespaced to the install
 // namespace (olmv1-system; kustomize's namespace overrides it), so the
 // manager can read no secret and touch no lease elsewhere.
@@ -14,7 +14,7 @@ package manager
 // recorder creates events and patches repeated ones into counts.
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch,namespace=olmv1-system
 
-// Image pulls (pullKeychain): --service-account's imagePullSecrets are read
+// Image pulls (unpack.PullKeychain): --service-account's imagePullSecrets are read
 // from the ServiceAccount, and those secrets and --global-pull-secret are
 // fetched by name on each pull through the API reader (no cache), so get is
 // enough: no list or watch of secrets.

@@ -1,6 +1,7 @@
-package source
+package catalogdir
 
 import (
+	"context"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -25,9 +26,9 @@ func writeTree(t *testing.T, dir string, files map[string]string) {
 
 func digestOf(t *testing.T, dir string) string {
 	t.Helper()
-	src, err := Dir(dir)
+	src, err := Read(context.Background(), dir)
 	if err != nil {
-		t.Fatalf("Dir(%s): %v", dir, err)
+		t.Fatalf("Read(%s): %v", dir, err)
 	}
 	return src.Digest
 }
@@ -133,11 +134,11 @@ func TestDirDigestIndependentOfLocation(t *testing.T) {
 	}
 }
 
-func TestDirSource(t *testing.T) {
+func TestReadRelativePath(t *testing.T) {
 	dir := t.TempDir()
 	writeTree(t, dir, baseTree)
 	t.Chdir(dir)
-	src, err := Dir("pkg-b")
+	src, err := Read(context.Background(), "pkg-b")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +209,7 @@ func TestDirLinks(t *testing.T) {
 			dir := t.TempDir()
 			writeTree(t, dir, map[string]string{"real/a.json": `{"a":1}`})
 			tc.link(t, dir)
-			src, err := Dir(dir)
+			src, err := Read(context.Background(), dir)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("Dir = %v; want an error containing %q", err, tc.wantErr)

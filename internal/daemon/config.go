@@ -1,0 +1,188 @@
+package daemon
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/catalogd/catalogd/internal/catalogs"
+	"github.com/catalogd/catalogd/internal/catalogsync"
+	"github.com/catalogd/catalogd/internal/httpapi"
+	"github.com/catalogd/catalogd/internal/server"
+	"github.com/catalogd/catalogd/internal/store"
+	"github.com/catalogd/catalogd/internal/unpack"
+	"github.com/catalogd/catalogd/internal/version"
+)
+
+// The data directory's layout (see the package doc).
+const (
+	indexDirName  = "index"
+	unpackDirName = "unpack"
+	// legacyTmpDirName is where `catalogd manager` unpacked images before
+	// both modes shared one layout; start-up clears it like unpack/.
+	legacyTmpDirName = "tmp"
+)
+
+// Config is what both modes run with, validated.
+type Config struct {
+	DataDir string
+	// Listen is the API's address; Listener, when set, is used instead
+	// (tests pass one they opened on a free port).
+	Listen                  string
+	Listener                net.Listener
+	TLSCertFile, TLSKeyFile string
+	CABundle                []byte
+	InsecureRegistries      []string
+	SyncTimeout             time.Duration
+	// Keychain supplies registry credentials; nil pulls anonymously.
+	Keychain authn.Keychain
+	// Metrics is where catalogd's own metrics are registered; nil registers
+	// none.
+	Metrics prometheus.Registerer
+}
+
+// Catalog is one --catalog of `catalogd serve`, with its --priority.
+type Catalog struct {
+	Name string
+	// Value is as given; exactly one of Dir (absolute) and Image is set.
+	Value    string
+	Dir      string
+	Image    name.Reference
+	Priority int32
+}
+
+// ServeConfig is the validated command line of `catalogd serve`.
+type ServeConfig struct {
+	Config
+	Catalogs []Catalog // in command-line order
+	Watch    bool
+	// PollInterval is how often image tags are resolved again; 0 never.
+	PollInterval time.Duration
+}
+
+// ManagerConfig is the validated command line of `catalogd manager`.
+type ManagerConfig struct {
+	Config
+	managerSettings
+	// ExternalBaseURL has no trailing slash.
+	ExternalBaseURL  string
+	GlobalPullSecret types.NamespacedName
+	// ServiceAccount's imagePullSecrets are used for pulls before the
+	// global pull secret, as for a pod running as that account.
+	ServiceAccount types.NamespacedName
+	// SkipControllerNameValidation lets one process run the manager more
+	// than once (tests); controller names are otherwise process-global.
+	SkipControllerNameValidation bool
+}
+
+// Core is what both modes run: the index store, the catalog table, the
+// sync service keeping one in the other, the unpacker, the API and the
+// HTTP server with its listener. The modes differ only in what they tell
+// the sync service to serve.
+type Core struct {
+	Store    *store.Store
+	Table    *catalogs.Table
+	Sync     *catalogsync.Service
+	API      http.Handler
+	Server   *server.Server
+	Listener net.Listener
+
+	unpacker  *unpack.Unpacker
+	unpackDir string
+}
+
+// Complete opens the data directory and wires every part once. The indexes
+// kept on disk are in the catalog table when it returns, so that they
+// answer from the first request; what feeds the sync service is the mode's
+// business. Close releases what Complete opened.
+func (c Config) Complete(log logr.Logger) (_ *Core, err error) {
+	core := &Core{unpackDir: filepath.Join(c.DataDir, unpackDirName)}
+	defer func() {
+		if err != nil {
+			_ = core.Close()
+		}
+	}()
+	// Unpacked images are only needed while they are indexed; whatever is
+	// left there was left by a crash.
+	for _, dir := range []string{core.unpackDir, filepath.Join(c.DataDir, legacyTmpDirName)} {
+		if err := os.RemoveAll(dir); err != nil {
+			return nil, fmt.Errorf("clear %s: %w", dir, err)
+		}
+	}
+	if err := os.MkdirAll(c.DataDir, 0o755); err != nil {
+		return nil, fmt.Errorf("create data directory: %w", err)
+	}
+	if core.Store, err = store.New(filepath.Join(c.DataDir, indexDirName), log.WithName("index")); err != nil {
+		return nil, fmt.Errorf("open index store: %w", err)
+	}
+	if core.unpacker, err = unpack.New(unpack.Options{
+		Keychain:           c.Keychain,
+		CABundle:           c.CABundle,
+		InsecureRegistries: c.InsecureRegistries,
+		UserAgent:          "catalogd/" + version.String(),
+		Logger:             log.WithName("unpack"),
+	}); err != nil {
+		return nil, err
+	}
+	core.Table = catalogs.NewTable()
+	core.Sync = catalogsync.New(catalogsync.Options{
+		Store:       core.Store,
+		Table:       core.Table,
+		Log:         log.WithName("sync"),
+		SyncTimeout: c.SyncTimeout,
+		DataDir:     c.DataDir,
+		Metrics:     c.Metrics,
+	})
+	core.Sync.Load()
+	if core.API, err = httpapi.New(core.Table, core.Store, httpapi.Options{Log: log.WithName("http"), Metrics: c.Metrics}); err != nil {
+		return nil, err
+	}
+	if core.Server, err = server.New(server.Options{
+		API:         core.API,
+		Ready:       core.Sync.Ready,
+		TLSCertFile: c.TLSCertFile,
+		TLSKeyFile:  c.TLSKeyFile,
+		Log:         log.WithName("http"),
+	}); err != nil {
+		return nil, err
+	}
+	core.Listener = c.Listener
+	if core.Listener == nil {
+		if core.Listener, err = net.Listen("tcp", c.Listen); err != nil {
+			return nil, fmt.Errorf("listen on %s: %w", c.Listen, err)
+		}
+	}
+	return core, nil
+}
+
+// ImageFetcher fetches ref, unpacking into the data directory.
+func (c *Core) ImageFetcher(ref name.Reference) catalogsync.Fetcher {
+	return catalogsync.ImageFetcher{Ref: ref, Unpacker: c.unpacker, TempDir: c.unpackDir}
+}
+
+// Close closes the listener, unless serving closed it already, and the
+// index store.
+func (c *Core) Close() error {
+	var errs []error
+	if c.Listener != nil {
+		if err := c.Listener.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+			errs = append(errs, fmt.Errorf("close listener: %w", err))
+		}
+	}
+	if c.Store != nil {
+		if err := c.Store.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close index store: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}

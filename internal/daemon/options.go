@@ -1,0 +1,280 @@
+package daemon
+
+import (
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/catalogd/catalogd/internal/catalogsync"
+	"github.com/catalogd/catalogd/internal/server"
+)
+
+// Options are the flags both modes take: where data is kept, where the API
+// listens and with which certificate, how registries are reached, and how
+// long one sync may take.
+type Options struct {
+	DataDir                 string
+	Listen                  string
+	TLSCertFile, TLSKeyFile string
+	CAFile                  string
+	InsecureRegistries      []string
+	SyncTimeout             time.Duration
+}
+
+// bindFlags declares the shared flags on fs.
+func (o *Options) bindFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.Listen, "listen", "127.0.0.1:8080", "serve the API on this `host:port` (port 0 picks a free one)")
+	fs.StringVar(&o.DataDir, "data-dir", "", "keep indexes (and unpacked images) in `DIR`; required")
+	fs.DurationVar(&o.SyncTimeout, "sync-timeout", catalogsync.DefaultSyncTimeout, "deadline of one catalog sync (resolve, pull, unpack, index)")
+	fs.StringSliceVar(&o.InsecureRegistries, "insecure-registry", nil, "talk plain HTTP to the registry at `host[:port]`; repeatable")
+	fs.StringVar(&o.CAFile, "ca-file", "", "also trust the PEM certificates in `FILE` for registries")
+	fs.StringVar(&o.TLSCertFile, "tls-cert", "", "serve HTTPS with the PEM certificate in `FILE`, reloaded when it changes")
+	fs.StringVar(&o.TLSKeyFile, "tls-key", "", "PEM private key of --tls-cert")
+}
+
+// Validate checks the shared flags and returns the shared part of a Config.
+// Every error is a mistake in the command line.
+func (o *Options) Validate() (Config, error) {
+	if o.DataDir == "" {
+		return Config{}, errors.New("--data-dir is required: it is where the indexes are kept")
+	}
+	if (o.TLSCertFile == "") != (o.TLSKeyFile == "") {
+		return Config{}, errors.New("--tls-cert and --tls-key go together: give both or neither")
+	}
+	for _, r := range o.InsecureRegistries {
+		if r == "" || strings.ContainsAny(r, "/ ") {
+			return Config{}, fmt.Errorf("--insecure-registry %q: want host or host:port", r)
+		}
+	}
+	cfg := Config{
+		DataDir:            o.DataDir,
+		Listen:             o.Listen,
+		TLSCertFile:        o.TLSCertFile,
+		TLSKeyFile:         o.TLSKeyFile,
+		InsecureRegistries: o.InsecureRegistries,
+		SyncTimeout:        o.SyncTimeout,
+	}
+	if o.CAFile != "" {
+		b, err := os.ReadFile(o.CAFile)
+		if err != nil {
+			return Config{}, fmt.Errorf("--ca-file: %w", err)
+		}
+		if !x509.NewCertPool().AppendCertsFromPEM(b) {
+			return Config{}, fmt.Errorf("--ca-file %s: holds no PEM certificate", o.CAFile)
+		}
+		cfg.CABundle = b
+	}
+	return cfg, nil
+}
+
+// ServeOptions are the flags of `catalogd serve`.
+type ServeOptions struct {
+	Options
+	Watch bool
+	// PollInterval is how often image tags are resolved again; 0 never.
+	PollInterval time.Duration
+
+	// Raw values of the repeatable flags, parsed by Validate.
+	catalogArgs, priorityArgs []string
+}
+
+// BindFlags declares the flags of `catalogd serve` on fs.
+func (o *ServeOptions) BindFlags(fs *pflag.FlagSet) {
+	fs.StringArrayVar(&o.catalogArgs, "catalog", nil, "serve catalog `NAME=DIR|IMAGE`: DIR is a file-based catalog directory, IMAGE a\n"+
+		"catalog image with its registry host (quay.io/org/catalog:tag); repeatable")
+	fs.StringArrayVar(&o.priorityArgs, "priority", nil, "give catalogs priorities as `NAME=N` (int32, default 0; higher answers first); repeatable")
+	o.bindFlags(fs)
+	fs.BoolVar(&o.Watch, "watch", false, "re-index a directory catalog when its files change; a broken edit keeps the last good index serving")
+	fs.DurationVar(&o.PollInterval, "poll-interval", 0, "resolve image tags again this often and index new content (0: only at start-up and on failure)")
+}
+
+// Validate checks the flags of `catalogd serve`; args are the positional
+// arguments. Every error is a mistake in the command line.
+func (o *ServeOptions) Validate(args []string) (ServeConfig, error) {
+	if len(args) > 0 {
+		return ServeConfig{}, fmt.Errorf("unexpected argument %q (catalogs are given as --catalog NAME=DIR)", args[0])
+	}
+	if len(o.catalogArgs) == 0 {
+		return ServeConfig{}, errors.New("no catalog to serve: give at least one --catalog NAME=DIR")
+	}
+	shared, err := o.Options.Validate()
+	if err != nil {
+		return ServeConfig{}, err
+	}
+	if o.PollInterval < 0 {
+		return ServeConfig{}, fmt.Errorf("--poll-interval %s: want a positive duration, or 0 for no polling", o.PollInterval)
+	}
+	cfg := ServeConfig{Config: shared, Watch: o.Watch, PollInterval: o.PollInterval}
+	seen := map[string]int{} // name → index in cfg.Catalogs
+	for _, arg := range o.catalogArgs {
+		c, err := parseCatalog(arg)
+		if err != nil {
+			return ServeConfig{}, err
+		}
+		if _, dup := seen[c.Name]; dup {
+			return ServeConfig{}, fmt.Errorf("--catalog %s: catalog %q is given twice", arg, c.Name)
+		}
+		seen[c.Name] = len(cfg.Catalogs)
+		cfg.Catalogs = append(cfg.Catalogs, c)
+	}
+	prioritised := map[string]bool{}
+	for _, arg := range o.priorityArgs {
+		n, v, ok := strings.Cut(arg, "=")
+		if !ok {
+			return ServeConfig{}, fmt.Errorf("--priority %s: want NAME=N", arg)
+		}
+		i, known := seen[n]
+		if !known {
+			return ServeConfig{}, fmt.Errorf("--priority %s: no --catalog is named %q", arg, n)
+		}
+		if prioritised[n] {
+			return ServeConfig{}, fmt.Errorf("--priority %s: catalog %q is given a priority twice", arg, n)
+		}
+		p, err := strconv.ParseInt(v, 10, 32)
+		if err != nil {
+			return ServeConfig{}, fmt.Errorf("--priority %s: %q is not a 32-bit integer", arg, v)
+		}
+		prioritised[n] = true
+		cfg.Catalogs[i].Priority = int32(p)
+	}
+	return cfg, nil
+}
+
+// parseCatalog parses one NAME=DIR|IMAGE. A value naming an existing
+// directory is a directory. Anything else must look like an image reference
+// with a registry host: otherwise a mistyped directory such as
+// test/testdata/dmeo would parse as docker.io/test/testdata/dmeo:latest and
+// fail much later, and less clearly, as a failed pull.
+func parseCatalog(arg string) (Catalog, error) {
+	n, v, ok := strings.Cut(arg, "=")
+	if !ok || v == "" {
+		return Catalog{}, fmt.Errorf("--catalog %s: want NAME=DIR or NAME=IMAGE", arg)
+	}
+	if errs := validation.IsDNS1123Subdomain(n); len(errs) > 0 {
+		return Catalog{}, fmt.Errorf("--catalog %s: name %q is not a DNS-1123 subdomain (lower-case letters, digits, '-' and '.'): %s",
+			arg, n, strings.Join(errs, "; "))
+	}
+	c := Catalog{Name: n, Value: v}
+
+	fi, err := os.Stat(v)
+	switch {
+	case err == nil && fi.IsDir():
+		abs, err := filepath.Abs(v)
+		if err != nil {
+			return Catalog{}, fmt.Errorf("--catalog %s: %w", arg, err)
+		}
+		c.Dir = abs
+		return c, nil
+	case err == nil:
+		return Catalog{}, fmt.Errorf("--catalog %s: %s is a file; want the catalog's directory", arg, v)
+	case !errors.Is(err, fs.ErrNotExist):
+		return Catalog{}, fmt.Errorf("--catalog %s: %w", arg, err)
+	}
+
+	if !looksLikeImage(v) {
+		return Catalog{}, fmt.Errorf("--catalog %s: no directory %s (an image reference needs a registry host, as in quay.io/org/catalog:tag)", arg, v)
+	}
+	ref, err := name.ParseReference(v)
+	if err != nil {
+		return Catalog{}, fmt.Errorf("--catalog %s: no directory %s, and not an image reference: %w", arg, v, err)
+	}
+	c.Image = ref
+	return c, nil
+}
+
+// looksLikeImage reports whether v starts with a registry host, the way
+// container tools tell a registry from a Docker Hub namespace.
+func looksLikeImage(v string) bool {
+	if strings.HasPrefix(v, ".") || strings.HasPrefix(v, "/") || strings.HasPrefix(v, "~") {
+		return false
+	}
+	host, _, ok := strings.Cut(v, "/")
+	return ok && (strings.ContainsAny(host, ".:") || host == "localhost")
+}
+
+// ManagerOptions are the flags of `catalogd manager`.
+type ManagerOptions struct {
+	Options
+	managerSettings
+	ExternalBaseURL string
+
+	// Raw values of the namespace/name flags, parsed by Validate.
+	pullSecret, serviceAccount string
+}
+
+// managerSettings are the flags of `catalogd manager` that ManagerConfig
+// takes as given.
+type managerSettings struct {
+	// Kubeconfig is a kubeconfig file; empty means $KUBECONFIG, the
+	// in-cluster config, or ~/.kube/config, in that order.
+	Kubeconfig              string
+	MetricsBindAddress      string
+	HealthProbeAddress      string
+	LeaderElect             bool
+	LeaderElectionNamespace string
+	ShutdownGracePeriod     time.Duration
+	MaxConcurrentReconciles int
+}
+
+// BindFlags declares the flags of `catalogd manager` on fs.
+func (o *ManagerOptions) BindFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, the in-cluster config, ~/.kube/config)")
+	o.bindFlags(fs)
+	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", "0", `address of the Prometheus metrics endpoint; "0" disables it`)
+	fs.StringVar(&o.HealthProbeAddress, "health-probe-bind-address", ":8081", `address of /healthz and /readyz; "0" disables it`)
+	fs.BoolVar(&o.LeaderElect, "leader-elect", false, "elect a leader so that one replica writes ClusterCatalog status; every replica serves")
+	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election lease (default: the pod's namespace)")
+	fs.StringVar(&o.ExternalBaseURL, "external-base-url", "", "URL clients reach the query API at; status.urls.base is this plus /catalogs/<name> (default: http(s)://<listen>)")
+	fs.StringVar(&o.pullSecret, "global-pull-secret", "", "namespace/name of an image pull secret used for every catalog")
+	fs.StringVar(&o.serviceAccount, "service-account", "", "namespace/name of the service account whose imagePullSecrets are used for pulls (catalogd's own, in a cluster)")
+	fs.DurationVar(&o.ShutdownGracePeriod, "shutdown-grace-period", server.ShutdownGrace, "how long in-flight queries may take at shutdown")
+	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", 4, "catalogs reconciled at once, so one slow registry delays no other catalog")
+}
+
+// Validate checks the flags of `catalogd manager` and fills in the defaults
+// that depend on other flags. Every error is a mistake in the command line.
+func (o *ManagerOptions) Validate() (ManagerConfig, error) {
+	shared, err := o.Options.Validate()
+	if err != nil {
+		return ManagerConfig{}, err
+	}
+	cfg := ManagerConfig{Config: shared, managerSettings: o.managerSettings, ExternalBaseURL: o.ExternalBaseURL}
+	if cfg.GlobalPullSecret, err = namespacedName("--global-pull-secret", o.pullSecret); err != nil {
+		return ManagerConfig{}, err
+	}
+	if cfg.ServiceAccount, err = namespacedName("--service-account", o.serviceAccount); err != nil {
+		return ManagerConfig{}, err
+	}
+	if cfg.ExternalBaseURL == "" {
+		scheme := "http://"
+		if cfg.TLSCertFile != "" {
+			scheme = "https://"
+		}
+		cfg.ExternalBaseURL = scheme + cfg.Listen
+	}
+	cfg.ExternalBaseURL = strings.TrimSuffix(cfg.ExternalBaseURL, "/")
+	return cfg, nil
+}
+
+// namespacedName parses a namespace/name flag value; empty means unset.
+func namespacedName(flag, v string) (types.NamespacedName, error) {
+	if v == "" {
+		return types.NamespacedName{}, nil
+	}
+	ns, name, ok := strings.Cut(v, "/")
+	if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+		return types.NamespacedName{}, fmt.Errorf("%s %q: want namespace/name", flag, v)
+	}
+	return types.NamespacedName{Namespace: ns, Name: name}, nil
+}
