@@ -30,7 +30,7 @@ const demoDir = "../../test/testdata/demo"
 func openIndex(t *testing.T, fsys fs.FS) (*catalogdb.Catalog, *sqlx.DB, *sqltrace.Trace) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "index.db")
-	if _, err := index.Build(context.Background(), path, index.Source{FS: fsys, Ref: "test", Digest: "sha256:test"}, time.Now()); err != nil {
+	if _, err := index.Build(context.Background(), path, index.Content{FS: fsys, Ref: "test", Digest: "sha256:test"}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	db, trace := sqltrace.Open(t, path)

@@ -1,4 +1,4 @@
-// Package catalogdir owns turning a catalog directory into an index.Source and
+// Package catalogdir owns turning a catalog directory into an index.Content and
 // watching it for changes.
 //
 // The digest Read computes is what lets the index skip a rebuild when nothing
@@ -30,11 +30,12 @@ import (
 
 	"github.com/go-logr/logr"
 
+	"github.com/catalogd/catalogd/internal/fbc"
 	"github.com/catalogd/catalogd/internal/index"
 )
 
 // Read returns the catalog in the directory at path as an
-// index.Source: its files (FS), its absolute path as Ref, a digest of its
+// index.Content: its files (FS), its absolute path as Ref, a digest of its
 // content (Digest), and ReadDigest, the digest of what an index build read
 // through FS. It stops early when ctx ends, and logs what it skips through
 // the logr.Logger in ctx, if any.
@@ -89,39 +90,39 @@ import (
 // counts as a record of kind 'u', which no walk produces, so that the digest
 // matches no directory and the next sync builds again.
 //
-// A tree of more entries than index.DefaultFiles is refused with the
-// index's own error (index.Limits.CheckFiles), as soon as the walk passes
+// A tree of more entries than fbc.DefaultFiles is refused with the
+// index's own error (fbc.Limits.CheckFiles), as soon as the walk passes
 // the limit: the index would refuse it anyway, and walking on would hold
 // every path of a tree of any size.
 //
 // Error messages name content by its path relative to the catalog directory
 // and never include the directory's own path, which is the server's: callers
 // that want it there add it.
-func Read(ctx context.Context, path string) (index.Source, error) {
+func Read(ctx context.Context, path string) (index.Content, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return index.Source{}, fmt.Errorf("read catalog directory: %w", rootErr(err))
+		return index.Content{}, fmt.Errorf("read catalog directory: %w", rootErr(err))
 	}
 	// Links are checked against the real location of the root, so that a
 	// root reached through a link (as /tmp is on some systems) still works.
 	resolved, err := filepath.EvalSymlinks(abs)
 	if err != nil {
-		return index.Source{}, fmt.Errorf("read catalog directory: %w", rootErr(err))
+		return index.Content{}, fmt.Errorf("read catalog directory: %w", rootErr(err))
 	}
 	fi, err := os.Stat(resolved)
 	if err != nil {
-		return index.Source{}, fmt.Errorf("read catalog directory: %w", rootErr(err))
+		return index.Content{}, fmt.Errorf("read catalog directory: %w", rootErr(err))
 	}
 	if !fi.IsDir() {
-		return index.Source{}, errors.New("read catalog directory: not a directory")
+		return index.Content{}, errors.New("read catalog directory: not a directory")
 	}
 	log := logr.FromContextOrDiscard(ctx)
 	// The index reads with the default limits too (Source.Limits is zero).
-	snap, err := walkDir(ctx, log, resolved, index.Limits{})
+	snap, err := walkDir(ctx, log, resolved, fbc.Limits{})
 	if err != nil {
-		return index.Source{}, fmt.Errorf("digest catalog directory: %w", err)
+		return index.Content{}, fmt.Errorf("digest catalog directory: %w", err)
 	}
-	return index.Source{
+	return index.Content{
 		FS:         &catalogFS{dir: abs, real: resolved, snap: snap},
 		Ref:        abs,
 		Digest:     digestEntries(snap.entries),
@@ -151,7 +152,7 @@ type entry struct {
 // absolute path, hashing every file in it. It fails as soon as the tree
 // holds more entries than limits allow, before it has listed them all (see
 // listDir).
-func walkDir(ctx context.Context, log logr.Logger, root string, limits index.Limits) (*snapshot, error) {
+func walkDir(ctx context.Context, log logr.Logger, root string, limits fbc.Limits) (*snapshot, error) {
 	snap := &snapshot{listings: map[string][]fs.DirEntry{".": {}}, reads: map[string]read{}}
 	seen := 0
 	var walk func(dir, relDir string) error
@@ -216,7 +217,7 @@ const listDirBatch = 1024
 // but a batch at a time, adding each batch to *seen and checking it
 // against limits: a directory of millions of entries fails at the limit
 // rather than after its whole listing is held in memory.
-func listDir(dir string, seen *int, limits index.Limits) ([]fs.DirEntry, error) {
+func listDir(dir string, seen *int, limits fbc.Limits) ([]fs.DirEntry, error) {
 	f, err := os.Open(dir)
 	if err != nil {
 		return nil, err

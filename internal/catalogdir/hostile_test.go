@@ -15,6 +15,7 @@ import (
 
 	"github.com/go-logr/logr"
 
+	"github.com/catalogd/catalogd/internal/fbc"
 	"github.com/catalogd/catalogd/internal/index"
 )
 
@@ -28,7 +29,7 @@ var validFBC = map[string]string{
 // stats. A build that does not finish within a minute (blocked on opening
 // a named pipe, say) fails the test; unblock, if set, is called first so
 // that the build can return.
-func buildIndex(t *testing.T, src index.Source, unblock func()) (index.Stats, error) {
+func buildIndex(t *testing.T, src index.Content, unblock func()) (index.Stats, error) {
 	t.Helper()
 	type result struct {
 		stats index.Stats
@@ -323,7 +324,7 @@ func TestDirFileLimit(t *testing.T) {
 		fails bool
 	}{{4, true}, {5, false}}
 	for _, tc := range tests {
-		_, err := walkDir(t.Context(), logr.Discard(), dir, index.Limits{Files: tc.files})
+		_, err := walkDir(t.Context(), logr.Discard(), dir, fbc.Limits{Files: tc.files})
 		switch {
 		case tc.fails && (!errors.Is(err, index.ErrInvalidCatalog) || !strings.Contains(err.Error(), "more than 4 files and directories, the limit per catalog")):
 			t.Errorf("limit %d: error %v, want the index's file limit error", tc.files, err)

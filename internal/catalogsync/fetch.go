@@ -36,7 +36,7 @@ type Fetcher interface {
 
 // Fetched is content made available by Fetcher.Fetch.
 type Fetched struct {
-	index.Source
+	index.Content
 	// Pulled says the content was downloaded (an image), and Bytes how much
 	// it unpacked to, for the pull metrics.
 	Pulled bool
@@ -60,7 +60,7 @@ type DirFetcher struct {
 // Fetch digests the directory; the index reads it in place.
 func (d DirFetcher) Fetch(ctx context.Context, _ func(string) bool) (Fetched, error) {
 	src, err := catalogdir.Read(ctx, d.Path)
-	return Fetched{Source: src}, err
+	return Fetched{Content: src}, err
 }
 
 // Describe is the directory's path.
@@ -97,7 +97,7 @@ func (s ImageFetcher) Fetch(ctx context.Context, skip func(string) bool) (Fetche
 	}
 	digest := digestOf(digestRef)
 	if skip(digest) {
-		return Fetched{Source: index.Source{Ref: digestRef, Digest: digest}}, nil
+		return Fetched{Content: index.Content{Ref: digestRef, Digest: digest}}, nil
 	}
 	if err := os.MkdirAll(s.TempDir, 0o755); err != nil {
 		return Fetched{}, fmt.Errorf("create unpack directory: %w", err)
@@ -113,12 +113,12 @@ func (s ImageFetcher) Fetch(ctx context.Context, skip func(string) bool) (Fetche
 		cleanup()
 		// The digest is returned with the error: content that cannot be
 		// unpacked is not pulled again until the tag moves.
-		return Fetched{Source: index.Source{Ref: digestRef, Digest: digest}}, fmt.Errorf("pull %s: %w", digestRef, err)
+		return Fetched{Content: index.Content{Ref: digestRef, Digest: digest}}, fmt.Errorf("pull %s: %w", digestRef, err)
 	}
 	return Fetched{
 		// catalogdir.FS, not os.DirFS: links to directories and dangling links
 		// that unpack lets through are hidden, as for a directory catalog.
-		Source:  index.Source{FS: catalogdir.FS(dst), Ref: digestRef, Digest: digest},
+		Content: index.Content{FS: catalogdir.FS(dst), Ref: digestRef, Digest: digest},
 		Pulled:  true,
 		Bytes:   res.Bytes,
 		Cleanup: cleanup,

@@ -36,7 +36,7 @@ import (
 // Store keeps the live index of each catalog; *store.Store provides it.
 type Store interface {
 	Info(catalog string) (store.Info, bool)
-	Update(ctx context.Context, catalog string, src index.Source) (store.Info, index.Stats, bool, error)
+	Update(ctx context.Context, catalog string, src index.Content) (store.Info, index.Stats, bool, error)
 	Remove(catalog string) error
 	Catalogs() []string
 }
@@ -409,7 +409,7 @@ func (s *Service) fetchAndBuild(ctx context.Context, name string, fetcher Fetche
 		return res, withCause(ctx, fmt.Errorf("index catalog %q: waiting for a build slot: %w", name, ctx.Err()))
 	}
 	buildStart := time.Now()
-	info, stats, rebuilt, err := s.opts.Store.Update(ctx, name, f.Source)
+	info, stats, rebuilt, err := s.opts.Store.Update(ctx, name, f.Content)
 	s.metrics.built(time.Since(buildStart), err)
 	if err != nil {
 		if f.ReadDigest != nil {

@@ -36,7 +36,7 @@ func BenchmarkHTTP(b *testing.B) {
 	dir := benchenv.Catalog(b)
 	var cats []benchCatalog
 	for i, name := range []string{"one", "two", "three"} {
-		cats = append(cats, benchCatalog{name, index.Source{FS: os.DirFS(dir), Ref: dir, Digest: fmt.Sprintf("sha256:%d", i)}})
+		cats = append(cats, benchCatalog{name, index.Content{FS: os.DirFS(dir), Ref: dir, Digest: fmt.Sprintf("sha256:%d", i)}})
 	}
 	store, srv := benchServer(b, cats...)
 
@@ -156,7 +156,7 @@ func BenchmarkBundleManyProperties(b *testing.B) {
 	if err := os.WriteFile(filepath.Join(dir, "c.json"), []byte(catalog), 0o644); err != nil {
 		b.Fatal(err)
 	}
-	_, srv := benchServer(b, benchCatalog{"one", index.Source{FS: os.DirFS(dir), Ref: dir, Digest: "sha256:1"}})
+	_, srv := benchServer(b, benchCatalog{"one", index.Content{FS: os.DirFS(dir), Ref: dir, Digest: "sha256:1"}})
 	for b.Loop() {
 		resp, err := http.Get(srv.URL + "/catalogs/one/packages/p/bundles/p.v1.0.0")
 		if err != nil {
@@ -180,7 +180,7 @@ func BenchmarkBundleManyProperties(b *testing.B) {
 func BenchmarkReplacesChainHTTP(b *testing.B) {
 	const n = 50_000
 	fsys := fbcgen.ReplacesChain("chain", n, false)
-	_, srv := benchServer(b, benchCatalog{"one", index.Source{FS: fsys, Ref: "chain", Digest: "sha256:chain"}})
+	_, srv := benchServer(b, benchCatalog{"one", index.Content{FS: fsys, Ref: "chain", Digest: "sha256:chain"}})
 	base := srv.URL + "/catalogs/one/packages/chain"
 	// The answers are checked once, so that a fast wrong answer cannot pass
 	// for a fast one.
@@ -218,7 +218,7 @@ func BenchmarkReplacesChainHTTP(b *testing.B) {
 // benchCatalog is a catalog benchServer serves.
 type benchCatalog struct {
 	name string
-	src  index.Source
+	src  index.Content
 }
 
 // benchServer indexes the catalogs and serves them over loopback HTTP until

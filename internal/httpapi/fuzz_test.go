@@ -24,7 +24,7 @@ func FuzzRequestParams(f *testing.F) {
 		f.Fatal(err)
 	}
 	defer store.Close()
-	if _, _, _, err := store.Update(context.Background(), "demo", index.Source{FS: os.DirFS(demoDir), Digest: "sha256:demo"}); err != nil {
+	if _, _, _, err := store.Update(context.Background(), "demo", index.Content{FS: os.DirFS(demoDir), Digest: "sha256:demo"}); err != nil {
 		f.Fatal(err)
 	}
 	reg := catalogs.NewTable()

@@ -70,7 +70,7 @@ func newHarnessWith(t *testing.T, store *store.Store, idx Indexes) *harness {
 func (h *harness) add(name, dir string, priority int32) {
 	h.t.Helper()
 	h.reg.Put(catalogs.Catalog{Name: name, Source: dir, Priority: priority})
-	if _, _, _, err := h.store.Update(context.Background(), name, index.Source{FS: os.DirFS(dir), Ref: dir, Digest: "sha256:" + name + filepath.Base(dir)}); err != nil {
+	if _, _, _, err := h.store.Update(context.Background(), name, index.Content{FS: os.DirFS(dir), Ref: dir, Digest: "sha256:" + name + filepath.Base(dir)}); err != nil {
 		h.t.Fatal(err)
 	}
 }

@@ -152,7 +152,7 @@ func TestETagFollowsContent(t *testing.T) {
 	h.add("demo", demoDir, 0)
 	before := h.get("/catalogs/demo/packages")
 	beforeTag, beforeLM := before.Header.Get("ETag"), before.Header.Get("Last-Modified")
-	if _, _, rebuilt, err := h.store.Update(context.Background(), "demo", index.Source{FS: nil, Digest: "sha256:demodemo"}); err != nil || rebuilt {
+	if _, _, rebuilt, err := h.store.Update(context.Background(), "demo", index.Content{FS: nil, Digest: "sha256:demodemo"}); err != nil || rebuilt {
 		t.Fatalf("same digest: rebuilt=%v err=%v", rebuilt, err)
 	}
 	same := h.get("/catalogs/demo/packages")
@@ -160,7 +160,7 @@ func TestETagFollowsContent(t *testing.T) {
 		t.Error("validators changed without a content change")
 	}
 	time.Sleep(1100 * time.Millisecond) // Last-Modified has one-second resolution
-	if _, _, _, err := h.store.Update(context.Background(), "demo", index.Source{FS: tinyFS(), Digest: "sha256:new"}); err != nil {
+	if _, _, _, err := h.store.Update(context.Background(), "demo", index.Content{FS: tinyFS(), Digest: "sha256:new"}); err != nil {
 		t.Fatal(err)
 	}
 	after := h.get("/catalogs/demo/packages")
@@ -199,9 +199,9 @@ func TestReadsDuringRebuilds(t *testing.T) {
 		}()
 	}
 	for i := 0; i < 6; i++ {
-		src := index.Source{FS: tinyFS(), Digest: fmt.Sprintf("sha256:tiny%d", i)}
+		src := index.Content{FS: tinyFS(), Digest: fmt.Sprintf("sha256:tiny%d", i)}
 		if i%2 == 1 {
-			src = index.Source{FS: demoFS(), Digest: fmt.Sprintf("sha256:demo%d", i)}
+			src = index.Content{FS: demoFS(), Digest: fmt.Sprintf("sha256:demo%d", i)}
 		}
 		if _, _, _, err := h.store.Update(context.Background(), "demo", src); err != nil {
 			t.Fatal(err)

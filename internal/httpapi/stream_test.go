@@ -43,7 +43,7 @@ func TestStreamsStopAndRelease(t *testing.T) {
 	update := func(t *testing.T, dir string) store.Info {
 		t.Helper()
 		rebuilds++
-		info, _, _, err := st.Update(context.Background(), "c", index.Source{FS: os.DirFS(dir), Ref: dir, Digest: fmt.Sprintf("sha256:%d", rebuilds)})
+		info, _, _, err := st.Update(context.Background(), "c", index.Content{FS: os.DirFS(dir), Ref: dir, Digest: fmt.Sprintf("sha256:%d", rebuilds)})
 		if err != nil {
 			t.Fatal(err)
 		}

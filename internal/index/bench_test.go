@@ -64,7 +64,7 @@ func BenchmarkBuildToParse(b *testing.B) {
 		path := filepath.Join(tmp, strconv.Itoa(i)+".db")
 		i++
 		start = time.Now()
-		if _, err := Build(context.Background(), path, Source{FS: os.DirFS(dir), Ref: dir, Digest: "sha256:bench"}, time.Now()); err != nil {
+		if _, err := Build(context.Background(), path, Content{FS: os.DirFS(dir), Ref: dir, Digest: "sha256:bench"}, time.Now()); err != nil {
 			b.Fatal(err)
 		}
 		building += time.Since(start)
@@ -92,7 +92,7 @@ func benchmarkBuild(b *testing.B, dir string) {
 		path := filepath.Join(tmp, strconv.Itoa(i)+".db")
 		i++
 		var err error
-		if stats, err = Build(context.Background(), path, Source{FS: os.DirFS(dir), Ref: dir, Digest: "sha256:bench"}, time.Now()); err != nil {
+		if stats, err = Build(context.Background(), path, Content{FS: os.DirFS(dir), Ref: dir, Digest: "sha256:bench"}, time.Now()); err != nil {
 			b.Fatal(err)
 		}
 		info, err := os.Stat(path)
@@ -140,7 +140,7 @@ func BenchmarkBuildReplacesChain(b *testing.B) {
 				path := filepath.Join(tmp, strconv.Itoa(i)+".db")
 				i++
 				var err error
-				if stats, err = Build(context.Background(), path, Source{FS: fsys, Digest: "sha256:chain"}, time.Now()); err != nil {
+				if stats, err = Build(context.Background(), path, Content{FS: fsys, Digest: "sha256:chain"}, time.Now()); err != nil {
 					b.Fatal(err)
 				}
 				os.Remove(path)

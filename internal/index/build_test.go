@@ -33,7 +33,7 @@ const demoDir = "../../test/testdata/demo"
 func buildDir(t *testing.T, dir string) (*sqlx.DB, Stats) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "index.db")
-	stats, err := Build(context.Background(), path, Source{FS: os.DirFS(dir), Ref: dir, Digest: "sha256:test"}, time.Now())
+	stats, err := Build(context.Background(), path, Content{FS: os.DirFS(dir), Ref: dir, Digest: "sha256:test"}, time.Now())
 	if err != nil {
 		t.Fatalf("build %s: %v", dir, err)
 	}
@@ -349,7 +349,7 @@ func checkBlobs(t *testing.T, db *sqlx.DB, want *fbcfacts.Catalog) {
 func buildProblems(t *testing.T, fsys fstest.MapFS) (*sqlx.DB, Stats, map[string]string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "index.db")
-	stats, err := Build(context.Background(), path, Source{FS: fsys, Digest: "sha256:p"}, time.Now())
+	stats, err := Build(context.Background(), path, Content{FS: fsys, Digest: "sha256:p"}, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -472,7 +472,7 @@ func TestVersionRank(t *testing.T) {
 	}
 	b.WriteString(`{"schema":"olm.channel","name":"c","package":"p","entries":[` + strings.Join(entries, ",") + `]}`)
 	path := filepath.Join(t.TempDir(), "index.db")
-	if _, err := Build(context.Background(), path, Source{FS: fstest.MapFS{"c.json": {Data: []byte(b.String())}}, Digest: "sha256:v"}, time.Now()); err != nil {
+	if _, err := Build(context.Background(), path, Content{FS: fstest.MapFS{"c.json": {Data: []byte(b.String())}}, Digest: "sha256:v"}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	db := sqlx.MustOpen("sqlite", FileURI(path, url.Values{"mode": {"ro"}}))
@@ -544,7 +544,7 @@ func TestCatalogInfo(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "index.db")
 			built := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
-			src := Source{FS: fbcgen.ReplacesChain("x", 1, false), Ref: "quay.io/x:1", Digest: "sha256:abc", ReadDigest: tc.readDigest}
+			src := Content{FS: fbcgen.ReplacesChain("x", 1, false), Ref: "quay.io/x:1", Digest: "sha256:abc", ReadDigest: tc.readDigest}
 			stats, err := Build(context.Background(), path, src, built)
 			if err != nil {
 				t.Fatal(err)
@@ -637,7 +637,7 @@ func TestBuildClosesWhatItOpens(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			counter := &openCounter{FS: tc.fsys}
 			openAtReadDigest := -1
-			src := Source{FS: counter, Digest: "sha256:x", ReadDigest: func() string {
+			src := Content{FS: counter, Digest: "sha256:x", ReadDigest: func() string {
 				openAtReadDigest = counter.count()
 				return "sha256:read"
 			}}
@@ -684,7 +684,7 @@ func TestSchemaApplied(t *testing.T) {
 	}
 
 	path := filepath.Join(t.TempDir(), "index.db")
-	if _, err := Build(context.Background(), path, Source{FS: fbcgen.ReplacesChain("x", 1, false), Ref: "x", Digest: "sha256:abc"}, time.Now()); err != nil {
+	if _, err := Build(context.Background(), path, Content{FS: fbcgen.ReplacesChain("x", 1, false), Ref: "x", Digest: "sha256:abc"}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	db := sqlx.MustOpen("sqlite", FileURI(path, url.Values{"mode": {"ro"}}))

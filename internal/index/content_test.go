@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -12,10 +11,11 @@ import (
 	"strings"
 	"testing"
 	"testing/fstest"
-	"testing/iotest"
 	"time"
 
 	"github.com/jmoiron/sqlx"
+
+	"github.com/catalogd/catalogd/internal/fbc"
 )
 
 // Catalog pieces for TestBadContent, one package p with channel c.
@@ -70,7 +70,7 @@ func TestBadContent(t *testing.T) {
 	tests := []struct {
 		name   string
 		files  map[string]string
-		limits Limits
+		limits fbc.Limits
 		// wantErr are what the build's error must say; none means success.
 		wantErr []string
 		// wantProblem is what the problem of package p must say; "" means
@@ -156,28 +156,28 @@ func TestBadContent(t *testing.T) {
 					t.Errorf("unknown-schema blobs stored as %q, want %q", got, want)
 				}
 			}},
-		{name: "blob over the default limit", files: map[string]string{"big/c.json": pkgP + "\n" + hugeBlob(int(DefaultBlobBytes))},
-			wantErr: []string{"parse big/c.json", fmt.Sprintf("limit of %d bytes per blob", DefaultBlobBytes)}},
-		{name: "blob over a set limit", limits: Limits{BlobBytes: 4096}, files: map[string]string{"c.json": pkgP + "\n" + hugeBlob(5000)},
-			wantErr: []string{"parse c.json", "limit of 4096 bytes per blob", fmt.Sprintf("offset %d", len(pkgP)+1)}},
-		{name: "YAML document over a set limit", limits: Limits{BlobBytes: 4096},
+		{name: "blob over the default limit", files: map[string]string{"big/c.json": pkgP + "\n" + hugeBlob(int(fbc.DefaultBlobBytes))},
+			wantErr: []string{"parse big/c.json", fmt.Sprintf("limit of %d bytes per blob", fbc.DefaultBlobBytes)}},
+		{name: "blob over a set limit", limits: fbc.Limits{BlobBytes: 4096}, files: map[string]string{"c.json": pkgP + "\n" + hugeBlob(5000)},
+			wantErr: []string{"parse c.json", "limit of 4096 bytes per blob", "parse c.json:2:1:"}},
+		{name: "YAML document over a set limit", limits: fbc.Limits{BlobBytes: 4096},
 			files:   map[string]string{"c.yaml": "schema: olm.package\nname: p\n---\nschema: io.example.huge\ndata: " + strings.Repeat("A", 5000) + "\n"},
 			wantErr: []string{"parse c.yaml", "limit of 4096 bytes per blob"}},
-		{name: "blob at a set limit", limits: Limits{BlobBytes: int64(len(hugeBlob(5000)))},
+		{name: "blob at a set limit", limits: fbc.Limits{BlobBytes: int64(len(hugeBlob(5000)))},
 			files: map[string]string{"c.json": hugeBlob(5000) + "\n"}},
-		{name: "file over a set limit", limits: Limits{FileBytes: 100},
+		{name: "file over a set limit", limits: fbc.Limits{FileBytes: 100},
 			files:   map[string]string{"a/small.json": pkgP, "b/c.json": string(lines(pkgP, pkgP))},
 			wantErr: []string{"parse b/c.json", "limit of 100 bytes per catalog file"}},
-		{name: "more entries than a set limit", limits: Limits{Files: 3},
+		{name: "more entries than a set limit", limits: fbc.Limits{Files: 3},
 			files:   map[string]string{"a/c.json": `{"schema":"io.example.note"}`, "b/d.json": `{"schema":"io.example.note"}`},
 			wantErr: []string{"more than 3 files and directories, the limit per catalog"}},
-		{name: "entries at a set limit", limits: Limits{Files: 4},
+		{name: "entries at a set limit", limits: fbc.Limits{Files: 4},
 			files: map[string]string{"a/c.json": `{"schema":"io.example.note"}`, "b/d.json": `{"schema":"io.example.note"}`}},
-		{name: "ignored files count against the limit", limits: Limits{Files: 2},
+		{name: "ignored files count against the limit", limits: fbc.Limits{Files: 2},
 			files:   map[string]string{".indexignore": "ignored.json\n", "ignored.json": pkgP, "c.json": pkgP},
 			wantErr: []string{"more than 2 files and directories"}},
-		{name: "more entries than the default limit", files: tinyFiles(DefaultFiles + 1),
-			wantErr: []string{fmt.Sprintf("more than %d files and directories, the limit per catalog", DefaultFiles)}},
+		{name: "more entries than the default limit", files: tinyFiles(fbc.DefaultFiles + 1),
+			wantErr: []string{fmt.Sprintf("more than %d files and directories, the limit per catalog", fbc.DefaultFiles)}},
 		{name: "JSON nested 100,000 deep", files: map[string]string{"n.json": nested(100_000)},
 			wantErr: []string{"parse n.json", "exceeded max depth"}},
 		{name: "YAML nested 100,000 deep", files: map[string]string{"n.yaml": "schema: x\nv: " + strings.Repeat("[", 100_000) + strings.Repeat("]", 100_000) + "\n"},
@@ -193,7 +193,7 @@ func TestBadContent(t *testing.T) {
 			}
 			root := t.TempDir()
 			path := filepath.Join(root, "index.db")
-			_, err := Build(context.Background(), path, Source{FS: fsys, Digest: "sha256:bad", Limits: tt.limits}, time.Now())
+			_, err := Build(context.Background(), path, Content{FS: fsys, Digest: "sha256:bad", Limits: tt.limits}, time.Now())
 			var left []string
 			entries, _ := os.ReadDir(root)
 			for _, e := range entries {
@@ -244,43 +244,5 @@ func TestBadContent(t *testing.T) {
 				tt.check(t, db)
 			}
 		})
-	}
-}
-
-// TestGuardedReaderBlobSizes reads streams whose largest blob is known,
-// whole and a byte at a time: a blob limit of exactly that size passes, one
-// byte less fails, however the reads split the stream.
-func TestGuardedReaderBlobSizes(t *testing.T) {
-	big := `{"schema":"s","v":["a\"]}{[","\\",{"k":[1,2]}],"w":"` + strings.Repeat("x", 300) + `"}`
-	yamlBig := "schema: s\nv: |\n  ---not a separator\n  " + strings.Repeat("y", 300) + "\n"
-	tests := []struct {
-		name    string
-		stream  string
-		largest int
-	}{
-		{"JSON", "\n " + pkgP + "\n" + big + "\n" + pkgP, len(big)},
-		{"JSON, largest last", pkgP + big, len(big)},
-		{"YAML", "schema: a\n---\n" + yamlBig + "--- # comment\nschema: b\n", len("---\n" + yamlBig)},
-		{"YAML, largest first", yamlBig + "---\nschema: b\n", len(yamlBig)},
-	}
-	for _, tt := range tests {
-		for _, oneByte := range []bool{false, true} {
-			for _, limit := range []int{tt.largest, tt.largest - 1} {
-				t.Run(fmt.Sprintf("%s/one byte %v/limit %d", tt.name, oneByte, limit), func(t *testing.T) {
-					var r io.Reader = strings.NewReader(tt.stream)
-					if oneByte {
-						r = iotest.OneByteReader(r)
-					}
-					g := newGuardedReader(r, Limits{BlobBytes: int64(limit), FileBytes: 1 << 20})
-					_, err := io.Copy(io.Discard, g)
-					if limit == tt.largest && err != nil {
-						t.Errorf("limit %d, the largest blob's size: %v", limit, err)
-					}
-					if limit < tt.largest && (err == nil || !strings.Contains(err.Error(), "bytes per blob")) {
-						t.Errorf("limit %d, below the largest blob's %d: error %v", limit, tt.largest, err)
-					}
-				})
-			}
-		}
 	}
 }

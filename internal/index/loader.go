@@ -13,6 +13,8 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
 	"github.com/operator-framework/operator-registry/alpha/property"
+
+	"github.com/catalogd/catalogd/internal/fbc"
 )
 
 // loader inserts blobs as they stream in. What can only be done once a
@@ -204,8 +206,8 @@ func (l *loader) pkg(name string) *pkgState {
 
 // add stores one blob: always as a raw blob, and in the typed tables when it
 // is of a schema this index understands.
-func (l *loader) add(ctx context.Context, b blob) error {
-	m := b.meta
+func (l *loader) add(ctx context.Context, b fbc.Blob) error {
+	m := b.Meta
 	blobID := int64(l.stats.Blobs) + 1
 	if err := l.insert(ctx, "blobs", blobID, m.Schema, m.Package, m.Name, l.stats.AllBytes, m.Blob); err != nil {
 		return fmt.Errorf("store blob %s %q: %w", m.Schema, m.Name, err)
@@ -214,13 +216,13 @@ func (l *loader) add(ctx context.Context, b blob) error {
 	l.stats.Schemas[m.Schema]++
 	l.stats.AllBytes += int64(len(m.Blob))
 
-	switch v := b.value.(type) {
+	switch v := b.Value.(type) {
 	case *declcfg.Package:
 		return l.addPackage(ctx, v, blobID)
 	case *declcfg.Channel:
 		return l.addChannel(ctx, v, blobID)
 	case *declcfg.Bundle:
-		return l.addBundle(ctx, v, blobID, b.valueStarts)
+		return l.addBundle(ctx, v, blobID, b.ValueStarts)
 	case *declcfg.Deprecation:
 		return l.addDeprecation(ctx, v, blobID)
 	}

@@ -35,7 +35,7 @@ func TestSkipRangesNotMaterialised(t *testing.T) {
 	catalog := b.String()
 
 	path := filepath.Join(t.TempDir(), "index.db")
-	if _, err := Build(context.Background(), path, Source{FS: fstest.MapFS{"c.json": {Data: []byte(catalog)}}, Ref: "t", Digest: "sha256:t"}, time.Now()); err != nil {
+	if _, err := Build(context.Background(), path, Content{FS: fstest.MapFS{"c.json": {Data: []byte(catalog)}}, Ref: "t", Digest: "sha256:t"}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	fi, err := os.Stat(path)

@@ -28,7 +28,7 @@ func TestBuildPathsWithURICharacters(t *testing.T) {
 			}
 			path := filepath.Join(dir, "index.db")
 			src := fbcgen.ReplacesChain("p", 3, false)
-			stats, err := Build(context.Background(), path, Source{FS: src, Digest: "sha256:uri"}, time.Now())
+			stats, err := Build(context.Background(), path, Content{FS: src, Digest: "sha256:uri"}, time.Now())
 			if err != nil {
 				t.Fatal(err)
 			}

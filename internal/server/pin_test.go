@@ -96,7 +96,7 @@ func pinReleased(t *testing.T, dir, request string, wantStatus int, timeout time
 	cats := catalogs.NewTable()
 	cats.Put(catalogs.Catalog{Name: "c", Source: dir})
 	cats.MarkLoaded()
-	old, _, _, err := st.Update(context.Background(), "c", index.Source{FS: os.DirFS(dir), Ref: dir, Digest: "sha256:big"})
+	old, _, _, err := st.Update(context.Background(), "c", index.Content{FS: os.DirFS(dir), Ref: dir, Digest: "sha256:big"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +114,7 @@ func pinReleased(t *testing.T, dir, request string, wantStatus int, timeout time
 	for range 3 {
 		stall(t, strings.TrimPrefix(base, "http://"), request, wantStatus)
 	}
-	if _, _, _, err := st.Update(context.Background(), "c", index.Source{FS: os.DirFS(demoDir), Ref: demoDir, Digest: "sha256:demo"}); err != nil {
+	if _, _, _, err := st.Update(context.Background(), "c", index.Content{FS: os.DirFS(demoDir), Ref: demoDir, Digest: "sha256:demo"}); err != nil {
 		t.Fatal(err)
 	}
 	_, statErr := os.Stat(old.Path)

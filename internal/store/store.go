@@ -24,7 +24,6 @@ import (
 
 	"github.com/catalogd/catalogd/internal/catalogdb"
 	"github.com/catalogd/catalogd/internal/index"
-	"github.com/catalogd/catalogd/migrations"
 )
 
 // ErrNotIndexed says a catalog has no live index (yet, or any more).
@@ -37,11 +36,7 @@ const currentLink = "current"
 
 // Info describes a live index.
 type Info struct {
-	SourceRef string
-	Digest    string
-	BuiltAt   time.Time
-	// AllBytes is the size of the catalogd-compatible /all stream.
-	AllBytes int64
+	index.Info
 	// Path is the database file.
 	Path string
 }
@@ -156,20 +151,15 @@ func openHandle(path string) (*handle, error) {
 	db.SetMaxOpenConns(8)
 	db.SetMaxIdleConns(8)
 	h := &handle{db: db, catalog: catalogdb.New(db)}
-	var builtAt, schema string
-	row := db.QueryRowx(`SELECT source_ref, content_digest, all_size, built_at, schema_digest FROM catalog_info WHERE id = 1`)
-	if err := row.Scan(&h.info.SourceRef, &h.info.Digest, &h.info.AllBytes, &builtAt, &schema); err != nil {
+	info, err := index.ReadInfo(context.Background(), db)
+	if err != nil {
 		db.Close()
+		if errors.Is(err, index.ErrOtherSchema) {
+			return nil, fmt.Errorf("index %s: %w; it will be rebuilt", path, err)
+		}
 		return nil, fmt.Errorf("read index %s: %w", path, err)
 	}
-	if schema != migrations.Digest() {
-		db.Close()
-		return nil, fmt.Errorf("index %s was built with another schema (%s); it will be rebuilt", path, schema)
-	}
-	if h.info.BuiltAt, err = time.Parse(time.RFC3339Nano, builtAt); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("read index %s: build time: %w", path, err)
-	}
+	h.info.Info = info
 	h.info.Path = path
 	return h, nil
 }
@@ -214,7 +204,7 @@ func (s *Store) drop(h *handle) {
 	if err := h.db.Close(); err != nil {
 		s.log.Error(err, "closing retired index", "path", h.info.Path)
 	}
-	removeDBFiles(h.info.Path)
+	index.RemoveFiles(h.info.Path)
 	s.log.V(1).Info("removed retired index", "path", h.info.Path)
 }
 
@@ -247,10 +237,10 @@ func (s *Store) lock(catalog string) func() {
 // builds a new file beside the live one and swaps it in only on success: on
 // any error (bad content, full disk, cancelled context) the live index keeps
 // answering and the new file is removed. The new index is named after, and
-// records, the digest of what the build read (see index.Source.ReadDigest),
+// records, the digest of what the build read (see index.Content.ReadDigest),
 // which is src.Digest unless the content changed since src.Digest was
 // computed.
-func (s *Store) Update(ctx context.Context, catalog string, src index.Source) (info Info, stats index.Stats, rebuilt bool, err error) {
+func (s *Store) Update(ctx context.Context, catalog string, src index.Content) (info Info, stats index.Stats, rebuilt bool, err error) {
 	if src.Digest == "" {
 		return Info{}, index.Stats{}, false, fmt.Errorf("index catalog %q: source has no digest", catalog)
 	}
@@ -277,7 +267,7 @@ func (s *Store) Update(ctx context.Context, catalog string, src index.Source) (i
 	}
 	final, err := s.publish(cdir, tmp, stats.Digest)
 	if err != nil {
-		removeDBFiles(tmp)
+		index.RemoveFiles(tmp)
 		return Info{}, index.Stats{}, false, fmt.Errorf("index catalog %q: %w", catalog, err)
 	}
 	h, err := openHandle(filepath.Join(cdir, final))
@@ -311,12 +301,12 @@ func (s *Store) publish(cdir, tmp, digest string) (string, error) {
 	}
 	link := filepath.Join(cdir, ".current-"+randomSuffix())
 	if err := os.Symlink(final, link); err != nil {
-		removeDBFiles(filepath.Join(cdir, final))
+		index.RemoveFiles(filepath.Join(cdir, final))
 		return "", fmt.Errorf("link live index: %w", err)
 	}
 	if err := os.Rename(link, filepath.Join(cdir, currentLink)); err != nil {
 		_ = os.Remove(link)
-		removeDBFiles(filepath.Join(cdir, final))
+		index.RemoveFiles(filepath.Join(cdir, final))
 		return "", fmt.Errorf("link live index: %w", err)
 	}
 	if err := syncPath(cdir); err != nil {
@@ -380,13 +370,6 @@ func randomSuffix() string {
 	b := make([]byte, 6)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
-}
-
-// removeDBFiles removes a database file and any side files SQLite made.
-func removeDBFiles(path string) {
-	for _, p := range []string{path, path + "-journal", path + "-wal", path + "-shm"} {
-		_ = os.Remove(p)
-	}
 }
 
 // syncPath flushes a file, or a directory's entries, to stable storage:

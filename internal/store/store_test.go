@@ -58,7 +58,7 @@ func countBundles(t *testing.T, snap *Snapshot) int {
 	return counts.Bundles
 }
 
-func mustUpdate(t *testing.T, s *Store, catalog string, src index.Source) Info {
+func mustUpdate(t *testing.T, s *Store, catalog string, src index.Content) Info {
 	t.Helper()
 	info, _, _, err := s.Update(context.Background(), catalog, src)
 	if err != nil {
@@ -84,14 +84,14 @@ func dirEntries(t *testing.T, dir, catalog string) []string {
 
 func TestSwapOnSuccess(t *testing.T) {
 	s, dir := newTestStore(t)
-	first := mustUpdate(t, s, "demo", index.Source{FS: tinyCatalog("foo", 3), Ref: "v1", Digest: "sha256:aaa"})
+	first := mustUpdate(t, s, "demo", index.Content{FS: tinyCatalog("foo", 3), Ref: "v1", Digest: "sha256:aaa"})
 
 	// A reader that began before the rebuild keeps the old data throughout.
 	old, err := s.Acquire("demo")
 	if err != nil {
 		t.Fatal(err)
 	}
-	second := mustUpdate(t, s, "demo", index.Source{FS: tinyCatalog("foo", 5), Ref: "v2", Digest: "sha256:bbb"})
+	second := mustUpdate(t, s, "demo", index.Content{FS: tinyCatalog("foo", 5), Ref: "v2", Digest: "sha256:bbb"})
 	if got := countBundles(t, old); got != 3 {
 		t.Errorf("old reader sees %d bundles after the swap, want 3", got)
 	}
@@ -135,20 +135,20 @@ func TestFailedRebuildKeepsServing(t *testing.T) {
 	tests := []struct {
 		name    string
 		ctx     context.Context
-		src     index.Source
+		src     index.Content
 		wantErr string
 		invalid bool // the content itself is at fault: index.ErrInvalidCatalog
 	}{
-		{"bad JSON blob", context.Background(), index.Source{FS: bad, Digest: "sha256:bad"}, "zz-broken.json", true},
-		{"blob without schema", context.Background(), index.Source{FS: noSchema, Digest: "sha256:noschema"}, "without a schema", true},
-		{"bad YAML", context.Background(), index.Source{FS: badYAML, Digest: "sha256:yaml"}, "zz-broken.yaml", true},
-		{"cancelled context", cancelled, index.Source{FS: tinyCatalog("foo", 4), Digest: "sha256:cancel"}, "context canceled", false},
-		{"missing digest", context.Background(), index.Source{FS: tinyCatalog("foo", 4)}, "no digest", false},
+		{"bad JSON blob", context.Background(), index.Content{FS: bad, Digest: "sha256:bad"}, "zz-broken.json", true},
+		{"blob without schema", context.Background(), index.Content{FS: noSchema, Digest: "sha256:noschema"}, "without a schema", true},
+		{"bad YAML", context.Background(), index.Content{FS: badYAML, Digest: "sha256:yaml"}, "zz-broken.yaml", true},
+		{"cancelled context", cancelled, index.Content{FS: tinyCatalog("foo", 4), Digest: "sha256:cancel"}, "context canceled", false},
+		{"missing digest", context.Background(), index.Content{FS: tinyCatalog("foo", 4)}, "no digest", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s, dir := newTestStore(t)
-			live := mustUpdate(t, s, "demo", index.Source{FS: tinyCatalog("foo", 3), Digest: "sha256:good"})
+			live := mustUpdate(t, s, "demo", index.Content{FS: tinyCatalog("foo", 3), Digest: "sha256:good"})
 
 			_, _, rebuilt, err := s.Update(tt.ctx, "demo", tt.src)
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
@@ -178,13 +178,13 @@ func TestFailedRebuildKeepsServing(t *testing.T) {
 
 func TestSameDigestIsNoOp(t *testing.T) {
 	s, _ := newTestStore(t)
-	first := mustUpdate(t, s, "demo", index.Source{FS: tinyCatalog("foo", 2), Digest: "sha256:same"})
+	first := mustUpdate(t, s, "demo", index.Content{FS: tinyCatalog("foo", 2), Digest: "sha256:same"})
 	before, err := os.Stat(first.Path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Different files under the same digest: the digest is what counts.
-	info, _, rebuilt, err := s.Update(context.Background(), "demo", index.Source{FS: tinyCatalog("foo", 7), Digest: "sha256:same"})
+	info, _, rebuilt, err := s.Update(context.Background(), "demo", index.Content{FS: tinyCatalog("foo", 7), Digest: "sha256:same"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,8 +209,8 @@ func TestStoreReopensAfterRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	live := mustUpdate(t, s, "demo", index.Source{FS: tinyCatalog("foo", 2), Ref: "ref", Digest: "sha256:one"})
-	mustUpdate(t, s, "gone", index.Source{FS: tinyCatalog("bar", 1), Digest: "sha256:two"})
+	live := mustUpdate(t, s, "demo", index.Content{FS: tinyCatalog("foo", 2), Ref: "ref", Digest: "sha256:one"})
+	mustUpdate(t, s, "gone", index.Content{FS: tinyCatalog("bar", 1), Digest: "sha256:two"})
 	if err := s.Remove("gone"); err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +238,7 @@ func TestStoreReopensAfterRestart(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "gone")); !os.IsNotExist(err) {
 		t.Errorf("removed catalog's directory still there: %v", err)
 	}
-	if _, _, rebuilt, err := s2.Update(context.Background(), "demo", index.Source{FS: tinyCatalog("foo", 2), Digest: "sha256:one"}); err != nil || rebuilt {
+	if _, _, rebuilt, err := s2.Update(context.Background(), "demo", index.Content{FS: tinyCatalog("foo", 2), Digest: "sha256:one"}); err != nil || rebuilt {
 		t.Errorf("same digest after restart: rebuilt=%v err=%v", rebuilt, err)
 	}
 }
@@ -254,7 +254,7 @@ func TestRecordsTheDigestOfWhatWasRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	read := func() string { return "sha256:read" }
-	info := mustUpdate(t, s, "demo", index.Source{FS: tinyCatalog("foo", 2), Ref: "ref", Digest: "sha256:before", ReadDigest: read})
+	info := mustUpdate(t, s, "demo", index.Content{FS: tinyCatalog("foo", 2), Ref: "ref", Digest: "sha256:before", ReadDigest: read})
 	if info.Digest != "sha256:read" || !strings.HasPrefix(filepath.Base(info.Path), "sha256-read.") {
 		t.Errorf("info %+v, want the digest sha256:read, and a file named after it", info)
 	}
@@ -272,7 +272,7 @@ func TestRecordsTheDigestOfWhatWasRead(t *testing.T) {
 		digest  string
 		rebuilt bool
 	}{{"sha256:read", false}, {"sha256:before", true}} {
-		if _, _, rebuilt, err := s2.Update(context.Background(), "demo", index.Source{FS: tinyCatalog("foo", 2), Digest: tc.digest}); err != nil || rebuilt != tc.rebuilt {
+		if _, _, rebuilt, err := s2.Update(context.Background(), "demo", index.Content{FS: tinyCatalog("foo", 2), Digest: tc.digest}); err != nil || rebuilt != tc.rebuilt {
 			t.Errorf("update with %s after the restart: rebuilt=%v err=%v, want rebuilt=%v", tc.digest, rebuilt, err, tc.rebuilt)
 		}
 	}
@@ -280,7 +280,7 @@ func TestRecordsTheDigestOfWhatWasRead(t *testing.T) {
 
 func TestRemoveWaitsForReaders(t *testing.T) {
 	s, dir := newTestStore(t)
-	live := mustUpdate(t, s, "demo", index.Source{FS: tinyCatalog("foo", 2), Digest: "sha256:one"})
+	live := mustUpdate(t, s, "demo", index.Content{FS: tinyCatalog("foo", 2), Digest: "sha256:one"})
 	snap, err := s.Acquire("demo")
 	if err != nil {
 		t.Fatal(err)
@@ -308,7 +308,7 @@ func TestRemoveWaitsForReaders(t *testing.T) {
 // and an n-entry channel from the same build), never a mix or an error.
 func TestConcurrentReadersDuringRebuilds(t *testing.T) {
 	s, _ := newTestStore(t)
-	mustUpdate(t, s, "demo", index.Source{FS: tinyCatalog("foo", 1), Digest: "sha256:1"})
+	mustUpdate(t, s, "demo", index.Content{FS: tinyCatalog("foo", 1), Digest: "sha256:1"})
 
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -344,7 +344,7 @@ func TestConcurrentReadersDuringRebuilds(t *testing.T) {
 		}()
 	}
 	for i := 2; i <= 12; i++ {
-		mustUpdate(t, s, "demo", index.Source{FS: tinyCatalog("foo", i), Digest: fmt.Sprintf("sha256:%d", i)})
+		mustUpdate(t, s, "demo", index.Content{FS: tinyCatalog("foo", i), Digest: fmt.Sprintf("sha256:%d", i)})
 	}
 	cancel()
 	wg.Wait()
@@ -362,7 +362,7 @@ func TestOtherSchemaIsRebuilt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	old := mustUpdate(t, s, "demo", index.Source{FS: tinyCatalog("foo", 2), Digest: "sha256:one"})
+	old := mustUpdate(t, s, "demo", index.Content{FS: tinyCatalog("foo", 2), Digest: "sha256:one"})
 	s.Close()
 	db, err := sqlx.Open("sqlite", index.FileURI(old.Path, nil))
 	if err != nil {
@@ -384,7 +384,7 @@ func TestOtherSchemaIsRebuilt(t *testing.T) {
 	if _, err := os.Stat(old.Path); !os.IsNotExist(err) {
 		t.Errorf("index of another schema left on disk: %v", err)
 	}
-	if _, _, rebuilt, err := s2.Update(context.Background(), "demo", index.Source{FS: tinyCatalog("foo", 2), Digest: "sha256:one"}); err != nil || !rebuilt {
+	if _, _, rebuilt, err := s2.Update(context.Background(), "demo", index.Content{FS: tinyCatalog("foo", 2), Digest: "sha256:one"}); err != nil || !rebuilt {
 		t.Errorf("same digest, other schema: rebuilt=%v err=%v", rebuilt, err)
 	}
 }

@@ -32,7 +32,7 @@ func writeTinyFiles(t *testing.T, dir string, n int) {
 
 // TestMillionTinyFiles adds a million tiny, valid files to a catalog
 // directory that already serves. The sync must refuse the catalog for
-// holding more files than a catalog may (100,000, index.DefaultFiles), say
+// holding more files than a catalog may (100,000, fbc.DefaultFiles), say
 // so in lastError, and keep the previous index serving. It logs how long
 // the refused sync took and the server's peak RSS; before the limit, the
 // same catalog indexed in about 80 s with a peak RSS of about 350 MB, which

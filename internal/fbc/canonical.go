@@ -1,10 +1,8 @@
-package index
+package fbc
 
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
-	"io"
 	"slices"
 	"strconv"
 	"strings"
@@ -69,16 +67,7 @@ func (c *canonicalizer) next() byte {
 	return c.in[c.pos]
 }
 
-func (c *canonicalizer) space() {
-	for c.pos < len(c.in) {
-		switch c.in[c.pos] {
-		case ' ', '\t', '\n', '\r':
-			c.pos++
-		default:
-			return
-		}
-	}
-}
+func (c *canonicalizer) space() { c.pos = skipSpace(c.in, c.pos) }
 
 func (c *canonicalizer) value() bool {
 	c.space()
@@ -273,7 +262,7 @@ func (c *canonicalizer) array() bool {
 
 // skipString moves past the string that starts at the position.
 func (c *canonicalizer) skipString() bool {
-	end, ok := skipJSONString(c.in, c.pos)
+	end, ok := skipString(c.in, c.pos)
 	c.pos = end
 	return ok
 }
@@ -281,78 +270,9 @@ func (c *canonicalizer) skipString() bool {
 // skipValue moves past the value that starts at the position, without
 // checking it: value checks it when it writes it.
 func (c *canonicalizer) skipValue() bool {
-	end, ok := skipJSONValue(c.in, c.pos)
+	end, ok := skipValue(c.in, c.pos)
 	c.pos = end
 	return ok
-}
-
-// skipJSONString returns the position just past the JSON string that
-// starts at buf[pos], and whether there is one; the canonicalizer and
-// the bundle scanner both skip with it. Escapes are stepped over, not
-// checked.
-func skipJSONString(buf []byte, pos int) (int, bool) {
-	if pos >= len(buf) || buf[pos] != '"' {
-		return pos, false
-	}
-	for i := pos + 1; ; {
-		j := bytes.IndexAny(buf[i:], `"\`)
-		if j < 0 {
-			return pos, false
-		}
-		i += j
-		if buf[i] == '"' {
-			return i + 1, true
-		}
-		i += 2 // a backslash and the character it escapes
-		if i > len(buf) {
-			return pos, false
-		}
-	}
-}
-
-// skipJSONValue returns the position just past the JSON value that starts
-// at buf[pos], and whether there is one, by its brackets and strings
-// alone: callers either check the value when they use it or know it to
-// be valid. A number, true, false or null ends at a comma, a closing
-// bracket or space.
-func skipJSONValue(buf []byte, pos int) (int, bool) {
-	if pos >= len(buf) {
-		return pos, false
-	}
-	switch buf[pos] {
-	case '"':
-		return skipJSONString(buf, pos)
-	case '{', '[':
-		depth := 0
-		for i := pos; i < len(buf); {
-			switch buf[i] {
-			case '"':
-				end, ok := skipJSONString(buf, i)
-				if !ok {
-					return pos, false
-				}
-				i = end
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-			}
-			i++
-			if depth == 0 {
-				return i, true
-			}
-		}
-		return pos, false
-	case 0, ',', ':', '}', ']':
-		return pos, false
-	default:
-		i := pos
-		for i < len(buf) && !bytes.ContainsRune([]byte(",}] \t\r\n"), rune(buf[i])) {
-			i++
-		}
-		return i, i > pos
-	}
 }
 
 // plainString says whether a string token is written by encoding/json as
@@ -436,161 +356,4 @@ func (c *canonicalizer) number() bool {
 	}
 	c.out = append(c.out, encoded...)
 	return true
-}
-
-// validNumber checks JSON's number grammar: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
-func validNumber(tok []byte) bool {
-	i := 0
-	digits := func() int {
-		n := 0
-		for i < len(tok) && tok[i] >= '0' && tok[i] <= '9' {
-			i++
-			n++
-		}
-		return n
-	}
-	if i < len(tok) && tok[i] == '-' {
-		i++
-	}
-	if i < len(tok) && tok[i] == '0' {
-		i++
-	} else if digits() == 0 {
-		return false
-	}
-	if i < len(tok) && tok[i] == '.' {
-		i++
-		if digits() == 0 {
-			return false
-		}
-	}
-	if i < len(tok) && (tok[i] == 'e' || tok[i] == 'E') {
-		i++
-		if i < len(tok) && (tok[i] == '+' || tok[i] == '-') {
-			i++
-		}
-		if digits() == 0 {
-			return false
-		}
-	}
-	return i == len(tok)
-}
-
-// jsonSplitter cuts a stream into its top-level values, as raw bytes.
-type jsonSplitter struct {
-	r io.Reader
-	// raw holds the last value cut; it is reused for the next one.
-	raw []byte
-	buf []byte // read and not yet cut
-	// chunk is what fill reads into.
-	chunk []byte
-	eof   bool
-	err   error
-}
-
-// nextValue returns the next top-level value, io.EOF at the end, or an
-// error for a stream that ends inside a value or holds something else
-// than values separated by space. grow is called as the value grows, with
-// the bytes it grew by.
-func (s *jsonSplitter) nextValue(grow func(n int) bool) ([]byte, error) {
-	// Skip space.
-	for {
-		i := 0
-		for i < len(s.buf) && (s.buf[i] == ' ' || s.buf[i] == '\t' || s.buf[i] == '\n' || s.buf[i] == '\r') {
-			i++
-		}
-		s.buf = s.buf[i:]
-		if len(s.buf) > 0 {
-			break
-		}
-		if !s.fill() {
-			return nil, s.endErr()
-		}
-	}
-	if s.buf[0] != '{' {
-		return nil, errors.New("expected an object")
-	}
-	raw := s.raw[:0]
-	defer func() { s.raw = raw }()
-	depth, inString, escape := 0, false, false
-	for {
-		i := 0
-		for i < len(s.buf) {
-			if inString {
-				if escape {
-					escape = false
-					i++
-					continue
-				}
-				j := bytes.IndexAny(s.buf[i:], `"\`)
-				if j < 0 {
-					i = len(s.buf)
-					break
-				}
-				i += j
-				if s.buf[i] == '\\' {
-					escape = true
-				} else {
-					inString = false
-				}
-				i++
-				continue
-			}
-			switch s.buf[i] {
-			case '"':
-				inString = true
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-			}
-			i++
-			if depth == 0 {
-				break
-			}
-		}
-		if !grow(i) {
-			return nil, errCancelled
-		}
-		if len(raw)+i > cap(raw) {
-			raw = append(make([]byte, 0, max(2*cap(raw), len(raw)+i)), raw...)
-		}
-		raw = append(raw, s.buf[:i]...)
-		s.buf = s.buf[i:]
-		if depth == 0 {
-			return raw, nil
-		}
-		if !s.fill() {
-			if err := s.endErr(); err != io.EOF {
-				return nil, err
-			}
-			return nil, io.ErrUnexpectedEOF
-		}
-	}
-}
-
-var errCancelled = errors.New("cancelled")
-
-// fill reads more of the stream into buf, and reports false at its end.
-func (s *jsonSplitter) fill() bool {
-	if s.eof || s.err != nil {
-		return false
-	}
-	if s.chunk == nil {
-		s.chunk = make([]byte, 64<<10)
-	}
-	n, err := s.r.Read(s.chunk)
-	s.buf = append(s.buf, s.chunk[:n]...)
-	if err == io.EOF {
-		s.eof = true
-	} else if err != nil {
-		s.err = err
-	}
-	return n > 0 || (!s.eof && s.err == nil)
-}
-
-func (s *jsonSplitter) endErr() error {
-	if s.err != nil {
-		return s.err
-	}
-	return io.EOF
 }

@@ -1,4 +1,4 @@
-package index
+package fbc
 
 import (
 	"bytes"
@@ -181,14 +181,14 @@ func (s *scanner) str(dst *string) bool {
 
 // skipString moves past the string that starts at the position.
 func (s *scanner) skipString() bool {
-	end, ok := skipJSONString(s.buf, s.pos)
+	end, ok := skipString(s.buf, s.pos)
 	s.pos = end
 	return ok
 }
 
 // skip moves past the value that starts at the position.
 func (s *scanner) skip() bool {
-	end, ok := skipJSONValue(s.buf, s.pos)
+	end, ok := skipValue(s.buf, s.pos)
 	s.pos = end
 	return ok
 }

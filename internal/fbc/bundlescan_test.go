@@ -1,4 +1,4 @@
-package index
+package fbc
 
 import (
 	"context"

@@ -1,0 +1,133 @@
+package fbc
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"testing"
+	"testing/fstest"
+
+	"github.com/operator-framework/operator-registry/alpha/declcfg"
+
+	"github.com/catalogd/catalogd/test/fbcgen"
+)
+
+// FuzzParse fuzzes the reader alone (file walk, blob decoding and typed
+// decoding, without SQLite, which makes index.FuzzBuild slow to fuzz): every
+// input either parses or fails with an error, and what parses has a schema
+// and a position in its file.
+func FuzzParse(f *testing.F) {
+	f.Add([]byte(fbcgen.ReplacesChain("foo", 2, false)["foo/catalog.json"].Data))
+	f.Add([]byte("schema: olm.bundle\nname: b\nproperties:\n- type: olm.gvk\n  value: {group: g, kind: K, version: v1}\n"))
+	f.Add([]byte(`{"schema":"olm.channel","entries":"not a list"}`))
+	f.Add([]byte("---\n---\nschema: x\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		_ = Walk(context.Background(), fstest.MapFS{"a/c.json": {Data: data}, "b/c.yaml": {Data: data}}, Limits{}, func(_ context.Context, b Blob) error {
+			if b.Meta.Schema == "" {
+				t.Errorf("blob without schema passed the parser: %q", b.Meta.Blob)
+			}
+			if lines := bytes.Count(data, []byte("\n")) + 1; b.Pos.Line < 1 || b.Pos.Line > lines || b.Pos.Column < 1 || b.Pos.Column > len(data) {
+				t.Errorf("blob at %s, outside the file of %d lines and %d bytes", b.Pos, lines, len(data))
+			}
+			return nil
+		})
+	})
+}
+
+// FuzzCanonicalMeta: whatever canonicalMeta encodes, operator-registry's
+// Meta.UnmarshalJSON encodes to the same bytes and fields.
+func FuzzCanonicalMeta(f *testing.F) {
+	for _, seed := range []string{
+		`{"schema":"olm.bundle","name":"b","package":"p","properties":[{"type":"olm.package","value":{"packageName":"p","version":"1.0.0"}}]}`,
+		` { "z" : [ 1 , 2.50 , -0 , 1e400 , 1E-7, 12345678901234567890 ] , "a" : { "y" : null , "b" : true } , "Schema" : "s\u00e9\n<&>" } `,
+		`{"schema":"x","k":"\u2028\ud800 \"\\\/","k":1}`,
+		`{"SCHEMA":"x","Name":7}`,
+		"{\"schema\":\"\xff\xfe\",\"é\":\"\u2029\"}",
+		`{"schema":"x","a":[[[[{"b":{}}]]]],"":""}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		got, ok := canonicalMeta(data, nil)
+		if !ok {
+			return
+		}
+		var want declcfg.Meta
+		if err := want.UnmarshalJSON(data); err != nil {
+			t.Fatalf("canonicalMeta encoded what operator-registry rejects (%v):\n%q", err, data)
+		}
+		if !bytes.Equal(got.Blob, want.Blob) || got.Schema != want.Schema || got.Package != want.Package || got.Name != want.Name {
+			t.Fatalf("canonicalMeta gives %q %q %q %q\noperator-registry %q %q %q %q", got.Schema, got.Package, got.Name, got.Blob, want.Schema, want.Package, want.Name, want.Blob)
+		}
+	})
+}
+
+// FuzzWalkMatchesDeclcfg: a file the walk reads gives the blobs
+// operator-registry's parser gives, and the walk rejects a file exactly
+// when that parser does. The parser is what declcfg.LoadFS runs: its walk
+// of metas, then the typed decoding of the schemas it knows (loadTyped).
+func FuzzWalkMatchesDeclcfg(f *testing.F) {
+	for _, seed := range []string{
+		string(fbcgen.ReplacesChain("foo", 2, false)["foo/catalog.json"].Data),
+		`{"schema":"a"}{"schema":"b"}` + "\n" + `{"schema":"c"}`,
+		`{schema: a, name: flow}` + "\n---\nschema: b\n",
+		`{"schema":"a"}` + "\nschema: b\n",
+		`{"schema":"a"}{"schema":"b"}` + "\nschema: c\n",
+		`{"schema":"a"},{"schema":"b"}`,
+		`{"schema":"a","v":[1,}`,
+		"schema: y\n",
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var want []string
+		wantErr := declcfg.WalkMetasReader(bytes.NewReader(data), func(m *declcfg.Meta, err error) error {
+			if err != nil {
+				return err
+			}
+			if m.Schema == "" {
+				return errors.New("no schema")
+			}
+			if err := loadTyped(m); err != nil {
+				return err
+			}
+			want = append(want, string(m.Blob))
+			return nil
+		})
+		var got []string
+		gotErr := Walk(context.Background(), fstest.MapFS{"c.json": {Data: data}}, Limits{}, func(_ context.Context, b Blob) error {
+			got = append(got, string(b.Meta.Blob))
+			return nil
+		})
+		switch {
+		case wantErr != nil && gotErr == nil:
+			t.Fatalf("operator-registry rejects what the walk reads (%v):\n%q", wantErr, data)
+		case wantErr == nil && gotErr != nil:
+			t.Fatalf("the walk rejects what operator-registry reads (%v):\n%q", gotErr, data)
+		case wantErr == nil && gotErr == nil && !slices.Equal(got, want):
+			t.Fatalf("the walk gives\n%q\noperator-registry\n%q", got, want)
+		}
+	})
+}
+
+// loadTyped decodes a meta of a schema operator-registry knows into its
+// type, as declcfg.LoadFS does after its walk, which is where a blob of the
+// wrong shape (a defaultChannel that is a list) is rejected.
+func loadTyped(m *declcfg.Meta) error {
+	var v any
+	switch m.Schema {
+	case declcfg.SchemaPackage:
+		v = &declcfg.Package{}
+	case declcfg.SchemaChannel:
+		v = &declcfg.Channel{}
+	case declcfg.SchemaBundle:
+		v = &declcfg.Bundle{}
+	case declcfg.SchemaDeprecation:
+		v = &declcfg.Deprecation{}
+	default:
+		return nil
+	}
+	return json.Unmarshal(m.Blob, v)
+}

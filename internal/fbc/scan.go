@@ -1,0 +1,151 @@
+package fbc
+
+import "bytes"
+
+// The JSON scanning primitives that the stream splitter, the canonical
+// encoder and the bundle scanner share. They recognise JSON's lexical
+// structure (space, strings, brackets, numbers) and no more: each caller
+// either checks the values it uses or knows them to be valid.
+
+// isSpace reports whether c is JSON whitespace.
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+// skipSpace returns the position of the first byte at or after pos that is
+// not JSON whitespace (len(buf) if there is none).
+func skipSpace(buf []byte, pos int) int {
+	for pos < len(buf) && isSpace(buf[pos]) {
+		pos++
+	}
+	return pos
+}
+
+// skipString returns the position just past the JSON string that starts
+// at buf[pos], and whether there is one. Escapes are stepped over, not
+// checked.
+func skipString(buf []byte, pos int) (int, bool) {
+	if pos >= len(buf) || buf[pos] != '"' {
+		return pos, false
+	}
+	var v valueScan
+	n, done := v.scan(buf[pos:])
+	if !done {
+		return pos, false
+	}
+	return pos + n, true
+}
+
+// skipValue returns the position just past the JSON value that starts at
+// buf[pos], and whether there is one, by its brackets and strings alone. A
+// number, true, false or null ends at a comma, a closing bracket or space.
+func skipValue(buf []byte, pos int) (int, bool) {
+	if pos >= len(buf) {
+		return pos, false
+	}
+	switch buf[pos] {
+	case '"', '{', '[':
+		var v valueScan
+		n, done := v.scan(buf[pos:])
+		if !done {
+			return pos, false
+		}
+		return pos + n, true
+	case 0, ',', ':', '}', ']':
+		return pos, false
+	default:
+		i := pos
+		for i < len(buf) && !isSpace(buf[i]) && buf[i] != ',' && buf[i] != '}' && buf[i] != ']' {
+			i++
+		}
+		return i, i > pos
+	}
+}
+
+// valueScan follows one JSON string, object or array, which may arrive in
+// pieces, by its brackets and strings: it is how the stream splitter finds
+// where a blob ends without holding more than the blob.
+type valueScan struct {
+	depth int
+	// inString says the scan is inside a string; escape, just after a
+	// backslash in it.
+	inString, escape bool
+}
+
+// scan reads on through buf, the next bytes of the value, and returns how
+// many of them belong to the value and whether it ended within them.
+func (v *valueScan) scan(buf []byte) (n int, done bool) {
+	i := 0
+	for i < len(buf) {
+		if v.inString {
+			if v.escape {
+				v.escape = false
+				i++
+				continue
+			}
+			j := bytes.IndexAny(buf[i:], `"\`)
+			if j < 0 {
+				return len(buf), false
+			}
+			i += j
+			if buf[i] == '\\' {
+				v.escape = true
+			} else {
+				v.inString = false
+			}
+			i++
+			if !v.inString && v.depth == 0 {
+				return i, true // a string alone
+			}
+			continue
+		}
+		switch buf[i] {
+		case '"':
+			v.inString = true
+		case '{', '[':
+			v.depth++
+		case '}', ']':
+			v.depth--
+		}
+		i++
+		if v.depth <= 0 && !v.inString {
+			return i, true
+		}
+	}
+	return i, false
+}
+
+// validNumber checks JSON's number grammar: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+func validNumber(tok []byte) bool {
+	i := 0
+	digits := func() int {
+		n := 0
+		for i < len(tok) && tok[i] >= '0' && tok[i] <= '9' {
+			i++
+			n++
+		}
+		return n
+	}
+	if i < len(tok) && tok[i] == '-' {
+		i++
+	}
+	if i < len(tok) && tok[i] == '0' {
+		i++
+	} else if digits() == 0 {
+		return false
+	}
+	if i < len(tok) && tok[i] == '.' {
+		i++
+		if digits() == 0 {
+			return false
+		}
+	}
+	if i < len(tok) && (tok[i] == 'e' || tok[i] == 'E') {
+		i++
+		if i < len(tok) && (tok[i] == '+' || tok[i] == '-') {
+			i++
+		}
+		if digits() == 0 {
+			return false
+		}
+	}
+	return i == len(tok)
+}

@@ -1,0 +1,486 @@
+// Package fbc reads a file-based catalog (FBC): it walks a catalog's
+// fs.FS as operator-registry's declcfg walk does (lexical order,
+// .indexignore honoured) and yields its blobs in that order, each with its
+// declcfg.Meta, the typed value of the schemas the index interprets and its
+// position in the catalog (file, line, column), within Limits. It has one
+// job, so that the index (which stores blobs) and anything else that reads
+// a catalog share one reader, and that reader can be fuzzed against
+// operator-registry's on its own.
+//
+// A file whose first non-space byte (within its first 4 KiB) is '{' is a
+// JSON stream: it is cut into values by their brackets and each is encoded
+// as declcfg.Meta encodes it, in one pass (canonicalMeta), with bundles
+// decoded without copies (scanBundle). Anything else is YAML, cut into
+// documents by lines as operator-registry cuts them and each converted by
+// sigs.k8s.io/yaml, as operator-registry converts it. The scanners share
+// the primitives of scan.go.
+//
+// Memory: a walk holds about two blobs' bytes per parsing worker (the
+// blob as read and as encoded) plus the byte budget of parsed blobs
+// waiting for the consumer (walkOptions), and a few chunks of 64 KiB per
+// open file. What is not a blob (space between JSON values, lines of
+// spaces between YAML documents) is dropped as it is read, so the memory
+// does not grow with a file's size or shape; a blob is refused once it
+// passes Limits.BlobBytes. Decoding a blob takes several times its size
+// (operator-registry's YAML conversion) at most once per worker.
+package fbc
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"slices"
+	"sync"
+	"unicode"
+
+	"github.com/joelanford/ignore"
+	"github.com/operator-framework/operator-registry/alpha/declcfg"
+	"github.com/operator-framework/operator-registry/alpha/property"
+)
+
+// Blob is one blob of a catalog.
+type Blob struct {
+	// Meta is the blob as operator-registry's declcfg walk gives it: its
+	// schema, package and name, and its encoding (compact JSON, keys
+	// sorted, a newline at the end).
+	Meta *declcfg.Meta
+	// Value is the blob decoded, for the schemas the index interprets: a
+	// *declcfg.Package, *declcfg.Channel, *declcfg.Bundle or
+	// *declcfg.Deprecation; nil for other schemas.
+	Value any
+	// ValueStarts holds, for a bundle, where each property's value starts
+	// in Meta.Blob (-1 when it has none).
+	ValueStarts []int
+	// Pos is where the blob starts in the catalog: its first byte that is
+	// not space ('{' in JSON).
+	Pos Position
+}
+
+// size is what a blob counts against the walk's byte budget.
+func (b Blob) size() int64 {
+	if b.Meta == nil {
+		return 0
+	}
+	return int64(len(b.Meta.Blob))
+}
+
+// parsed is what a file's parser hands the walk: a blob, or why it
+// stopped.
+type parsed struct {
+	blob Blob
+	err  error
+}
+
+// walkOptions bound a walk: it parses workers files at once, up to
+// aheadFiles files ahead of the consumer, and holds about aheadBytes of
+// parsed blobs (see byteBudget). A file's blobs wait in a channel of
+// fileBuffer, so that a worker rarely blocks on a long file and leaves its
+// core idle; the byte budget, not the channel, bounds the memory a walk
+// holds, whatever the catalog's size.
+//
+// One worker: the index's loader, which writes SQLite on one goroutine, is
+// the slower side (an 8,000-bundle catalog built in the same time with one
+// worker as with two), and each worker is one more blob of many MB held in
+// two copies (as read and as encoded) while it parses. The budget is a few
+// MB for the same reason: it is what lets a parser run ahead of the
+// consumer, which small blobs need and large ones only pay for in memory.
+type walkOptions struct {
+	workers, aheadFiles, fileBuffer int
+	aheadBytes                      int64
+}
+
+var defaultWalk = walkOptions{workers: 1, aheadFiles: 32, fileBuffer: 1024, aheadBytes: 4 << 20}
+
+// Walk reads the catalog in fsys and calls yield with each blob, in walk
+// order, until yield fails. Content that is not a catalog, or breaks
+// limits (zero fields take the defaults), fails with an error that is
+// ErrInvalidCatalog and, where it stands in a file, an *Error. Walk returns
+// once every file it opened is closed, even when it stops early.
+func Walk(ctx context.Context, fsys fs.FS, limits Limits, yield func(context.Context, Blob) error) error {
+	return walk(ctx, fsys, limits, defaultWalk, yield)
+}
+
+func walk(ctx context.Context, fsys fs.FS, limits Limits, opts walkOptions, yield func(context.Context, Blob) error) error {
+	if fsys == nil {
+		return errors.New("parse catalog: no filesystem given")
+	}
+	limits = limits.withDefaults()
+	paths, err := catalogFiles(fsys, limits)
+	if err != nil {
+		return fmt.Errorf("list catalog files: %w", err)
+	}
+	// Cancelled first, then waited for: parsers stop at their next blob.
+	var parsers sync.WaitGroup
+	defer parsers.Wait()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	// The launcher opens files in walk order; the consumer takes each
+	// file's channel from opened in the same order.
+	budget := newByteBudget(ctx, opts.aheadBytes)
+	opened := make(chan chan parsed, opts.aheadFiles)
+	workers := make(chan struct{}, opts.workers)
+	parsers.Go(func() {
+		defer close(opened)
+		for i, path := range paths {
+			file := make(chan parsed, opts.fileBuffer)
+			select {
+			case opened <- file:
+			case <-ctx.Done():
+				return
+			}
+			select {
+			case workers <- struct{}{}:
+			case <-ctx.Done():
+				close(file) // the consumer may be waiting on it; it finds ctx done
+				return
+			}
+			parsers.Go(func() {
+				defer func() { <-workers }()
+				parseFile(ctx, fsys, path, limits, file, fileBudget{budget, i})
+			})
+		}
+	})
+
+	i := -1
+	for file := range opened {
+		i++
+		budget.advance(i)
+		for p := range file {
+			if p.err != nil {
+				return p.err
+			}
+			err := yield(ctx, p.blob)
+			budget.release(i, p.blob.size())
+			if err != nil {
+				return err
+			}
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+	return ctx.Err()
+}
+
+// byteBudget bounds the bytes of blobs being parsed or waiting for the
+// consumer: all files together hold at most limit, except the file the
+// consumer reads, which only waits for its own blobs (and so never on files
+// behind it, whose blobs the consumer cannot free before it). Memory is thus
+// about twice the limit. A blob is reserved as it is read. One larger than
+// the limit passes alone, and only in the consumer's file, once the consumer
+// has stored that file's earlier blobs: so at most one such blob is being
+// read while the consumer stores another, however many files are ahead.
+type byteBudget struct {
+	mu    sync.Mutex
+	cond  *sync.Cond
+	ctx   context.Context
+	limit int64
+	used  int64
+	// held is the bytes waiting or being parsed, per file; partial, of
+	// those, the bytes reserved for the blob the file's parser is on.
+	held, partial map[int]int64
+	// head is the index of the file the consumer reads.
+	head int
+}
+
+func newByteBudget(ctx context.Context, limit int64) *byteBudget {
+	b := &byteBudget{ctx: ctx, limit: limit, held: map[int]int64{}, partial: map[int]int64{}}
+	b.cond = sync.NewCond(&b.mu)
+	context.AfterFunc(ctx, func() {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		b.cond.Broadcast()
+	})
+	return b
+}
+
+// reserve waits until n more bytes of the blob file's parser is on fit,
+// and reports false if the walk was cancelled meanwhile.
+func (b *byteBudget) reserve(file int, n int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for b.ctx.Err() == nil {
+		if file == b.head && b.held[file]-b.partial[file] == 0 {
+			break
+		}
+		waiting := b.used
+		if file == b.head {
+			waiting = b.held[file]
+		}
+		if waiting+n <= b.limit {
+			break
+		}
+		b.cond.Wait()
+	}
+	b.used += n
+	b.held[file] += n
+	b.partial[file] += n
+	return b.ctx.Err() == nil
+}
+
+// settle ends the blob file's parser was on: what was reserved for it
+// becomes size, the bytes it holds until the consumer has it.
+func (b *byteBudget) settle(file int, size int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delta := size - b.partial[file]
+	delete(b.partial, file)
+	b.used += delta
+	if b.held[file] += delta; b.held[file] == 0 {
+		delete(b.held, file)
+	}
+	b.cond.Broadcast()
+}
+
+// release returns the bytes of a blob of file once the consumer has it.
+func (b *byteBudget) release(file int, n int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.used -= n
+	if b.held[file] -= n; b.held[file] == 0 {
+		delete(b.held, file)
+	}
+	b.cond.Broadcast()
+}
+
+// fileBudget is the budget as one file's parser uses it.
+type fileBudget struct {
+	b    *byteBudget
+	file int
+}
+
+func (f fileBudget) reserve(n int64) bool { return f.b.reserve(f.file, n) }
+func (f fileBudget) settle(size int64)    { f.b.settle(f.file, size) }
+
+// advance tells the budget which file the consumer now reads.
+func (b *byteBudget) advance(file int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.head = file
+	b.cond.Broadcast()
+}
+
+// catalogFiles lists the catalog's files as declcfg walks them: lexical
+// order, skipping .indexignore files and what their patterns match. The
+// entries are counted against limits.Files before the ignore matcher walks
+// the whole tree in its turn.
+func catalogFiles(fsys fs.FS, limits Limits) ([]string, error) {
+	var paths []string
+	entries := 0
+	err := fs.WalkDir(fsys, ".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if path == "." {
+			return nil
+		}
+		entries++
+		if err := limits.CheckFiles(entries); err != nil {
+			return err
+		}
+		if !d.IsDir() && d.Name() != ".indexignore" {
+			paths = append(paths, path)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	matcher, err := ignore.NewMatcher(fsys, ".indexignore")
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(paths, func(p string) bool { return matcher.Match(p, false) }), nil
+}
+
+// parseFile streams one file's blobs into out and closes it; a failure is
+// sent last. Each blob's bytes are reserved in budget while it is read and
+// decoded, so that the walk's memory stays within the budget whatever the
+// size of single blobs.
+//
+// A file is read as operator-registry's parser (apimachinery's
+// YAMLOrJSONDecoder) reads it: as a JSON stream if its first non-space
+// byte within 4 KiB is '{', as YAML otherwise; a JSON stream whose first
+// two values do not both parse is read on as YAML after the first value
+// that did (see jsonFallback).
+func parseFile(ctx context.Context, fsys fs.FS, path string, limits Limits, out chan<- parsed, budget fileBudget) {
+	defer close(out)
+	send := func(b Blob) bool {
+		budget.settle(b.size())
+		select {
+		case out <- parsed{blob: b}:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	fail := func(err error) {
+		if errors.Is(err, errCancelled) {
+			return
+		}
+		var positioned *Error
+		if !errors.As(err, &positioned) {
+			err = fmt.Errorf("parse %s: %w", path, err)
+		}
+		budget.settle(0)
+		select {
+		case out <- parsed{err: err}:
+		case <-ctx.Done():
+		}
+	}
+
+	f, err := fsys.Open(path)
+	if err != nil {
+		fail(err)
+		return
+	}
+	in := newInput(f, path, limits)
+	in.ensure(sniffBytes)
+	if in.err == nil && bytes.HasPrefix(bytes.TrimLeftFunc(in.buf[:min(len(in.buf), sniffBytes)], unicode.IsSpace), []byte("{")) {
+		fallback, err := parseJSONStream(in, limits, budget, send)
+		if fallback == nil {
+			f.Close()
+			if err != nil {
+				fail(err)
+			}
+			return
+		}
+		budget.settle(0)
+		f.Close()
+		if f, err = fsys.Open(path); err != nil {
+			fail(err)
+			return
+		}
+		in = newInput(f, path, limits)
+		for in.off < fallback.resume && in.ensure(1) {
+			in.consume(int(min(int64(len(in.buf)), fallback.resume-in.off)))
+		}
+		if !skipFallbackSpace(in) {
+			f.Close()
+			if in.err != nil {
+				fallback.err = in.err
+			}
+			fail(fallback.err)
+			return
+		}
+		if fallback.first != nil && !send(*fallback.first) {
+			f.Close()
+			return
+		}
+	}
+	err = parseYAMLStream(in, limits, budget, send)
+	f.Close()
+	if err != nil {
+		fail(err)
+	}
+}
+
+// sniffBytes is how far into a file apimachinery's decoder looks for the
+// '{' that makes it a JSON stream.
+const sniffBytes = 4096
+
+// parseYAMLStream sends the blobs of a YAML stream.
+func parseYAMLStream(in *input, limits Limits, budget fileBudget, send func(Blob) bool) error {
+	split := &yamlSplitter{in: in, limit: limits.BlobBytes}
+	grow := func(n int) bool { return budget.reserve(int64(n)) }
+	for {
+		text, doc, err := split.nextDoc(grow)
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		meta, err := decodeYAMLMeta(text, doc)
+		if err != nil {
+			return err
+		}
+		if !budget.reserve(int64(len(meta.Blob))) {
+			return errCancelled
+		}
+		b, err := newBlob(meta, doc.blobPos(), limits)
+		if err != nil {
+			return err
+		}
+		if !send(b) {
+			return errCancelled
+		}
+	}
+}
+
+// newBlob checks a parsed blob, which starts at pos, and decodes its typed
+// value.
+func newBlob(meta *declcfg.Meta, pos Position, limits Limits) (Blob, error) {
+	if meta.Schema == "" {
+		return Blob{}, invalidAt(pos, "blob without a schema: %.200s", meta.Blob)
+	}
+	if n := int64(len(bytes.TrimSuffix(meta.Blob, []byte("\n")))); n > limits.BlobBytes {
+		// A YAML document can grow on the way to JSON.
+		return Blob{}, invalidAt(pos, "blob %s %q is %d bytes, over the limit of %d bytes per blob", meta.Schema, meta.Name, n, limits.BlobBytes)
+	}
+	value, starts, err := decodeValue(meta)
+	if err != nil {
+		return Blob{}, &Error{Pos: pos, Err: err}
+	}
+	return Blob{Meta: meta, Value: value, ValueStarts: starts, Pos: pos}, nil
+}
+
+// findValueStarts finds where each property's value stands in the blob it
+// was decoded from by encoding/json. A decoded value is a byte-for-byte slice of its blob, so
+// any place holding the same bytes serves; properties are searched in
+// order, each from where the previous one ended.
+func findValueStarts(blob []byte, props []property.Property) []int {
+	starts := make([]int, len(props))
+	pos := 0
+	for i, p := range props {
+		starts[i] = -1
+		if len(p.Value) == 0 {
+			continue
+		}
+		j := bytes.Index(blob[pos:], p.Value)
+		if j < 0 {
+			j = bytes.Index(blob, p.Value)
+			if j < 0 {
+				continue
+			}
+			pos = 0
+		}
+		starts[i] = pos + j
+		pos += j + len(p.Value)
+	}
+	return starts
+}
+
+// decodeValue decodes the typed value of a blob of a schema the index
+// interprets; other schemas have none. For a bundle it also returns where
+// each property's value starts in the blob (see Blob.ValueStarts).
+func decodeValue(m *declcfg.Meta) (value any, valueStarts []int, err error) {
+	var v any
+	switch m.Schema {
+	case declcfg.SchemaPackage:
+		v = &declcfg.Package{}
+	case declcfg.SchemaChannel:
+		v = &declcfg.Channel{}
+	case declcfg.SchemaBundle:
+		if b, starts, ok := scanBundle(m.Blob); ok {
+			return b, starts, nil
+		}
+		v = &declcfg.Bundle{}
+	case declcfg.SchemaDeprecation:
+		v = &declcfg.Deprecation{}
+	default:
+		return nil, nil, nil
+	}
+	if err := json.Unmarshal(m.Blob, v); err != nil {
+		return nil, nil, fmt.Errorf("parse %s %q: %w", m.Schema, m.Name, err)
+	}
+	if b, ok := v.(*declcfg.Bundle); ok {
+		valueStarts = findValueStarts(m.Blob, b.Properties)
+	}
+	return v, valueStarts, nil
+}
