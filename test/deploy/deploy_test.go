@@ -267,7 +267,11 @@ func TestDefaultStatic(t *testing.T) {
 				t.Errorf("container %s requests no %s", c.Name, r)
 			}
 		}
-		if lim, ok := c.Resources.Limits[corev1.ResourceMemory]; ok && lim.Cmp(c.Resources.Requests[corev1.ResourceMemory]) < 0 {
+		// The process sets the Go runtime's soft limit from this one
+		// (internal/memlimit), so it must be there.
+		if lim, ok := c.Resources.Limits[corev1.ResourceMemory]; !ok || lim.IsZero() {
+			t.Errorf("container %s sets no memory limit", c.Name)
+		} else if lim.Cmp(c.Resources.Requests[corev1.ResourceMemory]) < 0 {
 			t.Errorf("container %s: memory limit %s below its request", c.Name, lim.String())
 		}
 	}
