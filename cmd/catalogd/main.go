@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/catalogd/catalogd/internal/daemon"
+	"github.com/catalogd/catalogd/internal/memlimit"
 	"github.com/catalogd/catalogd/internal/version"
 )
 
@@ -77,6 +78,23 @@ func (l *logFlags) logger(w io.Writer) (logr.Logger, error) {
 		// each would bury the message.
 		zap.StacktraceLevel(zapcore.DPanicLevel),
 	), nil
+}
+
+// applyMemoryLimit gives the Go runtime a soft memory limit below the
+// container's (package memlimit) and logs it, so that an operator can see
+// which limit the collector works to. It is done here, once per process,
+// and not in the composition root, which tests run many times in one
+// process.
+func applyMemoryLimit(log logr.Logger) {
+	limit, from, err := memlimit.Apply(os.DirFS("/"), os.Getenv)
+	switch {
+	case err != nil:
+		log.Error(err, "cannot read the memory limit of this container; the Go runtime collects by GOGC alone")
+	case from == memlimit.None:
+		log.Info("no memory limit found; the Go runtime collects by GOGC alone")
+	default:
+		log.Info("Go runtime memory limit set", "bytes", limit, "from", string(from))
+	}
 }
 
 // signalContext ends on SIGINT or SIGTERM; after the first signal, a second
@@ -135,6 +153,7 @@ the reason in lastError while the others serve.`,
 				return err
 			}
 			log.Info("catalogd serve starting", "version", version.String())
+			applyMemoryLimit(log)
 			ctx, stop := signalContext()
 			defer stop()
 			return daemon.Serve(ctx, cfg, cmd.OutOrStdout(), log)
@@ -166,6 +185,7 @@ func newManagerCommand(logs *logFlags) *cobra.Command {
 				return fmt.Errorf("load kubeconfig: %w", err)
 			}
 			log.Info("catalogd manager starting", "version", version.String())
+			applyMemoryLimit(log)
 			ctx, stop := signalContext()
 			defer stop()
 			return daemon.RunManager(ctx, restCfg, cfg, log)
