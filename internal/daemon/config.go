@@ -144,9 +144,7 @@ func (c Config) Complete(log logr.Logger) (_ *Core, err error) {
 		Metrics:     c.Metrics,
 	})
 	core.Sync.Load()
-	if core.API, err = httpapi.New(core.Table, core.Store, httpapi.Options{Log: log.WithName("http"), Metrics: c.Metrics}); err != nil {
-		return nil, err
-	}
+	core.API = httpapi.New(core.Table, core.Store, httpapi.Options{Log: log.WithName("http"), Metrics: c.Metrics})
 	if core.Server, err = server.New(server.Options{
 		API:         core.API,
 		Ready:       core.Sync.Ready,

@@ -43,10 +43,7 @@ func TestSyncKeepsLastGoodIndex(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	handler, err := httpapi.New(reg, store, httpapi.Options{Log: log})
-	if err != nil {
-		t.Fatal(err)
-	}
+	handler := httpapi.New(reg, store, httpapi.Options{Log: log})
 	srv := &http.Server{Handler: handler}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })

@@ -237,10 +237,7 @@ func benchServer(b *testing.B, cats ...benchCatalog) (*store.Store, *httptest.Se
 		}
 		reg.Put(catalogs.Catalog{Name: c.name, Source: c.src.Ref})
 	}
-	api, err := New(reg, store, Options{Log: logr.Discard()})
-	if err != nil {
-		b.Fatal(err)
-	}
+	api := New(reg, store, Options{Log: logr.Discard()})
 	srv := httptest.NewServer(api)
 	b.Cleanup(srv.Close)
 	return store, srv

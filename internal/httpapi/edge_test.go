@@ -101,10 +101,7 @@ func TestAccessLogAndMetrics(t *testing.T) {
 	}, funcr.Options{Verbosity: 1})
 	reg := prometheus.NewRegistry()
 	h := newHarnessWith(t, store, store)
-	api, err := New(h.reg, store, Options{Log: log, Metrics: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
+	api := New(h.reg, store, Options{Log: log, Metrics: reg})
 	h.srv.Config.Handler = api
 	h.add("demo", demoDir, 0)
 

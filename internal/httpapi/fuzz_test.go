@@ -30,10 +30,7 @@ func FuzzRequestParams(f *testing.F) {
 	reg := catalogs.NewTable()
 	reg.MarkLoaded()
 	reg.Put(catalogs.Catalog{Name: "demo"})
-	srv, err := New(reg, store, Options{Log: logr.Discard()})
-	if err != nil {
-		f.Fatal(err)
-	}
+	srv := New(reg, store, Options{Log: logr.Discard()})
 
 	for _, seed := range [][2]string{
 		{"aurora-cache.v1.1.0", ">=1.0.0 <2.0.0"}, {"1.0.1", "~1.2"}, {"2.0.0-rc.1", "^1 || >=2.0.0-0"},

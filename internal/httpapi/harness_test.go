@@ -51,10 +51,7 @@ func newHarnessWith(t *testing.T, store *store.Store, idx Indexes) *harness {
 	h := &harness{t: t, store: store, reg: catalogs.NewTable()}
 	h.reg.MarkLoaded()
 	h.metrics = prometheus.NewRegistry()
-	api, err := New(h.reg, idx, Options{Log: testr.NewWithOptions(t, testr.Options{Verbosity: 0}), Metrics: h.metrics})
-	if err != nil {
-		t.Fatal(err)
-	}
+	api := New(h.reg, idx, Options{Log: testr.NewWithOptions(t, testr.Options{Verbosity: 0}), Metrics: h.metrics})
 	h.srv = httptest.NewServer(api)
 	t.Cleanup(h.srv.Close)
 	h.http = &http.Client{Transport: apivalidate.New(t).Transport(t, http.DefaultTransport)}

@@ -262,10 +262,7 @@ func TestUnknownCatalogBeforeTheListIsLoaded(t *testing.T) {
 	}
 	t.Cleanup(func() { store.Close() })
 	table := catalogs.NewTable()
-	api, err := New(table, store, Options{Log: logr.Discard()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	api := New(table, store, Options{Log: logr.Discard()})
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
 	for _, tc := range []struct {

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"errors"
 	"net/http"
 	"strconv"
 	"time"
@@ -23,7 +22,9 @@ type metrics struct {
 // unmatchedRoute labels requests no route matched.
 const unmatchedRoute = "unmatched"
 
-func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+// newMetrics registers the metrics on reg. Like the sync's metrics, they
+// are registered once per registry: a second registration panics.
+func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "catalogd_http_request_duration_seconds",
@@ -36,20 +37,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "API requests answered, by route pattern and status code.",
 		}, []string{"route", "code"}),
 	}
-	// A second server on the same registry (a manager restarted in one
-	// process) shares the metrics of the first.
-	var are prometheus.AlreadyRegisteredError
-	if err := reg.Register(m.duration); errors.As(err, &are) {
-		m.duration = are.ExistingCollector.(*prometheus.HistogramVec)
-	} else if err != nil {
-		return nil, err
-	}
-	if err := reg.Register(m.requests); errors.As(err, &are) {
-		m.requests = are.ExistingCollector.(*prometheus.CounterVec)
-	} else if err != nil {
-		return nil, err
-	}
-	return m, nil
+	reg.MustRegister(m.duration, m.requests)
+	return m
 }
 
 // observe logs each request at V(1) (method, route pattern, status, bytes

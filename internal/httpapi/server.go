@@ -70,22 +70,19 @@ type Options struct {
 	// Log receives failures, and an access log line per request at V(1).
 	Log logr.Logger
 	// Metrics, if set, receives the per-route request metrics (see
-	// metrics); the manager passes controller-runtime's registry.
+	// metrics); the manager passes controller-runtime's registry. New
+	// panics if they are registered there already.
 	Metrics prometheus.Registerer
 }
 
 // New returns the REST API as an http.Handler. /healthz and /readyz are
 // not its business: internal/server answers them beside it, knowing
-// whether the catalogs are indexed. It fails only when the metrics cannot
-// be registered (another collector holds their names).
-func New(cats Catalogs, idx Indexes, opts Options) (*Server, error) {
+// whether the catalogs are indexed.
+func New(cats Catalogs, idx Indexes, opts Options) *Server {
 	s := &Server{cats: cats, idx: idx, log: opts.Log}
 	var m *metrics
 	if opts.Metrics != nil {
-		var err error
-		if m, err = newMetrics(opts.Metrics); err != nil {
-			return nil, fmt.Errorf("register API metrics: %w", err)
-		}
+		m = newMetrics(opts.Metrics)
 	}
 	r := chi.NewRouter()
 	r.Use(observe(opts.Log, m))
@@ -117,7 +114,7 @@ func New(cats Catalogs, idx Indexes, opts Options) (*Server, error) {
 		r.Get("/api/v1/metas", s.catalogHandler(s.serveMetas, "schema", "package", "name"))
 	})
 	s.router = r
-	return s, nil
+	return s
 }
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.ServeHTTP(w, r) }

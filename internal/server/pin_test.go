@@ -100,10 +100,7 @@ func pinReleased(t *testing.T, dir, request string, wantStatus int, timeout time
 	if err != nil {
 		t.Fatal(err)
 	}
-	api, err := httpapi.New(cats, st, httpapi.Options{Log: testr.New(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	api := httpapi.New(cats, st, httpapi.Options{Log: testr.New(t)})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
