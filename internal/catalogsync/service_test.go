@@ -38,17 +38,17 @@ func newEnv(t *testing.T, opts catalogsync.Options) *env {
 // newEnvIn is newEnv with the store in dataDir, as a restart finds it.
 func newEnvIn(t *testing.T, dataDir string, opts catalogsync.Options) *env {
 	t.Helper()
-	store, err := store.New(dataDir, testr.New(t))
+	indexes, err := store.New(dataDir, testr.New(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { store.Close() })
+	t.Cleanup(func() { indexes.Close() })
 	table := catalogs.NewTable()
-	opts.Store, opts.Table = store, table
+	opts.Store, opts.Table = indexes, table
 	if opts.Log.GetSink() == nil {
 		opts.Log = testr.New(t)
 	}
-	return &env{store: store, table: table, svc: catalogsync.New(opts)}
+	return &env{store: indexes, table: table, svc: catalogsync.New(opts)}
 }
 
 // brokenCatalog is the demo with one file that does not parse.

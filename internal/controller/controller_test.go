@@ -78,17 +78,17 @@ func start(t *testing.T) *env {
 	log := testr.NewWithOptions(t, testr.Options{Verbosity: 0})
 
 	reg := registrytest.New(t)
-	store, err := store.New(filepath.Join(t.TempDir(), "index"), log.WithName("index"))
+	indexes, err := store.New(filepath.Join(t.TempDir(), "index"), log.WithName("index"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = store.Close() })
+	t.Cleanup(func() { _ = indexes.Close() })
 	unpacker, err := unpack.New(unpack.Options{InsecureRegistries: []string{reg.Host}, Logger: log.WithName("unpack")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	cats := catalogs.NewTable()
-	svc := catalogsync.New(catalogsync.Options{Store: store, Table: cats, Log: log.WithName("sync"),
+	svc := catalogsync.New(catalogsync.Options{Store: indexes, Table: cats, Log: log.WithName("sync"),
 		MinBackoff: 100 * time.Millisecond, MaxBackoff: time.Second})
 	tmp := t.TempDir()
 	image := func(ref name.Reference) catalogsync.Fetcher {
@@ -138,7 +138,7 @@ func start(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &env{c: c, reg: reg, store: store, cats: cats}
+	return &env{c: c, reg: reg, store: indexes, cats: cats}
 }
 
 func (e *env) create(t *testing.T, name, ref string, mutate func(*catalogdv1.ClusterCatalog)) {

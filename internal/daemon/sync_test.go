@@ -185,11 +185,11 @@ func TestFirstSyncFailureStaysPending(t *testing.T) {
 // empty catalog table, and a sync service keeping the one in the other.
 func newSyncService(t *testing.T, log logr.Logger) (*store.Store, *catalogs.Table, *catalogsync.Service) {
 	t.Helper()
-	store, err := store.New(t.TempDir(), log)
+	indexes, err := store.New(t.TempDir(), log)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { store.Close() })
+	t.Cleanup(func() { indexes.Close() })
 	table := catalogs.NewTable()
-	return store, table, catalogsync.New(catalogsync.Options{Store: store, Table: table, Log: log})
+	return indexes, table, catalogsync.New(catalogsync.Options{Store: indexes, Table: table, Log: log})
 }

@@ -225,22 +225,22 @@ type benchCatalog struct {
 // the benchmark ends.
 func benchServer(b *testing.B, cats ...benchCatalog) (*store.Store, *httptest.Server) {
 	b.Helper()
-	store, err := store.New(b.TempDir(), logr.Discard())
+	indexes, err := store.New(b.TempDir(), logr.Discard())
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { store.Close() })
+	b.Cleanup(func() { indexes.Close() })
 	reg := catalogs.NewTable()
 	for _, c := range cats {
-		if _, _, _, err := store.Update(context.Background(), c.name, c.src); err != nil {
+		if _, _, _, err := indexes.Update(context.Background(), c.name, c.src); err != nil {
 			b.Fatal(err)
 		}
 		reg.Put(catalogs.Catalog{Name: c.name, Source: c.src.Ref})
 	}
-	api := New(reg, store, Options{Log: logr.Discard()})
+	api := New(reg, indexes, Options{Log: logr.Discard()})
 	srv := httptest.NewServer(api)
 	b.Cleanup(srv.Close)
-	return store, srv
+	return indexes, srv
 }
 
 // benchGet fetches addr and reads the answer, which must be a 200.

@@ -87,11 +87,11 @@ func TestIfNoneMatchForms(t *testing.T) {
 // TestAccessLogAndMetrics checks the V(1) access log line and the
 // per-route metrics, labelled by route pattern, not by path.
 func TestAccessLogAndMetrics(t *testing.T) {
-	store, err := store.New(t.TempDir(), funcr.New(func(string, string) {}, funcr.Options{}))
+	indexes, err := store.New(t.TempDir(), funcr.New(func(string, string) {}, funcr.Options{}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer store.Close()
+	defer indexes.Close()
 	var mu sync.Mutex
 	var logged bytes.Buffer
 	log := funcr.New(func(prefix, args string) {
@@ -100,8 +100,8 @@ func TestAccessLogAndMetrics(t *testing.T) {
 		logged.WriteString(args + "\n")
 	}, funcr.Options{Verbosity: 1})
 	reg := prometheus.NewRegistry()
-	h := newHarnessWith(t, store, store)
-	api := New(h.reg, store, Options{Log: log, Metrics: reg})
+	h := newHarnessWith(t, indexes, indexes)
+	api := New(h.reg, indexes, Options{Log: log, Metrics: reg})
 	h.srv.Config.Handler = api
 	h.add("demo", demoDir, 0)
 

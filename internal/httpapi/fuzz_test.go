@@ -19,18 +19,18 @@ import (
 // FuzzRequestParams sends arbitrary parameter values to every endpoint that
 // takes them: bad input must be a 4xx problem document, never a 500.
 func FuzzRequestParams(f *testing.F) {
-	store, err := store.New(f.TempDir(), logr.Discard())
+	indexes, err := store.New(f.TempDir(), logr.Discard())
 	if err != nil {
 		f.Fatal(err)
 	}
-	defer store.Close()
-	if _, _, _, err := store.Update(context.Background(), "demo", index.Content{FS: os.DirFS(demoDir), Digest: "sha256:demo"}); err != nil {
+	defer indexes.Close()
+	if _, _, _, err := indexes.Update(context.Background(), "demo", index.Content{FS: os.DirFS(demoDir), Digest: "sha256:demo"}); err != nil {
 		f.Fatal(err)
 	}
 	reg := catalogs.NewTable()
 	reg.MarkLoaded()
 	reg.Put(catalogs.Catalog{Name: "demo"})
-	srv := New(reg, store, Options{Log: logr.Discard()})
+	srv := New(reg, indexes, Options{Log: logr.Discard()})
 
 	for _, seed := range [][2]string{
 		{"aurora-cache.v1.1.0", ">=1.0.0 <2.0.0"}, {"1.0.1", "~1.2"}, {"2.0.0-rc.1", "^1 || >=2.0.0-0"},

@@ -38,12 +38,12 @@ type harness struct {
 
 func newHarness(t *testing.T) *harness {
 	t.Helper()
-	store, err := store.New(t.TempDir(), testr.New(t))
+	indexes, err := store.New(t.TempDir(), testr.New(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { store.Close() })
-	return newHarnessWith(t, store, store)
+	t.Cleanup(func() { indexes.Close() })
+	return newHarnessWith(t, indexes, indexes)
 }
 
 func newHarnessWith(t *testing.T, store *store.Store, idx Indexes) *harness {

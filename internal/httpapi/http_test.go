@@ -256,13 +256,13 @@ func TestHead(t *testing.T) {
 // name the server does not know: 503 with Retry-After while it has not read
 // its catalog list yet (a restart), 404 once it has.
 func TestUnknownCatalogBeforeTheListIsLoaded(t *testing.T) {
-	store, err := store.New(t.TempDir(), logr.Discard())
+	indexes, err := store.New(t.TempDir(), logr.Discard())
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { store.Close() })
+	t.Cleanup(func() { indexes.Close() })
 	table := catalogs.NewTable()
-	api := New(table, store, Options{Log: logr.Discard()})
+	api := New(table, indexes, Options{Log: logr.Discard()})
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
 	for _, tc := range []struct {
