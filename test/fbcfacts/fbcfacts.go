@@ -148,14 +148,24 @@ func Load(t testing.TB, dir string) *Catalog {
 // project, skipping the test when it is absent (a clone on its own).
 func SharedCommunity(t testing.TB) string {
 	t.Helper()
+	dir, ok := FindSharedCommunity()
+	if !ok {
+		t.Skip("../shared/catalogs/community-v4.20 is absent (a clone on its own): skipping the real-catalog test")
+	}
+	return dir
+}
+
+// FindSharedCommunity returns the path of the real community catalog beside
+// the project, and whether it is there, for tests that fall back to
+// generated content rather than skip.
+func FindSharedCommunity() (string, bool) {
 	for _, rel := range []string{"../shared", "../../shared", "../../../shared"} {
 		dir := filepath.Join(rel, "catalogs", "community-v4.20")
 		if _, err := os.Stat(dir); err == nil {
-			return dir
+			return dir, true
 		}
 	}
-	t.Skip("../shared/catalogs/community-v4.20 is absent (a clone on its own): skipping the real-catalog test")
-	return ""
+	return "", false
 }
 
 func load(dir string) (*Catalog, error) {
