@@ -95,34 +95,24 @@ type rawBlob struct {
 	data   []byte
 }
 
-// bundleRow is a bundle as the walk noted it: its row, and what validation
-// reads of it.
+// bundleRow is a bundle as the walk noted it: its row, and what
+// checkBundle found wrong with it.
 type bundleRow struct {
 	id, blobID                    int64
 	name, version, release, image string
 	// repeat says an earlier bundle of the package has the same name; only
 	// the first is indexed.
 	repeat bool
-	// props are the properties validation reads (see addBundle), stored
-	// until decoded, and objects whether the bundle has any
-	// olm.bundle.object.
-	props       []property.Property
-	storedProps []byte
-	objects     bool
-}
-
-// storedProperty is how the work table keeps a property: a property
-// without a value stays without one.
-type storedProperty struct {
-	Type  string          `json:"type"`
-	Value json.RawMessage `json:"value,omitempty"`
+	// problems are checkBundle's, stored until decoded.
+	problems       []string
+	storedProblems []byte
 }
 
 // The statements that read a package back.
 const (
 	readBlobsQuery = `SELECT b.schema, CAST(b.data AS BLOB) FROM work_blobs w
 		JOIN blobs b ON b.id = w.blob_id WHERE w.package = ? ORDER BY w.blob_id`
-	readBundlesQuery = `SELECT id, blob_id, name, version, release, image, props, objects
+	readBundlesQuery = `SELECT id, blob_id, name, version, release, image, problems
 		FROM work_bundles WHERE package = ? ORDER BY id`
 )
 
@@ -143,7 +133,7 @@ func (l *loader) readPackage(ctx context.Context, name string) (*pkgData, error)
 	seen := map[string]bool{}
 	err = l.each(ctx, readBundlesQuery, name, func(rows *sql.Rows) error {
 		var b bundleRow
-		if err := rows.Scan(&b.id, &b.blobID, &b.name, &b.version, &b.release, &b.image, &b.storedProps, &b.objects); err != nil {
+		if err := rows.Scan(&b.id, &b.blobID, &b.name, &b.version, &b.release, &b.image, &b.storedProblems); err != nil {
 			return err
 		}
 		b.repeat = seen[b.name]
@@ -193,21 +183,29 @@ func (pkg *pkgData) decode() {
 	pkg.blobs = nil
 	for i := range pkg.bundles {
 		b := &pkg.bundles[i]
-		var stored []storedProperty
-		_ = json.Unmarshal(b.storedProps, &stored)
-		b.props = make([]property.Property, len(stored))
-		for j, p := range stored {
-			b.props[j] = property.Property(p)
-		}
-		b.storedProps = nil
+		_ = json.Unmarshal(b.storedProblems, &b.problems)
+		b.storedProblems = nil
 	}
+}
+
+// bundleCounts counts the package's bundles by name, repeats included.
+func (pkg *pkgData) bundleCounts() map[string]int {
+	counts := make(map[string]int, len(pkg.bundles))
+	for _, b := range pkg.bundles {
+		counts[b.name]++
+	}
+	return counts
 }
 
 // analysis is what finish computes for one package.
 type analysis struct {
 	*pkgData
-	// problem is operator-registry's verdict on the package, "" if valid.
-	problem string
+	// problems are the package's problems (see validatePackage), none if
+	// operator-registry accepts it.
+	problems []string
+	// heads are the heads of the package's indexed channels, the first
+	// of each name, in catalog order.
+	heads []channelHead
 	// versions and ranks are, for each of the package's bundles, its
 	// parsed version (nil when it does not parse) and its place in version
 	// order.
@@ -223,28 +221,23 @@ func analyze(pkg *pkgData) analysis {
 			versions[i] = &v
 		}
 	}
+	bundles := pkg.bundleCounts()
+	var heads []channelHead
+	indexed := map[string]bool{}
+	for i := range pkg.cfg.Channels {
+		c := &pkg.cfg.Channels[i]
+		if !indexed[c.Name] {
+			indexed[c.Name] = true
+			heads = append(heads, newChannelHead(newIndexedChannel(c), bundles))
+		}
+	}
 	return analysis{
 		pkgData:  pkg,
-		problem:  validate(pkg.validationConfig()),
+		problems: validatePackage(pkg, heads),
+		heads:    heads,
 		versions: versions,
 		ranks:    rankOrder(pkg.bundles, versions),
 	}
-}
-
-// validationConfig is the package as operator-registry's validation reads
-// it: the package's own blobs, and its bundles (repeats included) with the
-// properties validation reads and a stand-in for their objects, whose
-// content it does not read.
-func (pkg *pkgData) validationConfig() declcfg.DeclarativeConfig {
-	cfg := pkg.cfg
-	cfg.Bundles = make([]declcfg.Bundle, len(pkg.bundles))
-	for i, b := range pkg.bundles {
-		cfg.Bundles[i] = declcfg.Bundle{Schema: declcfg.SchemaBundle, Name: b.name, Package: pkg.name, Image: b.image, Properties: b.props}
-		if b.objects {
-			cfg.Bundles[i].Objects = []string{""}
-		}
-	}
-	return cfg
 }
 
 // bundleParts are the tables that hold a bundle's parts by bundle id.
@@ -253,11 +246,16 @@ var bundleParts = []string{"properties", "related_images", "provided_gvks", "req
 // write stores a package's problems and bundles, and
 // removes the parts the walk stored for bundles that repeat a name.
 func (l *loader) write(ctx context.Context, a analysis) error {
-	if a.problem != "" {
-		if err := l.insert(ctx, "problems", a.name, a.problem); err != nil {
+	for _, problem := range a.problems {
+		if err := l.insert(ctx, "problems", a.name, problem); err != nil {
 			return fmt.Errorf("record problems of package %q: %w", a.name, err)
 		}
 		l.stats.Problems++
+	}
+	for _, h := range a.heads {
+		if err := l.writeChannel(ctx, a.name, h); err != nil {
+			return fmt.Errorf("index channel %q of package %q: %w", h.channel.Name, a.name, err)
+		}
 	}
 	listedIn := a.channelsByBundle()
 	for i, b := range a.bundles {
@@ -308,14 +306,22 @@ func (pkg *pkgData) channelsByBundle() map[string]string {
 	return out
 }
 
-// validate converts and validates a package by operator-registry's rules
-// (see convertAndValidate), so a package is judged as opm would judge it.
-// A package that fails is kept; its problems are recorded and served.
-func validate(cfg declcfg.DeclarativeConfig) string {
-	if err := convertAndValidate(cfg); err != nil {
-		return err.Error()
+// writeChannel writes a channel's row: its head, or why it has none.
+func (l *loader) writeChannel(ctx context.Context, pkg string, h channelHead) error {
+	props := []byte("[]")
+	if len(h.channel.Properties) > 0 {
+		var err error
+		if props, err = json.Marshal(h.channel.Properties); err != nil {
+			return err
+		}
 	}
-	return ""
+	var head, problem any
+	if h.head != "" {
+		head = h.head
+	} else {
+		problem = h.problem
+	}
+	return l.insert(ctx, "channels", pkg, h.channel.Name, string(props), head, problem)
 }
 
 // preRelease returns the pre-release part of v as written ("" for a release).
@@ -441,23 +447,17 @@ func (l *loader) describe(ctx context.Context, a analysis) error {
 	return l.insert(ctx, "package_search", a.name, meta.DisplayName, strings.Join(meta.Keywords, " "), meta.Provider.Name, description)
 }
 
-// defaultHead returns the indexed head of the named channel (the first
-// channel of that name), if it has one.
-func (pkg *pkgData) defaultHead(channel string) (bundleRow, bool) {
-	for _, c := range pkg.cfg.Channels {
-		if c.Name != channel {
+// defaultHead returns the head of the named channel, if it has one.
+func (a analysis) defaultHead(channel string) (bundleRow, bool) {
+	for _, h := range a.heads {
+		if h.channel.Name != channel || h.head == "" {
 			continue
 		}
-		head, problem := channelHead(c.Entries)
-		if problem != "" {
-			return bundleRow{}, false
-		}
-		for _, b := range pkg.bundles {
-			if b.name == head && !b.repeat {
+		for _, b := range a.bundles {
+			if b.name == h.head && !b.repeat {
 				return b, true
 			}
 		}
-		return bundleRow{}, false
 	}
 	return bundleRow{}, false
 }
