@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -42,8 +43,65 @@ func openIndex(t *testing.T, fsys fs.FS) (*catalogdb.Catalog, *sqlx.DB, *sqltrac
 // demo is the demo catalog's index and the facts read from its FBC.
 func demo(t *testing.T) (*catalogdb.Catalog, *fbcfacts.Catalog) {
 	t.Helper()
-	c, _, _ := openIndex(t, os.DirFS(demoDir))
-	return c, fbcfacts.Load(t, demoDir)
+	return indexed(t, demoDir)
+}
+
+// indexed is the index of the catalog in dir and the facts read from its FBC.
+func indexed(t *testing.T, dir string) (*catalogdb.Catalog, *fbcfacts.Catalog) {
+	t.Helper()
+	c, _, _ := openIndex(t, os.DirFS(dir))
+	return c, fbcfacts.Load(t, dir)
+}
+
+// phantomEntries are channel entries, added to aurora-cache's channels,
+// that name bundles the catalog does not have: one heads stable by
+// replacing its head, one heads fast by skipping its head and carries a
+// skipRange that takes in every other bundle.
+var phantomEntries = map[string]string{
+	"entries:\n- name: aurora-cache.v1.0.0\n": "entries:\n- name: aurora-cache.v9.9.9\n  replaces: aurora-cache.v1.3.0\n- name: aurora-cache.v1.0.0\n",
+	"entries:\n- name: aurora-cache.v1.2.0\n": "entries:\n- name: aurora-cache.v9.9.8\n  skips: [aurora-cache.v1.3.0]\n  skipRange: '>=1.0.0 <9.0.0'\n- name: aurora-cache.v1.2.0\n",
+}
+
+// phantomDemo writes a copy of the demo catalog with phantomEntries, as an
+// author editing it might leave it, and returns its directory.
+func phantomDemo(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS(demoDir)); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "aurora-cache", "catalog.yaml")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(data)
+	for old, edited := range phantomEntries {
+		if strings.Count(text, old) != 1 {
+			t.Fatalf("the demo's aurora-cache catalog has %d places for a phantom entry at %q, want 1", strings.Count(text, old), old)
+		}
+		text = strings.Replace(text, old, edited, 1)
+	}
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// forDemos runs check on the demo catalog, and on the same with
+// phantomEntries: whatever the catalog, every head, edge and provider the
+// read API answers is a bundle the catalog has.
+func forDemos(t *testing.T, check func(*testing.T, *catalogdb.Catalog, *fbcfacts.Catalog)) {
+	for _, dir := range []string{demoDir, phantomDemo(t)} {
+		name := "demo"
+		if dir != demoDir {
+			name = "phantom entries"
+		}
+		t.Run(name, func(t *testing.T) {
+			c, facts := indexed(t, dir)
+			check(t, c, facts)
+		})
+	}
 }
 
 func sortedKeys[V any](m map[string]V) []string {
@@ -56,10 +114,13 @@ func sortedKeys[V any](m map[string]V) []string {
 }
 
 // head is a channel's single head per the FBC, "" when it has none or
-// several.
-func head(ch fbcfacts.Channel) string {
-	if heads := ch.Heads(); len(heads) == 1 {
-		return heads[0]
+// several, or when the head entry is not a bundle of the package: a head is
+// a bundle a client can install.
+func head(facts *fbcfacts.Catalog, pkg, channel string) string {
+	if heads := facts.Channels[pkg][channel].Heads(); len(heads) == 1 {
+		if _, ok := facts.Bundles[pkg][heads[0]]; ok {
+			return heads[0]
+		}
 	}
 	return ""
 }
@@ -77,8 +138,9 @@ type csvMetadata struct {
 	Maintainers []struct{ Name, Email string } `json:"maintainers"`
 }
 
-func TestPackages(t *testing.T) {
-	c, facts := demo(t)
+func TestPackages(t *testing.T) { forDemos(t, checkPackages) }
+
+func checkPackages(t *testing.T, c *catalogdb.Catalog, facts *fbcfacts.Catalog) {
 	ctx := context.Background()
 	idx, err := c.PackageSummaries(ctx)
 	if err != nil {
@@ -112,7 +174,7 @@ func TestPackages(t *testing.T) {
 			// What a console lists comes from the default channel's head's
 			// olm.csv.metadata.
 			var meta csvMetadata
-			if h := head(facts.Channels[name][want.DefaultChannel]); h != "" {
+			if h := head(facts, name, want.DefaultChannel); h != "" {
 				for _, prop := range facts.Bundles[name][h].Properties {
 					if prop.Type == "olm.csv.metadata" {
 						if err := json.Unmarshal(prop.Value, &meta); err != nil {
@@ -153,8 +215,9 @@ func reflectEqualDisplay(a, b catalogdb.Display) bool {
 	return string(x) == string(y)
 }
 
-func TestChannels(t *testing.T) {
-	c, facts := demo(t)
+func TestChannels(t *testing.T) { forDemos(t, checkChannels) }
+
+func checkChannels(t *testing.T, c *catalogdb.Catalog, facts *fbcfacts.Catalog) {
 	ctx := context.Background()
 	for _, pkgName := range sortedKeys(facts.Channels) {
 		pkg, err := c.Package(ctx, pkgName)
@@ -182,7 +245,7 @@ func TestChannels(t *testing.T) {
 				if ch.IsDefault != (chName == facts.Packages[pkgName].DefaultChannel) || ch.EntryCount != len(want.Entries) {
 					t.Errorf("default %v, %d entries; want %v, %d", ch.IsDefault, ch.EntryCount, !ch.IsDefault, len(want.Entries))
 				}
-				if h := head(want); ch.Head.Name != h || (h == "") == (ch.HeadProblem == "") {
+				if h := head(facts, pkgName, chName); ch.Head.Name != h || (h == "") == (ch.HeadProblem == "") {
 					t.Errorf("head %+v (problem %q), want %q", ch.Head, ch.HeadProblem, h)
 				} else if h != "" && ch.Head.Version != facts.Bundles[pkgName][h].Version() {
 					t.Errorf("head version %q, want %q", ch.Head.Version, facts.Bundles[pkgName][h].Version())
@@ -206,8 +269,9 @@ func TestChannels(t *testing.T) {
 	}
 }
 
-func TestBundles(t *testing.T) {
-	c, facts := demo(t)
+func TestBundles(t *testing.T) { forDemos(t, checkBundles) }
+
+func checkBundles(t *testing.T, c *catalogdb.Catalog, facts *fbcfacts.Catalog) {
 	ctx := context.Background()
 	for _, pkgName := range sortedKeys(facts.Bundles) {
 		// Every bundle, newest first: ranks descend.
@@ -316,7 +380,7 @@ func checkBundleDetail(t *testing.T, c *catalogdb.Catalog, facts *fbcfacts.Catal
 	var channels []string
 	for _, ch := range b.Channels {
 		channels = append(channels, ch.Channel)
-		if isHead := head(facts.Channels[pkg][ch.Channel]) == name; ch.IsHead != isHead {
+		if isHead := head(facts, pkg, ch.Channel) == name; ch.IsHead != isHead {
 			t.Errorf("channel %s: head %v, want %v", ch.Channel, ch.IsHead, isHead)
 		}
 	}
@@ -325,8 +389,9 @@ func checkBundleDetail(t *testing.T, c *catalogdb.Catalog, facts *fbcfacts.Catal
 	}
 }
 
-func TestUpgradesFrom(t *testing.T) {
-	c, facts := demo(t)
+func TestUpgradesFrom(t *testing.T) { forDemos(t, checkUpgradesFrom) }
+
+func checkUpgradesFrom(t *testing.T, c *catalogdb.Catalog, facts *fbcfacts.Catalog) {
 	ctx := context.Background()
 	for _, pkgName := range sortedKeys(facts.Bundles) {
 		for _, from := range sortedKeys(facts.Bundles[pkgName]) {
@@ -356,9 +421,12 @@ func TestUpgradesFrom(t *testing.T) {
 					var gotHeads, wantHeads []string
 					for _, h := range got.Heads {
 						gotHeads = append(gotHeads, h.Channel+" "+h.Name)
+						if want := facts.Bundles[pkgName][h.Name].Version(); h.Version != want {
+							t.Errorf("head %s of %s: version %q, want %q", h.Name, h.Channel, h.Version, want)
+						}
 					}
 					for _, chName := range sortedKeys(facts.Channels[pkgName]) {
-						h := head(facts.Channels[pkgName][chName])
+						h := head(facts, pkgName, chName)
 						if h != "" && (chName == channel || channel == "" && slices.Contains(listingChannels(facts, pkgName, from), chName)) {
 							wantHeads = append(wantHeads, chName+" "+h)
 						}
@@ -401,8 +469,9 @@ func upgradeEdges(facts *fbcfacts.Catalog, pkg, from, channel string) []string {
 	return slices.Compact(out)
 }
 
-func TestProviders(t *testing.T) {
-	c, facts := demo(t)
+func TestProviders(t *testing.T) { forDemos(t, checkProviders) }
+
+func checkProviders(t *testing.T, c *catalogdb.Catalog, facts *fbcfacts.Catalog) {
 	ctx := context.Background()
 	gvks := map[fbcfacts.GVK]bool{}
 	for _, bundles := range facts.Bundles {
@@ -423,7 +492,7 @@ func TestProviders(t *testing.T) {
 				gotNames = append(gotNames, p.Package+" "+p.Bundle)
 				for _, ch := range p.Channels {
 					wantDefault := ch.Name == facts.Packages[p.Package].DefaultChannel
-					if ch.IsHead != (head(facts.Channels[p.Package][ch.Name]) == p.Bundle) || ch.IsDefault != wantDefault {
+					if ch.IsHead != (head(facts, p.Package, ch.Name) == p.Bundle) || ch.IsDefault != wantDefault {
 						t.Errorf("%v: %s in %s: head %v, default %v", g, p.Bundle, ch.Name, ch.IsHead, ch.IsDefault)
 					}
 				}
@@ -435,7 +504,7 @@ func TestProviders(t *testing.T) {
 					}
 					heads := false
 					for _, ch := range listingChannels(facts, pkgName, name) {
-						heads = heads || head(facts.Channels[pkgName][ch]) == name
+						heads = heads || head(facts, pkgName, ch) == name
 					}
 					if !latest || heads {
 						want = append(want, pkgName+" "+name)
