@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
-	"strings"
 	"testing"
 	"time"
 
@@ -53,43 +52,19 @@ func indexed(t *testing.T, dir string) (*catalogdb.Catalog, *fbcfacts.Catalog) {
 	return c, fbcfacts.Load(t, dir)
 }
 
-// phantomEntries are channel entries, added to aurora-cache's channels,
-// that name bundles the catalog does not have: one heads stable by
-// replacing its head, one heads fast by skipping its head and carries a
-// skipRange that takes in every other bundle.
-var phantomEntries = map[string]string{
-	"entries:\n- name: aurora-cache.v1.0.0\n": "entries:\n- name: aurora-cache.v9.9.9\n  replaces: aurora-cache.v1.3.0\n- name: aurora-cache.v1.0.0\n",
-	"entries:\n- name: aurora-cache.v1.2.0\n": "entries:\n- name: aurora-cache.v9.9.8\n  skips: [aurora-cache.v1.3.0]\n  skipRange: '>=1.0.0 <9.0.0'\n- name: aurora-cache.v1.2.0\n",
-}
-
-// phantomDemo writes a copy of the demo catalog with phantomEntries, as an
-// author editing it might leave it, and returns its directory.
+// phantomDemo writes the demo catalog with phantom entries (see
+// fbcgen.WritePhantomDemo) and returns its directory.
 func phantomDemo(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	if err := os.CopyFS(dir, os.DirFS(demoDir)); err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(dir, "aurora-cache", "catalog.yaml")
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := string(data)
-	for old, edited := range phantomEntries {
-		if strings.Count(text, old) != 1 {
-			t.Fatalf("the demo's aurora-cache catalog has %d places for a phantom entry at %q, want 1", strings.Count(text, old), old)
-		}
-		text = strings.Replace(text, old, edited, 1)
-	}
-	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+	if err := fbcgen.WritePhantomDemo(demoDir, dir); err != nil {
 		t.Fatal(err)
 	}
 	return dir
 }
 
-// forDemos runs check on the demo catalog, and on the same with
-// phantomEntries: whatever the catalog, every head, edge and provider the
+// forDemos runs check on the demo catalog, and on the same with phantom
+// entries: whatever the catalog, every head, edge and provider the
 // read API answers is a bundle the catalog has.
 func forDemos(t *testing.T, check func(*testing.T, *catalogdb.Catalog, *fbcfacts.Catalog)) {
 	for _, dir := range []string{demoDir, phantomDemo(t)} {
@@ -111,18 +86,6 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-// head is a channel's single head per the FBC, "" when it has none or
-// several, or when the head entry is not a bundle of the package: a head is
-// a bundle a client can install.
-func head(facts *fbcfacts.Catalog, pkg, channel string) string {
-	if heads := facts.Channels[pkg][channel].Heads(); len(heads) == 1 {
-		if _, ok := facts.Bundles[pkg][heads[0]]; ok {
-			return heads[0]
-		}
-	}
-	return ""
 }
 
 // csvMetadata is the olm.csv.metadata of a bundle, as the FBC gives it.
@@ -174,7 +137,7 @@ func checkPackages(t *testing.T, c *catalogdb.Catalog, facts *fbcfacts.Catalog) 
 			// What a console lists comes from the default channel's head's
 			// olm.csv.metadata.
 			var meta csvMetadata
-			if h := head(facts, name, want.DefaultChannel); h != "" {
+			if h := facts.Head(name, want.DefaultChannel); h != "" {
 				for _, prop := range facts.Bundles[name][h].Properties {
 					if prop.Type == "olm.csv.metadata" {
 						if err := json.Unmarshal(prop.Value, &meta); err != nil {
@@ -245,7 +208,7 @@ func checkChannels(t *testing.T, c *catalogdb.Catalog, facts *fbcfacts.Catalog) 
 				if ch.IsDefault != (chName == facts.Packages[pkgName].DefaultChannel) || ch.EntryCount != len(want.Entries) {
 					t.Errorf("default %v, %d entries; want %v, %d", ch.IsDefault, ch.EntryCount, !ch.IsDefault, len(want.Entries))
 				}
-				if h := head(facts, pkgName, chName); ch.Head.Name != h || (h == "") == (ch.HeadProblem == "") {
+				if h := facts.Head(pkgName, chName); ch.Head.Name != h || (h == "") == (ch.HeadProblem == "") {
 					t.Errorf("head %+v (problem %q), want %q", ch.Head, ch.HeadProblem, h)
 				} else if h != "" && ch.Head.Version != facts.Bundles[pkgName][h].Version() {
 					t.Errorf("head version %q, want %q", ch.Head.Version, facts.Bundles[pkgName][h].Version())
@@ -380,7 +343,7 @@ func checkBundleDetail(t *testing.T, c *catalogdb.Catalog, facts *fbcfacts.Catal
 	var channels []string
 	for _, ch := range b.Channels {
 		channels = append(channels, ch.Channel)
-		if isHead := head(facts, pkg, ch.Channel) == name; ch.IsHead != isHead {
+		if isHead := facts.Head(pkg, ch.Channel) == name; ch.IsHead != isHead {
 			t.Errorf("channel %s: head %v, want %v", ch.Channel, ch.IsHead, isHead)
 		}
 	}
@@ -426,7 +389,7 @@ func checkUpgradesFrom(t *testing.T, c *catalogdb.Catalog, facts *fbcfacts.Catal
 						}
 					}
 					for _, chName := range sortedKeys(facts.Channels[pkgName]) {
-						h := head(facts, pkgName, chName)
+						h := facts.Head(pkgName, chName)
 						if h != "" && (chName == channel || channel == "" && slices.Contains(listingChannels(facts, pkgName, from), chName)) {
 							wantHeads = append(wantHeads, chName+" "+h)
 						}
@@ -492,7 +455,7 @@ func checkProviders(t *testing.T, c *catalogdb.Catalog, facts *fbcfacts.Catalog)
 				gotNames = append(gotNames, p.Package+" "+p.Bundle)
 				for _, ch := range p.Channels {
 					wantDefault := ch.Name == facts.Packages[p.Package].DefaultChannel
-					if ch.IsHead != (head(facts, p.Package, ch.Name) == p.Bundle) || ch.IsDefault != wantDefault {
+					if ch.IsHead != (facts.Head(p.Package, ch.Name) == p.Bundle) || ch.IsDefault != wantDefault {
 						t.Errorf("%v: %s in %s: head %v, default %v", g, p.Bundle, ch.Name, ch.IsHead, ch.IsDefault)
 					}
 				}
@@ -504,7 +467,7 @@ func checkProviders(t *testing.T, c *catalogdb.Catalog, facts *fbcfacts.Catalog)
 					}
 					heads := false
 					for _, ch := range listingChannels(facts, pkgName, name) {
-						heads = heads || head(facts, pkgName, ch) == name
+						heads = heads || facts.Head(pkgName, ch) == name
 					}
 					if !latest || heads {
 						want = append(want, pkgName+" "+name)

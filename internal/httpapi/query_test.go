@@ -15,6 +15,7 @@ import (
 
 	"github.com/catalogd/catalogd/client"
 	"github.com/catalogd/catalogd/test/fbcfacts"
+	"github.com/catalogd/catalogd/test/fbcgen"
 )
 
 // catalogCase is a catalog the semantic tests run on.
@@ -27,6 +28,13 @@ type catalogCase struct {
 func catalogCases() []catalogCase {
 	return []catalogCase{
 		{"demo", func(*testing.T) string { return demoDir }},
+		{"demo with phantom entries", func(t *testing.T) string {
+			dir := t.TempDir()
+			if err := fbcgen.WritePhantomDemo(demoDir, dir); err != nil {
+				t.Fatal(err)
+			}
+			return dir
+		}},
 		{"community-v4.20", func(t *testing.T) string { return fbcfacts.SharedCommunity(t) }},
 	}
 }
@@ -68,13 +76,12 @@ func TestChannelHeads(t *testing.T) {
 				}
 				for _, got := range resp.JSON200.Items {
 					ch := channels[got.Name]
-					heads := ch.Heads()
-					if len(heads) == 1 {
-						if got.Head.Name != heads[0] || got.Head.Version != want.Bundles[pkg][heads[0]].Version() {
-							t.Errorf("%s/%s: head %+v, catalog says %s", pkg, got.Name, got.Head, heads[0])
+					if head := want.Head(pkg, got.Name); head != "" {
+						if got.Head.Name != head || got.Head.Version != want.Bundles[pkg][head].Version() {
+							t.Errorf("%s/%s: head %+v, catalog says %s", pkg, got.Name, got.Head, head)
 						}
 					} else if got.Head.Name != "" || got.HeadProblem == "" {
-						t.Errorf("%s/%s: head %+v problem %q, catalog has heads %v", pkg, got.Name, got.Head, got.HeadProblem, heads)
+						t.Errorf("%s/%s: head %+v problem %q, catalog has heads %v", pkg, got.Name, got.Head, got.HeadProblem, ch.Heads())
 					}
 					if got.EntryCount != len(ch.Entries) || got.IsDefault != (want.Packages[pkg].DefaultChannel == got.Name) {
 						t.Errorf("%s/%s: %d entries default=%v", pkg, got.Name, got.EntryCount, got.IsDefault)
@@ -220,9 +227,9 @@ func TestProviders(t *testing.T) {
 			// Independent answer: bundle -> whether it heads some channel, per GVK.
 			headOf := map[string]bool{}
 			for pkg, chs := range want.Channels {
-				for _, ch := range chs {
-					if hs := ch.Heads(); len(hs) == 1 {
-						headOf[pkg+"/"+hs[0]] = true
+				for name := range chs {
+					if head := want.Head(pkg, name); head != "" {
+						headOf[pkg+"/"+head] = true
 					}
 				}
 			}
@@ -604,11 +611,11 @@ type csvMetadata struct {
 func headMetadata(t *testing.T, c *fbcfacts.Catalog, pkg string) csvMetadata {
 	t.Helper()
 	var m csvMetadata
-	heads := c.Channels[pkg][c.Packages[pkg].DefaultChannel].Heads()
-	if len(heads) != 1 {
+	head := c.Head(pkg, c.Packages[pkg].DefaultChannel)
+	if head == "" {
 		return m
 	}
-	for _, p := range c.Bundles[pkg][heads[0]].Properties {
+	for _, p := range c.Bundles[pkg][head].Properties {
 		if p.Type == "olm.csv.metadata" {
 			if err := json.Unmarshal(p.Value, &m); err != nil {
 				t.Fatal(err)

@@ -55,6 +55,18 @@ func (c Channel) Heads() []string {
 	return heads
 }
 
+// Head returns the head of a package's channel that a client can install:
+// its single head (see Channel.Heads) when that names a bundle of the
+// package, else "".
+func (c *Catalog) Head(pkg, channel string) string {
+	if heads := c.Channels[pkg][channel].Heads(); len(heads) == 1 {
+		if _, ok := c.Bundles[pkg][heads[0]]; ok {
+			return heads[0]
+		}
+	}
+	return ""
+}
+
 // Property is a bundle property with its raw value.
 type Property struct {
 	Type  string          `json:"type"`
