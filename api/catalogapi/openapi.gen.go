@@ -319,8 +319,10 @@ type Channel struct {
 	// Head A bundle, by name and version.
 	Head BundleRef `json:"head,omitempty,omitzero"`
 
-	// HeadProblem Why the channel has no head: no entry is left unreplaced, or
-	// several are (naming them). Present exactly when `head` is absent.
+	// HeadProblem Why the channel has no head: no entry is left unreplaced, several
+	// are (naming them), or the one left names no bundle of the package
+	// (a channel entry without an `olm.bundle` blob). Present exactly
+	// when `head` is absent.
 	//
 	//
 	// Example: several heads: etcdoperator.v0.9.4, etcdoperator.v0.9.4-clusterwide
@@ -396,8 +398,10 @@ type ChannelSummary struct {
 	// Head A bundle, by name and version.
 	Head BundleRef `json:"head,omitempty,omitzero"`
 
-	// HeadProblem Why the channel has no head: no entry is left unreplaced, or
-	// several are (naming them). Present exactly when `head` is absent.
+	// HeadProblem Why the channel has no head: no entry is left unreplaced, several
+	// are (naming them), or the one left names no bundle of the package
+	// (a channel entry without an `olm.bundle` blob). Present exactly
+	// when `head` is absent.
 	//
 	//
 	// Example: several heads: etcdoperator.v0.9.4, etcdoperator.v0.9.4-clusterwide
@@ -733,8 +737,9 @@ type UpgradeList struct {
 
 	// Heads The head of each channel considered (the channel asked for, or
 	// every channel that lists `from`), so a client can tell whether
-	// `from` is already the latest. Channels without a single head are
-	// left out.
+	// `from` is already the latest. A head is always a bundle of the
+	// package: channels without a single head, or whose head entry names
+	// no bundle, are left out, and the channel's `headProblem` says why.
 	Heads []ChannelHead `json:"heads"`
 
 	// Items The upgrades, newest version first.
