@@ -481,6 +481,11 @@ var (
 	badValues      = []any{"x", json.Number("5"), []any{}, nil, fbcObject{"group": json.Number("1")}, true}
 )
 
+// badValue returns a copy of one of badValues: the package mutated may be
+// mutated again, and must share nothing with them (a shared object once
+// came to hold itself).
+func badValue(r *rand.Rand) any { return deepCopy(pickOf(r, badValues)) }
+
 type mutation struct {
 	name  string
 	apply func(r *rand.Rand, p *corpusPackage) bool
@@ -762,7 +767,7 @@ var mutations = []mutation{
 			return false
 		}
 		prop := pickOf(r, props)
-		if v := badValues[r.IntN(len(badValues))]; v == nil && r.IntN(2) == 0 {
+		if v := badValue(r); v == nil && r.IntN(2) == 0 {
 			delete(prop, "value")
 		} else {
 			prop["value"] = v
@@ -782,7 +787,7 @@ var mutations = []mutation{
 		}
 		v := pickOf(r, withFields)
 		keys := slices.Sorted(maps.Keys(v))
-		v[pickOf(r, keys)] = badValues[r.IntN(len(badValues))]
+		v[pickOf(r, keys)] = badValue(r)
 		return true
 	}},
 	{"deprecation", func(r *rand.Rand, p *corpusPackage) bool {
