@@ -88,10 +88,22 @@ type pkgData struct {
 	blobs   []rawBlob
 	cfg     declcfg.DeclarativeConfig
 	bundles []bundleRow
+	// at holds where each blob of cfg starts (see fbc.Position), by
+	// schema, in the order of cfg's lists.
+	at blobPositions
+	// first is where the package's first blob starts.
+	first string
 }
 
+// blobPositions are where a package's olm.package, olm.channel and
+// olm.deprecations blobs start, in the order of their lists in
+// declcfg.DeclarativeConfig.
+type blobPositions struct{ packages, channels, deprecations []string }
+
 type rawBlob struct {
+	id     int64
 	schema string
+	pos    string
 	data   []byte
 }
 
@@ -106,13 +118,15 @@ type bundleRow struct {
 	// problems are checkBundle's, stored until decoded.
 	problems       []string
 	storedProblems []byte
+	// pos is where the bundle's blob starts.
+	pos string
 }
 
 // The statements that read a package back.
 const (
-	readBlobsQuery = `SELECT b.schema, CAST(b.data AS BLOB) FROM work_blobs w
+	readBlobsQuery = `SELECT w.blob_id, b.schema, w.pos, CAST(b.data AS BLOB) FROM work_blobs w
 		JOIN blobs b ON b.id = w.blob_id WHERE w.package = ? ORDER BY w.blob_id`
-	readBundlesQuery = `SELECT id, blob_id, name, version, release, image, problems
+	readBundlesQuery = `SELECT id, blob_id, name, version, release, image, problems, pos
 		FROM work_bundles WHERE package = ? ORDER BY id`
 )
 
@@ -121,7 +135,7 @@ func (l *loader) readPackage(ctx context.Context, name string) (*pkgData, error)
 	pkg := &pkgData{name: name}
 	err := l.each(ctx, readBlobsQuery, name, func(rows *sql.Rows) error {
 		var b rawBlob
-		if err := rows.Scan(&b.schema, &b.data); err != nil {
+		if err := rows.Scan(&b.id, &b.schema, &b.pos, &b.data); err != nil {
 			return err
 		}
 		pkg.blobs = append(pkg.blobs, b)
@@ -133,7 +147,7 @@ func (l *loader) readPackage(ctx context.Context, name string) (*pkgData, error)
 	seen := map[string]bool{}
 	err = l.each(ctx, readBundlesQuery, name, func(rows *sql.Rows) error {
 		var b bundleRow
-		if err := rows.Scan(&b.id, &b.blobID, &b.name, &b.version, &b.release, &b.image, &b.storedProblems); err != nil {
+		if err := rows.Scan(&b.id, &b.blobID, &b.name, &b.version, &b.release, &b.image, &b.storedProblems, &b.pos); err != nil {
 			return err
 		}
 		b.repeat = seen[b.name]
@@ -141,6 +155,14 @@ func (l *loader) readPackage(ctx context.Context, name string) (*pkgData, error)
 		pkg.bundles = append(pkg.bundles, b)
 		return nil
 	})
+	// Blobs and bundles are each in walk order: the first of the package
+	// is the first of one of them.
+	switch {
+	case len(pkg.blobs) > 0 && (len(pkg.bundles) == 0 || pkg.blobs[0].id < pkg.bundles[0].blobID):
+		pkg.first = pkg.blobs[0].pos
+	case len(pkg.bundles) > 0:
+		pkg.first = pkg.bundles[0].pos
+	}
 	return pkg, err
 }
 
@@ -170,14 +192,17 @@ func (pkg *pkgData) decode() {
 			var p declcfg.Package
 			_ = json.Unmarshal(b.data, &p)
 			pkg.cfg.Packages = append(pkg.cfg.Packages, p)
+			pkg.at.packages = append(pkg.at.packages, b.pos)
 		case declcfg.SchemaChannel:
 			var c declcfg.Channel
 			_ = json.Unmarshal(b.data, &c)
 			pkg.cfg.Channels = append(pkg.cfg.Channels, c)
+			pkg.at.channels = append(pkg.at.channels, b.pos)
 		case declcfg.SchemaDeprecation:
 			var d declcfg.Deprecation
 			_ = json.Unmarshal(b.data, &d)
 			pkg.cfg.Deprecations = append(pkg.cfg.Deprecations, d)
+			pkg.at.deprecations = append(pkg.at.deprecations, b.pos)
 		}
 	}
 	pkg.blobs = nil
@@ -202,7 +227,7 @@ type analysis struct {
 	*pkgData
 	// problems are the package's problems (see validatePackage), none if
 	// operator-registry accepts it.
-	problems []string
+	problems []problem
 	// heads are the heads of the package's indexed channels, the first
 	// of each name, in catalog order.
 	heads []channelHead
@@ -228,7 +253,7 @@ func analyze(pkg *pkgData) analysis {
 		c := &pkg.cfg.Channels[i]
 		if !indexed[c.Name] {
 			indexed[c.Name] = true
-			heads = append(heads, newChannelHead(newIndexedChannel(c), bundles))
+			heads = append(heads, newChannelHead(newIndexedChannel(c, pkg.at.channels[i]), bundles))
 		}
 	}
 	return analysis{
@@ -246,8 +271,8 @@ var bundleParts = []string{"properties", "related_images", "provided_gvks", "req
 // write stores a package's problems and bundles, and
 // removes the parts the walk stored for bundles that repeat a name.
 func (l *loader) write(ctx context.Context, a analysis) error {
-	for _, problem := range a.problems {
-		if err := l.insert(ctx, "problems", a.name, problem); err != nil {
+	for _, p := range a.problems {
+		if err := l.insert(ctx, "problems", a.name, p.pos, p.message); err != nil {
 			return fmt.Errorf("record problems of package %q: %w", a.name, err)
 		}
 		l.stats.Problems++

@@ -50,11 +50,14 @@ type pkgState struct {
 // workTables note, during the walk, what finish needs of each package: the
 // ids of its olm.package, olm.channel and olm.deprecations blobs, and a row
 // per bundle with what validation reads of it (problems holds, as a JSON
-// array, what checkBundle found). They are dropped before the load commits.
+// array, what checkBundle found); pos is where the blob starts
+// (fbc.Position), which the package's problems give. They are dropped
+// before the load commits.
 const workTables = `
 CREATE TABLE work_blobs (
     package TEXT    NOT NULL,
     blob_id INTEGER NOT NULL,
+    pos     TEXT    NOT NULL,
     PRIMARY KEY (package, blob_id)
 ) WITHOUT ROWID;
 CREATE TABLE work_bundles (
@@ -66,13 +69,14 @@ CREATE TABLE work_bundles (
     release  TEXT    NOT NULL,
     image    TEXT    NOT NULL,
     problems TEXT    NOT NULL,
+    pos      TEXT    NOT NULL,
     PRIMARY KEY (package, id)
 ) WITHOUT ROWID;`
 
 // tables are the columns the loader inserts, per table.
 var tables = map[string]string{
-	"work_blobs":          "package, blob_id",
-	"work_bundles":        "package, id, blob_id, name, version, release, image, problems",
+	"work_blobs":          "package, blob_id, pos",
+	"work_bundles":        "package, id, blob_id, name, version, release, image, problems, pos",
 	"blobs":               "id, schema, package, name, offset, data",
 	"packages":            "name, default_channel, description, icon_data, icon_media_type, display",
 	"channels":            "package, name, properties, head, head_problem",
@@ -85,7 +89,7 @@ var tables = map[string]string{
 	"required_gvks":       "bundle_id, position, grp, version, kind",
 	"required_packages":   "bundle_id, position, package_name, version_range",
 	"deprecations":        "package, schema, name, message",
-	"problems":            "package, message",
+	"problems":            "package, position, message",
 	"package_search":      "name, display_name, keywords, provider, description",
 }
 
@@ -214,33 +218,34 @@ func (l *loader) add(ctx context.Context, b fbc.Blob) error {
 	l.stats.Schemas[m.Schema]++
 	l.stats.AllBytes += int64(len(m.Blob))
 
+	pos := b.Pos.String()
 	switch v := b.Value.(type) {
 	case *declcfg.Package:
-		return l.addPackage(ctx, v, blobID)
+		return l.addPackage(ctx, v, blobID, pos)
 	case *declcfg.Channel:
-		return l.addChannel(ctx, v, blobID)
+		return l.addChannel(ctx, v, blobID, pos)
 	case *declcfg.Bundle:
-		return l.addBundle(ctx, v, blobID, b.ValueStarts)
+		return l.addBundle(ctx, v, blobID, pos, b.ValueStarts)
 	case *declcfg.Deprecation:
-		return l.addDeprecation(ctx, v, blobID)
+		return l.addDeprecation(ctx, v, blobID, pos)
 	}
 	return nil
 }
 
 // addPackage notes the package for finish, which writes its row with its
 // display metadata. A repeated package is only validated (and reported).
-func (l *loader) addPackage(ctx context.Context, p *declcfg.Package, blobID int64) error {
+func (l *loader) addPackage(ctx context.Context, p *declcfg.Package, blobID int64, pos string) error {
 	st := l.pkg(p.Name)
 	if !st.declared {
 		st.declared = true
 		l.stats.Packages++
 	}
-	return l.insert(ctx, "work_blobs", p.Name, blobID)
+	return l.insert(ctx, "work_blobs", p.Name, blobID, pos)
 }
 
-func (l *loader) addChannel(ctx context.Context, c *declcfg.Channel, blobID int64) error {
+func (l *loader) addChannel(ctx context.Context, c *declcfg.Channel, blobID int64, pos string) error {
 	st := l.pkg(c.Package)
-	if err := l.insert(ctx, "work_blobs", c.Package, blobID); err != nil {
+	if err := l.insert(ctx, "work_blobs", c.Package, blobID, pos); err != nil {
 		return fmt.Errorf("index channel %q of package %q: %w", c.Name, c.Package, err)
 	}
 	if st.channels[c.Name] {
@@ -267,7 +272,7 @@ func (l *loader) addChannel(ctx context.Context, c *declcfg.Channel, blobID int6
 // checkBundle found wrong with it. A bundle repeating an earlier one's name
 // is stored the same way; finish, which sees the whole package, removes its
 // parts again and only validates it.
-func (l *loader) addBundle(ctx context.Context, b *declcfg.Bundle, blobID int64, valueStarts []int) error {
+func (l *loader) addBundle(ctx context.Context, b *declcfg.Bundle, blobID int64, pos string, valueStarts []int) error {
 	l.pkg(b.Package)
 	l.bundleID++
 	id := l.bundleID
@@ -284,7 +289,7 @@ func (l *loader) addBundle(ctx context.Context, b *declcfg.Bundle, blobID int64,
 	if err != nil {
 		return fmt.Errorf("index bundle %q: %w", b.Name, err)
 	}
-	if err := l.insert(ctx, "work_bundles", b.Package, id, blobID, b.Name, check.version, check.release, b.Image, string(problems)); err != nil {
+	if err := l.insert(ctx, "work_bundles", b.Package, id, blobID, b.Name, check.version, check.release, b.Image, string(problems), pos); err != nil {
 		return fmt.Errorf("index bundle %q: %w", b.Name, err)
 	}
 
@@ -329,8 +334,8 @@ func typedRowOf(bundleID int64, position int, value any) typedRow {
 	return typedRow{}
 }
 
-func (l *loader) addDeprecation(ctx context.Context, d *declcfg.Deprecation, blobID int64) error {
-	if err := l.insert(ctx, "work_blobs", d.Package, blobID); err != nil {
+func (l *loader) addDeprecation(ctx context.Context, d *declcfg.Deprecation, blobID int64, pos string) error {
+	if err := l.insert(ctx, "work_blobs", d.Package, blobID, pos); err != nil {
 		return fmt.Errorf("index deprecations of package %q: %w", d.Package, err)
 	}
 	l.pkg(d.Package)

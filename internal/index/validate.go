@@ -157,12 +157,31 @@ func decodeProperty(p property.Property) (any, error) {
 	return v, nil
 }
 
+// problem is a problem of a package: where the blob concerned starts (see
+// fbc.Position), and what is wrong.
+type problem struct{ pos, message string }
+
+// problemList collects problems.
+type problemList []problem
+
+func (l *problemList) add(pos, format string, args ...any) {
+	*l = append(*l, problem{pos, fmt.Sprintf(format, args...)})
+}
+
+// addAll adds messages found in the blob at pos.
+func (l *problemList) addAll(pos string, messages []string) {
+	for _, m := range messages {
+		*l = append(*l, problem{pos, m})
+	}
+}
+
 // validatePackage returns every problem of a package that checkBundle does
 // not find, and the problems checkBundle found in its bundles, in the
-// order: package, channels, bundles, deprecations.
-func validatePackage(pkg *pkgData, heads []channelHead) []string {
-	var out []string
-	problem := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
+// order: package, channels, bundles, deprecations. A problem of several
+// blobs of one name is placed at the second; one of a blob that is missing,
+// at the package's first blob.
+func validatePackage(pkg *pkgData, heads []channelHead) []problem {
+	var out problemList
 	if pkg.name == "" {
 		return unnamedBlobs(pkg)
 	}
@@ -170,78 +189,91 @@ func validatePackage(pkg *pkgData, heads []channelHead) []string {
 	// The olm.package blob.
 	switch n := len(pkg.cfg.Packages); {
 	case n == 0:
-		problem(`there is no olm.package blob named %q, which the "package" field of its channels, bundles or deprecations names: add one, or correct that field`, pkg.name)
+		out.add(pkg.first, `there is no olm.package blob named %q, which the "package" field of its channels, bundles or deprecations names: add one, or correct that field`, pkg.name)
 	case n > 1:
-		problem("olm.package %q is defined %d times: keep one", pkg.name, n)
+		out.add(pkg.at.packages[1], "olm.package %q is defined %d times: keep one", pkg.name, n)
 	}
 	channels := map[string]int{}
-	for _, c := range pkg.cfg.Channels {
-		channels[c.Name]++
+	// second holds where the second channel of each name starts.
+	second := map[string]string{}
+	for i, c := range pkg.cfg.Channels {
+		if channels[c.Name]++; channels[c.Name] == 2 {
+			second[c.Name] = pkg.at.channels[i]
+		}
 	}
 	channelList := quotedList(slices.Sorted(maps.Keys(channels)))
 	if len(pkg.cfg.Packages) > 0 {
+		at := pkg.at.packages[0]
 		if errs := validation.IsDNS1123Label(pkg.name); len(errs) > 0 {
-			problem("package name %q is not valid: %s: rename the package", pkg.name, strings.Join(errs, "; "))
+			out.add(at, "package name %q is not valid: %s: rename the package", pkg.name, strings.Join(errs, "; "))
 		}
 		switch def := pkg.cfg.Packages[0].DefaultChannel; {
 		case def == "" && len(channels) > 0:
-			problem("olm.package %q has no defaultChannel: set it to one of its channels (%s)", pkg.name, channelList)
+			out.add(at, "olm.package %q has no defaultChannel: set it to one of its channels (%s)", pkg.name, channelList)
 		case def == "":
-			problem("olm.package %q has no defaultChannel: add a channel and name it as the default", pkg.name)
+			out.add(at, "olm.package %q has no defaultChannel: add a channel and name it as the default", pkg.name)
 		case channels[def] == 0:
-			problem("defaultChannel %q is not a channel of the package: set it to one of %s, or add an olm.channel named %q", def, channelList, def)
+			out.add(at, "defaultChannel %q is not a channel of the package: set it to one of %s, or add an olm.channel named %q", def, channelList, def)
 		}
 	}
 
 	// Channels.
 	if len(pkg.cfg.Channels) == 0 {
-		problem("the package has no olm.channel blob: add a channel that lists its bundles")
+		out.add(pkg.first, "the package has no olm.channel blob: add a channel that lists its bundles")
 	}
 	for _, name := range slices.Sorted(maps.Keys(channels)) {
 		if n := channels[name]; n > 1 {
-			problem("channel %q is defined %d times: merge its olm.channel blobs into one", name, n)
+			out.add(second[name], "channel %q is defined %d times: merge its olm.channel blobs into one", name, n)
 		}
 	}
-	bundles := map[string]int{}
-	for _, b := range pkg.bundles {
-		bundles[b.name]++
-	}
+	bundles := pkg.bundleCounts()
 	listed := map[string]bool{}
 	for _, h := range heads {
-		out = append(out, h.channel.problems(bundles)...)
+		out.addAll(h.channel.pos, h.channel.problems(bundles))
 		for _, e := range h.channel.Entries {
 			listed[e.Name] = true
 		}
 		if problem := h.graphProblem(); problem != "" {
-			out = append(out, problem)
+			out.add(h.channel.pos, "%s", problem)
 		}
 	}
 
 	// Bundles.
-	versions := map[string][]string{}
+	// repeats holds where the second bundle of each name starts.
+	repeats := map[string]string{}
+	for _, b := range pkg.bundles {
+		if _, ok := repeats[b.name]; b.repeat && !ok {
+			repeats[b.name] = b.pos
+		}
+	}
+	versions := map[string][]bundleRow{}
 	for _, b := range pkg.bundles {
 		if b.repeat {
 			continue
 		}
 		if n := bundles[b.name]; n > 1 {
-			problem("bundle %q is defined %d times: keep one", b.name, n)
+			out.add(repeats[b.name], "bundle %q is defined %d times: keep one", b.name, n)
 		}
 		if b.name == "" {
-			problem(`an olm.bundle of the package has no name: set "name"`)
+			out.add(b.pos, `an olm.bundle of the package has no name: set "name"`)
 		}
 		if !listed[b.name] {
-			problem("bundle %q is in no channel: add it to the entries of a channel, or remove it", b.name)
+			out.add(b.pos, "bundle %q is in no channel: add it to the entries of a channel, or remove it", b.name)
 			continue
 		}
-		out = append(out, b.problems...)
+		out.addAll(b.pos, b.problems)
 		if v, ok := versionString(b); ok {
-			versions[v] = append(versions[v], b.name)
+			versions[v] = append(versions[v], b)
 		}
 	}
 	for _, v := range slices.SortedFunc(maps.Keys(versions), compareVersions) {
-		if names := versions[v]; len(names) > 1 {
+		if same := versions[v]; len(same) > 1 {
+			names := make([]string, len(same))
+			for i, b := range same {
+				names[i] = b.name
+			}
 			slices.Sort(names)
-			problem("bundles %s have the same version %s: give each bundle of a package its own version", quotedList(names), v)
+			out.add(same[1].pos, "bundles %s have the same version %s: give each bundle of a package its own version", quotedList(names), v)
 		}
 	}
 
@@ -285,19 +317,19 @@ func compareVersions(a, b string) int {
 }
 
 // unnamedBlobs reports the blobs that name no package.
-func unnamedBlobs(pkg *pkgData) []string {
-	var out []string
-	for range pkg.cfg.Packages {
-		out = append(out, `an olm.package blob has no name: set "name"`)
+func unnamedBlobs(pkg *pkgData) []problem {
+	var out problemList
+	for _, at := range pkg.at.packages {
+		out.add(at, `an olm.package blob has no name: set "name"`)
 	}
-	for _, c := range pkg.cfg.Channels {
-		out = append(out, fmt.Sprintf(`olm.channel %q has no "package": set it to the package the channel belongs to`, c.Name))
+	for i, c := range pkg.cfg.Channels {
+		out.add(pkg.at.channels[i], `olm.channel %q has no "package": set it to the package the channel belongs to`, c.Name)
 	}
 	for _, b := range pkg.bundles {
-		out = append(out, fmt.Sprintf(`olm.bundle %q has no "package": set it to the package the bundle belongs to`, b.name))
+		out.add(b.pos, `olm.bundle %q has no "package": set it to the package the bundle belongs to`, b.name)
 	}
-	for range pkg.cfg.Deprecations {
-		out = append(out, `an olm.deprecations blob has no "package": set it to the package it deprecates parts of`)
+	for _, at := range pkg.at.deprecations {
+		out.add(at, `an olm.deprecations blob has no "package": set it to the package it deprecates parts of`)
 	}
 	return out
 }
@@ -305,12 +337,14 @@ func unnamedBlobs(pkg *pkgData) []string {
 // indexedChannel is a channel with its entries by name.
 type indexedChannel struct {
 	*declcfg.Channel
+	// pos is where the channel's blob starts.
+	pos string
 	// byName holds the first entry of each name.
 	byName map[string]*declcfg.ChannelEntry
 }
 
-func newIndexedChannel(c *declcfg.Channel) *indexedChannel {
-	ic := &indexedChannel{Channel: c, byName: make(map[string]*declcfg.ChannelEntry, len(c.Entries))}
+func newIndexedChannel(c *declcfg.Channel, pos string) *indexedChannel {
+	ic := &indexedChannel{Channel: c, pos: pos, byName: make(map[string]*declcfg.ChannelEntry, len(c.Entries))}
 	for i := range c.Entries {
 		if _, ok := ic.byName[c.Entries[i].Name]; !ok {
 			ic.byName[c.Entries[i].Name] = &c.Entries[i]
@@ -476,16 +510,18 @@ func (h channelHead) graphProblem() string {
 // deprecationProblems checks a package's olm.deprecations blobs as
 // ConvertToModel does: one blob at most, and entries that reference the
 // package, or a channel or bundle it has, each once, with a message.
-func deprecationProblems(pkg *pkgData, channels, bundles map[string]int) []string {
-	var out []string
+func deprecationProblems(pkg *pkgData, channels, bundles map[string]int) []problem {
+	var out problemList
 	if n := len(pkg.cfg.Deprecations); n > 1 {
-		out = append(out, fmt.Sprintf("the package has %d olm.deprecations blobs: merge them into one", n))
+		out.add(pkg.at.deprecations[1], "the package has %d olm.deprecations blobs: merge them into one", n)
 	}
-	for _, d := range pkg.cfg.Deprecations {
+	for i, d := range pkg.cfg.Deprecations {
 		seen := map[declcfg.PackageScopedReference]bool{}
 		for j, e := range d.Entries {
 			where := fmt.Sprintf("olm.deprecations entries[%d]", j)
-			problem := func(format string, args ...any) { out = append(out, where+fmt.Sprintf(format, args...)) }
+			problem := func(format string, args ...any) {
+				out.add(pkg.at.deprecations[i], "%s", where+fmt.Sprintf(format, args...))
+			}
 			ref := e.Reference
 			if ref.Schema == "" {
 				problem(" has no reference schema: set reference.schema to olm.package, olm.channel or olm.bundle")

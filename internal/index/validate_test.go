@@ -2,6 +2,7 @@ package index
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -139,5 +140,101 @@ func TestProblems(t *testing.T) {
 				t.Errorf("operator-registry says %v", err)
 			}
 		})
+	}
+}
+
+// TestProblemPositions checks that each problem is placed at the blob it
+// concerns, in YAML and JSON files alike: where the blob's first character
+// stands, found here by searching the file for the text that starts it.
+func TestProblemPositions(t *testing.T) {
+	yamlFile := `---
+name: p
+schema: olm.package
+defaultChannel: c
+---
+# the channel
+name: c
+schema: olm.channel
+package: p
+entries:
+  - name: p.v1
+  - name: p.v2
+    replaces: p.v1
+  - name: p.v9
+    replaces: p.v2
+---
+name: p.v1
+schema: olm.bundle
+package: p
+image: example.com/p:1
+properties: [{type: olm.package, value: {packageName: p, version: 1.0.0}}]
+---
+name: p.v2
+schema: olm.bundle
+package: p
+image: example.com/p:2
+properties: [{type: olm.package, value: {packageName: p, version: 2.0.0}}]
+---
+name: p.v1
+schema: olm.bundle
+package: p
+image: example.com/p:1
+properties: [{type: olm.package, value: {packageName: p, version: 1.0.0}}]
+`
+	jsonFile := `
+   {"schema": "olm.channel", "name": "stable", "package": "q",
+    "entries": [{"name": "q.v1"}]}
+	{
+	  "schema": "olm.bundle", "name": "q.v1", "package": "q", "image": "oci://example.com/q@",
+	  "properties": [{"type": "olm.package", "value": {"packageName": "q", "version": "1.0.0"}}]
+	}
+`
+	files := map[string]string{"p/catalog.yaml": yamlFile, "nested/q/catalog.json": jsonFile}
+	// Each problem, by the start of its message, and the text in a file
+	// (its nth occurrence) that starts the blob concerned: its first
+	// character that is not space, a comment's included.
+	tests := []struct {
+		pkg, message, path, text string
+		nth                      int
+	}{
+		{"p", `channel "c": entry "p.v9" has no olm.bundle blob`, "p/catalog.yaml", "# the channel", 1},
+		{"p", `bundle "p.v1" is defined 2 times`, "p/catalog.yaml", "\nname: p.v1\n", 2},
+		{"q", `there is no olm.package blob named "q"`, "nested/q/catalog.json", `{"schema": "olm.channel"`, 1},
+		{"q", `bundle "q.v1": image "oci://example.com/q@" is not a valid image reference`, "nested/q/catalog.json", "{\n\t  \"schema\": \"olm.bundle\"", 1},
+	}
+	fsys := fstest.MapFS{}
+	for path, text := range files {
+		fsys[path] = &fstest.MapFile{Data: []byte(text)}
+	}
+	db, _ := buildFS(t, fsys, "positions")
+	var rows []struct {
+		Package  string `db:"package"`
+		Position string `db:"position"`
+		Message  string `db:"message"`
+	}
+	if err := db.Select(&rows, `SELECT package, position, message FROM problems ORDER BY package, id`); err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != len(tests) {
+		t.Fatalf("%d problems, want %d: %+v", len(rows), len(tests), rows)
+	}
+	for i, tt := range tests {
+		text := files[tt.path]
+		offset := -1
+		for range tt.nth {
+			next := strings.Index(text[offset+1:], tt.text)
+			if next < 0 {
+				t.Fatalf("%q occurs fewer than %d times in %s", tt.text, tt.nth, tt.path)
+			}
+			offset += 1 + next
+		}
+		offset += len(tt.text) - len(strings.TrimLeft(tt.text, "\n"))
+		line := strings.Count(text[:offset], "\n") + 1
+		column := offset - strings.LastIndex(text[:offset], "\n")
+		want := fmt.Sprintf("%s:%d:%d", tt.path, line, column)
+		got := rows[i]
+		if got.Package != tt.pkg || !strings.HasPrefix(got.Message, tt.message) || got.Position != want {
+			t.Errorf("problem %d: %s %s %q, want %s %s %q...", i, got.Package, got.Position, got.Message, tt.pkg, want, tt.message)
+		}
 	}
 }
