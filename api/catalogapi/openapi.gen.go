@@ -754,13 +754,23 @@ type UpgradeRule string
 type ValidationProblem struct {
 	// Message What is wrong.
 	//
-	// Example: channel "alpha": no head: every entry is replaced or skipped by another
+	// Example: channel "alpha": entry "etcdoperator.v0.9.5" has no olm.bundle blob: add a bundle named "etcdoperator.v0.9.5" to the package, or remove the entry
 	Message string `json:"message"`
 
 	// Package The package concerned; empty when the problem concerns no single package.
 	//
 	// Example: etcd
 	Package string `json:"package"`
+
+	// Position Where the blob concerned starts, as `path:line:column` from the
+	// catalog's root (lines and columns count from 1, columns in bytes),
+	// in JSON and YAML files alike. A problem of a repeated name is
+	// placed at the second blob of that name; one of a missing blob, at
+	// the package's first blob.
+	//
+	//
+	// Example: etcd/catalog.yaml:12:1
+	Position string `json:"position"`
 }
 
 // AcceptEncodingHeader defines model for AcceptEncodingHeader.

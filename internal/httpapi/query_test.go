@@ -1,11 +1,15 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -500,6 +504,47 @@ func TestCatalogDetail(t *testing.T) {
 	for _, s := range d.Schemas {
 		if s.Count != schemas[s.Schema] || s.Known != strings.HasPrefix(s.Schema, "olm.") {
 			t.Errorf("schema %+v, want count %d", s, schemas[s.Schema])
+		}
+	}
+}
+
+// TestProblemPositions serves the demo with phantom entries, whose problems
+// are each in one of aurora-cache's channels, and checks that each problem
+// the catalog's detail lists gives where that channel's blob starts, found
+// here in the file by the lines that begin it.
+func TestProblemPositions(t *testing.T) {
+	dir := t.TempDir()
+	if err := fbcgen.WritePhantomDemo(demoDir, dir); err != nil {
+		t.Fatal(err)
+	}
+	const path = "aurora-cache/catalog.yaml"
+	data, err := os.ReadFile(filepath.Join(dir, path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t)
+	h.add("phantom", dir, 0)
+	resp, err := h.client.GetCatalogWithResponse(context.Background(), "phantom", nil)
+	if err != nil || resp.JSON200 == nil {
+		t.Fatalf("%v %s", err, resp.Body)
+	}
+	problems := resp.JSON200.Problems
+	if len(problems) == 0 {
+		t.Fatal("no problems listed for a catalog with phantom entries")
+	}
+	channel := regexp.MustCompile(`^channel "([^"]*)"`)
+	for _, p := range problems {
+		m := channel.FindStringSubmatch(p.Message)
+		if p.Package != "aurora-cache" || m == nil {
+			t.Errorf("problem %+v, want one of a channel of aurora-cache", p)
+			continue
+		}
+		start := bytes.Index(data, []byte("---\nschema: olm.channel\nname: "+m[1]+"\n"))
+		if start < 0 {
+			t.Fatalf("%s has no channel %q", path, m[1])
+		}
+		if want := fmt.Sprintf("%s:%d:1", path, bytes.Count(data[:start], []byte("\n"))+2); p.Position != want {
+			t.Errorf("problem %q at %s, want %s", p.Message, p.Position, want)
 		}
 	}
 }
