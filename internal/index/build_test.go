@@ -349,7 +349,7 @@ func checkBlobs(t *testing.T, db *sqlx.DB, want *fbcfacts.Catalog) {
 
 // buildProblems indexes fsys and returns the open index, its stats and the
 // recorded problems by package, in order.
-func buildProblems(t *testing.T, fsys fstest.MapFS) (*sqlx.DB, Stats, map[string][]string) {
+func buildProblems(t testing.TB, fsys fstest.MapFS) (*sqlx.DB, Stats, map[string][]string) {
 	t.Helper()
 	db, stats := buildFS(t, fsys, "test")
 	var rows []struct {

@@ -253,20 +253,9 @@ func (j judged) theirVerdicts() map[string]error {
 // ourVerdicts indexes the packages and returns each one's problems.
 func (j judged) ourVerdicts(t testing.TB) map[string][]string {
 	t.Helper()
-	db, _ := buildFS(t, j.fsys, "mutated packages")
-	defer db.Close()
-	var rows []struct {
-		Package string `db:"package"`
-		Message string `db:"message"`
-	}
-	if err := db.Select(&rows, `SELECT package, message FROM problems ORDER BY id`); err != nil {
-		t.Fatal(err)
-	}
-	out := map[string][]string{}
-	for _, r := range rows {
-		out[r.Package] = append(out[r.Package], r.Message)
-	}
-	return out
+	db, _, problems := buildProblems(t, j.fsys)
+	db.Close()
+	return problems
 }
 
 // disagreement is a package on which the index and operator-registry
