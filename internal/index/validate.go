@@ -266,15 +266,23 @@ func validatePackage(pkg *pkgData, heads []channelHead) []problem {
 			versions[v] = append(versions[v], b)
 		}
 	}
-	for _, v := range slices.SortedFunc(maps.Keys(versions), compareVersions) {
-		if same := versions[v]; len(same) > 1 {
-			names := make([]string, len(same))
-			for i, b := range same {
-				names[i] = b.name
-			}
-			slices.Sort(names)
-			out.add(same[1].pos, "bundles %s have the same version %s: give each bundle of a package its own version", quotedList(names), v)
+	// Only shared versions are sorted: sorting them all parsed each
+	// version at every comparison, a tenth of a build's time.
+	var shared []string
+	for v, same := range versions {
+		if len(same) > 1 {
+			shared = append(shared, v)
 		}
+	}
+	slices.SortFunc(shared, compareVersions)
+	for _, v := range shared {
+		same := versions[v]
+		names := make([]string, len(same))
+		for i, b := range same {
+			names[i] = b.name
+		}
+		slices.Sort(names)
+		out.add(same[1].pos, "bundles %s have the same version %s: give each bundle of a package its own version", quotedList(names), v)
 	}
 
 	// Deprecations.
