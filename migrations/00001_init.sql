@@ -168,10 +168,13 @@ CREATE TABLE deprecations (
 );
 
 -- Validation problems found while building: the package still answers.
+-- position is where in the catalog the blob concerned starts, as
+-- path:line:column from the catalog's root.
 CREATE TABLE problems (
-    id      INTEGER PRIMARY KEY,
-    package TEXT NOT NULL,
-    message TEXT NOT NULL
+    id       INTEGER PRIMARY KEY,
+    package  TEXT NOT NULL,
+    position TEXT NOT NULL,
+    message  TEXT NOT NULL
 );
 
 -- Full-text search over what a console shows of a package.

@@ -319,8 +319,10 @@ type Channel struct {
 	// Head A bundle, by name and version.
 	Head BundleRef `json:"head,omitempty,omitzero"`
 
-	// HeadProblem Why the channel has no head: no entry is left unreplaced, or
-	// several are (naming them). Present exactly when `head` is absent.
+	// HeadProblem Why the channel has no head: no entry is left unreplaced, several
+	// are (naming them), or the one left names no bundle of the package
+	// (a channel entry without an `olm.bundle` blob). Present exactly
+	// when `head` is absent.
 	//
 	//
 	// Example: several heads: etcdoperator.v0.9.4, etcdoperator.v0.9.4-clusterwide
@@ -396,8 +398,10 @@ type ChannelSummary struct {
 	// Head A bundle, by name and version.
 	Head BundleRef `json:"head,omitempty,omitzero"`
 
-	// HeadProblem Why the channel has no head: no entry is left unreplaced, or
-	// several are (naming them). Present exactly when `head` is absent.
+	// HeadProblem Why the channel has no head: no entry is left unreplaced, several
+	// are (naming them), or the one left names no bundle of the package
+	// (a channel entry without an `olm.bundle` blob). Present exactly
+	// when `head` is absent.
 	//
 	//
 	// Example: several heads: etcdoperator.v0.9.4, etcdoperator.v0.9.4-clusterwide
@@ -733,8 +737,9 @@ type UpgradeList struct {
 
 	// Heads The head of each channel considered (the channel asked for, or
 	// every channel that lists `from`), so a client can tell whether
-	// `from` is already the latest. Channels without a single head are
-	// left out.
+	// `from` is already the latest. A head is always a bundle of the
+	// package: channels without a single head, or whose head entry names
+	// no bundle, are left out, and the channel's `headProblem` says why.
 	Heads []ChannelHead `json:"heads"`
 
 	// Items The upgrades, newest version first.
@@ -749,13 +754,23 @@ type UpgradeRule string
 type ValidationProblem struct {
 	// Message What is wrong.
 	//
-	// Example: channel "alpha": no head: every entry is replaced or skipped by another
+	// Example: channel "alpha": entry "etcdoperator.v0.9.5" has no olm.bundle blob: add a bundle named "etcdoperator.v0.9.5" to the package, or remove the entry
 	Message string `json:"message"`
 
 	// Package The package concerned; empty when the problem concerns no single package.
 	//
 	// Example: etcd
 	Package string `json:"package"`
+
+	// Position Where the blob concerned starts, as `path:line:column` from the
+	// catalog's root (lines and columns count from 1, columns in bytes),
+	// in JSON and YAML files alike. A problem of a repeated name is
+	// placed at the second blob of that name; one of a missing blob, at
+	// the package's first blob.
+	//
+	//
+	// Example: etcd/catalog.yaml:12:1
+	Position string `json:"position"`
 }
 
 // AcceptEncodingHeader defines model for AcceptEncodingHeader.

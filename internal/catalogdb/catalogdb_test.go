@@ -42,8 +42,41 @@ func openIndex(t *testing.T, fsys fs.FS) (*catalogdb.Catalog, *sqlx.DB, *sqltrac
 // demo is the demo catalog's index and the facts read from its FBC.
 func demo(t *testing.T) (*catalogdb.Catalog, *fbcfacts.Catalog) {
 	t.Helper()
-	c, _, _ := openIndex(t, os.DirFS(demoDir))
-	return c, fbcfacts.Load(t, demoDir)
+	return indexed(t, demoDir)
+}
+
+// indexed is the index of the catalog in dir and the facts read from its FBC.
+func indexed(t *testing.T, dir string) (*catalogdb.Catalog, *fbcfacts.Catalog) {
+	t.Helper()
+	c, _, _ := openIndex(t, os.DirFS(dir))
+	return c, fbcfacts.Load(t, dir)
+}
+
+// phantomDemo writes the demo catalog with phantom entries (see
+// fbcgen.WritePhantomDemo) and returns its directory.
+func phantomDemo(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := fbcgen.WritePhantomDemo(demoDir, dir); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// forDemos runs check on the demo catalog, and on the same with phantom
+// entries: whatever the catalog, every head, edge and provider the
+// read API answers is a bundle the catalog has.
+func forDemos(t *testing.T, check func(*testing.T, *catalogdb.Catalog, *fbcfacts.Catalog)) {
+	for _, dir := range []string{demoDir, phantomDemo(t)} {
+		name := "demo"
+		if dir != demoDir {
+			name = "phantom entries"
+		}
+		t.Run(name, func(t *testing.T) {
+			c, facts := indexed(t, dir)
+			check(t, c, facts)
+		})
+	}
 }
 
 func sortedKeys[V any](m map[string]V) []string {
@@ -53,15 +86,6 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-// head is a channel's single head per the FBC, "" when it has none or
-// several.
-func head(ch fbcfacts.Channel) string {
-	if heads := ch.Heads(); len(heads) == 1 {
-		return heads[0]
-	}
-	return ""
 }
 
 // csvMetadata is the olm.csv.metadata of a bundle, as the FBC gives it.
@@ -77,8 +101,9 @@ type csvMetadata struct {
 	Maintainers []struct{ Name, Email string } `json:"maintainers"`
 }
 
-func TestPackages(t *testing.T) {
-	c, facts := demo(t)
+func TestPackages(t *testing.T) { forDemos(t, checkPackages) }
+
+func checkPackages(t *testing.T, c *catalogdb.Catalog, facts *fbcfacts.Catalog) {
 	ctx := context.Background()
 	idx, err := c.PackageSummaries(ctx)
 	if err != nil {
@@ -112,7 +137,7 @@ func TestPackages(t *testing.T) {
 			// What a console lists comes from the default channel's head's
 			// olm.csv.metadata.
 			var meta csvMetadata
-			if h := head(facts.Channels[name][want.DefaultChannel]); h != "" {
+			if h := facts.Head(name, want.DefaultChannel); h != "" {
 				for _, prop := range facts.Bundles[name][h].Properties {
 					if prop.Type == "olm.csv.metadata" {
 						if err := json.Unmarshal(prop.Value, &meta); err != nil {
@@ -153,8 +178,9 @@ func reflectEqualDisplay(a, b catalogdb.Display) bool {
 	return string(x) == string(y)
 }
 
-func TestChannels(t *testing.T) {
-	c, facts := demo(t)
+func TestChannels(t *testing.T) { forDemos(t, checkChannels) }
+
+func checkChannels(t *testing.T, c *catalogdb.Catalog, facts *fbcfacts.Catalog) {
 	ctx := context.Background()
 	for _, pkgName := range sortedKeys(facts.Channels) {
 		pkg, err := c.Package(ctx, pkgName)
@@ -182,7 +208,7 @@ func TestChannels(t *testing.T) {
 				if ch.IsDefault != (chName == facts.Packages[pkgName].DefaultChannel) || ch.EntryCount != len(want.Entries) {
 					t.Errorf("default %v, %d entries; want %v, %d", ch.IsDefault, ch.EntryCount, !ch.IsDefault, len(want.Entries))
 				}
-				if h := head(want); ch.Head.Name != h || (h == "") == (ch.HeadProblem == "") {
+				if h := facts.Head(pkgName, chName); ch.Head.Name != h || (h == "") == (ch.HeadProblem == "") {
 					t.Errorf("head %+v (problem %q), want %q", ch.Head, ch.HeadProblem, h)
 				} else if h != "" && ch.Head.Version != facts.Bundles[pkgName][h].Version() {
 					t.Errorf("head version %q, want %q", ch.Head.Version, facts.Bundles[pkgName][h].Version())
@@ -206,8 +232,9 @@ func TestChannels(t *testing.T) {
 	}
 }
 
-func TestBundles(t *testing.T) {
-	c, facts := demo(t)
+func TestBundles(t *testing.T) { forDemos(t, checkBundles) }
+
+func checkBundles(t *testing.T, c *catalogdb.Catalog, facts *fbcfacts.Catalog) {
 	ctx := context.Background()
 	for _, pkgName := range sortedKeys(facts.Bundles) {
 		// Every bundle, newest first: ranks descend.
@@ -316,7 +343,7 @@ func checkBundleDetail(t *testing.T, c *catalogdb.Catalog, facts *fbcfacts.Catal
 	var channels []string
 	for _, ch := range b.Channels {
 		channels = append(channels, ch.Channel)
-		if isHead := head(facts.Channels[pkg][ch.Channel]) == name; ch.IsHead != isHead {
+		if isHead := facts.Head(pkg, ch.Channel) == name; ch.IsHead != isHead {
 			t.Errorf("channel %s: head %v, want %v", ch.Channel, ch.IsHead, isHead)
 		}
 	}
@@ -325,8 +352,9 @@ func checkBundleDetail(t *testing.T, c *catalogdb.Catalog, facts *fbcfacts.Catal
 	}
 }
 
-func TestUpgradesFrom(t *testing.T) {
-	c, facts := demo(t)
+func TestUpgradesFrom(t *testing.T) { forDemos(t, checkUpgradesFrom) }
+
+func checkUpgradesFrom(t *testing.T, c *catalogdb.Catalog, facts *fbcfacts.Catalog) {
 	ctx := context.Background()
 	for _, pkgName := range sortedKeys(facts.Bundles) {
 		for _, from := range sortedKeys(facts.Bundles[pkgName]) {
@@ -356,9 +384,12 @@ func TestUpgradesFrom(t *testing.T) {
 					var gotHeads, wantHeads []string
 					for _, h := range got.Heads {
 						gotHeads = append(gotHeads, h.Channel+" "+h.Name)
+						if want := facts.Bundles[pkgName][h.Name].Version(); h.Version != want {
+							t.Errorf("head %s of %s: version %q, want %q", h.Name, h.Channel, h.Version, want)
+						}
 					}
 					for _, chName := range sortedKeys(facts.Channels[pkgName]) {
-						h := head(facts.Channels[pkgName][chName])
+						h := facts.Head(pkgName, chName)
 						if h != "" && (chName == channel || channel == "" && slices.Contains(listingChannels(facts, pkgName, from), chName)) {
 							wantHeads = append(wantHeads, chName+" "+h)
 						}
@@ -401,8 +432,9 @@ func upgradeEdges(facts *fbcfacts.Catalog, pkg, from, channel string) []string {
 	return slices.Compact(out)
 }
 
-func TestProviders(t *testing.T) {
-	c, facts := demo(t)
+func TestProviders(t *testing.T) { forDemos(t, checkProviders) }
+
+func checkProviders(t *testing.T, c *catalogdb.Catalog, facts *fbcfacts.Catalog) {
 	ctx := context.Background()
 	gvks := map[fbcfacts.GVK]bool{}
 	for _, bundles := range facts.Bundles {
@@ -423,7 +455,7 @@ func TestProviders(t *testing.T) {
 				gotNames = append(gotNames, p.Package+" "+p.Bundle)
 				for _, ch := range p.Channels {
 					wantDefault := ch.Name == facts.Packages[p.Package].DefaultChannel
-					if ch.IsHead != (head(facts.Channels[p.Package][ch.Name]) == p.Bundle) || ch.IsDefault != wantDefault {
+					if ch.IsHead != (facts.Head(p.Package, ch.Name) == p.Bundle) || ch.IsDefault != wantDefault {
 						t.Errorf("%v: %s in %s: head %v, default %v", g, p.Bundle, ch.Name, ch.IsHead, ch.IsDefault)
 					}
 				}
@@ -435,7 +467,7 @@ func TestProviders(t *testing.T) {
 					}
 					heads := false
 					for _, ch := range listingChannels(facts, pkgName, name) {
-						heads = heads || head(facts.Channels[pkgName][ch]) == name
+						heads = heads || facts.Head(pkgName, ch) == name
 					}
 					if !latest || heads {
 						want = append(want, pkgName+" "+name)

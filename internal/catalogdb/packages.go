@@ -117,8 +117,9 @@ func (c *Catalog) BundleDeprecation(ctx context.Context, pkg, bundle string) (st
 
 // Problem is a validation problem the build recorded for a package: the
 // package is indexed as far as it could be, and the problem says what is
-// wrong with it.
-type Problem struct{ Package, Message string }
+// wrong with it, and where (the blob concerned, as path:line:column from
+// the catalog's root).
+type Problem struct{ Package, Position, Message string }
 
 // Problems returns the validation problems of a package, or of every
 // package when pkg is "".
@@ -126,9 +127,9 @@ func (c *Catalog) Problems(ctx context.Context, pkg string) ([]Problem, error) {
 	var out []Problem
 	var err error
 	if pkg == "" {
-		err = c.sel(ctx, &out, `SELECT package, message FROM problems ORDER BY package, id`)
+		err = c.sel(ctx, &out, `SELECT package, position, message FROM problems ORDER BY package, id`)
 	} else {
-		err = c.sel(ctx, &out, `SELECT package, message FROM problems WHERE package = ? ORDER BY id`, pkg)
+		err = c.sel(ctx, &out, `SELECT package, position, message FROM problems WHERE package = ? ORDER BY id`, pkg)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read problems: %w", err)

@@ -40,7 +40,7 @@ var wholePackageByDesign = []string{
 var wholeTableByDesign = []string{
 	"SELECT package, message FROM deprecations WHERE schema = 'olm.package' AND name = '' ORDER BY rowid",
 	"SELECT c.package, c.name, c.head, p.default_channel FROM channels c LEFT JOIN packages p ON p.name = c.package",
-	"SELECT package, message FROM problems ORDER BY package, id",
+	"SELECT package, position, message FROM problems ORDER BY package, id",
 	"SELECT data FROM blobs ORDER BY id",
 }
 

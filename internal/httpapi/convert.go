@@ -39,7 +39,7 @@ func apiSchemaCount(c catalogdb.SchemaCount) catalogapi.SchemaCount {
 }
 
 func apiProblem(p catalogdb.Problem) catalogapi.ValidationProblem {
-	return catalogapi.ValidationProblem{Package: p.Package, Message: p.Message}
+	return catalogapi.ValidationProblem{Package: p.Package, Position: p.Position, Message: p.Message}
 }
 
 // apiLinks and apiMaintainers leave a package without any as nil, which

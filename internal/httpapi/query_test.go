@@ -1,11 +1,15 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -15,6 +19,7 @@ import (
 
 	"github.com/catalogd/catalogd/client"
 	"github.com/catalogd/catalogd/test/fbcfacts"
+	"github.com/catalogd/catalogd/test/fbcgen"
 )
 
 // catalogCase is a catalog the semantic tests run on.
@@ -27,6 +32,13 @@ type catalogCase struct {
 func catalogCases() []catalogCase {
 	return []catalogCase{
 		{"demo", func(*testing.T) string { return demoDir }},
+		{"demo with phantom entries", func(t *testing.T) string {
+			dir := t.TempDir()
+			if err := fbcgen.WritePhantomDemo(demoDir, dir); err != nil {
+				t.Fatal(err)
+			}
+			return dir
+		}},
 		{"community-v4.20", func(t *testing.T) string { return fbcfacts.SharedCommunity(t) }},
 	}
 }
@@ -68,13 +80,12 @@ func TestChannelHeads(t *testing.T) {
 				}
 				for _, got := range resp.JSON200.Items {
 					ch := channels[got.Name]
-					heads := ch.Heads()
-					if len(heads) == 1 {
-						if got.Head.Name != heads[0] || got.Head.Version != want.Bundles[pkg][heads[0]].Version() {
-							t.Errorf("%s/%s: head %+v, catalog says %s", pkg, got.Name, got.Head, heads[0])
+					if head := want.Head(pkg, got.Name); head != "" {
+						if got.Head.Name != head || got.Head.Version != want.Bundles[pkg][head].Version() {
+							t.Errorf("%s/%s: head %+v, catalog says %s", pkg, got.Name, got.Head, head)
 						}
 					} else if got.Head.Name != "" || got.HeadProblem == "" {
-						t.Errorf("%s/%s: head %+v problem %q, catalog has heads %v", pkg, got.Name, got.Head, got.HeadProblem, heads)
+						t.Errorf("%s/%s: head %+v problem %q, catalog has heads %v", pkg, got.Name, got.Head, got.HeadProblem, ch.Heads())
 					}
 					if got.EntryCount != len(ch.Entries) || got.IsDefault != (want.Packages[pkg].DefaultChannel == got.Name) {
 						t.Errorf("%s/%s: %d entries default=%v", pkg, got.Name, got.EntryCount, got.IsDefault)
@@ -220,9 +231,9 @@ func TestProviders(t *testing.T) {
 			// Independent answer: bundle -> whether it heads some channel, per GVK.
 			headOf := map[string]bool{}
 			for pkg, chs := range want.Channels {
-				for _, ch := range chs {
-					if hs := ch.Heads(); len(hs) == 1 {
-						headOf[pkg+"/"+hs[0]] = true
+				for name := range chs {
+					if head := want.Head(pkg, name); head != "" {
+						headOf[pkg+"/"+head] = true
 					}
 				}
 			}
@@ -497,6 +508,47 @@ func TestCatalogDetail(t *testing.T) {
 	}
 }
 
+// TestProblemPositions serves the demo with phantom entries, whose problems
+// are each in one of aurora-cache's channels, and checks that each problem
+// the catalog's detail lists gives where that channel's blob starts, found
+// here in the file by the lines that begin it.
+func TestProblemPositions(t *testing.T) {
+	dir := t.TempDir()
+	if err := fbcgen.WritePhantomDemo(demoDir, dir); err != nil {
+		t.Fatal(err)
+	}
+	const path = "aurora-cache/catalog.yaml"
+	data, err := os.ReadFile(filepath.Join(dir, path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t)
+	h.add("phantom", dir, 0)
+	resp, err := h.client.GetCatalogWithResponse(context.Background(), "phantom", nil)
+	if err != nil || resp.JSON200 == nil {
+		t.Fatalf("%v %s", err, resp.Body)
+	}
+	problems := resp.JSON200.Problems
+	if len(problems) == 0 {
+		t.Fatal("no problems listed for a catalog with phantom entries")
+	}
+	channel := regexp.MustCompile(`^channel "([^"]*)"`)
+	for _, p := range problems {
+		m := channel.FindStringSubmatch(p.Message)
+		if p.Package != "aurora-cache" || m == nil {
+			t.Errorf("problem %+v, want one of a channel of aurora-cache", p)
+			continue
+		}
+		start := bytes.Index(data, []byte("---\nschema: olm.channel\nname: "+m[1]+"\n"))
+		if start < 0 {
+			t.Fatalf("%s has no channel %q", path, m[1])
+		}
+		if want := fmt.Sprintf("%s:%d:1", path, bytes.Count(data[:start], []byte("\n"))+2); p.Position != want {
+			t.Errorf("problem %q at %s, want %s", p.Message, p.Position, want)
+		}
+	}
+}
+
 func TestErrors(t *testing.T) {
 	h := newHarness(t)
 	h.add("demo", demoDir, 0)
@@ -604,11 +656,11 @@ type csvMetadata struct {
 func headMetadata(t *testing.T, c *fbcfacts.Catalog, pkg string) csvMetadata {
 	t.Helper()
 	var m csvMetadata
-	heads := c.Channels[pkg][c.Packages[pkg].DefaultChannel].Heads()
-	if len(heads) != 1 {
+	head := c.Head(pkg, c.Packages[pkg].DefaultChannel)
+	if head == "" {
 		return m
 	}
-	for _, p := range c.Bundles[pkg][heads[0]].Properties {
+	for _, p := range c.Bundles[pkg][head].Properties {
 		if p.Type == "olm.csv.metadata" {
 			if err := json.Unmarshal(p.Value, &m); err != nil {
 				t.Fatal(err)

@@ -96,18 +96,18 @@ func TestBadContent(t *testing.T) {
 			wantErr: []string{"parse c.json", "not a text file", fmt.Sprintf("offset %d", len(pkgP)+1)}},
 		{name: "duplicate packages",
 			files:       map[string]string{"c.json": string(lines(pkgP, pkgP, chanP12, bundleP("p.v1", "1.0.0", ""), bundleP("p.v2", "2.0.0", "")))},
-			wantProblem: []string{`package "p"`, "duplicate"}},
+			wantProblem: []string{`olm.package "p" is defined 2 times`}},
 		{name: "channel with two heads",
 			files: map[string]string{"c.json": string(lines(pkgP, bundleP("p.v1", "1.0.0", ""), bundleP("p.v2", "2.0.0", ""),
 				`{"schema":"olm.channel","name":"c","package":"p","entries":[{"name":"p.v1"},{"name":"p.v2"}]}`))},
-			wantProblem: []string{"multiple channel heads", "p.v1, p.v2"}},
+			wantProblem: []string{`channel "c" has 2 heads`, `"p.v1", "p.v2"`}},
 		{name: "replaces cycle",
 			files: map[string]string{"c.json": string(lines(pkgP, bundleP("p.v1", "1.0.0", ""), bundleP("p.v2", "2.0.0", ""), bundleP("p.v3", "3.0.0", ""),
 				`{"schema":"olm.channel","name":"c","package":"p","entries":[{"name":"p.v3","replaces":"p.v2"},{"name":"p.v2","replaces":"p.v1"},{"name":"p.v1","replaces":"p.v2"}]}`))},
-			wantProblem: []string{"detected cycle in replaces chain", "p.v2 -> p.v1 -> p.v2"}},
+			wantProblem: []string{`channel "c": the replaces chain from the head loops`, "p.v2 -> p.v1 -> p.v2"}},
 		{name: "bundle in no channel",
 			files:       map[string]string{"c.json": string(lines(pkgP, chanP12, bundleP("p.v1", "1.0.0", ""), bundleP("p.v2", "2.0.0", ""), bundleP("p.v3", "3.0.0", "")))},
-			wantProblem: []string{"p.v3", "not found in any channel"}},
+			wantProblem: []string{`bundle "p.v3" is in no channel`}},
 		{name: "bad version",
 			files:       map[string]string{"c.json": string(lines(pkgP, chanP12, bundleP("p.v1", "1.0.0", ""), bundleP("p.v2", "two", "")))},
 			wantProblem: []string{"p.v2", "two"}},
@@ -121,7 +121,10 @@ func TestBadContent(t *testing.T) {
 					t.Errorf("%d entries keep the bad skipRange, want 1", n)
 				}
 			}},
-		{name: "property values of every JSON type",
+		// A property without a value is kept as null, but operator-registry
+		// rejects it.
+		{name: "property values of every JSON type, and none",
+			wantProblem: []string{`bundle "p.v2": properties[7] (x.none): the value is missing`},
 			files: map[string]string{"c.json": string(lines(pkgP, chanP12, bundleP("p.v1", "1.0.0", ""), bundleP("p.v2", "2.0.0",
 				`,{"type":"x.null","value":null},{"type":"x.bool","value":true},{"type":"x.number","value":-1.5e3},{"type":"x.string","value":"s\"q\u00e9"},`+
 					`{"type":"x.array","value":[1,"a",null]},{"type":"x.object","value":{"b":{"c":[]}}},{"type":"x.none"}`)))},

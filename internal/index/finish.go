@@ -88,41 +88,45 @@ type pkgData struct {
 	blobs   []rawBlob
 	cfg     declcfg.DeclarativeConfig
 	bundles []bundleRow
+	// at holds where each blob of cfg starts (see fbc.Position), by
+	// schema, in the order of cfg's lists.
+	at blobPositions
+	// first is where the package's first blob starts.
+	first string
 }
 
+// blobPositions are where a package's olm.package, olm.channel and
+// olm.deprecations blobs start, in the order of their lists in
+// declcfg.DeclarativeConfig.
+type blobPositions struct{ packages, channels, deprecations []string }
+
 type rawBlob struct {
+	id     int64
 	schema string
+	pos    string
 	data   []byte
 }
 
-// bundleRow is a bundle as the walk noted it: its row, and what validation
-// reads of it.
+// bundleRow is a bundle as the walk noted it: its row, and what
+// checkBundle found wrong with it.
 type bundleRow struct {
 	id, blobID                    int64
 	name, version, release, image string
 	// repeat says an earlier bundle of the package has the same name; only
 	// the first is indexed.
 	repeat bool
-	// props are the properties validation reads (see addBundle), stored
-	// until decoded, and objects whether the bundle has any
-	// olm.bundle.object.
-	props       []property.Property
-	storedProps []byte
-	objects     bool
-}
-
-// storedProperty is how the work table keeps a property: a property
-// without a value stays without one.
-type storedProperty struct {
-	Type  string          `json:"type"`
-	Value json.RawMessage `json:"value,omitempty"`
+	// problems are checkBundle's, stored until decoded.
+	problems       []string
+	storedProblems []byte
+	// pos is where the bundle's blob starts.
+	pos string
 }
 
 // The statements that read a package back.
 const (
-	readBlobsQuery = `SELECT b.schema, CAST(b.data AS BLOB) FROM work_blobs w
+	readBlobsQuery = `SELECT w.blob_id, b.schema, w.pos, CAST(b.data AS BLOB) FROM work_blobs w
 		JOIN blobs b ON b.id = w.blob_id WHERE w.package = ? ORDER BY w.blob_id`
-	readBundlesQuery = `SELECT id, blob_id, name, version, release, image, props, objects
+	readBundlesQuery = `SELECT id, blob_id, name, version, release, image, problems, pos
 		FROM work_bundles WHERE package = ? ORDER BY id`
 )
 
@@ -131,7 +135,7 @@ func (l *loader) readPackage(ctx context.Context, name string) (*pkgData, error)
 	pkg := &pkgData{name: name}
 	err := l.each(ctx, readBlobsQuery, name, func(rows *sql.Rows) error {
 		var b rawBlob
-		if err := rows.Scan(&b.schema, &b.data); err != nil {
+		if err := rows.Scan(&b.id, &b.schema, &b.pos, &b.data); err != nil {
 			return err
 		}
 		pkg.blobs = append(pkg.blobs, b)
@@ -143,7 +147,7 @@ func (l *loader) readPackage(ctx context.Context, name string) (*pkgData, error)
 	seen := map[string]bool{}
 	err = l.each(ctx, readBundlesQuery, name, func(rows *sql.Rows) error {
 		var b bundleRow
-		if err := rows.Scan(&b.id, &b.blobID, &b.name, &b.version, &b.release, &b.image, &b.storedProps, &b.objects); err != nil {
+		if err := rows.Scan(&b.id, &b.blobID, &b.name, &b.version, &b.release, &b.image, &b.storedProblems, &b.pos); err != nil {
 			return err
 		}
 		b.repeat = seen[b.name]
@@ -151,6 +155,14 @@ func (l *loader) readPackage(ctx context.Context, name string) (*pkgData, error)
 		pkg.bundles = append(pkg.bundles, b)
 		return nil
 	})
+	// Blobs and bundles are each in walk order: the first of the package
+	// is the first of one of them.
+	switch {
+	case len(pkg.blobs) > 0 && (len(pkg.bundles) == 0 || pkg.blobs[0].id < pkg.bundles[0].blobID):
+		pkg.first = pkg.blobs[0].pos
+	case len(pkg.bundles) > 0:
+		pkg.first = pkg.bundles[0].pos
+	}
 	return pkg, err
 }
 
@@ -180,34 +192,45 @@ func (pkg *pkgData) decode() {
 			var p declcfg.Package
 			_ = json.Unmarshal(b.data, &p)
 			pkg.cfg.Packages = append(pkg.cfg.Packages, p)
+			pkg.at.packages = append(pkg.at.packages, b.pos)
 		case declcfg.SchemaChannel:
 			var c declcfg.Channel
 			_ = json.Unmarshal(b.data, &c)
 			pkg.cfg.Channels = append(pkg.cfg.Channels, c)
+			pkg.at.channels = append(pkg.at.channels, b.pos)
 		case declcfg.SchemaDeprecation:
 			var d declcfg.Deprecation
 			_ = json.Unmarshal(b.data, &d)
 			pkg.cfg.Deprecations = append(pkg.cfg.Deprecations, d)
+			pkg.at.deprecations = append(pkg.at.deprecations, b.pos)
 		}
 	}
 	pkg.blobs = nil
 	for i := range pkg.bundles {
 		b := &pkg.bundles[i]
-		var stored []storedProperty
-		_ = json.Unmarshal(b.storedProps, &stored)
-		b.props = make([]property.Property, len(stored))
-		for j, p := range stored {
-			b.props[j] = property.Property(p)
-		}
-		b.storedProps = nil
+		_ = json.Unmarshal(b.storedProblems, &b.problems)
+		b.storedProblems = nil
 	}
+}
+
+// bundleCounts counts the package's bundles by name, repeats included.
+func (pkg *pkgData) bundleCounts() map[string]int {
+	counts := make(map[string]int, len(pkg.bundles))
+	for _, b := range pkg.bundles {
+		counts[b.name]++
+	}
+	return counts
 }
 
 // analysis is what finish computes for one package.
 type analysis struct {
 	*pkgData
-	// problem is operator-registry's verdict on the package, "" if valid.
-	problem string
+	// problems are the package's problems (see validatePackage), none if
+	// operator-registry accepts it.
+	problems []problem
+	// heads are the heads of the package's indexed channels, the first
+	// of each name, in catalog order.
+	heads []channelHead
 	// versions and ranks are, for each of the package's bundles, its
 	// parsed version (nil when it does not parse) and its place in version
 	// order.
@@ -223,28 +246,23 @@ func analyze(pkg *pkgData) analysis {
 			versions[i] = &v
 		}
 	}
+	bundles := pkg.bundleCounts()
+	var heads []channelHead
+	indexed := map[string]bool{}
+	for i := range pkg.cfg.Channels {
+		c := &pkg.cfg.Channels[i]
+		if !indexed[c.Name] {
+			indexed[c.Name] = true
+			heads = append(heads, newChannelHead(newIndexedChannel(c, pkg.at.channels[i]), bundles))
+		}
+	}
 	return analysis{
 		pkgData:  pkg,
-		problem:  validate(pkg.validationConfig()),
+		problems: validatePackage(pkg, heads),
+		heads:    heads,
 		versions: versions,
 		ranks:    rankOrder(pkg.bundles, versions),
 	}
-}
-
-// validationConfig is the package as operator-registry's validation reads
-// it: the package's own blobs, and its bundles (repeats included) with the
-// properties validation reads and a stand-in for their objects, whose
-// content it does not read.
-func (pkg *pkgData) validationConfig() declcfg.DeclarativeConfig {
-	cfg := pkg.cfg
-	cfg.Bundles = make([]declcfg.Bundle, len(pkg.bundles))
-	for i, b := range pkg.bundles {
-		cfg.Bundles[i] = declcfg.Bundle{Schema: declcfg.SchemaBundle, Name: b.name, Package: pkg.name, Image: b.image, Properties: b.props}
-		if b.objects {
-			cfg.Bundles[i].Objects = []string{""}
-		}
-	}
-	return cfg
 }
 
 // bundleParts are the tables that hold a bundle's parts by bundle id.
@@ -253,11 +271,16 @@ var bundleParts = []string{"properties", "related_images", "provided_gvks", "req
 // write stores a package's problems and bundles, and
 // removes the parts the walk stored for bundles that repeat a name.
 func (l *loader) write(ctx context.Context, a analysis) error {
-	if a.problem != "" {
-		if err := l.insert(ctx, "problems", a.name, a.problem); err != nil {
+	for _, p := range a.problems {
+		if err := l.insert(ctx, "problems", a.name, p.pos, p.message); err != nil {
 			return fmt.Errorf("record problems of package %q: %w", a.name, err)
 		}
 		l.stats.Problems++
+	}
+	for _, h := range a.heads {
+		if err := l.writeChannel(ctx, a.name, h); err != nil {
+			return fmt.Errorf("index channel %q of package %q: %w", h.channel.Name, a.name, err)
+		}
 	}
 	listedIn := a.channelsByBundle()
 	for i, b := range a.bundles {
@@ -308,14 +331,22 @@ func (pkg *pkgData) channelsByBundle() map[string]string {
 	return out
 }
 
-// validate converts and validates a package by operator-registry's rules
-// (see convertAndValidate), so a package is judged as opm would judge it.
-// A package that fails is kept; its problems are recorded and served.
-func validate(cfg declcfg.DeclarativeConfig) string {
-	if err := convertAndValidate(cfg); err != nil {
-		return err.Error()
+// writeChannel writes a channel's row: its head, or why it has none.
+func (l *loader) writeChannel(ctx context.Context, pkg string, h channelHead) error {
+	props := []byte("[]")
+	if len(h.channel.Properties) > 0 {
+		var err error
+		if props, err = json.Marshal(h.channel.Properties); err != nil {
+			return err
+		}
 	}
-	return ""
+	var head, problem any
+	if h.head != "" {
+		head = h.head
+	} else {
+		problem = h.problem
+	}
+	return l.insert(ctx, "channels", pkg, h.channel.Name, string(props), head, problem)
 }
 
 // preRelease returns the pre-release part of v as written ("" for a release).
@@ -441,23 +472,17 @@ func (l *loader) describe(ctx context.Context, a analysis) error {
 	return l.insert(ctx, "package_search", a.name, meta.DisplayName, strings.Join(meta.Keywords, " "), meta.Provider.Name, description)
 }
 
-// defaultHead returns the indexed head of the named channel (the first
-// channel of that name), if it has one.
-func (pkg *pkgData) defaultHead(channel string) (bundleRow, bool) {
-	for _, c := range pkg.cfg.Channels {
-		if c.Name != channel {
+// defaultHead returns the head of the named channel, if it has one.
+func (a analysis) defaultHead(channel string) (bundleRow, bool) {
+	for _, h := range a.heads {
+		if h.channel.Name != channel || h.head == "" {
 			continue
 		}
-		head, problem := channelHead(c.Entries)
-		if problem != "" {
-			return bundleRow{}, false
-		}
-		for _, b := range pkg.bundles {
-			if b.name == head && !b.repeat {
+		for _, b := range a.bundles {
+			if b.name == h.head && !b.repeat {
 				return b, true
 			}
 		}
-		return bundleRow{}, false
 	}
 	return bundleRow{}, false
 }

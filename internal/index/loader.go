@@ -1,7 +1,6 @@
 package index
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -50,31 +49,34 @@ type pkgState struct {
 
 // workTables note, during the walk, what finish needs of each package: the
 // ids of its olm.package, olm.channel and olm.deprecations blobs, and a row
-// per bundle with what validation reads of it. They are dropped before the
-// load commits.
+// per bundle with what validation reads of it (problems holds, as a JSON
+// array, what checkBundle found); pos is where the blob starts
+// (fbc.Position), which the package's problems give. They are dropped
+// before the load commits.
 const workTables = `
 CREATE TABLE work_blobs (
     package TEXT    NOT NULL,
     blob_id INTEGER NOT NULL,
+    pos     TEXT    NOT NULL,
     PRIMARY KEY (package, blob_id)
 ) WITHOUT ROWID;
 CREATE TABLE work_bundles (
-    package TEXT    NOT NULL,
-    id      INTEGER NOT NULL,
-    blob_id INTEGER NOT NULL,
-    name    TEXT    NOT NULL,
-    version TEXT    NOT NULL,
-    release TEXT    NOT NULL,
-    image   TEXT    NOT NULL,
-    props   TEXT    NOT NULL,
-    objects INTEGER NOT NULL,
+    package  TEXT    NOT NULL,
+    id       INTEGER NOT NULL,
+    blob_id  INTEGER NOT NULL,
+    name     TEXT    NOT NULL,
+    version  TEXT    NOT NULL,
+    release  TEXT    NOT NULL,
+    image    TEXT    NOT NULL,
+    problems TEXT    NOT NULL,
+    pos      TEXT    NOT NULL,
     PRIMARY KEY (package, id)
 ) WITHOUT ROWID;`
 
 // tables are the columns the loader inserts, per table.
 var tables = map[string]string{
-	"work_blobs":          "package, blob_id",
-	"work_bundles":        "package, id, blob_id, name, version, release, image, props, objects",
+	"work_blobs":          "package, blob_id, pos",
+	"work_bundles":        "package, id, blob_id, name, version, release, image, problems, pos",
 	"blobs":               "id, schema, package, name, offset, data",
 	"packages":            "name, default_channel, description, icon_data, icon_media_type, display",
 	"channels":            "package, name, properties, head, head_problem",
@@ -87,7 +89,7 @@ var tables = map[string]string{
 	"required_gvks":       "bundle_id, position, grp, version, kind",
 	"required_packages":   "bundle_id, position, package_name, version_range",
 	"deprecations":        "package, schema, name, message",
-	"problems":            "package, message",
+	"problems":            "package, position, message",
 	"package_search":      "name, display_name, keywords, provider, description",
 }
 
@@ -216,56 +218,40 @@ func (l *loader) add(ctx context.Context, b fbc.Blob) error {
 	l.stats.Schemas[m.Schema]++
 	l.stats.AllBytes += int64(len(m.Blob))
 
+	pos := b.Pos.String()
 	switch v := b.Value.(type) {
 	case *declcfg.Package:
-		return l.addPackage(ctx, v, blobID)
+		return l.addPackage(ctx, v, blobID, pos)
 	case *declcfg.Channel:
-		return l.addChannel(ctx, v, blobID)
+		return l.addChannel(ctx, v, blobID, pos)
 	case *declcfg.Bundle:
-		return l.addBundle(ctx, v, blobID, b.ValueStarts)
+		return l.addBundle(ctx, v, blobID, pos, b.ValueStarts)
 	case *declcfg.Deprecation:
-		return l.addDeprecation(ctx, v, blobID)
+		return l.addDeprecation(ctx, v, blobID, pos)
 	}
 	return nil
 }
 
 // addPackage notes the package for finish, which writes its row with its
 // display metadata. A repeated package is only validated (and reported).
-func (l *loader) addPackage(ctx context.Context, p *declcfg.Package, blobID int64) error {
+func (l *loader) addPackage(ctx context.Context, p *declcfg.Package, blobID int64, pos string) error {
 	st := l.pkg(p.Name)
 	if !st.declared {
 		st.declared = true
 		l.stats.Packages++
 	}
-	return l.insert(ctx, "work_blobs", p.Name, blobID)
+	return l.insert(ctx, "work_blobs", p.Name, blobID, pos)
 }
 
-func (l *loader) addChannel(ctx context.Context, c *declcfg.Channel, blobID int64) error {
+func (l *loader) addChannel(ctx context.Context, c *declcfg.Channel, blobID int64, pos string) error {
 	st := l.pkg(c.Package)
-	if err := l.insert(ctx, "work_blobs", c.Package, blobID); err != nil {
+	if err := l.insert(ctx, "work_blobs", c.Package, blobID, pos); err != nil {
 		return fmt.Errorf("index channel %q of package %q: %w", c.Name, c.Package, err)
 	}
 	if st.channels[c.Name] {
 		return nil // a duplicate: validation records it, the first one answers
 	}
 	st.channels[c.Name] = true
-	head, problem := channelHead(c.Entries)
-	var headArg, problemArg any
-	if problem == "" {
-		headArg = head
-	} else {
-		problemArg = problem
-	}
-	props, err := json.Marshal(c.Properties)
-	if err != nil {
-		return fmt.Errorf("index channel %q of package %q: %w", c.Name, c.Package, err)
-	}
-	if len(c.Properties) == 0 {
-		props = []byte("[]")
-	}
-	if err := l.insert(ctx, "channels", c.Package, c.Name, string(props), headArg, problemArg); err != nil {
-		return fmt.Errorf("index channel %q of package %q: %w", c.Name, c.Package, err)
-	}
 	l.stats.Channels++
 	for i, e := range c.Entries {
 		l.entryID++
@@ -281,93 +267,29 @@ func (l *loader) addChannel(ctx context.Context, c *declcfg.Channel, blobID int6
 	return nil
 }
 
-// channelHead finds the entry that no other entry replaces or skips, as
-// operator-registry's model.Channel.Head does (skipRange does not count).
-// When there is not exactly one, it returns a problem naming the candidates.
-func channelHead(entries []declcfg.ChannelEntry) (head, problem string) {
-	incoming := map[string]bool{}
-	for _, e := range entries {
-		if e.Replaces != "" {
-			incoming[e.Replaces] = true
-		}
-		for _, s := range e.Skips {
-			incoming[s] = true
-		}
-	}
-	var heads []string
-	seen := map[string]bool{}
-	for _, e := range entries {
-		if !incoming[e.Name] && !seen[e.Name] {
-			heads = append(heads, e.Name)
-			seen[e.Name] = true
-		}
-	}
-	switch len(heads) {
-	case 1:
-		return heads[0], ""
-	case 0:
-		return "", "no channel head: every entry is replaced or skipped by another"
-	default:
-		sort.Strings(heads)
-		return "", "multiple channel heads: " + strings.Join(heads, ", ")
-	}
-}
-
-// packageProperty is olm.package's value; release is read too, for catalogs
-// that carry it.
-type packageProperty struct {
-	PackageName string `json:"packageName"`
-	Version     string `json:"version"`
-	Release     string `json:"release"`
-}
-
 // addBundle stores the bundle's parts (properties, related images, GVKs
-// and required packages) and notes its row for finish. A bundle repeating an
-// earlier one's name is stored the same way; finish, which sees the whole
-// package, removes its parts again and only validates it.
-func (l *loader) addBundle(ctx context.Context, b *declcfg.Bundle, blobID int64, valueStarts []int) error {
+// and required packages) and notes its row for finish, with what
+// checkBundle found wrong with it. A bundle repeating an earlier one's name
+// is stored the same way; finish, which sees the whole package, removes its
+// parts again and only validates it.
+func (l *loader) addBundle(ctx context.Context, b *declcfg.Bundle, blobID int64, pos string, valueStarts []int) error {
 	l.pkg(b.Package)
 	l.bundleID++
 	id := l.bundleID
 
-	var pkgProp packageProperty
-	// kept is what operator-registry's validation reads of the properties:
-	// olm.package and olm.channel. Of the other types it interprets, it
-	// only checks that each value decodes; those are decoded here, into
-	// the same types, and left out when they do.
-	var kept []property.Property
-	decodes, objects := true, false
-	for i, p := range b.Properties {
-		var err error
-		switch p.Type {
-		case property.TypePackage:
-			err = json.Unmarshal(p.Value, &pkgProp)
-			kept = append(kept, p)
-		case property.TypeChannel:
-			err = json.Unmarshal(p.Value, &property.Channel{})
-			kept = append(kept, p)
-		case property.TypeBundleObject:
-			objects = true
-		default:
-			var row typedRow
-			if row, err = typedRowOf(id, i, p); err == nil && row.table != "" {
-				if err := l.insert(ctx, row.table, row.values...); err != nil {
-					return fmt.Errorf("index property %d (%s) of bundle %q: %w", i, p.Type, b.Name, err)
-				}
+	check := checkBundle(b)
+	for i, v := range check.values {
+		if row := typedRowOf(id, i, v); row.table != "" {
+			if err := l.insert(ctx, row.table, row.values...); err != nil {
+				return fmt.Errorf("index property %d (%s) of bundle %q: %w", i, b.Properties[i].Type, b.Name, err)
 			}
 		}
-		decodes = decodes && err == nil
 	}
-	if !decodes {
-		// Validation reports the first property that does not decode, by
-		// its position: it gets them all, so the report is its own.
-		kept = b.Properties
-	}
-	props, err := storeProperties(kept)
+	problems, err := json.Marshal(check.problems)
 	if err != nil {
 		return fmt.Errorf("index bundle %q: %w", b.Name, err)
 	}
-	if err := l.insert(ctx, "work_bundles", b.Package, id, blobID, b.Name, pkgProp.Version, pkgProp.Release, b.Image, props, objects); err != nil {
+	if err := l.insert(ctx, "work_bundles", b.Package, id, blobID, b.Name, check.version, check.release, b.Image, string(problems), pos); err != nil {
 		return fmt.Errorf("index bundle %q: %w", b.Name, err)
 	}
 
@@ -390,20 +312,6 @@ func (l *loader) addBundle(ctx context.Context, b *declcfg.Bundle, blobID int64,
 	return nil
 }
 
-// storeProperties encodes properties for the work table (see
-// storedProperty), values as they are.
-func storeProperties(props []property.Property) (string, error) {
-	stored := make([]storedProperty, len(props))
-	for i, p := range props {
-		stored[i] = storedProperty(p)
-	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	err := enc.Encode(stored)
-	return buf.String(), err
-}
-
 // typedRow is a row of one of the tables that hold a property type queries
 // filter on.
 type typedRow struct {
@@ -411,29 +319,23 @@ type typedRow struct {
 	values []any
 }
 
-// typedRowOf decodes a property of a type queries filter on into its row;
-// other types have none (an empty table). A value of the wrong shape is an
-// error: it stays in properties only, and validation reports it.
-func typedRowOf(bundleID int64, position int, p property.Property) (typedRow, error) {
-	switch p.Type {
-	case property.TypeGVK:
-		var g property.GVK
-		err := json.Unmarshal(p.Value, &g)
-		return typedRow{"provided_gvks", []any{bundleID, position, g.Group, g.Version, g.Kind}}, err
-	case property.TypeGVKRequired:
-		var g property.GVKRequired
-		err := json.Unmarshal(p.Value, &g)
-		return typedRow{"required_gvks", []any{bundleID, position, g.Group, g.Version, g.Kind}}, err
-	case property.TypePackageRequired:
-		var r property.PackageRequired
-		err := json.Unmarshal(p.Value, &r)
-		return typedRow{"required_packages", []any{bundleID, position, r.PackageName, r.VersionRange}}, err
+// typedRowOf is the row of a decoded property (see decodeProperty) of a
+// type queries filter on; other types, and values that did not decode
+// (nil), have none (an empty table).
+func typedRowOf(bundleID int64, position int, value any) typedRow {
+	switch v := value.(type) {
+	case *property.GVK:
+		return typedRow{"provided_gvks", []any{bundleID, position, v.Group, v.Version, v.Kind}}
+	case *property.GVKRequired:
+		return typedRow{"required_gvks", []any{bundleID, position, v.Group, v.Version, v.Kind}}
+	case *property.PackageRequired:
+		return typedRow{"required_packages", []any{bundleID, position, v.PackageName, v.VersionRange}}
 	}
-	return typedRow{}, nil
+	return typedRow{}
 }
 
-func (l *loader) addDeprecation(ctx context.Context, d *declcfg.Deprecation, blobID int64) error {
-	if err := l.insert(ctx, "work_blobs", d.Package, blobID); err != nil {
+func (l *loader) addDeprecation(ctx context.Context, d *declcfg.Deprecation, blobID int64, pos string) error {
+	if err := l.insert(ctx, "work_blobs", d.Package, blobID, pos); err != nil {
 		return fmt.Errorf("index deprecations of package %q: %w", d.Package, err)
 	}
 	l.pkg(d.Package)

@@ -1,12 +1,10 @@
 package index
 
 import (
-	"cmp"
-	"errors"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/blang/semver/v4"
@@ -17,430 +15,561 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
-// convertAndValidate converts a package to operator-registry's model and
-// validates it, with the checks and reports of declcfg.ConvertToModel and
-// model.Validate, in memory linear in the package: ConvertToModel ends in
-// Model.Validate, whose replaces-chain check is quadratic (see
-// validateModel). Only what validation reads of a bundle is converted.
-func convertAndValidate(cfg declcfg.DeclarativeConfig) error {
-	m := model.Model{}
-	defaults := map[string]string{}
-	for _, p := range cfg.Packages {
-		if p.Name == "" {
-			return errors.New("config contains package with no name")
-		}
-		if _, ok := m[p.Name]; ok {
-			return fmt.Errorf("duplicate package %q", p.Name)
-		}
-		if errs := validation.IsDNS1123Label(p.Name); len(errs) > 0 {
-			return fmt.Errorf("invalid package name %q: %v", p.Name, errs)
-		}
-		pkg := &model.Package{Name: p.Name, Description: p.Description, Channels: map[string]*model.Channel{}}
-		if p.Icon != nil {
-			pkg.Icon = &model.Icon{Data: p.Icon.Data, MediaType: p.Icon.MediaType}
-		}
-		m[p.Name] = pkg
-		defaults[p.Name] = p.DefaultChannel
-	}
-
-	// unlisted holds, per package, the entries of its last channel that no
-	// bundle has yet matched: operator-registry checks those alone.
-	unlisted := map[string]map[string]bool{}
-	for _, c := range cfg.Channels {
-		pkg, ok := m[c.Package]
-		switch {
-		case !ok:
-			return fmt.Errorf("unknown package %q for channel %q", c.Package, c.Name)
-		case c.Name == "":
-			return fmt.Errorf("package %q contains channel with no name", c.Package)
-		case pkg.Channels[c.Name] != nil:
-			return fmt.Errorf("package %q has duplicate channel %q", c.Package, c.Name)
-		}
-		ch := &model.Channel{Package: pkg, Name: c.Name, Bundles: map[string]*model.Bundle{}, Properties: c.Properties}
-		entries := map[string]bool{}
-		for _, e := range c.Entries {
-			if ch.Bundles[e.Name] != nil {
-				return fmt.Errorf("invalid package %q, channel %q: duplicate entry %q", c.Package, c.Name, e.Name)
-			}
-			entries[e.Name] = true
-			ch.Bundles[e.Name] = &model.Bundle{Package: pkg, Channel: ch, Name: e.Name, Replaces: e.Replaces, Skips: e.Skips, SkipRange: e.SkipRange}
-		}
-		unlisted[c.Package] = entries
-		pkg.Channels[c.Name] = ch
-		if defaults[c.Package] == c.Name {
-			pkg.DefaultChannel = ch
-		}
-	}
-
-	bundleNames := map[string]map[string]bool{}
-	for _, b := range cfg.Bundles {
-		if b.Package == "" {
-			return fmt.Errorf("package name must be set for bundle %q", b.Name)
-		}
-		pkg, ok := m[b.Package]
-		if !ok {
-			return fmt.Errorf("unknown package %q for bundle %q", b.Package, b.Name)
-		}
-		if bundleNames[b.Package] == nil {
-			bundleNames[b.Package] = map[string]bool{}
-		}
-		if bundleNames[b.Package][b.Name] {
-			return fmt.Errorf("package %q has duplicate bundle %q", b.Package, b.Name)
-		}
-		bundleNames[b.Package][b.Name] = true
-		props, err := property.Parse(b.Properties)
-		if err != nil {
-			return fmt.Errorf("parse properties for bundle %q: %v", b.Name, err)
-		}
-		if len(props.Packages) != 1 {
-			return fmt.Errorf("package %q bundle %q must have exactly 1 %q property, found %d", b.Package, b.Name, property.TypePackage, len(props.Packages))
-		}
-		if b.Package != props.Packages[0].PackageName {
-			return fmt.Errorf("package %q does not match %q property %q", b.Package, property.TypePackage, props.Packages[0].PackageName)
-		}
-		if err := validPullSpec(b.Image, "package %q bundle %q image", b.Package, b.Name); err != nil {
-			return err
-		}
-		for i, rel := range b.RelatedImages {
-			if err := validPullSpec(rel.Image, "package %q bundle %q relatedImages[%d].image", b.Package, b.Name, i); err != nil {
-				return err
-			}
-		}
-		version, err := semver.Parse(props.Packages[0].Version)
-		if err != nil {
-			return fmt.Errorf("error parsing bundle %q version %q: %v", b.Name, props.Packages[0].Version, err)
-		}
-		delete(unlisted[b.Package], b.Name)
-		found := false
-		for _, ch := range pkg.Channels {
-			if mb := ch.Bundles[b.Name]; mb != nil {
-				found = true
-				mb.Image, mb.Properties, mb.Objects, mb.PropertiesP, mb.Version = b.Image, b.Properties, b.Objects, props, version
-			}
-		}
-		if !found {
-			return fmt.Errorf("package %q, bundle %q not found in any channel entries", b.Package, b.Name)
-		}
-	}
-	for pkg, entries := range unlisted {
-		if len(entries) > 0 {
-			return fmt.Errorf("no olm.bundle blobs found in package %q for olm.channel entries %s", pkg, slices.Sorted(maps.Keys(entries)))
-		}
-	}
-	for _, pkg := range m {
-		if name := defaults[pkg.Name]; name != "" && pkg.DefaultChannel == nil {
-			ch := &model.Channel{Package: pkg, Name: name, Bundles: map[string]*model.Bundle{}}
-			pkg.DefaultChannel = ch
-			pkg.Channels[name] = ch
-		}
-	}
-	if err := applyDeprecations(m, cfg.Deprecations, bundleNames); err != nil {
-		return err
-	}
-	return validateModel(m)
-}
-
-// applyDeprecations checks olm.deprecations blobs and marks what they
-// deprecate, as ConvertToModel does.
-func applyDeprecations(m model.Model, deprecations []declcfg.Deprecation, bundleNames map[string]map[string]bool) error {
-	seen := map[string]bool{}
-	for i, d := range deprecations {
-		if d.Package == "" {
-			return fmt.Errorf("package name must be set for deprecation item %v", i)
-		}
-		pkg, ok := m[d.Package]
-		if !ok {
-			return fmt.Errorf("cannot apply deprecations to an unknown package %q", d.Package)
-		}
-		if seen[d.Package] {
-			return fmt.Errorf("expected a maximum of one deprecation per package: %q", d.Package)
-		}
-		seen[d.Package] = true
-		refs := map[declcfg.PackageScopedReference]bool{}
-		for j, e := range d.Entries {
-			if e.Reference.Schema == "" {
-				// operator-registry's message gives package and index the
-				// wrong way round, and so quotes the index as a rune.
-				return fmt.Errorf("schema must be set for deprecation entry [%v] for package %s", d.Package, strconv.QuoteRune(rune(j)))
-			}
-			if refs[e.Reference] {
-				return fmt.Errorf("duplicate deprecation entry %#v for package %q", e.Reference, d.Package)
-			}
-			refs[e.Reference] = true
-			deprecation := &model.Deprecation{Message: e.Message}
-			switch e.Reference.Schema {
-			case declcfg.SchemaBundle:
-				if !bundleNames[d.Package][e.Reference.Name] {
-					return fmt.Errorf("cannot deprecate bundle %q for package %q: bundle not found", e.Reference.Name, d.Package)
-				}
-				for _, ch := range pkg.Channels {
-					if b := ch.Bundles[e.Reference.Name]; b != nil {
-						b.Deprecation = deprecation
-					}
-				}
-			case declcfg.SchemaChannel:
-				ch, ok := pkg.Channels[e.Reference.Name]
-				if !ok {
-					return fmt.Errorf("cannot deprecate channel %q for package %q: channel not found", e.Reference.Name, d.Package)
-				}
-				ch.Deprecation = deprecation
-			case declcfg.SchemaPackage:
-				if e.Reference.Name != "" {
-					return fmt.Errorf("package name must be empty for deprecated package %q (specified %q)", d.Package, e.Reference.Name)
-				}
-				pkg.Deprecation = deprecation
-			default:
-				return fmt.Errorf("cannot deprecate object %#v referenced by entry %v for package %q: object schema unknown", e.Reference, j, d.Package)
-			}
-		}
-	}
-	return nil
-}
-
-// validateModel judges a model as operator-registry's Model.Validate does,
-// with the same checks and the same report, in memory linear in the model.
-// Model.Validate's replaces-chain check copies the chain walked so far for
-// every bundle on it, so a channel of N bundles each replacing the last
-// took O(N²) memory: 1.4 GiB for 10,000 bundles. Everything else is
-// delegated to operator-registry where it is exported (Channel.Head,
-// Bundle.Validate, Icon.Validate, Deprecation.Validate).
+// Validation gives each package operator-registry's verdict: a package has
+// problems exactly when declcfg.ConvertToModel (which ends in
+// model.Validate) rejects that package's blobs. It does not call it:
+// ConvertToModel stops at the first problem and reports it in its own
+// terms, often an artefact of the model it builds (an entry without a
+// bundle reads "must be exactly one property with type olm.package"), and
+// model.Validate's replaces-chain check takes memory quadratic in a
+// channel's length. Here every problem of a package is reported, each
+// naming the blob, entry or property concerned and what to do, in memory
+// linear in the package. TestVerdictsMatchOperatorRegistry and
+// FuzzVerdicts check the verdicts against operator-registry's.
 //
-// The one difference: operator-registry lists a package's channels and a
-// channel's bundles in map order, which varies from run to run; here they
-// are in name order, so a package's problem reads the same in every build.
-func validateModel(m model.Model) error {
-	root := &problemTree{message: "invalid index"}
-	for _, name := range slices.Sorted(maps.Keys(m)) {
-		pkg := m[name]
-		if name != pkg.Name {
-			root.add(fmt.Errorf("package key %q does not match package name %q", name, pkg.Name))
-		}
-		root.add(validatePackage(pkg))
-	}
-	return root.orNil()
+// What can be checked from a bundle alone is checked as the bundle is
+// loaded (checkBundle), where its properties are at hand; the rest when its
+// package is complete (validatePackage).
+
+// bundleCheck is what loading a bundle found: its properties' values
+// decoded (nil where one does not decode), the version and release of its
+// olm.package property, and its problems.
+type bundleCheck struct {
+	values           []any
+	version, release string
+	problems         []string
 }
 
-func validatePackage(p *model.Package) error {
-	t := &problemTree{message: fmt.Sprintf("invalid package %q", p.Name)}
-	if p.Name == "" {
-		t.add(errors.New("package name must not be empty"))
+// checkBundle checks a bundle as ConvertToModel and model.Bundle.Validate
+// do, for what needs no other blob: that its properties decode, that it
+// has one olm.package property of its own package with a semver version
+// and a valid release, and valid image references.
+func checkBundle(b *declcfg.Bundle) bundleCheck {
+	c := bundleCheck{values: make([]any, len(b.Properties))}
+	problem := func(format string, args ...any) {
+		c.problems = append(c.problems, fmt.Sprintf("bundle %q: ", b.Name)+fmt.Sprintf(format, args...))
 	}
-	t.add(subtree(p.Icon.Validate()))
-	if p.DefaultChannel == nil {
-		t.add(errors.New("default channel must be set"))
-	}
-	if len(p.Channels) == 0 {
-		t.add(errors.New("package must contain at least one channel"))
-	}
-	foundDefault := false
-	for _, name := range slices.Sorted(maps.Keys(p.Channels)) {
-		ch := p.Channels[name]
-		if name != ch.Name {
-			t.add(fmt.Errorf("channel key %q does not match channel name %q", name, ch.Name))
+	var pkgProps []property.Package
+	objects := false
+	for i, p := range b.Properties {
+		v, err := decodeProperty(p)
+		if err != nil {
+			problem("properties[%d] (%s): the value %s: correct it or remove the property", i, p.Type, err)
+			continue
 		}
-		t.add(validateChannel(ch))
-		if ch == p.DefaultChannel {
-			foundDefault = true
-		}
-		if ch.Package != p {
-			t.add(fmt.Errorf("channel %q not correctly linked to parent package", ch.Name))
-		}
-	}
-	t.add(uniqueBundleVersions(p))
-	if p.DefaultChannel != nil && !foundDefault {
-		t.add(fmt.Errorf("default channel %q not found in channels list", p.DefaultChannel.Name))
-	}
-	if err := p.Deprecation.Validate(); err != nil {
-		t.add(fmt.Errorf("invalid deprecation: %v", err))
-	}
-	return t.orNil()
-}
-
-func validateChannel(c *model.Channel) error {
-	t := &problemTree{message: fmt.Sprintf("invalid channel %q", c.Name)}
-	if c.Name == "" {
-		t.add(errors.New("channel name must not be empty"))
-	}
-	if c.Package == nil {
-		t.add(errors.New("package must be set"))
-	}
-	if len(c.Bundles) == 0 {
-		t.add(errors.New("channel must contain at least one bundle"))
-	} else {
-		t.add(replacesChain(c))
-	}
-	for _, name := range slices.Sorted(maps.Keys(c.Bundles)) {
-		b := c.Bundles[name]
-		if name != b.Name {
-			t.add(fmt.Errorf("bundle key %q does not match bundle name %q", name, b.Name))
-		}
-		t.add(subtree(b.Validate()))
-		if b.Channel != c {
-			t.add(fmt.Errorf("bundle %q not correctly linked to parent channel", b.Name))
+		c.values[i] = v
+		switch v := v.(type) {
+		case *property.Package:
+			pkgProps = append(pkgProps, *v)
+		case *property.BundleObject:
+			objects = true
 		}
 	}
-	if err := c.Deprecation.Validate(); err != nil {
-		t.add(fmt.Errorf("invalid deprecation: %v", err))
+	if b.Image == "" && !objects {
+		problem(`no image: set "image" to the bundle image's reference`)
 	}
-	return t.orNil()
-}
-
-// replacesChain checks a channel's replaces chain by operator-registry's
-// rules: one head; from it, the chain of replaces reaches every entry that
-// no entry skips; no cycles; the tail may replace an entry that does not
-// exist; a replaces edge to a skipped entry ends the chain. A cycle is
-// reported as the chain from the entry it returns to, back to that entry.
-func replacesChain(c *model.Channel) error {
-	head, err := c.Head()
+	if err := checkPullSpec(b.Image); err != nil {
+		problem("image %q is not a valid image reference (%v): %s", b.Image, err, pullSpecHint)
+	}
+	for i, ri := range b.RelatedImages {
+		if err := checkPullSpec(ri.Image); err != nil {
+			problem("relatedImages[%d] image %q is not a valid image reference (%v): %s", i, ri.Image, err, pullSpecHint)
+		}
+	}
+	switch len(pkgProps) {
+	case 0:
+		problem(`no olm.package property: add {"type":"olm.package","value":{"packageName":%q,"version":"X.Y.Z"}}`, b.Package)
+		return c
+	case 1:
+	default:
+		problem("%d olm.package properties: keep one", len(pkgProps))
+	}
+	pp := pkgProps[0]
+	c.version, c.release = pp.Version, pp.Release
+	if pp.PackageName != b.Package {
+		problem(`its olm.package property names package %q, but the bundle is in package %q: make packageName and "package" agree`, pp.PackageName, b.Package)
+	}
+	version, versionErr := semver.Parse(pp.Version)
+	if versionErr != nil {
+		problem(`version %q of its olm.package property is not a semantic version (%v): write MAJOR.MINOR.PATCH, such as "1.2.3", without a "v"`, pp.Version, versionErr)
+	}
+	if pp.Release == "" {
+		return c
+	}
+	release, err := model.NewRelease(pp.Release)
 	if err != nil {
-		return err
+		problem("release %q of its olm.package property is not valid (%v): use dot-separated alphanumeric segments, numbers without leading zeros", pp.Release, err)
+		return c
+	}
+	if versionErr != nil {
+		return c
+	}
+	if len(version.Build) > 0 {
+		problem("version %q has build metadata and a release: drop one of them", pp.Version)
+	}
+	mb := model.Bundle{Version: version, Release: semver.Version{Pre: release}}
+	if want := b.Package + "-v" + mb.VersionString(); b.Name != want {
+		problem("a bundle with a release must be named <package>-v<version>-<release>: rename it %q, in its channels too", want)
+	}
+	return c
+}
+
+// pullSpecHint says how to write an image reference.
+const pullSpecHint = `write registry/repository:tag or registry/repository@sha256:digest, lowercase, without a transport prefix such as "oci://" or "docker://"`
+
+// checkPullSpec checks a non-empty image reference as ConvertToModel does.
+func checkPullSpec(pullSpec string) error {
+	if pullSpec == "" {
+		return nil
+	}
+	_, err := reference.ParseNormalizedNamed(pullSpec)
+	return err
+}
+
+// decodeProperty decodes a property's value into the type operator-registry's
+// property.Parse gives it, and fails where Parse fails.
+func decodeProperty(p property.Property) (any, error) {
+	var v any
+	switch p.Type {
+	case property.TypePackage:
+		v = &property.Package{}
+	case property.TypePackageRequired:
+		v = &property.PackageRequired{}
+	case property.TypeGVK:
+		v = &property.GVK{}
+	case property.TypeGVKRequired:
+		v = &property.GVKRequired{}
+	case property.TypeBundleObject:
+		v = &property.BundleObject{}
+	case property.TypeCSVMetadata:
+		v = &property.CSVMetadata{}
+	case property.TypeChannel:
+		v = &property.Channel{}
+	default:
+		v = &json.RawMessage{}
+	}
+	if len(p.Value) == 0 {
+		return nil, fmt.Errorf("is missing")
+	}
+	if err := json.Unmarshal(p.Value, v); err != nil {
+		return nil, fmt.Errorf("does not decode (%v)", err)
+	}
+	return v, nil
+}
+
+// problem is a problem of a package: where the blob concerned starts (see
+// fbc.Position), and what is wrong.
+type problem struct{ pos, message string }
+
+// problemList collects problems.
+type problemList []problem
+
+func (l *problemList) add(pos, format string, args ...any) {
+	*l = append(*l, problem{pos, fmt.Sprintf(format, args...)})
+}
+
+// addAll adds messages found in the blob at pos.
+func (l *problemList) addAll(pos string, messages []string) {
+	for _, m := range messages {
+		*l = append(*l, problem{pos, m})
+	}
+}
+
+// validatePackage returns every problem of a package that checkBundle does
+// not find, and the problems checkBundle found in its bundles, in the
+// order: package, channels, bundles, deprecations. A problem of several
+// blobs of one name is placed at the second; one of a blob that is missing,
+// at the package's first blob.
+func validatePackage(pkg *pkgData, heads []channelHead) []problem {
+	var out problemList
+	if pkg.name == "" {
+		return unnamedBlobs(pkg)
+	}
+
+	// The olm.package blob.
+	switch n := len(pkg.cfg.Packages); {
+	case n == 0:
+		out.add(pkg.first, `there is no olm.package blob named %q, which the "package" field of its channels, bundles or deprecations names: add one, or correct that field`, pkg.name)
+	case n > 1:
+		out.add(pkg.at.packages[1], "olm.package %q is defined %d times: keep one", pkg.name, n)
+	}
+	channels := map[string]int{}
+	// second holds where the second channel of each name starts.
+	second := map[string]string{}
+	for i, c := range pkg.cfg.Channels {
+		if channels[c.Name]++; channels[c.Name] == 2 {
+			second[c.Name] = pkg.at.channels[i]
+		}
+	}
+	channelList := quotedList(slices.Sorted(maps.Keys(channels)))
+	if len(pkg.cfg.Packages) > 0 {
+		at := pkg.at.packages[0]
+		if errs := validation.IsDNS1123Label(pkg.name); len(errs) > 0 {
+			out.add(at, "package name %q is not valid: %s: rename the package", pkg.name, strings.Join(errs, "; "))
+		}
+		switch def := pkg.cfg.Packages[0].DefaultChannel; {
+		case def == "" && len(channels) > 0:
+			out.add(at, "olm.package %q has no defaultChannel: set it to one of its channels (%s)", pkg.name, channelList)
+		case def == "":
+			out.add(at, "olm.package %q has no defaultChannel: add a channel and name it as the default", pkg.name)
+		case channels[def] == 0:
+			out.add(at, "defaultChannel %q is not a channel of the package: set it to one of %s, or add an olm.channel named %q", def, channelList, def)
+		}
+	}
+
+	// Channels.
+	if len(pkg.cfg.Channels) == 0 {
+		out.add(pkg.first, "the package has no olm.channel blob: add a channel that lists its bundles")
+	}
+	for _, name := range slices.Sorted(maps.Keys(channels)) {
+		if n := channels[name]; n > 1 {
+			out.add(second[name], "channel %q is defined %d times: merge its olm.channel blobs into one", name, n)
+		}
+	}
+	bundles := pkg.bundleCounts()
+	listed := map[string]bool{}
+	for _, h := range heads {
+		out.addAll(h.channel.pos, h.channel.problems(bundles))
+		for _, e := range h.channel.Entries {
+			listed[e.Name] = true
+		}
+		if problem := h.graphProblem(); problem != "" {
+			out.add(h.channel.pos, "%s", problem)
+		}
+	}
+
+	// Bundles.
+	// repeats holds where the second bundle of each name starts.
+	repeats := map[string]string{}
+	for _, b := range pkg.bundles {
+		if _, ok := repeats[b.name]; b.repeat && !ok {
+			repeats[b.name] = b.pos
+		}
+	}
+	versions := map[string][]bundleRow{}
+	for _, b := range pkg.bundles {
+		if b.repeat {
+			continue
+		}
+		if n := bundles[b.name]; n > 1 {
+			out.add(repeats[b.name], "bundle %q is defined %d times: keep one", b.name, n)
+		}
+		if b.name == "" {
+			out.add(b.pos, `an olm.bundle of the package has no name: set "name"`)
+		}
+		if !listed[b.name] {
+			out.add(b.pos, "bundle %q is in no channel: add it to the entries of a channel, or remove it", b.name)
+			continue
+		}
+		out.addAll(b.pos, b.problems)
+		if v, ok := versionString(b); ok {
+			versions[v] = append(versions[v], b)
+		}
+	}
+	// Only shared versions are sorted: sorting them all parsed each
+	// version at every comparison, a tenth of a build's time.
+	var shared []string
+	for v, same := range versions {
+		if len(same) > 1 {
+			shared = append(shared, v)
+		}
+	}
+	slices.SortFunc(shared, compareVersions)
+	for _, v := range shared {
+		same := versions[v]
+		names := make([]string, len(same))
+		for i, b := range same {
+			names[i] = b.name
+		}
+		slices.Sort(names)
+		out.add(same[1].pos, "bundles %s have the same version %s: give each bundle of a package its own version", quotedList(names), v)
+	}
+
+	// Deprecations.
+	return append(out, deprecationProblems(pkg, channels, bundles)...)
+}
+
+// versionString is the version operator-registry tells a package's bundles
+// apart by (model.Bundle.VersionString): the version, and the release as a
+// pre-release part. ok is false when either does not parse, which
+// checkBundle reports.
+func versionString(b bundleRow) (string, bool) {
+	version, err := semver.Parse(b.version)
+	if err != nil {
+		return "", false
+	}
+	release, err := model.NewRelease(b.release)
+	if err != nil {
+		return "", false
+	}
+	mb := model.Bundle{Version: version, Release: semver.Version{Pre: release}}
+	return mb.VersionString(), true
+}
+
+// compareVersions orders versions by semver, those that do not parse by
+// their text, after the others.
+func compareVersions(a, b string) int {
+	va, errA := semver.Parse(a)
+	vb, errB := semver.Parse(b)
+	switch {
+	case errA == nil && errB == nil:
+		if c := va.Compare(vb); c != 0 {
+			return c
+		}
+	case errA == nil:
+		return -1
+	case errB == nil:
+		return 1
+	}
+	return strings.Compare(a, b)
+}
+
+// unnamedBlobs reports the blobs that name no package.
+func unnamedBlobs(pkg *pkgData) []problem {
+	var out problemList
+	for _, at := range pkg.at.packages {
+		out.add(at, `an olm.package blob has no name: set "name"`)
+	}
+	for i, c := range pkg.cfg.Channels {
+		out.add(pkg.at.channels[i], `olm.channel %q has no "package": set it to the package the channel belongs to`, c.Name)
+	}
+	for _, b := range pkg.bundles {
+		out.add(b.pos, `olm.bundle %q has no "package": set it to the package the bundle belongs to`, b.name)
+	}
+	for _, at := range pkg.at.deprecations {
+		out.add(at, `an olm.deprecations blob has no "package": set it to the package it deprecates parts of`)
+	}
+	return out
+}
+
+// indexedChannel is a channel with its entries by name.
+type indexedChannel struct {
+	*declcfg.Channel
+	// pos is where the channel's blob starts.
+	pos string
+	// byName holds the first entry of each name.
+	byName map[string]*declcfg.ChannelEntry
+}
+
+func newIndexedChannel(c *declcfg.Channel, pos string) *indexedChannel {
+	ic := &indexedChannel{Channel: c, pos: pos, byName: make(map[string]*declcfg.ChannelEntry, len(c.Entries))}
+	for i := range c.Entries {
+		if _, ok := ic.byName[c.Entries[i].Name]; !ok {
+			ic.byName[c.Entries[i].Name] = &c.Entries[i]
+		}
+	}
+	return ic
+}
+
+// problems returns the problems of a channel's entries, each on its own:
+// repeats, entries without a bundle, empty skips, invalid skipRanges.
+// bundles counts the package's bundles by name.
+func (c *indexedChannel) problems(bundles map[string]int) []string {
+	where := fmt.Sprintf("channel %q", c.Name)
+	if c.Name == "" {
+		return []string{`an olm.channel of the package has no name: set "name"`}
+	}
+	if len(c.Entries) == 0 {
+		return []string{where + " has no entries: list the bundles it offers, or remove it"}
+	}
+	var out []string
+	problem := func(format string, args ...any) { out = append(out, where+fmt.Sprintf(format, args...)) }
+	count := map[string]int{}
+	for _, e := range c.Entries {
+		count[e.Name]++
+	}
+	for i := range c.Entries {
+		e := &c.Entries[i]
+		if c.byName[e.Name] != e {
+			continue
+		}
+		if n := count[e.Name]; n > 1 {
+			problem(" lists entry %q %d times: keep one", e.Name, n)
+		}
+		switch {
+		case e.Name == "":
+			problem(` has an entry without a name: set its "name" to a bundle of the package`)
+		case bundles[e.Name] == 0:
+			problem(": entry %q has no olm.bundle blob: add a bundle named %q to the package, or remove the entry", e.Name, e.Name)
+		}
+		if slices.Contains(e.Skips, "") {
+			problem(": entry %q has an empty name in skips: remove it", e.Name)
+		}
+		if e.SkipRange != "" {
+			if _, err := semver.ParseRange(e.SkipRange); err != nil {
+				problem(`: entry %q has skipRange %q, which is not a semver range (%v): write it like ">=1.0.0 <1.2.0", versions without a "v"`, e.Name, e.SkipRange, err)
+			}
+		}
+	}
+	return out
+}
+
+// channelHead is the head of an indexed channel (the first channel of its
+// name), or why it has none that can be answered.
+type channelHead struct {
+	channel *indexedChannel
+	// heads are the entries no other entry replaces or skips, by name.
+	heads []string
+	// head names the channel's head, a bundle of the package; it is ""
+	// when problem says why there is none.
+	head, problem string
+}
+
+// newChannelHead finds a channel's head as operator-registry's
+// model.Channel.Head does: the one entry that no other entry replaces or
+// skips (skipRange does not count). A head is only answered if it is a
+// bundle of the package; bundles counts them by name.
+func newChannelHead(c *indexedChannel, bundles map[string]int) channelHead {
+	incoming := map[string]bool{}
+	for _, e := range c.byName {
+		if e.Replaces != "" {
+			incoming[e.Replaces] = true
+		}
+		for _, s := range e.Skips {
+			incoming[s] = true
+		}
+	}
+	h := channelHead{channel: c}
+	for name := range c.byName {
+		if !incoming[name] {
+			h.heads = append(h.heads, name)
+		}
+	}
+	slices.Sort(h.heads)
+	switch {
+	case len(h.heads) == 0:
+		h.problem = "no channel head: every entry is replaced or skipped by another"
+	case len(h.heads) > 1:
+		h.problem = "multiple channel heads: " + strings.Join(h.heads, ", ")
+	case bundles[h.heads[0]] == 0:
+		h.problem = fmt.Sprintf("the head entry %q has no olm.bundle blob", h.heads[0])
+	default:
+		h.head = h.heads[0]
+	}
+	return h
+}
+
+// graphProblem checks a channel's replaces chain by operator-registry's
+// rules (model.Channel.validateReplacesChain): one head; from it, the chain
+// of replaces reaches every entry that no entry skips; no cycles; the tail
+// may replace an entry that does not exist; a replaces edge to a skipped
+// entry ends the chain. It returns "" for a valid chain. Unlike
+// operator-registry, it holds the chain once, not once per entry on it.
+func (h channelHead) graphProblem() string {
+	c := h.channel
+	where := fmt.Sprintf("channel %q", c.Name)
+	switch {
+	case c.Name == "" || len(c.byName) == 0:
+		return "" // reported by problems
+	case len(h.heads) == 0:
+		return where + " has no head: every entry is replaced or skipped by another, so none is the newest: " +
+			"break the cycle so that exactly one entry, the newest, is neither replaced nor skipped"
+	case len(h.heads) > 1:
+		return fmt.Sprintf("%s has %d heads, entries that no other entry replaces or skips: %s: a channel needs exactly one; make the newest replace or skip the others",
+			where, len(h.heads), quotedList(h.heads))
 	}
 	skipped := map[string]bool{}
-	for _, b := range c.Bundles {
-		for _, s := range b.Skips {
+	for _, e := range c.byName {
+		for _, s := range e.Skips {
 			skipped[s] = true
 		}
 	}
-	// chain holds the bundles walked, and position where each name (the
-	// name replaced last included, which may be no bundle's) joined it.
-	chain := []string{head.Name}
-	position := map[string]int{head.Name: 0}
-	for cur := head; cur != nil; {
+	// chain holds the entries walked, and position where each name (the
+	// name replaced last included, which may be no entry's) joined it.
+	chain := []string{h.heads[0]}
+	position := map[string]int{h.heads[0]: 0}
+	var end string
+	for cur := c.byName[h.heads[0]]; ; {
 		next := cur.Replaces
 		if skipped[next] {
+			end = fmt.Sprintf("the chain stops at %q, whose replaces %q is skipped by an entry", cur.Name, next)
 			break
 		}
 		if at, ok := position[next]; ok {
-			return fmt.Errorf("detected cycle in replaces chain of upgrade graph: %s", strings.Join(append(chain[at:], next), " -> "))
+			return fmt.Sprintf("%s: the replaces chain from the head loops: %s: make the oldest entry replace nothing, or a bundle outside the channel",
+				where, strings.Join(append(chain[at:], next), " -> "))
 		}
 		position[next] = len(chain)
-		if cur = c.Bundles[next]; cur != nil {
-			chain = append(chain, cur.Name)
+		e := c.byName[next]
+		if e == nil {
+			end = fmt.Sprintf("the chain ends at %q, which replaces %q, not an entry of the channel", cur.Name, next)
+			if next == "" {
+				end = fmt.Sprintf("the chain ends at %q, which replaces nothing", cur.Name)
+			}
+			break
 		}
+		chain = append(chain, e.Name)
+		cur = e
 	}
 	var stranded []string
-	for name := range c.Bundles {
+	for name := range c.byName {
 		if _, ok := position[name]; !ok && !skipped[name] {
 			stranded = append(stranded, name)
 		}
 	}
-	if len(stranded) > 0 {
-		slices.Sort(stranded)
-		return fmt.Errorf("channel contains one or more stranded bundles: %s", strings.Join(stranded, ", "))
+	if len(stranded) == 0 {
+		return ""
 	}
-	return nil
+	slices.Sort(stranded)
+	return fmt.Sprintf("%s: entries %s cannot be reached from the head %q by following replaces, and no entry skips them (%s): link them into the replaces chain, skip them, or remove them",
+		where, quotedList(stranded), h.heads[0], end)
 }
 
-// uniqueBundleVersions reports versions that more than one bundle of the
-// package has, in version order.
-func uniqueBundleVersions(p *model.Package) error {
-	versions := map[string]semver.Version{}
-	names := map[string]map[string]bool{}
-	for _, ch := range p.Channels {
-		for _, b := range ch.Bundles {
-			v := b.Version.String()
-			versions[v] = b.Version
-			if names[v] == nil {
-				names[v] = map[string]bool{}
+// deprecationProblems checks a package's olm.deprecations blobs as
+// ConvertToModel does: one blob at most, and entries that reference the
+// package, or a channel or bundle it has, each once, with a message.
+func deprecationProblems(pkg *pkgData, channels, bundles map[string]int) []problem {
+	var out problemList
+	if n := len(pkg.cfg.Deprecations); n > 1 {
+		out.add(pkg.at.deprecations[1], "the package has %d olm.deprecations blobs: merge them into one", n)
+	}
+	for i, d := range pkg.cfg.Deprecations {
+		seen := map[declcfg.PackageScopedReference]bool{}
+		for j, e := range d.Entries {
+			where := fmt.Sprintf("olm.deprecations entries[%d]", j)
+			problem := func(format string, args ...any) {
+				out.add(pkg.at.deprecations[i], "%s", where+fmt.Sprintf(format, args...))
 			}
-			names[v][b.Name] = true
-		}
-	}
-	sorted := slices.SortedFunc(maps.Values(versions), func(a, b semver.Version) int {
-		return cmp.Or(a.Compare(b), strings.Compare(a.String(), b.String()))
-	})
-	var dups []error
-	for _, v := range sorted {
-		if bundles := names[v.String()]; len(bundles) > 1 {
-			dups = append(dups, fmt.Errorf("{%s: [%s]}", v, strings.Join(slices.Sorted(maps.Keys(bundles)), ", ")))
-		}
-	}
-	if len(dups) > 0 {
-		return fmt.Errorf("duplicate versions found in bundles: %v", dups)
-	}
-	return nil
-}
-
-// problemTree is a validation report laid out as operator-registry lays out
-// its own: a message, then each sub-problem on its own line under it,
-// drawn as a tree.
-type problemTree struct {
-	message string
-	subs    []error
-}
-
-// renderedTree is a report operator-registry built (by Bundle.Validate or
-// Icon.Validate), whose text is placed as a subtree.
-type renderedTree struct{ err error }
-
-func (r renderedTree) Error() string { return r.err.Error() }
-
-func subtree(err error) error {
-	if err == nil {
-		return nil
-	}
-	return renderedTree{err}
-}
-
-func (t *problemTree) add(err error) {
-	if err != nil {
-		t.subs = append(t.subs, err)
-	}
-}
-
-func (t *problemTree) orNil() error {
-	if len(t.subs) == 0 {
-		return nil
-	}
-	return t
-}
-
-func (t *problemTree) Error() string {
-	var b strings.Builder
-	t.render(&b, "", "")
-	return strings.TrimSpace(b.String())
-}
-
-// render writes the tree: its message after first, and each line below
-// after rest followed by the branch drawn for it.
-func (t *problemTree) render(b *strings.Builder, first, rest string) {
-	b.WriteString(first + t.message)
-	if len(t.subs) > 0 {
-		b.WriteString(":")
-	}
-	b.WriteString("\n")
-	for i, sub := range t.subs {
-		branch, under := "├── ", "│   "
-		if i == len(t.subs)-1 {
-			branch, under = "└── ", "    "
-		}
-		var tree *problemTree
-		var rendered renderedTree
-		switch {
-		case errors.As(sub, &tree):
-			tree.render(b, rest+branch, rest+under)
-		case errors.As(sub, &rendered):
-			for j, line := range strings.Split(rendered.Error(), "\n") {
-				if j == 0 {
-					b.WriteString(rest + branch + line + "\n")
-				} else {
-					b.WriteString(rest + under + line + "\n")
+			ref := e.Reference
+			if ref.Schema == "" {
+				problem(" has no reference schema: set reference.schema to olm.package, olm.channel or olm.bundle")
+				continue
+			}
+			if seen[ref] {
+				problem(" repeats the reference to %s %q: keep one", ref.Schema, ref.Name)
+				continue
+			}
+			seen[ref] = true
+			switch ref.Schema {
+			case declcfg.SchemaBundle:
+				if bundles[ref.Name] == 0 {
+					problem(" deprecates bundle %q, which the package does not have: correct the name or remove the entry", ref.Name)
 				}
+			case declcfg.SchemaChannel:
+				if channels[ref.Name] == 0 {
+					problem(" deprecates channel %q, which the package does not have: correct the name or remove the entry", ref.Name)
+				}
+			case declcfg.SchemaPackage:
+				if ref.Name != "" {
+					problem(" deprecates the package but names %q: leave reference.name empty for olm.package", ref.Name)
+				}
+			default:
+				problem(" references schema %q: only olm.package, olm.channel and olm.bundle can be deprecated", ref.Schema)
+				continue
 			}
-		default:
-			b.WriteString(rest + branch + sub.Error() + "\n")
+			if e.Message == "" {
+				problem(" (%s %q) has no message: say why it is deprecated and what to use instead", ref.Schema, ref.Name)
+			}
 		}
 	}
+	return out
 }
 
-// validPullSpec checks a non-empty image reference as operator-registry's
-// conversion does (since v1.62), with the same message.
-func validPullSpec(pullSpec, format string, args ...any) error {
-	if pullSpec == "" {
-		return nil
+// quotedList is names quoted and separated by commas.
+func quotedList(names []string) string {
+	quoted := make([]string, len(names))
+	for i, n := range names {
+		quoted[i] = fmt.Sprintf("%q", n)
 	}
-	if _, err := reference.ParseNormalizedNamed(pullSpec); err != nil {
-		return fmt.Errorf(format+": invalid image pull spec %q: %w", append(args, pullSpec, err)...)
-	}
-	return nil
+	return strings.Join(quoted, ", ")
 }

@@ -55,6 +55,18 @@ func (c Channel) Heads() []string {
 	return heads
 }
 
+// Head returns the head of a package's channel that a client can install:
+// its single head (see Channel.Heads) when that names a bundle of the
+// package, else "".
+func (c *Catalog) Head(pkg, channel string) string {
+	if heads := c.Channels[pkg][channel].Heads(); len(heads) == 1 {
+		if _, ok := c.Bundles[pkg][heads[0]]; ok {
+			return heads[0]
+		}
+	}
+	return ""
+}
+
 // Property is a bundle property with its raw value.
 type Property struct {
 	Type  string          `json:"type"`
@@ -148,14 +160,24 @@ func Load(t testing.TB, dir string) *Catalog {
 // project, skipping the test when it is absent (a clone on its own).
 func SharedCommunity(t testing.TB) string {
 	t.Helper()
+	dir, ok := FindSharedCommunity()
+	if !ok {
+		t.Skip("../shared/catalogs/community-v4.20 is absent (a clone on its own): skipping the real-catalog test")
+	}
+	return dir
+}
+
+// FindSharedCommunity returns the path of the real community catalog beside
+// the project, and whether it is there, for tests that fall back to
+// generated content rather than skip.
+func FindSharedCommunity() (string, bool) {
 	for _, rel := range []string{"../shared", "../../shared", "../../../shared"} {
 		dir := filepath.Join(rel, "catalogs", "community-v4.20")
 		if _, err := os.Stat(dir); err == nil {
-			return dir
+			return dir, true
 		}
 	}
-	t.Skip("../shared/catalogs/community-v4.20 is absent (a clone on its own): skipping the real-catalog test")
-	return ""
+	return "", false
 }
 
 func load(dir string) (*Catalog, error) {
