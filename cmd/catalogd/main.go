@@ -131,6 +131,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	})
 	root.AddCommand(newServeCommand(&logs))
 	root.AddCommand(newManagerCommand(&logs))
+	root.AddCommand(newValidateCommand(&logs))
 	return root
 }
 
@@ -195,6 +196,50 @@ func newManagerCommand(logs *logFlags) *cobra.Command {
 	return cmd
 }
 
+// errProblemsFound is what `catalogd validate` returns when the catalog has
+// problems: exit code 1, with nothing more to print than the problems.
+var errProblemsFound = errors.New("the catalog has problems")
+
+// newValidateCommand is `catalogd validate`.
+func newValidateCommand(logs *logFlags) *cobra.Command {
+	var opts daemon.ValidateOptions
+	cmd := &cobra.Command{
+		Use:   "validate DIR|IMAGE [flags]",
+		Short: "index a catalog as the server would and print every problem; exit 1 if there is any",
+		Long: `Index a file-based catalog (a directory, or an image with its registry host)
+into a temporary directory, as catalogd serve and catalogd manager would, and
+print every problem they would report, one per line as
+file:line:column: package: message (or -o json). Exit 0 when the catalog is
+clean, 1 when it has problems or cannot be read, 2 on a mistake in the
+command line.`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := opts.Validate(args)
+			if err != nil {
+				return usageError{err}
+			}
+			log, err := logs.logger(cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			ctx, stop := signalContext()
+			defer stop()
+			n, err := daemon.Validate(ctx, cfg, cmd.OutOrStdout(), log)
+			if err != nil {
+				return err
+			}
+			if n > 0 {
+				if !cfg.JSON {
+					fmt.Fprintf(cmd.ErrOrStderr(), "%d problem(s) found\n", n)
+				}
+				return errProblemsFound
+			}
+			return nil
+		},
+	}
+	opts.BindFlags(cmd.Flags())
+	return cmd
+}
+
 // run executes the command line and returns the process's exit code.
 func run(args []string, stdout, stderr io.Writer) int {
 	root := newRoot(stdout, stderr)
@@ -202,6 +247,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	cmd, err := root.ExecuteC()
 	if err == nil {
 		return 0
+	}
+	if errors.Is(err, errProblemsFound) {
+		return 1
 	}
 	var ue usageError
 	if errors.As(err, &ue) || isCobraUsage(err) {

@@ -41,14 +41,30 @@ type Config struct {
 	Listen                  string
 	Listener                net.Listener
 	TLSCertFile, TLSKeyFile string
-	CABundle                []byte
-	InsecureRegistries      []string
-	SyncTimeout             time.Duration
-	// Keychain supplies registry credentials; nil pulls anonymously.
-	Keychain authn.Keychain
+	RegistryConfig
+	SyncTimeout time.Duration
 	// Metrics is where catalogd's own metrics are registered; nil registers
 	// none.
 	Metrics prometheus.Registerer
+}
+
+// RegistryConfig is how registries are reached.
+type RegistryConfig struct {
+	CABundle           []byte
+	InsecureRegistries []string
+	// Keychain supplies registry credentials; nil pulls anonymously.
+	Keychain authn.Keychain
+}
+
+// unpacker is the image unpacker of this configuration.
+func (c RegistryConfig) unpacker(log logr.Logger) (*unpack.Unpacker, error) {
+	return unpack.New(unpack.Options{
+		Keychain:           c.Keychain,
+		CABundle:           c.CABundle,
+		InsecureRegistries: c.InsecureRegistries,
+		UserAgent:          "catalogd/" + version.String(),
+		Logger:             log.WithName("unpack"),
+	})
 }
 
 // Catalog is one --catalog of `catalogd serve`, with its --priority.
@@ -125,13 +141,7 @@ func (c Config) Complete(log logr.Logger) (_ *Core, err error) {
 	if core.Store, err = store.New(filepath.Join(c.DataDir, indexDirName), log.WithName("index")); err != nil {
 		return nil, fmt.Errorf("open index store: %w", err)
 	}
-	if core.unpacker, err = unpack.New(unpack.Options{
-		Keychain:           c.Keychain,
-		CABundle:           c.CABundle,
-		InsecureRegistries: c.InsecureRegistries,
-		UserAgent:          "catalogd/" + version.String(),
-		Logger:             log.WithName("unpack"),
-	}); err != nil {
+	if core.unpacker, err = c.RegistryConfig.unpacker(log); err != nil {
 		return nil, err
 	}
 	core.Table = catalogs.NewTable()

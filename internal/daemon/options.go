@@ -24,11 +24,10 @@ import (
 // listens and with which certificate, how registries are reached, and how
 // long one sync may take.
 type Options struct {
+	RegistryOptions
 	DataDir                 string
 	Listen                  string
 	TLSCertFile, TLSKeyFile string
-	CAFile                  string
-	InsecureRegistries      []string
 	SyncTimeout             time.Duration
 }
 
@@ -37,8 +36,7 @@ func (o *Options) bindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Listen, "listen", "127.0.0.1:8080", "serve the API on this `host:port` (port 0 picks a free one)")
 	fs.StringVar(&o.DataDir, "data-dir", "", "keep indexes (and unpacked images) in `DIR`; required")
 	fs.DurationVar(&o.SyncTimeout, "sync-timeout", catalogsync.DefaultSyncTimeout, "deadline of one catalog sync (resolve, pull, unpack, index)")
-	fs.StringSliceVar(&o.InsecureRegistries, "insecure-registry", nil, "talk plain HTTP to the registry at `host[:port]`; repeatable")
-	fs.StringVar(&o.CAFile, "ca-file", "", "also trust the PEM certificates in `FILE` for registries")
+	o.RegistryOptions.bindFlags(fs)
 	fs.StringVar(&o.TLSCertFile, "tls-cert", "", "serve HTTPS with the PEM certificate in `FILE`, reloaded when it changes")
 	fs.StringVar(&o.TLSKeyFile, "tls-key", "", "PEM private key of --tls-cert")
 }
@@ -52,26 +50,47 @@ func (o *Options) Validate() (Config, error) {
 	if (o.TLSCertFile == "") != (o.TLSKeyFile == "") {
 		return Config{}, errors.New("--tls-cert and --tls-key go together: give both or neither")
 	}
+	reg, err := o.RegistryOptions.Validate()
+	if err != nil {
+		return Config{}, err
+	}
+	return Config{
+		RegistryConfig: reg,
+		DataDir:        o.DataDir,
+		Listen:         o.Listen,
+		TLSCertFile:    o.TLSCertFile,
+		TLSKeyFile:     o.TLSKeyFile,
+		SyncTimeout:    o.SyncTimeout,
+	}, nil
+}
+
+// RegistryOptions are the flags that say how registries are reached, for
+// every command that may pull an image.
+type RegistryOptions struct {
+	CAFile             string
+	InsecureRegistries []string
+}
+
+func (o *RegistryOptions) bindFlags(fs *pflag.FlagSet) {
+	fs.StringSliceVar(&o.InsecureRegistries, "insecure-registry", nil, "talk plain HTTP to the registry at `host[:port]`; repeatable")
+	fs.StringVar(&o.CAFile, "ca-file", "", "also trust the PEM certificates in `FILE` for registries")
+}
+
+// Validate checks the registry flags and reads the CA file.
+func (o *RegistryOptions) Validate() (RegistryConfig, error) {
 	for _, r := range o.InsecureRegistries {
 		if r == "" || strings.ContainsAny(r, "/ ") {
-			return Config{}, fmt.Errorf("--insecure-registry %q: want host or host:port", r)
+			return RegistryConfig{}, fmt.Errorf("--insecure-registry %q: want host or host:port", r)
 		}
 	}
-	cfg := Config{
-		DataDir:            o.DataDir,
-		Listen:             o.Listen,
-		TLSCertFile:        o.TLSCertFile,
-		TLSKeyFile:         o.TLSKeyFile,
-		InsecureRegistries: o.InsecureRegistries,
-		SyncTimeout:        o.SyncTimeout,
-	}
+	cfg := RegistryConfig{InsecureRegistries: o.InsecureRegistries}
 	if o.CAFile != "" {
 		b, err := os.ReadFile(o.CAFile)
 		if err != nil {
-			return Config{}, fmt.Errorf("--ca-file: %w", err)
+			return RegistryConfig{}, fmt.Errorf("--ca-file: %w", err)
 		}
 		if !x509.NewCertPool().AppendCertsFromPEM(b) {
-			return Config{}, fmt.Errorf("--ca-file %s: holds no PEM certificate", o.CAFile)
+			return RegistryConfig{}, fmt.Errorf("--ca-file %s: holds no PEM certificate", o.CAFile)
 		}
 		cfg.CABundle = b
 	}
@@ -151,11 +170,7 @@ func (o *ServeOptions) Validate(args []string) (ServeConfig, error) {
 	return cfg, nil
 }
 
-// parseCatalog parses one NAME=DIR|IMAGE. A value naming an existing
-// directory is a directory. Anything else must look like an image reference
-// with a registry host: otherwise a mistyped directory such as
-// test/testdata/dmeo would parse as docker.io/test/testdata/dmeo:latest and
-// fail much later, and less clearly, as a failed pull.
+// parseCatalog parses one NAME=DIR|IMAGE of --catalog.
 func parseCatalog(arg string) (Catalog, error) {
 	n, v, ok := strings.Cut(arg, "=")
 	if !ok || v == "" {
@@ -165,29 +180,42 @@ func parseCatalog(arg string) (Catalog, error) {
 		return Catalog{}, fmt.Errorf("--catalog %s: name %q is not a DNS-1123 subdomain (lower-case letters, digits, '-' and '.'): %s",
 			arg, n, strings.Join(errs, "; "))
 	}
-	c := Catalog{Name: n, Value: v}
+	c, err := parseLocation(v)
+	if err != nil {
+		return Catalog{}, fmt.Errorf("--catalog %s: %w", arg, err)
+	}
+	c.Name = n
+	return c, nil
+}
 
+// parseLocation parses where a catalog is: DIR or IMAGE. A value naming an
+// existing directory is a directory. Anything else must look like an image
+// reference with a registry host: otherwise a mistyped directory such as
+// test/testdata/dmeo would parse as docker.io/test/testdata/dmeo:latest and
+// fail much later, and less clearly, as a failed pull.
+func parseLocation(v string) (Catalog, error) {
+	c := Catalog{Value: v}
 	fi, err := os.Stat(v)
 	switch {
 	case err == nil && fi.IsDir():
 		abs, err := filepath.Abs(v)
 		if err != nil {
-			return Catalog{}, fmt.Errorf("--catalog %s: %w", arg, err)
+			return Catalog{}, err
 		}
 		c.Dir = abs
 		return c, nil
 	case err == nil:
-		return Catalog{}, fmt.Errorf("--catalog %s: %s is a file; want the catalog's directory", arg, v)
+		return Catalog{}, fmt.Errorf("%s is a file; want the catalog's directory", v)
 	case !errors.Is(err, fs.ErrNotExist):
-		return Catalog{}, fmt.Errorf("--catalog %s: %w", arg, err)
+		return Catalog{}, err
 	}
 
 	if !looksLikeImage(v) {
-		return Catalog{}, fmt.Errorf("--catalog %s: no directory %s (an image reference needs a registry host, as in quay.io/org/catalog:tag)", arg, v)
+		return Catalog{}, fmt.Errorf("no directory %s (an image reference needs a registry host, as in quay.io/org/catalog:tag)", v)
 	}
 	ref, err := name.ParseReference(v)
 	if err != nil {
-		return Catalog{}, fmt.Errorf("--catalog %s: no directory %s, and not an image reference: %w", arg, v, err)
+		return Catalog{}, fmt.Errorf("no directory %s, and not an image reference: %w", v, err)
 	}
 	c.Image = ref
 	return c, nil

@@ -1,0 +1,166 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/operator-framework/operator-registry/alpha/declcfg"
+	"github.com/operator-framework/operator-registry/alpha/model"
+
+	"github.com/catalogd/catalogd/internal/daemon"
+	"github.com/catalogd/catalogd/test/fbcfacts"
+	"github.com/catalogd/catalogd/test/fbcgen"
+	"github.com/catalogd/catalogd/test/registrytest"
+)
+
+const demoDir = "../../test/testdata/demo"
+
+// rejectedPackages are the packages of the catalog in dir that
+// operator-registry rejects, each converted and validated on its own: the
+// verdicts `catalogd validate` must agree with.
+func rejectedPackages(t *testing.T, dir string) []string {
+	t.Helper()
+	cfg, err := declcfg.LoadFS(t.Context(), os.DirFS(dir))
+	if err != nil {
+		t.Fatalf("operator-registry cannot load %s: %v", dir, err)
+	}
+	byPackage := map[string]*declcfg.DeclarativeConfig{}
+	of := func(name string) *declcfg.DeclarativeConfig {
+		if byPackage[name] == nil {
+			byPackage[name] = &declcfg.DeclarativeConfig{}
+		}
+		return byPackage[name]
+	}
+	for _, p := range cfg.Packages {
+		of(p.Name).Packages = append(of(p.Name).Packages, p)
+	}
+	for _, c := range cfg.Channels {
+		of(c.Package).Channels = append(of(c.Package).Channels, c)
+	}
+	for _, b := range cfg.Bundles {
+		of(b.Package).Bundles = append(of(b.Package).Bundles, b)
+	}
+	for _, d := range cfg.Deprecations {
+		of(d.Package).Deprecations = append(of(d.Package).Deprecations, d)
+	}
+	var rejected []string
+	for name, pkg := range byPackage {
+		m, err := declcfg.ConvertToModel(*pkg)
+		if err == nil {
+			err = model.Model(m).Validate()
+		}
+		if err != nil {
+			rejected = append(rejected, name)
+		}
+	}
+	slices.Sort(rejected)
+	return rejected
+}
+
+// problemPackages are the packages named by the lines of `catalogd
+// validate`, each of which must read file:line:column: package: message with
+// a file of the catalog in dir.
+func problemPackages(t *testing.T, dir, out string) []string {
+	t.Helper()
+	var pkgs []string
+	for line := range strings.Lines(out) {
+		parts := strings.SplitN(strings.TrimSuffix(line, "\n"), ": ", 3)
+		if len(parts) != 3 {
+			t.Errorf("line %q is not file:line:column: package: message", line)
+			continue
+		}
+		file, _, _ := strings.Cut(parts[0], ":")
+		if _, err := os.Stat(filepath.Join(dir, file)); err != nil {
+			t.Errorf("line %q names a file the catalog does not have: %v", line, err)
+		}
+		pkgs = append(pkgs, parts[1])
+	}
+	slices.Sort(pkgs)
+	return slices.Compact(pkgs)
+}
+
+func TestValidate(t *testing.T) {
+	phantom := t.TempDir()
+	if err := fbcgen.WritePhantomDemo(demoDir, phantom); err != nil {
+		t.Fatal(err)
+	}
+	broken := t.TempDir()
+	if err := os.CopyFS(broken, os.DirFS(demoDir)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(broken, "quarry-db", "extra.json"), []byte("{\"schema\":\"olm.package\",\n\"name\": }"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	reg := registrytest.New(t)
+	image := reg.PushCatalog(t, "catalogs/phantom:v1", phantom, registrytest.PushOptions{})
+
+	tests := []struct {
+		name string
+		args []string
+		// dir is the catalog the verdicts are checked against.
+		dir      string
+		wantCode int
+	}{
+		{"clean directory", []string{"validate", demoDir}, demoDir, 0},
+		{"phantom entries", []string{"validate", phantom}, phantom, 1},
+		{"phantom entries in an image", []string{"validate", "--insecure-registry", reg.Host, image}, phantom, 1},
+	}
+	if community, ok := fbcfacts.FindSharedCommunity(); ok {
+		code := 0
+		if len(rejectedPackages(t, community)) > 0 {
+			code = 1
+		}
+		tests = append(tests, struct {
+			name     string
+			args     []string
+			dir      string
+			wantCode int
+		}{"community catalog", []string{"validate", community}, community, code})
+	} else {
+		t.Log("../shared/catalogs/community-v4.20 is absent (a clone on its own): the real catalog is not validated")
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			if code := run(tc.args, &stdout, &stderr); code != tc.wantCode {
+				t.Fatalf("exit code %d, want %d\nstdout: %s\nstderr: %s", code, tc.wantCode, stdout.String(), stderr.String())
+			}
+			want := rejectedPackages(t, tc.dir)
+			if got := problemPackages(t, tc.dir, stdout.String()); !slices.Equal(got, want) {
+				t.Errorf("packages with problems %q, operator-registry rejects %q", got, want)
+			}
+
+			// -o json reports the same problems.
+			var jsonOut bytes.Buffer
+			run(append([]string{tc.args[0], "-o", "json"}, tc.args[1:]...), &jsonOut, &stderr)
+			var report daemon.Report
+			if err := json.Unmarshal(jsonOut.Bytes(), &report); err != nil {
+				t.Fatalf("-o json: %v\n%s", err, jsonOut.String())
+			}
+			if n := strings.Count(stdout.String(), "\n"); len(report.Problems) != n {
+				t.Errorf("-o json has %d problems, text %d lines", len(report.Problems), n)
+			}
+		})
+	}
+
+	t.Run("file that does not parse", func(t *testing.T) {
+		var stdout, stderr bytes.Buffer
+		if code := run([]string{"validate", broken}, &stdout, &stderr); code != 1 {
+			t.Fatalf("exit code %d, want 1 (stderr: %s)", code, stderr.String())
+		}
+		if !strings.HasPrefix(stdout.String(), "quarry-db/extra.json:") {
+			t.Errorf("the problem %q does not start with the file's position", stdout.String())
+		}
+	})
+	t.Run("no catalog given", func(t *testing.T) {
+		var stdout, stderr bytes.Buffer
+		if code := run([]string{"validate"}, &stdout, &stderr); code != 2 {
+			t.Errorf("exit code %d, want 2 (stderr: %s)", code, stderr.String())
+		}
+	})
+}
