@@ -23,6 +23,9 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("schema: olm.bundle\nname: b\nproperties:\n- type: olm.gvk\n  value: {group: g, kind: K, version: v1}\n"))
 	f.Add([]byte(`{"schema":"olm.channel","entries":"not a list"}`))
 	f.Add([]byte("---\n---\nschema: x\n"))
+	for _, seed := range bombSeeds() {
+		f.Add(seed)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		_ = Walk(context.Background(), fstest.MapFS{"a/c.json": {Data: data}, "b/c.yaml": {Data: data}}, Limits{}, func(_ context.Context, b Blob) error {
 			if b.Meta.Schema == "" {
@@ -81,6 +84,9 @@ func FuzzWalkMatchesDeclcfg(f *testing.F) {
 	} {
 		f.Add([]byte(seed))
 	}
+	for _, seed := range bombSeeds() {
+		f.Add(seed)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var want []string
 		wantErr := declcfg.WalkMetasReader(bytes.NewReader(data), func(m *declcfg.Meta, err error) error {
@@ -130,4 +136,16 @@ func loadTyped(m *declcfg.Meta) error {
 		return nil
 	}
 	return json.Unmarshal(m.Blob, v)
+}
+
+// bombSeeds are small files of the shapes of issue 18 (fbcgen.Bombs),
+// alone and between two documents, where a reader that drops what is not
+// a blob must still cut the documents as operator-registry does.
+func bombSeeds() [][]byte {
+	var seeds [][]byte
+	for _, bomb := range fbcgen.Bombs() {
+		small := bomb.Bytes(300)
+		seeds = append(seeds, small, []byte("schema: a\n---\n"+string(small)+"\n---\nschema: b\n"))
+	}
+	return seeds
 }
