@@ -438,6 +438,56 @@ func TestReconciler(t *testing.T) {
 		})
 	}
 
+	// A refusal for what a digest holds is remembered for that digest,
+	// whatever refused it: under a tag, every retry resolves the tag again
+	// (one manifest request) and pulls nothing while it names the same
+	// digest.
+	for _, tc := range []struct {
+		name    string
+		push    registrytest.PushOptions
+		wantMsg string
+	}{
+		{name: "unsafetag", push: registrytest.PushOptions{Extra: []registrytest.Entry{
+			registrytest.File("configs/../../escape.json", "{}"),
+		}}, wantMsg: "unsafe entry"},
+		{name: "badjsontag", push: registrytest.PushOptions{Extra: []registrytest.Entry{
+			registrytest.File("configs/zz-broken.json", `{"schema":"olm.bundle","name":`),
+		}}, wantMsg: "zz-broken.json"},
+	} {
+		t.Run(tc.name+" under a tag is pulled once across retries", func(t *testing.T) {
+			e.reg.PushCatalog(t, "catalogs/"+tc.name+":v1", demoDir, tc.push)
+			e.create(t, tc.name, e.reg.Host+"/catalogs/"+tc.name+":v1", nil)
+			var pulled int
+			await.Until(t, tc.name+" to be retried", waitTimeout, func() error {
+				cat := e.get(t, tc.name)
+				if err := condition(cat, catalogdv1.TypeProgressing, metav1.ConditionTrue, catalogdv1.ReasonRetrying); err != nil {
+					return err
+				}
+				if msg := meta.FindStatusCondition(cat.Status.Conditions, catalogdv1.TypeProgressing).Message; !strings.Contains(msg, tc.wantMsg) {
+					return fmt.Errorf("Progressing message %q does not contain %q", msg, tc.wantMsg)
+				}
+				pulled = e.requests(tc.name, http.MethodGet, "/blobs/")
+				return nil
+			})
+			resolved := e.requests(tc.name, "", "/manifests/v1")
+			await.Until(t, tc.name+" to be retried three times", waitTimeout, func() error {
+				if n := e.requests(tc.name, "", "/manifests/v1") - resolved; n < 3 {
+					return fmt.Errorf("the tag was resolved %d times since the first failure", n)
+				}
+				return nil
+			})
+			if pulled == 0 {
+				t.Fatal("no blob was fetched for the first failure")
+			}
+			if n := e.requests(tc.name, http.MethodGet, "/blobs/"); n != pulled {
+				t.Errorf("%d blob downloads after the retries, %d after the first failure; want the digest pulled once", n, pulled)
+			}
+			if c, _ := e.cats.Get(tc.name); !strings.Contains(c.LastError, tc.wantMsg) {
+				t.Errorf("lastError %q; want the remembered reason, %q", c.LastError, tc.wantMsg)
+			}
+		})
+	}
+
 	// Under a tag the same content error is retried: a new push can fix it.
 	t.Run("nolabel under a tag is retried", func(t *testing.T) {
 		e.reg.PushCatalog(t, "catalogs/nolabeltag:v1", demoDir, registrytest.PushOptions{NoLabel: true})
