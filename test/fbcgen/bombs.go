@@ -45,10 +45,19 @@ func Bombs() []Bomb {
 	}
 }
 
+// units is how many units a file of about size bytes holds.
+func (b Bomb) units(size int64) int64 {
+	return max(size-int64(len(b.Head)+len(b.Tail)), 0) / int64(len(b.Unit))
+}
+
+// Size is the exact size of the file Reader(size) streams.
+func (b Bomb) Size(size int64) int64 {
+	return int64(len(b.Head)+len(b.Tail)) + b.units(size)*int64(len(b.Unit))
+}
+
 // Reader streams a file of the shape of about size bytes (whole units).
 func (b Bomb) Reader(size int64) io.Reader {
-	units := max(size-int64(len(b.Head)+len(b.Tail)), 0) / int64(len(b.Unit))
-	return io.MultiReader(strings.NewReader(b.Head), &repeatReader{unit: []byte(b.Unit), left: units}, strings.NewReader(b.Tail))
+	return io.MultiReader(strings.NewReader(b.Head), &repeatReader{unit: []byte(b.Unit), left: b.units(size)}, strings.NewReader(b.Tail))
 }
 
 // Bytes is a file of the shape of about size bytes, for small ones.
