@@ -23,7 +23,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("schema: olm.bundle\nname: b\nproperties:\n- type: olm.gvk\n  value: {group: g, kind: K, version: v1}\n"))
 	f.Add([]byte(`{"schema":"olm.channel","entries":"not a list"}`))
 	f.Add([]byte("---\n---\nschema: x\n"))
-	for _, seed := range bombSeeds() {
+	for _, seed := range fbcgen.BombSeeds() {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -84,7 +84,7 @@ func FuzzWalkMatchesDeclcfg(f *testing.F) {
 	} {
 		f.Add([]byte(seed))
 	}
-	for _, seed := range bombSeeds() {
+	for _, seed := range fbcgen.BombSeeds() {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -136,16 +136,4 @@ func loadTyped(m *declcfg.Meta) error {
 		return nil
 	}
 	return json.Unmarshal(m.Blob, v)
-}
-
-// bombSeeds are small files of the shapes of issue 18 (fbcgen.Bombs),
-// alone and between two documents, where a reader that drops what is not
-// a blob must still cut the documents as operator-registry does.
-func bombSeeds() [][]byte {
-	var seeds [][]byte
-	for _, bomb := range fbcgen.Bombs() {
-		small := bomb.Bytes(300)
-		seeds = append(seeds, small, []byte("schema: a\n---\n"+string(small)+"\n---\nschema: b\n"))
-	}
-	return seeds
 }

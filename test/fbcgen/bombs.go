@@ -110,3 +110,16 @@ func (r *repeatReader) Read(p []byte) (int, error) {
 	r.off += n
 	return n, nil
 }
+
+// BombSeeds are small files of every shape, alone and between two
+// documents (where a reader that drops what is not a blob must still cut
+// the documents as operator-registry does): seeds for the fuzz targets
+// that read catalogs.
+func BombSeeds() [][]byte {
+	var seeds [][]byte
+	for _, bomb := range Bombs() {
+		small := bomb.Bytes(300)
+		seeds = append(seeds, small, []byte("schema: a\n---\n"+string(small)+"\n---\nschema: b\n"))
+	}
+	return seeds
+}
