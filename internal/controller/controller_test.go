@@ -45,6 +45,14 @@ const (
 	waitTimeout = 60 * time.Second
 )
 
+// badPush is an image whose content a sync refuses, and what the refusal
+// says.
+type badPush struct {
+	name    string
+	push    registrytest.PushOptions
+	wantMsg string
+}
+
 // env is one apiserver, registry and running controller shared by the
 // subtests of a test; each subtest uses its own catalog names.
 type env struct {
@@ -399,11 +407,7 @@ func TestReconciler(t *testing.T) {
 
 	// Content at a digest never changes, so a content error there needs the
 	// user: the catalog is Blocked, not retried.
-	for _, tc := range []struct {
-		name    string
-		push    registrytest.PushOptions
-		wantMsg string
-	}{
+	for _, tc := range []badPush{
 		{name: "nolabel", push: registrytest.PushOptions{NoLabel: true}, wantMsg: unpack.ConfigsDirLabel},
 		{name: "unsafe", push: registrytest.PushOptions{Extra: []registrytest.Entry{
 			registrytest.Symlink("configs/escape", "../../etc/passwd"),
@@ -442,11 +446,7 @@ func TestReconciler(t *testing.T) {
 	// whatever refused it: under a tag, every retry resolves the tag again
 	// (one manifest request) and pulls nothing while it names the same
 	// digest.
-	for _, tc := range []struct {
-		name    string
-		push    registrytest.PushOptions
-		wantMsg string
-	}{
+	for _, tc := range []badPush{
 		{name: "unsafetag", push: registrytest.PushOptions{Extra: []registrytest.Entry{
 			registrytest.File("configs/../../escape.json", "{}"),
 		}}, wantMsg: "unsafe entry"},

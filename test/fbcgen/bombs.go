@@ -3,6 +3,7 @@ package fbcgen
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"io"
 	"os"
 	"strings"
@@ -24,6 +25,32 @@ type Bomb struct {
 	// must refuse a file of the shape with at any size above a few units
 	// ("" when the file is a valid catalog).
 	Refused string
+	// OneBlob says the file is one blob, which a reader holds up to the
+	// limit per blob before it refuses it.
+	OneBlob bool
+}
+
+// Check reports how err, a reader's answer to a file of the shape, differs
+// from what it must be: nothing for a valid catalog, a refusal saying
+// Refused otherwise.
+func (b Bomb) Check(err error) error {
+	switch {
+	case b.Refused == "" && err != nil:
+		return fmt.Errorf("%w; want the %s read", err, b.Shape)
+	case b.Refused != "" && (err == nil || !strings.Contains(err.Error(), b.Refused)):
+		return fmt.Errorf("%v; want the %s refused: %q", err, b.Shape, b.Refused)
+	}
+	return nil
+}
+
+// BoundMiB is the most heap, in MiB, a reader may take for a file of the
+// shape: base, what it holds whatever it reads, and for one blob the
+// blob's buffer up to blobBytes, the limit per blob, as it grows.
+func (b Bomb) BoundMiB(base float64, blobBytes int64) float64 {
+	if b.OneBlob {
+		return base + 1.5*float64(blobBytes)/(1<<20)
+	}
+	return base
 }
 
 // deepBlob is a blob nested as deep as catalog readers take cheaply and
@@ -40,7 +67,7 @@ func Bombs() []Bomb {
 		{Shape: "newlines", File: "catalog.yaml", Unit: "\n", Refused: "blob without a schema"},
 		{Shape: "separators", File: "catalog.yaml", Unit: "---\n", Refused: "blob without a schema"},
 		{Shape: "comments", File: "catalog.yaml", Unit: "# a comment, and another, and another\n", Refused: "blob without a schema"},
-		{Shape: "string", File: "catalog.json", Head: `{"schema":"olm.bundle","name":"`, Unit: "abcdefghijklmnop", Tail: `"}`, Refused: "bytes per blob"},
+		{Shape: "string", File: "catalog.json", Head: `{"schema":"olm.bundle","name":"`, Unit: "abcdefghijklmnop", Tail: `"}`, Refused: "bytes per blob", OneBlob: true},
 		{Shape: "nesting", File: "catalog.json", Unit: deepBlob},
 	}
 }
