@@ -59,14 +59,15 @@ var deepBlob = `{"schema":"io.example.deep","v":` + strings.Repeat("[", 200) + s
 
 // Bombs are the shapes of issue 18. Every document of nothing but space,
 // separators or comments is an empty document, which operator-registry
-// refuses ("missing root schema field"); a string refuses once the blob is
-// over the limit per blob.
+// refuses ("missing root schema field"); a line indented by a GB, or a
+// string, is refused once its blob is over the limit per blob.
 func Bombs() []Bomb {
 	return []Bomb{
 		{Shape: "spaces", File: "catalog.json", Unit: " ", Refused: "blob without a schema"},
 		{Shape: "newlines", File: "catalog.yaml", Unit: "\n", Refused: "blob without a schema"},
 		{Shape: "separators", File: "catalog.yaml", Unit: "---\n", Refused: "blob without a schema"},
 		{Shape: "comments", File: "catalog.yaml", Unit: "# a comment, and another, and another\n", Refused: "blob without a schema"},
+		{Shape: "indent", File: "catalog.yaml", Unit: " ", Tail: "schema: x\n", Refused: "bytes per blob"},
 		{Shape: "string", File: "catalog.json", Head: `{"schema":"olm.bundle","name":"`, Unit: "abcdefghijklmnop", Tail: `"}`, Refused: "bytes per blob", OneBlob: true},
 		{Shape: "nesting", File: "catalog.json", Unit: deepBlob},
 	}
