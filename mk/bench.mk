@@ -22,6 +22,12 @@ $(BENCH_CRD_CATALOG)/.done: test/fbcgen/*.go test/gen/*.go
 	$(GO) run ./test/gen -out $(BENCH_CRD_CATALOG) $(BENCH_CRD_GEN_FLAGS)
 	touch $@
 
+# A GB of each bomb shape of issue 18 (spaces, newlines, YAML separators,
+# comment lines, one JSON string) beside a valid catalog, fed to the
+# catalogd binary: its VmHWM and the time to refuse each (goal: at most
+# 150 MiB, time linear in the bytes; CATALOGD_BOMB_MIB sets the sizes).
+# About 1 GB of disk at a time.
+#
 # The 50,000-bundle replaces chain is served in a process of its own too:
 # its upgrade, channel and page latencies (BenchmarkReplacesChainHTTP) are
 # those of one package far longer than any in the generated catalog.
@@ -33,3 +39,4 @@ bench: $(BENCH_CATALOG)/.done $(BENCH_CRD_CATALOG)/.done
 	$(GO) test -run '^$$' -bench 'BuildReplacesChain/50000' -benchtime 1x ./internal/index/
 	CATALOGD_BENCH_CATALOG=$(BENCH_CATALOG) $(GO) test -run '^$$' -bench . -skip 'ReplacesChainHTTP' -benchtime 1x -timeout 30m ./internal/httpapi/
 	$(GO) test -run '^$$' -bench 'ReplacesChainHTTP' -benchtime 1x ./internal/httpapi/
+	$(GO) test -run '^$$' -bench 'Bombs' -benchtime 1x -timeout 30m ./test/stress/

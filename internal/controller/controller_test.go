@@ -45,6 +45,14 @@ const (
 	waitTimeout = 60 * time.Second
 )
 
+// badPush is an image whose content a sync refuses, and what the refusal
+// says.
+type badPush struct {
+	name    string
+	push    registrytest.PushOptions
+	wantMsg string
+}
+
 // env is one apiserver, registry and running controller shared by the
 // subtests of a test; each subtest uses its own catalog names.
 type env struct {
@@ -399,11 +407,7 @@ func TestReconciler(t *testing.T) {
 
 	// Content at a digest never changes, so a content error there needs the
 	// user: the catalog is Blocked, not retried.
-	for _, tc := range []struct {
-		name    string
-		push    registrytest.PushOptions
-		wantMsg string
-	}{
+	for _, tc := range []badPush{
 		{name: "nolabel", push: registrytest.PushOptions{NoLabel: true}, wantMsg: unpack.ConfigsDirLabel},
 		{name: "unsafe", push: registrytest.PushOptions{Extra: []registrytest.Entry{
 			registrytest.Symlink("configs/escape", "../../etc/passwd"),
@@ -434,6 +438,52 @@ func TestReconciler(t *testing.T) {
 			}
 			if c, _ := e.cats.Get(tc.name); e.state(tc.name) != catalogs.Pending || c.LastError == "" {
 				t.Errorf("registry has %+v, want Pending with a last error", c)
+			}
+		})
+	}
+
+	// A refusal for what a digest holds is remembered for that digest,
+	// whatever refused it: under a tag, every retry resolves the tag again
+	// (one manifest request) and pulls nothing while it names the same
+	// digest.
+	for _, tc := range []badPush{
+		{name: "unsafetag", push: registrytest.PushOptions{Extra: []registrytest.Entry{
+			registrytest.File("configs/../../escape.json", "{}"),
+		}}, wantMsg: "unsafe entry"},
+		{name: "badjsontag", push: registrytest.PushOptions{Extra: []registrytest.Entry{
+			registrytest.File("configs/zz-broken.json", `{"schema":"olm.bundle","name":`),
+		}}, wantMsg: "zz-broken.json"},
+	} {
+		t.Run(tc.name+" under a tag is pulled once across retries", func(t *testing.T) {
+			e.reg.PushCatalog(t, "catalogs/"+tc.name+":v1", demoDir, tc.push)
+			e.create(t, tc.name, e.reg.Host+"/catalogs/"+tc.name+":v1", nil)
+			var pulled int
+			await.Until(t, tc.name+" to be retried", waitTimeout, func() error {
+				cat := e.get(t, tc.name)
+				if err := condition(cat, catalogdv1.TypeProgressing, metav1.ConditionTrue, catalogdv1.ReasonRetrying); err != nil {
+					return err
+				}
+				if msg := meta.FindStatusCondition(cat.Status.Conditions, catalogdv1.TypeProgressing).Message; !strings.Contains(msg, tc.wantMsg) {
+					return fmt.Errorf("Progressing message %q does not contain %q", msg, tc.wantMsg)
+				}
+				pulled = e.requests(tc.name, http.MethodGet, "/blobs/")
+				return nil
+			})
+			resolved := e.requests(tc.name, "", "/manifests/v1")
+			await.Until(t, tc.name+" to be retried three times", waitTimeout, func() error {
+				if n := e.requests(tc.name, "", "/manifests/v1") - resolved; n < 3 {
+					return fmt.Errorf("the tag was resolved %d times since the first failure", n)
+				}
+				return nil
+			})
+			if pulled == 0 {
+				t.Fatal("no blob was fetched for the first failure")
+			}
+			if n := e.requests(tc.name, http.MethodGet, "/blobs/"); n != pulled {
+				t.Errorf("%d blob downloads after the retries, %d after the first failure; want the digest pulled once", n, pulled)
+			}
+			if c, _ := e.cats.Get(tc.name); !strings.Contains(c.LastError, tc.wantMsg) {
+				t.Errorf("lastError %q; want the remembered reason, %q", c.LastError, tc.wantMsg)
 			}
 		})
 	}

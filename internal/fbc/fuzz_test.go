@@ -23,6 +23,9 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("schema: olm.bundle\nname: b\nproperties:\n- type: olm.gvk\n  value: {group: g, kind: K, version: v1}\n"))
 	f.Add([]byte(`{"schema":"olm.channel","entries":"not a list"}`))
 	f.Add([]byte("---\n---\nschema: x\n"))
+	for _, seed := range fbcgen.BombSeeds() {
+		f.Add(seed)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		_ = Walk(context.Background(), fstest.MapFS{"a/c.json": {Data: data}, "b/c.yaml": {Data: data}}, Limits{}, func(_ context.Context, b Blob) error {
 			if b.Meta.Schema == "" {
@@ -80,6 +83,9 @@ func FuzzWalkMatchesDeclcfg(f *testing.F) {
 		"schema: y\n",
 	} {
 		f.Add([]byte(seed))
+	}
+	for _, seed := range fbcgen.BombSeeds() {
+		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var want []string

@@ -56,7 +56,9 @@ func (s *jsonSplitter) nextValue(grow func(n int) bool) ([]byte, Position, error
 			return nil, start, errCancelled
 		}
 		if len(raw)+n > cap(raw) {
-			raw = append(make([]byte, 0, max(2*cap(raw), len(raw)+n)), raw...)
+			// Doubling, but never past the limit: a value refused at
+			// the limit has held no more than the limit.
+			raw = append(make([]byte, 0, max(min(2*cap(raw), int(s.limit)), len(raw)+n)), raw...)
 		}
 		raw = append(raw, in.buf[:n]...)
 		in.consume(n)

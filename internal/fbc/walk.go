@@ -15,14 +15,23 @@
 // sigs.k8s.io/yaml, as operator-registry converts it. The scanners share
 // the primitives of scan.go.
 //
-// Memory: a walk holds about two blobs' bytes per parsing worker (the
-// blob as read and as encoded) plus the byte budget of parsed blobs
-// waiting for the consumer (walkOptions), and a few chunks of 64 KiB per
-// open file. What is not a blob (space between JSON values, lines of
-// spaces between YAML documents) is dropped as it is read, so the memory
-// does not grow with a file's size or shape; a blob is refused once it
-// passes Limits.BlobBytes. Decoding a blob takes several times its size
-// (operator-registry's YAML conversion) at most once per worker.
+// Memory is bounded by a constant independent of a file's size and shape:
+// about 2×Limits.BlobBytes + 8 MiB per parsing worker, more only while a
+// YAML document is converted (below). A walk holds the blob being read (its
+// buffer never grows past Limits.BlobBytes, and a blob is refused once
+// over it, so a GB-long string costs the limit) and its encoding, the byte
+// budget of parsed blobs waiting for the consumer (walkOptions: 4 MiB),
+// and a 64 KiB chunk per open file. What is not a blob is dropped as it is
+// read, never held: space between JSON values, and before a YAML
+// document's first line the separator that opens it and lines of spaces,
+// newlines or comments (a run of spaces is counted, not kept). So a file
+// of nothing but spaces, newlines, separators or comment lines takes a
+// constant 0.2 MiB of heap however long it is (TestBombsTakeBoundedMemory;
+// test/stress's BenchmarkBombs feeds a GB of each to the binary). Deep
+// nesting costs stack, not heap: the canonical encoder stops at 64 levels
+// and encoding/json at 10,000. Converting a YAML document to JSON
+// (operator-registry's sigs.k8s.io/yaml) takes several times its text, at
+// most once per worker.
 package fbc
 
 import (

@@ -20,9 +20,11 @@ import (
 // is open, opens one and belongs to it.
 //
 // Unlike YAMLReader, it does not keep what cannot change a document's
-// meaning: lines of nothing but spaces before a document's first other
-// line. So a file of a GB of spaces or newlines takes no memory, and a
-// document only the memory of its own text, which Limits.BlobBytes bounds.
+// meaning: the separator line that opens a document, and lines of nothing
+// but spaces or a comment before the document's first other line. So a
+// file of a GB of spaces, newlines, separators or comment lines takes no
+// memory, and a document only the memory of its own text, which
+// Limits.BlobBytes bounds.
 type yamlSplitter struct {
 	in    *input
 	limit int64 // Limits.BlobBytes
@@ -68,16 +70,24 @@ func (s *yamlSplitter) nextDoc(grow func(n int) bool) ([]byte, yamlDoc, error) {
 			return nil, yamlDoc{}, io.EOF
 		}
 		lineStart := in.pos
-		if bytes.HasPrefix(in.buf, []byte("---")) {
-			keep := !s.open
-			if keep {
+		if n := emptyLines(in.buf); n > 0 && len(s.text) == 0 {
+			// Dropped as line drops them, a chunk at a time: a file of
+			// newlines is read as fast as one of spaces.
+			if !s.open {
 				s.start(lineStart)
-				s.doc.first = lineStart
 			}
-			if err := s.separator(keep, grow); err != nil {
+			in.consume(n)
+			continue
+		}
+		if bytes.HasPrefix(in.buf, []byte("---")) {
+			closes := s.open
+			if !closes {
+				s.start(lineStart)
+			}
+			if err := s.separator(); err != nil {
 				return nil, yamlDoc{}, err
 			}
-			if !keep {
+			if closes {
 				return s.emit()
 			}
 			continue
@@ -89,6 +99,15 @@ func (s *yamlSplitter) nextDoc(grow func(n int) bool) ([]byte, yamlDoc, error) {
 			return nil, yamlDoc{}, err
 		}
 	}
+}
+
+// emptyLines is how many bytes of buf are empty lines ("\n") at its start.
+func emptyLines(buf []byte) int {
+	n := 0
+	for n < len(buf) && buf[n] == '\n' {
+		n++
+	}
+	return n
 }
 
 // start opens a document at pos.
@@ -106,8 +125,8 @@ func (s *yamlSplitter) emit() ([]byte, yamlDoc, error) {
 
 // keep appends seg, part of a line, to the document's text.
 func (s *yamlSplitter) keep(seg []byte, grow func(n int) bool) error {
-	if int64(len(s.text)+len(seg)) > s.limit {
-		return invalidAt(s.doc.at, "the YAML document is %w of %d bytes per blob", errOverLimit, s.limit)
+	if err := s.fits(len(seg)); err != nil {
+		return err
 	}
 	if !grow(len(seg)) {
 		return errCancelled
@@ -116,16 +135,21 @@ func (s *yamlSplitter) keep(seg []byte, grow func(n int) bool) error {
 	return nil
 }
 
-// separator reads a separator line, checks it and keeps it if keep.
-func (s *yamlSplitter) separator(keep bool, grow func(n int) bool) error {
+// fits fails once n more bytes would take the document's text past the
+// limit.
+func (s *yamlSplitter) fits(n int) error {
+	if int64(len(s.text)+n) > s.limit {
+		return invalidAt(s.doc.at, "the YAML document is %w of %d bytes per blob", errOverLimit, s.limit)
+	}
+	return nil
+}
+
+// separator reads a separator line and checks it. It is not kept: a
+// document parses the same without it.
+func (s *yamlSplitter) separator() error {
 	at := s.in.pos
 	rest, comment := false, false // past "---"; in the comment after it
 	return s.takeLine(func(seg []byte, _ Position) error {
-		if keep {
-			if err := s.keep(seg, grow); err != nil {
-				return err
-			}
-		}
 		if !rest {
 			seg, rest = seg[3:], true
 		}
@@ -140,20 +164,21 @@ func (s *yamlSplitter) separator(keep bool, grow func(n int) bool) error {
 			seg = seg[size:]
 		}
 		return nil
-	}, func() error {
-		if keep {
-			return s.keep([]byte{'\n'}, grow)
-		}
-		return nil
-	})
+	}, func() error { return nil })
 }
 
-// line reads a line of the open document: it keeps it unless it holds
-// nothing but spaces and no line of the document is kept yet.
+// line reads a line of the open document. Until a line of the document is
+// kept, a line of nothing but spaces, or of spaces and a comment, is
+// dropped: neither can change what the document means. Leading spaces are
+// counted, not held, until the line shows which it is.
 func (s *yamlSplitter) line(lineStart Position, grow func(n int) bool) error {
 	kept := len(s.text) > 0
-	spaces := 0 // spaces read and not kept yet
+	spaces := 0       // leading spaces read and not kept yet
+	dropping := false // the line is a comment before the document's first kept line
 	return s.takeLine(func(seg []byte, pos Position) error {
+		if dropping {
+			return nil
+		}
 		if !kept {
 			i := 0
 			for i < len(seg) && seg[i] == ' ' {
@@ -163,8 +188,15 @@ func (s *yamlSplitter) line(lineStart Position, grow func(n int) bool) error {
 				spaces += len(seg)
 				return nil
 			}
+			if seg[i] == '#' {
+				dropping = true
+				return nil
+			}
 			kept = true
 			s.doc.first = lineStart
+			if err := s.fits(spaces); err != nil {
+				return err
+			}
 			if err := s.keep(bytes.Repeat([]byte{' '}, spaces), grow); err != nil {
 				return err
 			}

@@ -26,6 +26,9 @@ func FuzzBuild(f *testing.F) {
 	} {
 		f.Add([]byte(seed))
 	}
+	for _, seed := range fbcgen.BombSeeds() {
+		f.Add(seed)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		path := filepath.Join(t.TempDir(), "index.db")
 		_, err := Build(context.Background(), path, Content{FS: fstest.MapFS{"c.yaml": {Data: data}}, Digest: "sha256:fuzz"}, time.Now())

@@ -1,13 +1,15 @@
 // Package benchenv gives benchmarks their catalog and their resource
 // figures: the catalog `make bench` generates (or a smaller one made on the
-// spot), the process's resident memory as Linux reports it, and the CPU
-// time it used.
+// spot), the process's resident memory as Linux reports it, the peak heap
+// of one call, and the CPU time it used.
 package benchenv
 
 import (
 	"bufio"
 	"context"
 	"os"
+	"runtime"
+	"runtime/metrics"
 	"strconv"
 	"strings"
 	"syscall"
@@ -75,4 +77,44 @@ func CPUTime() time.Duration {
 // ReportCPU reports the CPU seconds per operation used since start.
 func ReportCPU(b *testing.B, start time.Duration) {
 	b.ReportMetric((CPUTime()-start).Seconds()/float64(b.N), "cpu-s/op")
+}
+
+// heapObjects is the runtime/metrics figure PeakHeap samples: the bytes of
+// heap objects, live or not yet swept, which is what the heap must hold.
+const heapObjects = "/memory/classes/heap/objects:bytes"
+
+// PeakHeapMiB runs f and returns the most heap it made the process hold at
+// once, above what was in use when it started, in MiB: sampled every
+// millisecond through runtime/metrics, which does not stop the world. A
+// test of a memory bound asserts on it: unlike RSS, it is not kept high by
+// what an earlier test took.
+func PeakHeapMiB(f func()) float64 {
+	runtime.GC()
+	sample := []metrics.Sample{{Name: heapObjects}}
+	read := func() uint64 {
+		metrics.Read(sample)
+		return sample[0].Value.Uint64()
+	}
+	base := read()
+	peak := base
+	done := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
+		for {
+			peak = max(peak, read())
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	f()
+	close(done)
+	<-sampled
+	peak = max(peak, read())
+	return float64(peak-base) / (1 << 20)
 }

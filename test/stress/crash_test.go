@@ -66,7 +66,7 @@ func pointAt(t *testing.T, link, target string) {
 }
 
 // catalogCounts reads GET /catalogs/{name}: its counts and last error.
-func catalogCounts(t *testing.T, base, name string) (packages, channels, bundles int, lastError string) {
+func catalogCounts(t testing.TB, base, name string) (packages, channels, bundles int, lastError string) {
 	t.Helper()
 	resp, err := http.Get(base + "/catalogs/" + name)
 	if err != nil {

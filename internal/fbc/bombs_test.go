@@ -1,0 +1,57 @@
+package fbc
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/catalogd/catalogd/test/benchenv"
+	"github.com/catalogd/catalogd/test/fbcgen"
+)
+
+// bombBytes is the size of the files TestBombsTakeBoundedMemory reads: far
+// more than the bound, so that a reader that keeps what it skips, or
+// amplifies it, breaks the bound many times over.
+const bombBytes = 128 << 20
+
+// TestBombsTakeBoundedMemory walks a file of each shape of issue 18 and
+// checks the heap the walk took at its peak: a constant for what is not a
+// blob (the reader drops it as it reads), the limit per blob for a long
+// string (refused once over it). Before the reader dropped them, 1 GB of
+// spaces took 5 GB; the figures of a GB of each shape through the binary
+// are test/stress's BenchmarkBombs.
+func TestBombsTakeBoundedMemory(t *testing.T) {
+	for _, bomb := range fbcgen.Bombs() {
+		t.Run(bomb.Shape, func(t *testing.T) {
+			dir := t.TempDir()
+			size := int64(bombBytes)
+			if bomb.Shape == "nesting" {
+				// Decoded blob by blob by encoding/json, at about 8 MB/s:
+				// enough to show the walk holds no more than a few blobs.
+				size = 16 << 20
+			}
+			if err := bomb.Write(filepath.Join(dir, bomb.File), size); err != nil {
+				t.Fatal(err)
+			}
+			limits := Limits{}.withDefaults()
+			// What is not a blob: the walk's byte budget and its chunks.
+			bound := bomb.BoundMiB(16, limits.BlobBytes)
+			var blobs int
+			var err error
+			peak := benchenv.PeakHeapMiB(func() {
+				err = Walk(context.Background(), os.DirFS(dir), limits, func(context.Context, Blob) error {
+					blobs++
+					return nil
+				})
+			})
+			if err := bomb.Check(err); err != nil {
+				t.Errorf("walk: %v", err)
+			}
+			t.Logf("%d MiB of %s: %d blobs, peak heap %.1f MiB", size>>20, bomb.Shape, blobs, peak)
+			if peak > bound {
+				t.Errorf("peak heap %.1f MiB reading %d MiB of %s; want at most %.0f MiB", peak, size>>20, bomb.Shape, bound)
+			}
+		})
+	}
+}
