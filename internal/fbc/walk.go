@@ -65,7 +65,7 @@ type Blob struct {
 	// in Meta.Blob (-1 when it has none).
 	ValueStarts []int
 	// Pos is where the blob starts in the catalog: its first byte that is
-	// not space ('{' in JSON).
+	// not space ('{' in JSON), nor in a YAML comment line before it.
 	Pos Position
 }
 

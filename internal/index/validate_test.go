@@ -192,12 +192,12 @@ properties: [{type: olm.package, value: {packageName: p, version: 1.0.0}}]
 	files := map[string]string{"p/catalog.yaml": yamlFile, "nested/q/catalog.json": jsonFile}
 	// Each problem, by the start of its message, and the text in a file
 	// (its nth occurrence) that starts the blob concerned: its first
-	// character that is not space, a comment's included.
+	// character that is neither space nor in a comment line before it.
 	tests := []struct {
 		pkg, message, path, text string
 		nth                      int
 	}{
-		{"p", `channel "c": entry "p.v9" has no olm.bundle blob`, "p/catalog.yaml", "# the channel", 1},
+		{"p", `channel "c": entry "p.v9" has no olm.bundle blob`, "p/catalog.yaml", "\nname: c\n", 1},
 		{"p", `bundle "p.v1" is defined 2 times`, "p/catalog.yaml", "\nname: p.v1\n", 2},
 		{"q", `there is no olm.package blob named "q"`, "nested/q/catalog.json", `{"schema": "olm.channel"`, 1},
 		{"q", `bundle "q.v1": image "oci://example.com/q@" is not a valid image reference`, "nested/q/catalog.json", "{\n\t  \"schema\": \"olm.bundle\"", 1},
