@@ -27,6 +27,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/catalogd/catalogd/internal/catalogdb"
 	"github.com/catalogd/catalogd/internal/catalogs"
 	"github.com/catalogd/catalogd/internal/index"
 	"github.com/catalogd/catalogd/internal/store"
@@ -37,6 +38,7 @@ import (
 type Store interface {
 	Info(catalog string) (store.Info, bool)
 	Update(ctx context.Context, catalog string, src index.Content) (store.Info, index.Stats, bool, error)
+	Acquire(catalog string) (*store.Snapshot, error)
 	Remove(catalog string) error
 	Catalogs() []string
 }
@@ -103,6 +105,9 @@ type Result struct {
 	Rebuilt  bool
 	Duration time.Duration
 	Stats    index.Stats
+	// Problems are the validation problems of the content now live, in
+	// package order: what an author must fix, though the catalog serves.
+	Problems []catalogdb.Problem
 }
 
 // Service keeps every catalog's index in line with its source.
@@ -396,7 +401,7 @@ func (s *Service) fetchAndBuild(ctx context.Context, name string, fetcher Fetche
 	}
 	switch f.Digest {
 	case live:
-		return res, nil
+		return s.withProblems(ctx, name, res)
 	case bad:
 		// The same content failed before: say so again without pulling or
 		// indexing it again.
@@ -422,6 +427,21 @@ func (s *Service) fetchAndBuild(ctx context.Context, name string, fetcher Fetche
 	}
 	res.Rebuilt, res.Stats = rebuilt, stats
 	res.Ref, res.Digest = info.SourceRef, info.Digest
+	return s.withProblems(ctx, name, res)
+}
+
+// withProblems adds the live index's validation problems to res, so that
+// every successful sync, rebuilt or not, can report them (the leader's
+// condition message is rewritten on each reconcile).
+func (s *Service) withProblems(ctx context.Context, name string, res Result) (Result, error) {
+	snap, err := s.opts.Store.Acquire(name)
+	if err != nil {
+		return res, fmt.Errorf("read problems of catalog %q: %w", name, err)
+	}
+	defer snap.Release()
+	if res.Problems, err = snap.Catalog.Problems(ctx, ""); err != nil {
+		return res, fmt.Errorf("read problems of catalog %q: %w", name, err)
+	}
 	return res, nil
 }
 
@@ -470,10 +490,28 @@ func (s *Service) record(ctx context.Context, e *entry, res Result, err error) {
 		// Sync's caller says what failed, once: the loop logs, the
 		// controller writes it into status.
 	case res.Rebuilt:
-		log.Info("catalog indexed", "ref", res.Ref, "bundles", res.Stats.Bundles, "problems", res.Stats.Problems,
+		log.Info("catalog indexed", "ref", res.Ref, "bundles", res.Stats.Bundles, "problems", len(res.Problems),
 			"duration", res.Duration.Round(time.Millisecond).String())
+		logProblems(log, res.Problems)
 	default:
 		log.V(1).Info("catalog unchanged", "ref", res.Ref)
+	}
+}
+
+// maxLoggedProblems bounds the problems logged per build: enough for an
+// author to start fixing, while a catalog broken everywhere cannot flood
+// the log; /catalogs/{name} and `catalogd validate` list them all.
+const maxLoggedProblems = 20
+
+// logProblems logs the problems of a new index, one line each, where the
+// author of the catalog can see them.
+func logProblems(log logr.Logger, problems []catalogdb.Problem) {
+	for i, p := range problems {
+		if i == maxLoggedProblems {
+			log.Info("more problems not logged; GET /catalogs/{name} lists them all", "more", len(problems)-i)
+			return
+		}
+		log.Info("catalog problem", "position", p.Position, "package", p.Package, "problem", p.Message)
 	}
 }
 

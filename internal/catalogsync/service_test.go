@@ -18,6 +18,7 @@ import (
 	"github.com/catalogd/catalogd/internal/store"
 	"github.com/catalogd/catalogd/internal/unpack"
 	"github.com/catalogd/catalogd/test/await"
+	"github.com/catalogd/catalogd/test/fbcgen"
 	"github.com/catalogd/catalogd/test/registrytest"
 )
 
@@ -273,4 +274,64 @@ func mustAbs(t *testing.T, p string) string {
 		t.Fatal(err)
 	}
 	return abs
+}
+
+// TestProblemsAreReportedAndLogged: a catalog with broken packages serves,
+// and each sync, rebuilt or not, reports its problems with their
+// positions; the build that found them logs each.
+func TestProblemsAreReportedAndLogged(t *testing.T) {
+	dir := t.TempDir()
+	if err := fbcgen.WritePhantomDemo(demoDir, dir); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var lines []string
+	log := funcr.New(func(prefix, args string) {
+		mu.Lock()
+		defer mu.Unlock()
+		lines = append(lines, args)
+	}, funcr.Options{})
+	e := newEnv(t, catalogsync.Options{Log: log})
+	e.svc.Set(catalogsync.Spec{Name: "demo", Fetcher: catalogsync.DirFetcher{Path: dir}})
+	var found []catalogsync.Result
+	for _, rebuilt := range []bool{true, false} {
+		res, err := e.svc.Sync(context.Background(), "demo", nil)
+		found = append(found, res)
+		if err != nil {
+			t.Fatalf("sync: %v", err)
+		}
+		if res.Rebuilt != rebuilt {
+			t.Errorf("rebuilt %v, want %v", res.Rebuilt, rebuilt)
+		}
+		// The phantom entries name these bundles, which do not exist.
+		for _, phantom := range []string{"aurora-cache.v9.9.9", "aurora-cache.v9.9.8"} {
+			found := false
+			for _, p := range res.Problems {
+				if strings.Contains(p.Message, phantom) && p.Package == "aurora-cache" && strings.HasPrefix(p.Position, "aurora-cache/catalog.yaml:") {
+					found = true
+				}
+			}
+			if !found {
+				t.Errorf("no problem of aurora-cache at aurora-cache/catalog.yaml names %s: %+v", phantom, res.Problems)
+			}
+		}
+	}
+	if len(found[0].Problems) != len(found[1].Problems) {
+		t.Errorf("the rebuild reported %d problems, the sync after it %d", len(found[0].Problems), len(found[1].Problems))
+	}
+	// Only the build that found them logs them, each with its position.
+	mu.Lock()
+	defer mu.Unlock()
+	logged := 0
+	for _, l := range lines {
+		if strings.Contains(l, `"msg"="catalog problem"`) {
+			if !strings.Contains(l, `"position"="aurora-cache/catalog.yaml:`) {
+				t.Errorf("problem logged without its position: %s", l)
+			}
+			logged++
+		}
+	}
+	if logged != len(found[0].Problems) {
+		t.Errorf("%d problems logged, want %d; logged:\n%s", logged, len(found[0].Problems), strings.Join(lines, "\n"))
+	}
 }

@@ -312,7 +312,7 @@ func (r *Reconciler) reconcileContent(ctx context.Context, cat *catalogdv1.Clust
 	r.setCondition(cat, catalogdv1.TypeServing, metav1.ConditionTrue, catalogdv1.ReasonAvailable,
 		fmt.Sprintf("serving %s", res.Ref))
 	r.setCondition(cat, catalogdv1.TypeProgressing, metav1.ConditionTrue, catalogdv1.ReasonSucceeded,
-		fmt.Sprintf("indexed %s", res.Ref))
+		indexedMessage(res, cat.Name))
 	cat.Status.ResolvedSource = &catalogdv1.ResolvedCatalogSource{
 		Type:  catalogdv1.SourceTypeImage,
 		Image: &catalogdv1.ResolvedImageSource{Ref: res.Ref},
@@ -323,6 +323,26 @@ func (r *Reconciler) reconcileContent(ctx context.Context, cat *catalogdv1.Clust
 		cat.Status.LastUnpacked = &now
 	}
 	return r.pollResult(cat), nil
+}
+
+// maxProblemMessage bounds the problem quoted in a condition message.
+const maxProblemMessage = 512
+
+// indexedMessage says what was indexed and, when the catalog has problems
+// (it serves, but some packages are broken), how many, the first of them
+// with its position, and where the rest are listed.
+func indexedMessage(res catalogsync.Result, catalog string) string {
+	msg := fmt.Sprintf("indexed %s", res.Ref)
+	if len(res.Problems) == 0 {
+		return msg
+	}
+	first := res.Problems[0]
+	quoted := fmt.Sprintf("%s: %s: %s", first.Position, first.Package, first.Message)
+	if len(quoted) > maxProblemMessage {
+		quoted = quoted[:maxProblemMessage] + "..."
+	}
+	return fmt.Sprintf("%s with %d problem(s) an author should fix, the first %s (GET /catalogs/%s lists them all)",
+		msg, len(res.Problems), quoted, catalog)
 }
 
 // fail records a failed update in the conditions. The previous index, if

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	catalogdv1 "github.com/catalogd/catalogd/api/v1"
+	"github.com/catalogd/catalogd/internal/catalogdb"
 	"github.com/catalogd/catalogd/internal/catalogs"
 	"github.com/catalogd/catalogd/internal/catalogsync"
 	catalogctrl "github.com/catalogd/catalogd/internal/controller"
@@ -138,6 +139,8 @@ func TestReconcileUnit(t *testing.T) {
 		wantProgressing string
 		wantResolved    string
 		wantRemoved     bool
+		// wantMessage: what the Progressing message says, in order.
+		wantMessage []string
 	}{
 		{
 			name:            "a tag is indexed and its digest published",
@@ -146,6 +149,29 @@ func TestReconcileUnit(t *testing.T) {
 			wantServing:     metav1.ConditionTrue,
 			wantProgressing: catalogdv1.ReasonSucceeded,
 			wantResolved:    digestRef,
+		},
+		{
+			name: "problems are counted and the first quoted with its position",
+			cat:  newCatalog(tag),
+			outcomes: []outcome{{res: catalogsync.Result{Ref: digestRef, Rebuilt: true, Problems: []catalogdb.Problem{
+				{Package: "p", Position: "p/catalog.yaml:3:1", Message: `channel "c": entry "p.v9" has no olm.bundle blob`},
+				{Package: "q", Position: "q/catalog.json:1:1", Message: "there is no olm.package blob"},
+			}}}},
+			wantServing:     metav1.ConditionTrue,
+			wantProgressing: catalogdv1.ReasonSucceeded,
+			wantResolved:    digestRef,
+			wantMessage:     []string{"indexed " + digestRef, "2 problem(s)", `p/catalog.yaml:3:1: p: channel "c": entry "p.v9" has no olm.bundle blob`, "GET /catalogs/demo"},
+		},
+		{
+			name: "a long problem is cut short in the message",
+			cat:  newCatalog(tag),
+			outcomes: []outcome{{res: catalogsync.Result{Ref: digestRef, Rebuilt: true, Problems: []catalogdb.Problem{
+				{Package: "p", Position: "p/catalog.yaml:3:1", Message: strings.Repeat("x", 5000)},
+			}}}},
+			wantServing:     metav1.ConditionTrue,
+			wantProgressing: catalogdv1.ReasonSucceeded,
+			wantResolved:    digestRef,
+			wantMessage:     []string{"1 problem(s)", "p/catalog.yaml:3:1: p: xxx", "...", "GET /catalogs/demo"},
 		},
 		{
 			name:            "a polled tag asks to be called again after the interval",
@@ -240,6 +266,20 @@ func TestReconcileUnit(t *testing.T) {
 			}
 			checkCondition(t, &got, catalogdv1.TypeServing, tc.wantServing, "")
 			checkCondition(t, &got, catalogdv1.TypeProgressing, "", tc.wantProgressing)
+			if c := meta.FindStatusCondition(got.Status.Conditions, catalogdv1.TypeProgressing); c != nil {
+				rest := c.Message
+				for _, want := range tc.wantMessage {
+					i := strings.Index(rest, want)
+					if i < 0 {
+						t.Errorf("Progressing message %q does not say %q (after what came before)", c.Message, want)
+						break
+					}
+					rest = rest[i+len(want):]
+				}
+				if len(c.Message) > 1024 {
+					t.Errorf("Progressing message is %d bytes, want it bounded", len(c.Message))
+				}
+			}
 			resolved := ""
 			if rs := got.Status.ResolvedSource; rs != nil && rs.Image != nil {
 				resolved = rs.Image.Ref
