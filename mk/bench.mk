@@ -40,3 +40,19 @@ bench: $(BENCH_CATALOG)/.done $(BENCH_CRD_CATALOG)/.done
 	CATALOGD_BENCH_CATALOG=$(BENCH_CATALOG) $(GO) test -run '^$$' -bench . -skip 'ReplacesChainHTTP' -benchtime 1x -timeout 30m ./internal/httpapi/
 	$(GO) test -run '^$$' -bench 'ReplacesChainHTTP' -benchtime 1x ./internal/httpapi/
 	$(GO) test -run '^$$' -bench 'Bombs' -benchtime 1x -timeout 30m ./test/stress/
+
+# make bench-validate: `catalogd validate` against `opm validate` (the
+# operator-registry version in go.mod, built from hack/opm) on the bench
+# catalog, one after the other, wall time and peak RSS of each process.
+OPM := $(BIN)/opm
+OPM_TAGS := containers_image_openpgp exclude_graphdriver_btrfs exclude_graphdriver_devicemapper
+
+$(OPM): hack/opm/go.mod hack/opm/go.sum
+	cd hack/opm && $(GO) build -tags '$(OPM_TAGS)' -o $@ github.com/operator-framework/operator-registry/cmd/opm
+
+.PHONY: bench-validate
+bench-validate: $(BENCH_CATALOG)/.done $(OPM) build
+	@for i in 1 2 3; do \
+		/usr/bin/time -f "opm validate:      %e s wall, %M KiB peak RSS" $(OPM) validate $(BENCH_CATALOG) >/dev/null; \
+		/usr/bin/time -f "catalogd validate: %e s wall, %M KiB peak RSS" $(BIN)/catalogd validate $(BENCH_CATALOG) >/dev/null; \
+	done
