@@ -212,6 +212,8 @@ func validatePackage(pkg *pkgData, heads []channelHead) []problem {
 			out.add(at, "olm.package %q has no defaultChannel: set it to one of its channels (%s)", pkg.name, channelList)
 		case def == "":
 			out.add(at, "olm.package %q has no defaultChannel: add a channel and name it as the default", pkg.name)
+		case len(channels) == 0:
+			out.add(at, "defaultChannel %q is not a channel of the package, which has none: add an olm.channel named %q", def, def)
 		case channels[def] == 0:
 			out.add(at, "defaultChannel %q is not a channel of the package: set it to one of %s, or add an olm.channel named %q", def, channelList, def)
 		}

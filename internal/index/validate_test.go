@@ -99,6 +99,8 @@ func TestProblems(t *testing.T) {
 		}},
 		{"default channel missing", pkg + three + "\n" + channel("d", `{"name":"p.v3","replaces":"p.v2"},{"name":"p.v2","replaces":"p.v1"},{"name":"p.v1"}`),
 			[]string{`defaultChannel "c" is not a channel of the package: set it to one of "d", or add an olm.channel named "c"`}},
+		{"default channel of a package without channels", pkg,
+			[]string{`defaultChannel "c" is not a channel of the package, which has none: add an olm.channel named "c"`, `the package has no olm.channel blob: add a channel that lists its bundles`}},
 		{"no default channel", strings.Replace(pkg, `"defaultChannel":"c"`, `"defaultChannel":""`, 1) + three + "\n" + chain,
 			[]string{`olm.package "p" has no defaultChannel: set it to one of its channels ("c")`}},
 		{"deprecations", pkg + three + "\n" + chain + "\n" +
