@@ -32,6 +32,7 @@ $(TOOLS): hack/tools/go.mod hack/tools/go.sum
 
 build:
 	$(GO) build -ldflags '$(VERSION_LDFLAGS)' -o $(BIN)/catalogd ./cmd/catalogd
+	$(GO) build -ldflags '$(VERSION_LDFLAGS)' -o $(BIN)/kubectl-catalog ./cmd/kubectl-catalog
 
 ## run: serve the demo catalog on $(LISTEN) with no cluster.
 run: build
