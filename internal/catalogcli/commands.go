@@ -131,6 +131,10 @@ func listCatalogs(ctx context.Context, c *conn) (*client.CatalogList, error) {
 // okOr returns a response's 200 body, or the error that says why there
 // is none.
 func okOr[R any, T any](c *conn, rsp *R, err error, parts func(*R) (*T, *http.Response, []byte)) (*T, error) {
+	var ae *apiError
+	if errors.As(err, &ae) {
+		return nil, ae
+	}
 	if err != nil {
 		return nil, c.unreachable(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -124,11 +125,8 @@ func (c *connectFlags) connectServer() (*conn, error) {
 		}
 		transport.TLSClientConfig = cfg
 	}
-	api, err := c.client(strings.TrimSuffix(c.server, "/"), transport)
-	if err != nil {
-		return nil, err
-	}
-	return &conn{api: api, where: c.server, hint: "start one with `catalogd serve`, or point elsewhere with --server, $" + ServerEnv + ", --dir or --image", close: func() {}}, nil
+	cn := &conn{where: c.server, hint: "start one with `catalogd serve`, or point elsewhere with --server, $" + ServerEnv + ", --dir or --image", close: func() {}}
+	return cn, cn.dial(strings.TrimSuffix(c.server, "/"), transport, c.timeout)
 }
 
 // connectCluster reaches the catalogd Service through the Kubernetes API
@@ -164,12 +162,12 @@ func (c *connectFlags) connectCluster() (*conn, error) {
 	proxy := fmt.Sprintf("/api/v1/namespaces/%s/services/%s:%s:%s/proxy",
 		url.PathEscape(c.serviceNamespace), scheme, url.PathEscape(c.serviceName), port)
 	base := strings.TrimSuffix(host.String(), "/") + proxy
-	api, err := c.client(base, transport)
-	if err != nil {
-		return nil, err
+	cn := &conn{
+		where: fmt.Sprintf("service %s/%s through %s", c.serviceNamespace, c.serviceName, host.Host),
+		hint:  "is catalogd deployed there? pick another with --service-namespace/--service-name or --context, or point elsewhere with --server, --dir or --image",
+		close: func() {},
 	}
-	where := fmt.Sprintf("service %s/%s through %s", c.serviceNamespace, c.serviceName, host.Host)
-	return &conn{api: api, where: where, hint: "is catalogd deployed there? pick another with --service-namespace/--service-name or --context, or point elsewhere with --server, --dir or --image", close: func() {}}, nil
+	return cn, cn.dial(base, transport, c.timeout)
 }
 
 func (c *connectFlags) connectOffline(ctx context.Context) (*conn, error) {
@@ -182,16 +180,38 @@ func (c *connectFlags) connectOffline(ctx context.Context) (*conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	api, err := client.NewClientWithResponses("http://offline", client.WithHTTPClient(&http.Client{Transport: handlerTransport{handler}}))
-	if err != nil {
+	cn := &conn{where: where, close: closeIdx}
+	if err := cn.dial("http://offline", handlerTransport{handler}, 0); err != nil {
 		closeIdx()
 		return nil, err
 	}
-	return &conn{api: api, where: where, close: closeIdx}, nil
+	return cn, nil
 }
 
-func (c *connectFlags) client(base string, transport http.RoundTripper) (*client.ClientWithResponses, error) {
-	return client.NewClientWithResponses(base, client.WithHTTPClient(&http.Client{Transport: transport, Timeout: c.timeout}))
+// dial makes the client of base over transport.
+func (c *conn) dial(base string, transport http.RoundTripper, timeout time.Duration) error {
+	var err error
+	c.api, err = client.NewClientWithResponses(base, client.WithHTTPClient(answeredByCatalogd{conn: c, http: &http.Client{Transport: transport, Timeout: timeout}}))
+	return err
+}
+
+// answeredByCatalogd turns an answer that is neither a success nor one of
+// catalogd's problem documents into an error before the generated client
+// reads it: such an answer comes from something on the way (the API
+// server's proxy, an Ingress) and is not in the shapes openapi.yaml gives.
+type answeredByCatalogd struct {
+	conn *conn
+	http *http.Client
+}
+
+func (a answeredByCatalogd) Do(req *http.Request) (*http.Response, error) {
+	rsp, err := a.http.Do(req)
+	if err != nil || rsp.StatusCode < 300 || strings.HasPrefix(rsp.Header.Get("Content-Type"), "application/problem+json") {
+		return rsp, err
+	}
+	defer rsp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(rsp.Body, 4096))
+	return nil, a.conn.failed(rsp, body)
 }
 
 // cacheDir is where offline indexes are kept: $XDG_CACHE_HOME/catalogd or
