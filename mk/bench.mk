@@ -22,6 +22,10 @@ $(BENCH_CRD_CATALOG)/.done: test/fbcgen/*.go test/gen/*.go
 	$(GO) run ./test/gen -out $(BENCH_CRD_CATALOG) $(BENCH_CRD_GEN_FLAGS)
 	touch $@
 
+# kubectl catalog's commands are timed end to end (process start included)
+# against catalogd serve, offline warm and offline cold, beside opm alpha list
+# ($OPM, bin/opm or the PATH; left out when there is none).
+#
 # The 50,000-bundle replaces chain is served in a process of its own too:
 # its upgrade, channel and page latencies (BenchmarkReplacesChainHTTP) are
 # those of one package far longer than any in the generated catalog.
@@ -33,3 +37,4 @@ bench: $(BENCH_CATALOG)/.done $(BENCH_CRD_CATALOG)/.done
 	$(GO) test -run '^$$' -bench 'BuildReplacesChain/50000' -benchtime 1x ./internal/index/
 	CATALOGD_BENCH_CATALOG=$(BENCH_CATALOG) $(GO) test -run '^$$' -bench . -skip 'ReplacesChainHTTP' -benchtime 1x -timeout 30m ./internal/httpapi/
 	$(GO) test -run '^$$' -bench 'ReplacesChainHTTP' -benchtime 1x ./internal/httpapi/
+	CATALOGD_BENCH_CATALOG=$(BENCH_CATALOG) $(GO) test -run '^$$' -bench 'Commands' -benchtime 3x -timeout 30m ./internal/catalogcli/
