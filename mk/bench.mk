@@ -30,6 +30,7 @@ $(BENCH_CRD_CATALOG)/.done: test/fbcgen/*.go test/gen/*.go
 # its upgrade, channel and page latencies (BenchmarkReplacesChainHTTP) are
 # those of one package far longer than any in the generated catalog.
 .PHONY: bench
+## bench: index, query and kubectl catalog benchmarks on generated catalogs (tmp/), opm beside them.
 bench: $(BENCH_CATALOG)/.done $(BENCH_CRD_CATALOG)/.done
 	CATALOGD_BENCH_CATALOG=$(BENCH_CATALOG) $(GO) test -run '^$$' -bench 'Parse|Build$$|BuildToParse' -benchtime 3x -benchmem ./internal/index/
 	CATALOGD_BENCH_CRD_CATALOG=$(BENCH_CRD_CATALOG) $(GO) test -run '^$$' -bench 'BuildCRDObjects' -benchtime 1x -benchmem ./internal/index/
