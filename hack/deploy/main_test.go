@@ -81,13 +81,8 @@ func containerImages(t *testing.T, objs []*unstructured.Unstructured) []string {
 // tool's field manager, then delete twice and check everything but the
 // shared namespace is gone.
 func TestDeployUndeploy(t *testing.T) {
-	cfg := kubetest.Start(t)
-	kubeconfig := kubetest.WriteKubeconfig(t, cfg)
+	c, kubeconfig := startAPIServer(t)
 	ctx := context.Background()
-	c, err := client.New(cfg, client.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	const image = "registry.example/olm/catalogd:v9"
 	objs, err := Render(defaultDir, image)
 	if err != nil {
@@ -156,13 +151,8 @@ func TestDeployUndeploy(t *testing.T) {
 // applied (as OLM v1's catalogd does) stops make deploy and make undeploy
 // with a message that says what to do, and that -adopt takes it over.
 func TestDeployRefusesAnotherOwner(t *testing.T) {
-	cfg := kubetest.Start(t)
-	kubeconfig := kubetest.WriteKubeconfig(t, cfg)
+	c, kubeconfig := startAPIServer(t)
 	ctx := context.Background()
-	c, err := client.New(cfg, client.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	objs, err := Render(defaultDir, "")
 	if err != nil {
 		t.Fatal(err)
@@ -202,11 +192,7 @@ func TestRenderMissing(t *testing.T) {
 // TestSamplesAreValid has the API server validate every sample against the
 // CRD, so that the README's first step does not fail.
 func TestSamplesAreValid(t *testing.T) {
-	cfg := kubetest.Start(t)
-	c, err := client.New(cfg, client.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, _ := startAPIServer(t)
 	files, err := filepath.Glob(filepath.Join("..", "..", "config", "samples", "*.yaml"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no samples in config/samples: %v", err)
@@ -224,4 +210,16 @@ func TestSamplesAreValid(t *testing.T) {
 			t.Errorf("%s: %v", f, err)
 		}
 	}
+}
+
+// startAPIServer runs envtest for the test and returns a client of it and
+// a kubeconfig file for run.
+func startAPIServer(t *testing.T) (client.Client, string) {
+	t.Helper()
+	cfg := kubetest.Start(t)
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, kubetest.WriteKubeconfig(t, cfg)
 }

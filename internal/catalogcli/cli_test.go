@@ -2,6 +2,7 @@ package catalogcli_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -17,6 +18,7 @@ import (
 	"github.com/catalogd/catalogd/client"
 	"github.com/catalogd/catalogd/test/catalogdproc"
 	"github.com/catalogd/catalogd/test/fbcfacts"
+	"github.com/catalogd/catalogd/test/fbcgen"
 	"github.com/catalogd/catalogd/test/registrytest"
 )
 
@@ -470,4 +472,29 @@ func TestOfflineCache(t *testing.T) {
 	if again := indexFiles(); len(again) != 1 || again[0] == first[0] {
 		t.Errorf("changed content: index files %v, want one new file", again)
 	}
+}
+
+// TestListsSpanPages checks that lists longer than the API's page (100
+// items) come whole, on a generated catalog with a long package.
+func TestListsSpanPages(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := fbcgen.Write(context.Background(), dir, fbcgen.Options{Packages: 130, Bundles: 400, LongPackageBundles: 150, Seed: 1}); err != nil {
+		t.Fatal(err)
+	}
+	facts := fbcfacts.Load(t, dir)
+	c := newCLI(t, "--dir", dir)
+	if got, want := lines(c.ok(t, "packages", "-o", "name")), sortedKeys(facts.Packages); !slices.Equal(got, want) {
+		t.Errorf("packages: %d names, the catalog has %d", len(got), len(want))
+	}
+	for pkg, bundles := range facts.Bundles {
+		if len(bundles) <= 100 {
+			continue
+		}
+		got := lines(c.ok(t, "versions", pkg, "-o", "name"))
+		if want := newestFirst(facts, pkg, func(fbcfacts.Bundle) bool { return true }); !slices.Equal(got, want) {
+			t.Errorf("versions %s: %d bundles, the catalog has %d", pkg, len(got), len(want))
+		}
+		return
+	}
+	t.Fatal("the generated catalog has no package of more than 100 bundles")
 }

@@ -213,24 +213,40 @@ func (r *runner) packagesCmd() *cobra.Command {
 
 // listPackages reads every page.
 func listPackages(ctx context.Context, c *conn, catalog, search string) (*client.PackageList, error) {
-	all := &client.PackageList{Items: []client.PackageSummary{}}
 	params := &client.ListPackagesParams{}
 	if search != "" {
 		params.Q = &search
 	}
-	for {
+	items, err := allPages(func(cont *string) ([]client.PackageSummary, string, error) {
+		params.Continue = cont
 		rsp, err := c.api.ListPackagesWithResponse(ctx, catalog, params)
 		page, err := okOr(c, rsp, err, func(r *client.ListPackagesResponse) (*client.PackageList, *http.Response, []byte) {
 			return r.JSON200, r.HTTPResponse, r.Body
 		})
 		if err != nil {
+			return nil, "", err
+		}
+		return page.Items, page.Continue, nil
+	})
+	return &client.PackageList{Items: items}, err
+}
+
+// allPages gathers the items of a paged list: page asks for the page after
+// the continue token (nil for the first) and returns its items and the
+// next token, empty on the last page.
+func allPages[T any](page func(cont *string) ([]T, string, error)) ([]T, error) {
+	all := []T{}
+	var cont *string
+	for {
+		items, next, err := page(cont)
+		if err != nil {
 			return nil, err
 		}
-		all.Items = append(all.Items, page.Items...)
-		if page.Continue == "" {
+		all = append(all, items...)
+		if next == "" {
 			return all, nil
 		}
-		params.Continue = &page.Continue
+		cont = &next
 	}
 }
 
@@ -302,7 +318,6 @@ func (r *runner) versionsCmd() *cobra.Command {
 
 // listBundles reads every page.
 func listBundles(ctx context.Context, c *conn, catalog, pkg, channel, versionRange string) (*client.BundleList, error) {
-	all := &client.BundleList{Items: []client.BundleSummary{}}
 	params := &client.ListBundlesParams{}
 	if channel != "" {
 		params.Channel = &channel
@@ -310,20 +325,18 @@ func listBundles(ctx context.Context, c *conn, catalog, pkg, channel, versionRan
 	if versionRange != "" {
 		params.Version = &versionRange
 	}
-	for {
+	items, err := allPages(func(cont *string) ([]client.BundleSummary, string, error) {
+		params.Continue = cont
 		rsp, err := c.api.ListBundlesWithResponse(ctx, catalog, pkg, params)
 		page, err := okOr(c, rsp, err, func(r *client.ListBundlesResponse) (*client.BundleList, *http.Response, []byte) {
 			return r.JSON200, r.HTTPResponse, r.Body
 		})
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
-		all.Items = append(all.Items, page.Items...)
-		if page.Continue == "" {
-			return all, nil
-		}
-		params.Continue = &page.Continue
-	}
+		return page.Items, page.Continue, nil
+	})
+	return &client.BundleList{Items: items}, err
 }
 
 func (r *runner) upgradesCmd() *cobra.Command {
