@@ -358,6 +358,7 @@ func TestOutputFormats(t *testing.T) {
 func TestErrors(t *testing.T) {
 	c := targets(t)["server"]
 	offline := newCLI(t, "--dir", demoDir)
+	offline.ok(t, "catalogs") // index it now: indexing is announced on stderr
 	nowhere := newCLI(t, "--server", "http://127.0.0.1:1")
 	noCluster := newCLI(t)
 	for _, tc := range []struct {
@@ -454,12 +455,16 @@ func TestOfflineCache(t *testing.T) {
 		}
 		return files
 	}
-	c.ok(t, "packages")
+	if _, errOut, _ := c.run(t, "packages"); !strings.Contains(errOut, "Indexing "+dir) {
+		t.Errorf("the first call did not say it indexes: %q", errOut)
+	}
 	first := indexFiles()
 	if len(first) != 1 {
 		t.Fatalf("index files after the first call: %v", first)
 	}
-	c.ok(t, "packages")
+	if _, errOut, _ := c.run(t, "packages"); errOut != "" {
+		t.Errorf("the second call printed %q", errOut)
+	}
 	if again := indexFiles(); !slices.Equal(again, first) {
 		t.Errorf("the second call on the same content built %v, want %v kept", again, first)
 	}

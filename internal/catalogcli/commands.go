@@ -46,7 +46,7 @@ type runner struct {
 }
 
 func newRoot(stdout, stderr io.Writer) *cobra.Command {
-	r := &runner{connect: newConnectFlags(), stdout: stdout}
+	r := &runner{connect: newConnectFlags(stderr), stdout: stdout}
 	root := &cobra.Command{
 		Use:   "kubectl-catalog",
 		Short: "Explore OLM catalogs served by catalogd, or read offline",

@@ -46,9 +46,12 @@ type connectFlags struct {
 	dir, image         string
 	insecureRegistries []string
 	timeout            time.Duration
+
+	// stderr hears of offline indexing.
+	stderr io.Writer
 }
 
-func newConnectFlags() *connectFlags {
+func newConnectFlags(stderr io.Writer) *connectFlags {
 	kube := genericclioptions.NewConfigFlags(false)
 	// --server, --certificate-authority and --insecure-skip-tls-verify mean
 	// the catalogd server here, not the Kubernetes API server, and the
@@ -58,7 +61,7 @@ func newConnectFlags() *connectFlags {
 	kube.Namespace, kube.Timeout, kube.CacheDir, kube.DisableCompression = nil, nil, nil, nil
 	kube.BearerToken, kube.Username, kube.Password, kube.CertFile, kube.KeyFile = nil, nil, nil, nil, nil
 	kube.Impersonate, kube.ImpersonateUID, kube.ImpersonateGroup, kube.ImpersonateUserExtra = nil, nil, nil, nil
-	return &connectFlags{kube: kube}
+	return &connectFlags{kube: kube, stderr: stderr}
 }
 
 func (c *connectFlags) bind(fs *pflag.FlagSet) {
@@ -175,7 +178,7 @@ func (c *connectFlags) connectOffline(ctx context.Context) (*conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	src := offlineSource{dir: c.dir, image: c.image, insecureRegistries: c.insecureRegistries, cacheDir: cache}
+	src := offlineSource{dir: c.dir, image: c.image, insecureRegistries: c.insecureRegistries, cacheDir: cache, progress: c.stderr}
 	handler, where, closeIdx, err := src.open(ctx)
 	if err != nil {
 		return nil, err

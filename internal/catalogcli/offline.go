@@ -30,6 +30,9 @@ type offlineSource struct {
 	dir, image         string
 	insecureRegistries []string
 	cacheDir           string
+	// progress hears when the catalog is indexed, which takes seconds for a
+	// large one: a person waiting should know why, once.
+	progress io.Writer
 }
 
 // offline indexes the source into the cache, unless the cache holds an
@@ -76,6 +79,9 @@ func (o offlineSource) open(ctx context.Context) (handler http.Handler, where st
 		defer fetched.Cleanup()
 	}
 	if fetched.FS != nil {
+		if info, ok := idx.Info(catalog); !ok || info.Digest != fetched.Digest {
+			fmt.Fprintf(o.progress, "Indexing %s into %s (once for this content)...\n", where, dir)
+		}
 		if _, _, _, err := idx.Update(ctx, catalog, fetched.Content); err != nil {
 			closeAll()
 			return nil, "", nil, err
