@@ -15,8 +15,12 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo deve
 VERSION := $(VERSION)
 VERSION_LDFLAGS := -X github.com/catalogd/catalogd/internal/version.version=$(VERSION)
 
-.PHONY: all build run test unit fmt vet lint tools
+.PHONY: all help build run test unit fmt vet lint tools
 all: build
+
+## help: list the targets and what each does.
+help:
+	@sed -n 's/^## \([^:]*\): /\1\t/p' $(MAKEFILE_LIST) | awk -F'\t' '{ printf "  %-28s %s\n", $$1, $$2 }'
 
 # Fragments in mk/ add their own targets and append prerequisites of `make
 # test` to TEST_DEPS (for example the envtest binaries).
@@ -30,8 +34,10 @@ $(TOOLS): hack/tools/go.mod hack/tools/go.sum
 	cd hack/tools && GOBIN=$(BIN) $(GO) install tool
 	touch $(TOOLS)
 
+## build: bin/catalogd and bin/kubectl-catalog, stamped with VERSION.
 build:
 	$(GO) build -ldflags '$(VERSION_LDFLAGS)' -o $(BIN)/catalogd ./cmd/catalogd
+	$(GO) build -ldflags '$(VERSION_LDFLAGS)' -o $(BIN)/kubectl-catalog ./cmd/kubectl-catalog
 
 ## run: serve the demo catalog on $(LISTEN) with no cluster.
 run: build
@@ -42,14 +48,18 @@ test: vet lint unit
 
 unit: $(TEST_DEPS)
 
+## vet: go vet ./...
 vet:
 	$(GO) vet ./...
 
+## lint: staticcheck ./...
 lint: $(BIN)/staticcheck
 	$(BIN)/staticcheck ./...
 
+## unit: every Go test (envtest ones with the binaries TEST_DEPS builds).
 unit:
 	$(GO) test -count=1 ./...
 
+## fmt: gofmt every Go file.
 fmt:
 	gofmt -w $$(git ls-files '*.go')

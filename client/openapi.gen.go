@@ -30,6 +30,9 @@ const (
 	UpgradeRuleSkips     = catalogapi.UpgradeRuleSkips
 )
 
+// APIIndex is catalogapi.APIIndex.
+type APIIndex = catalogapi.APIIndex
+
 // Bundle is catalogapi.Bundle.
 type Bundle = catalogapi.Bundle
 
@@ -201,6 +204,9 @@ type PreconditionFailed = catalogapi.PreconditionFailed
 // RangeNotSatisfiable is catalogapi.RangeNotSatisfiable.
 type RangeNotSatisfiable = catalogapi.RangeNotSatisfiable
 
+// GetIndexParams is catalogapi.GetIndexParams.
+type GetIndexParams = catalogapi.GetIndexParams
+
 // ListCatalogsParams is catalogapi.ListCatalogsParams.
 type ListCatalogsParams = catalogapi.ListCatalogsParams
 
@@ -319,6 +325,17 @@ func WithRequestEditorFn(fn RequestEditorFn) ClientOption {
 
 // The interface specification for the client above.
 type ClientInterface interface {
+
+	// GetIndex Where to start
+	//
+	// A small index for someone who knows only the server's address:
+	// where the catalogs and this API description are. The links are
+	// relative to this document, so they hold behind a proxy that serves
+	// the API under a path prefix (the Kubernetes API server's service
+	// proxy, an Ingress).
+	//
+	// Corresponds with GET / (the `GetIndex` operationId).
+	GetIndex(ctx context.Context, params *GetIndexParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListCatalogs List catalogs
 	//
@@ -465,6 +482,27 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /readyz (the `GetReadyz` operationId).
 	GetReadyz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+}
+
+// GetIndex Where to start
+//
+// A small index for someone who knows only the server's address:
+// where the catalogs and this API description are. The links are
+// relative to this document, so they hold behind a proxy that serves
+// the API under a path prefix (the Kubernetes API server's service
+// proxy, an Ingress).
+//
+// Corresponds with GET / (the `GetIndex` operationId).
+func (c *Client) GetIndex(ctx context.Context, params *GetIndexParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetIndexRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
 }
 
 // ListCatalogs List catalogs
@@ -781,6 +819,70 @@ func (c *Client) GetReadyz(ctx context.Context, reqEditors ...RequestEditorFn) (
 		return nil, err
 	}
 	return c.Client.Do(req)
+}
+
+// NewGetIndexRequest constructs an http.Request for the GetIndex method
+func NewGetIndexRequest(server string, params *GetIndexParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IfNoneMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam0)
+		}
+
+		if params.IfModifiedSince != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "If-Modified-Since", *params.IfModifiedSince, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-Modified-Since", headerParam1)
+		}
+
+		if params.AcceptEncoding != nil {
+			var headerParam2 string
+
+			headerParam2, err = runtime.StyleParamWithOptions("simple", false, "Accept-Encoding", *params.AcceptEncoding, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Accept-Encoding", headerParam2)
+		}
+
+	}
+
+	return req, nil
 }
 
 // NewListCatalogsRequest constructs an http.Request for the ListCatalogs method
@@ -2310,6 +2412,19 @@ func WithBaseURL(baseURL string) ClientOption {
 // ClientWithResponsesInterface is the interface specification for the client with responses above.
 type ClientWithResponsesInterface interface {
 
+	// GetIndexWithResponse Where to start
+	//
+	// A small index for someone who knows only the server's address:
+	// where the catalogs and this API description are. The links are
+	// relative to this document, so they hold behind a proxy that serves
+	// the API under a path prefix (the Kubernetes API server's service
+	// proxy, an Ingress).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET / (the `GetIndex` operationId).
+	GetIndexWithResponse(ctx context.Context, params *GetIndexParams, reqEditors ...RequestEditorFn) (*GetIndexResponse, error)
+
 	// ListCatalogsWithResponse List catalogs
 	//
 	// Every catalog the server knows, whatever its state, ordered by
@@ -2489,6 +2604,81 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /readyz (the `GetReadyz` operationId).
 	GetReadyzWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetReadyzResponse, error)
+}
+
+// GetIndexResponse200Headers the declared response headers of an HTTP 200 response for GetIndex
+type GetIndexResponse200Headers struct {
+	ETag         string
+	LastModified string
+}
+
+// GetIndexResponse304Headers the declared response headers of an HTTP 304 response for GetIndex
+type GetIndexResponse304Headers struct {
+	ETag string
+}
+
+type GetIndexResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *APIIndex
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetIndexResponse200Headers
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *GetIndexResponse304Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetIndexResponse) GetJSON200() *APIIndex {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetIndexResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r GetIndexResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GetIndexResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetIndexResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetIndexResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// Bytes is a convenience method to retrieve the raw bytes from the HTTP response
+func (r GetIndexResponse) Bytes() []byte {
+	return r.Body
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetIndexResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
 }
 
 // ListCatalogsResponse200Headers the declared response headers of an HTTP 200 response for ListCatalogs
@@ -3948,6 +4138,25 @@ func (r GetReadyzResponse) ContentType() string {
 	return ""
 }
 
+// GetIndexWithResponse Where to start
+//
+// A small index for someone who knows only the server's address:
+// where the catalogs and this API description are. The links are
+// relative to this document, so they hold behind a proxy that serves
+// the API under a path prefix (the Kubernetes API server's service
+// proxy, an Ingress).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET / (the `GetIndex` operationId).
+func (c *ClientWithResponses) GetIndexWithResponse(ctx context.Context, params *GetIndexParams, reqEditors ...RequestEditorFn) (*GetIndexResponse, error) {
+	rsp, err := c.GetIndex(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetIndexResponse(rsp)
+}
+
 // ListCatalogsWithResponse List catalogs
 //
 // Every catalog the server knows, whatever its state, ordered by
@@ -4228,6 +4437,79 @@ func (c *ClientWithResponses) GetReadyzWithResponse(ctx context.Context, reqEdit
 		return nil, err
 	}
 	return ParseGetReadyzResponse(rsp)
+}
+
+// ParseGetIndexResponse parses an HTTP response from a GetIndexWithResponse call
+func ParseGetIndexResponse(rsp *http.Response) (*GetIndexResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetIndexResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest APIIndex
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case rsp.StatusCode == 304:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetIndexResponse200Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		if values := rsp.Header.Values("Last-Modified"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Last-Modified", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.LastModified = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 304:
+		var headers GetIndexResponse304Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		response.Headers304 = &headers
+	}
+
+	return response, nil
 }
 
 // ParseListCatalogsResponse parses an HTTP response from a ListCatalogsWithResponse call

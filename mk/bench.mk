@@ -22,17 +22,31 @@ $(BENCH_CRD_CATALOG)/.done: test/fbcgen/*.go test/gen/*.go
 	$(GO) run ./test/gen -out $(BENCH_CRD_CATALOG) $(BENCH_CRD_GEN_FLAGS)
 	touch $@
 
+# opm, the operator-registry version in go.mod built from hack/opm, is what
+# bench compares kubectl catalog with and bench-validate compares
+# catalogd validate with.
+OPM := $(BIN)/opm
+OPM_TAGS := containers_image_openpgp exclude_graphdriver_btrfs exclude_graphdriver_devicemapper
+
+$(OPM): hack/opm/go.mod hack/opm/go.sum
+	cd hack/opm && $(GO) build -tags '$(OPM_TAGS)' -o $@ github.com/operator-framework/operator-registry/cmd/opm
+
 # A GB of each bomb shape of issue 18 (spaces, newlines, YAML separators,
 # comment lines, one JSON string) beside a valid catalog, fed to the
 # catalogd binary: its VmHWM and the time to refuse each (goal: at most
 # 150 MiB, time linear in the bytes; CATALOGD_BOMB_MIB sets the sizes).
 # About 1 GB of disk at a time.
 #
+# kubectl catalog's commands are timed end to end (process start included)
+# against catalogd serve, offline warm and offline cold, beside opm alpha list
+# ($(OPM)).
+#
 # The 50,000-bundle replaces chain is served in a process of its own too:
 # its upgrade, channel and page latencies (BenchmarkReplacesChainHTTP) are
 # those of one package far longer than any in the generated catalog.
 .PHONY: bench
-bench: $(BENCH_CATALOG)/.done $(BENCH_CRD_CATALOG)/.done
+## bench: index, query and kubectl catalog benchmarks on generated catalogs (tmp/), opm beside them.
+bench: $(BENCH_CATALOG)/.done $(BENCH_CRD_CATALOG)/.done $(OPM)
 	CATALOGD_BENCH_CATALOG=$(BENCH_CATALOG) $(GO) test -run '^$$' -bench 'Parse|Build$$|BuildToParse' -benchtime 3x -benchmem ./internal/index/
 	CATALOGD_BENCH_CRD_CATALOG=$(BENCH_CRD_CATALOG) $(GO) test -run '^$$' -bench 'BuildCRDObjects' -benchtime 1x -benchmem ./internal/index/
 	$(GO) test -run '^$$' -bench 'BuildReplacesChain/10000' -benchtime 1x ./internal/index/
@@ -40,16 +54,10 @@ bench: $(BENCH_CATALOG)/.done $(BENCH_CRD_CATALOG)/.done
 	CATALOGD_BENCH_CATALOG=$(BENCH_CATALOG) $(GO) test -run '^$$' -bench . -skip 'ReplacesChainHTTP' -benchtime 1x -timeout 30m ./internal/httpapi/
 	$(GO) test -run '^$$' -bench 'ReplacesChainHTTP' -benchtime 1x ./internal/httpapi/
 	$(GO) test -run '^$$' -bench 'Bombs' -benchtime 1x -timeout 30m ./test/stress/
+	CATALOGD_BENCH_CATALOG=$(BENCH_CATALOG) OPM=$(OPM) $(GO) test -run '^$$' -bench 'Commands' -benchtime 3x -timeout 30m ./internal/catalogcli/
 
-# make bench-validate: `catalogd validate` against `opm validate` (the
-# operator-registry version in go.mod, built from hack/opm) on the bench
-# catalog, one after the other, wall time and peak RSS of each process.
-OPM := $(BIN)/opm
-OPM_TAGS := containers_image_openpgp exclude_graphdriver_btrfs exclude_graphdriver_devicemapper
-
-$(OPM): hack/opm/go.mod hack/opm/go.sum
-	cd hack/opm && $(GO) build -tags '$(OPM_TAGS)' -o $@ github.com/operator-framework/operator-registry/cmd/opm
-
+# make bench-validate: `catalogd validate` against `opm validate` on the
+# bench catalog, one after the other, wall time and peak RSS of each process.
 .PHONY: bench-validate
 bench-validate: $(BENCH_CATALOG)/.done $(OPM) build
 	@for i in 1 2 3; do \

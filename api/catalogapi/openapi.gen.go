@@ -52,6 +52,22 @@ func (e UpgradeRule) Valid() bool {
 	}
 }
 
+// APIIndex defines model for APIIndex.
+type APIIndex struct {
+	// Catalogs The list of catalogs, relative to this document.
+	//
+	// Example: catalogs
+	Catalogs string `json:"catalogs"`
+
+	// Openapi This API's OpenAPI description, relative to this document.
+	//
+	// Example: openapi.yaml
+	Openapi string `json:"openapi"`
+
+	// Title Example: catalogd catalog API
+	Title string `json:"title"`
+}
+
 // Bundle defines model for Bundle.
 type Bundle struct {
 	// Channels The bundle's entry in each channel that lists it, ordered by channel name.
@@ -867,6 +883,22 @@ type PreconditionFailed = Problem
 // `/problems/range-not-satisfiable` (416),
 // `/problems/precondition-failed` (412), `/problems/internal` (500).
 type RangeNotSatisfiable = Problem
+
+// GetIndexParams defines parameters for GetIndex.
+type GetIndexParams struct {
+	// IfNoneMatch ETag(s) of a representation the client already has; the server answers
+	// `304` when one of them is current.
+	IfNoneMatch *IfNoneMatchHeader `json:"If-None-Match,omitempty"`
+
+	// IfModifiedSince An HTTP-date; the server answers `304` when the data has not changed
+	// since. Ignored when If-None-Match is sent.
+	IfModifiedSince *IfModifiedSinceHeader `json:"If-Modified-Since,omitempty"`
+
+	// AcceptEncoding Send `gzip` to get a gzip-compressed body (`Content-Encoding: gzip`).
+	// Go's HTTP client does this, and decompresses, by itself when this is
+	// left unset.
+	AcceptEncoding *AcceptEncodingHeader `json:"Accept-Encoding,omitempty"`
+}
 
 // ListCatalogsParams defines parameters for ListCatalogs.
 type ListCatalogsParams struct {

@@ -169,6 +169,47 @@ func Apply(ctx context.Context, c client.Client, objs []*unstructured.Unstructur
 	return nil
 }
 
+// checkOwners refuses to take over another installation's catalogd: OLM
+// v1's ships its Deployment and Service under the same names in the same
+// namespace, and two controllers reconciling one ClusterCatalog API fight
+// over its status while the Service sends queries to either. An object is
+// ours when this tool's field manager holds some of its fields. The CRD
+// is not checked: it is the API both serve, and one left behind by an
+// uninstalled OLM (or installed by a test's API server) is simply updated.
+func checkOwners(ctx context.Context, c client.Client, objs []*unstructured.Unstructured) error {
+	for _, obj := range objs {
+		gvk := obj.GroupVersionKind()
+		if !(gvk.Kind == "Service" && gvk.Group == "") && !(gvk.Kind == "Deployment" && gvk.Group == "apps") {
+			continue
+		}
+		got := &unstructured.Unstructured{}
+		got.SetGroupVersionKind(obj.GroupVersionKind())
+		err := c.Get(ctx, client.ObjectKeyFromObject(obj), got)
+		if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("checking who owns %s: %w", describe(obj), err)
+		}
+		var managers []string
+		for _, mf := range got.GetManagedFields() {
+			if mf.Manager == fieldManager {
+				managers = nil
+				break
+			}
+			if !slices.Contains(managers, mf.Manager) {
+				managers = append(managers, mf.Manager)
+			}
+		}
+		if len(managers) > 0 {
+			return fmt.Errorf("%s exists and was not installed by make deploy (its fields are managed by %s): another catalogd, "+
+				"probably OLM v1's, owns it. Remove that installation first (README: \"Replacing OLM v1's catalogd\"), "+
+				"or take its objects over with make deploy ADOPT=1 (bin/deploy -adopt)", describe(obj), strings.Join(managers, ", "))
+		}
+	}
+	return nil
+}
+
 // waitEstablished waits until the API server serves the CRD's resource.
 func waitEstablished(ctx context.Context, c client.Client, crd string) error {
 	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
@@ -228,6 +269,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	del := fs.Bool("delete", false, "delete what DIR renders instead of applying it")
 	dryRun := fs.Bool("dry-run", false, "have the API server validate every object without storing it")
 	print := fs.Bool("print", false, "print the rendered objects as YAML instead of talking to a cluster")
+	adopt := fs.Bool("adopt", false, "deploy over (or delete) the Deployment and Service even when another installation applied them")
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, in-cluster config, ~/.kube/config)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -261,6 +303,12 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	c, err := client.New(cfg, client.Options{})
 	if err != nil {
 		return fmt.Errorf("creating the API client: %w", err)
+	}
+	// Neither deploy nor undeploy touches another installation's catalogd.
+	if !*adopt {
+		if err := checkOwners(ctx, c, objs); err != nil {
+			return err
+		}
 	}
 	if *del {
 		return Delete(ctx, c, objs, out)

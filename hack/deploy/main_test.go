@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/kustomize/api/types"
+	"sigs.k8s.io/yaml"
 
 	"github.com/catalogd/catalogd/test/kubetest"
 )
@@ -79,13 +81,8 @@ func containerImages(t *testing.T, objs []*unstructured.Unstructured) []string {
 // tool's field manager, then delete twice and check everything but the
 // shared namespace is gone.
 func TestDeployUndeploy(t *testing.T) {
-	cfg := kubetest.Start(t)
-	kubeconfig := kubetest.WriteKubeconfig(t, cfg)
+	c, kubeconfig := startAPIServer(t)
 	ctx := context.Background()
-	c, err := client.New(cfg, client.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	const image = "registry.example/olm/catalogd:v9"
 	objs, err := Render(defaultDir, image)
 	if err != nil {
@@ -150,6 +147,39 @@ func TestDeployUndeploy(t *testing.T) {
 	}
 }
 
+// TestDeployRefusesAnotherOwner checks that a Service someone else
+// applied (as OLM v1's catalogd does) stops make deploy and make undeploy
+// with a message that says what to do, and that -adopt takes it over.
+func TestDeployRefusesAnotherOwner(t *testing.T) {
+	c, kubeconfig := startAPIServer(t)
+	ctx := context.Background()
+	objs, err := Render(defaultDir, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, obj := range objs {
+		if obj.GetKind() == "Namespace" || obj.GetKind() == "Service" {
+			if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj.DeepCopy()), client.FieldOwner("olm-operator"), client.ForceOwnership); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	var out bytes.Buffer
+	err = run(ctx, []string{"-kubeconfig", kubeconfig, defaultDir}, &out)
+	if err == nil || !strings.Contains(err.Error(), "service/catalogd-service") || !strings.Contains(err.Error(), "olm-operator") || !strings.Contains(err.Error(), "ADOPT=1") {
+		t.Fatalf("deploy over another owner's Service: %v, want a refusal naming the Service, its manager and ADOPT=1", err)
+	}
+	if strings.Contains(out.String(), "applied") {
+		t.Errorf("deploy applied objects before refusing:\n%s", out.String())
+	}
+	if err := run(ctx, []string{"-kubeconfig", kubeconfig, "-delete", defaultDir}, &out); err == nil || !strings.Contains(err.Error(), "olm-operator") {
+		t.Errorf("undeploy of another owner's Service: %v, want a refusal", err)
+	}
+	if err := run(ctx, []string{"-kubeconfig", kubeconfig, "-adopt", defaultDir}, &out); err != nil {
+		t.Fatalf("deploy -adopt: %v\n%s", err, out.String())
+	}
+}
+
 // TestRenderMissing checks that a bad directory is reported with its name.
 func TestRenderMissing(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "nope")
@@ -157,4 +187,39 @@ func TestRenderMissing(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), dir) {
 		t.Errorf("Render(%s) error %v, want one naming the directory", dir, err)
 	}
+}
+
+// TestSamplesAreValid has the API server validate every sample against the
+// CRD, so that the README's first step does not fail.
+func TestSamplesAreValid(t *testing.T) {
+	c, _ := startAPIServer(t)
+	files, err := filepath.Glob(filepath.Join("..", "..", "config", "samples", "*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no samples in config/samples: %v", err)
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		obj := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal(data, &obj.Object); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		if err := c.Create(context.Background(), obj, client.DryRunAll); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+}
+
+// startAPIServer runs envtest for the test and returns a client of it and
+// a kubeconfig file for run.
+func startAPIServer(t *testing.T) (client.Client, string) {
+	t.Helper()
+	cfg := kubetest.Start(t)
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, kubetest.WriteKubeconfig(t, cfg)
 }

@@ -493,6 +493,11 @@ func (s *Service) record(ctx context.Context, e *entry, res Result, err error) {
 		log.Info("catalog indexed", "ref", res.Ref, "bundles", res.Stats.Bundles, "problems", len(res.Problems),
 			"duration", res.Duration.Round(time.Millisecond).String())
 		logProblems(log, res.Problems)
+		if res.Stats.Packages == 0 {
+			// Valid, and served, but almost always a wrong path or an
+			// image whose configs label points elsewhere.
+			log.Info("warning: the catalog holds no package; is its source the file-based catalog's directory?", "ref", res.Ref)
+		}
 	default:
 		log.V(1).Info("catalog unchanged", "ref", res.Ref)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 	"github.com/go-logr/logr/testr"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -234,37 +235,72 @@ func TestLastErrorIsCleaned(t *testing.T) {
 	}
 }
 
-// TestSkippedFilesAreLogged: a file a directory source skips (here one
-// whose name is not UTF-8) is logged, through the service's logger when
-// the caller's context has none, as in serve mode.
-func TestSkippedFilesAreLogged(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "demo")
-	if err := os.CopyFS(dir, os.DirFS(demoDir)); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "bad\xff.json"), []byte(`{"schema":`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var lines []string
-	log := funcr.New(func(prefix, args string) {
-		mu.Lock()
-		defer mu.Unlock()
-		lines = append(lines, args)
+// capturedLog is a logger whose lines a test reads back.
+type capturedLog struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (c *capturedLog) logger() logr.Logger {
+	return funcr.New(func(prefix, args string) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.lines = append(c.lines, args)
 	}, funcr.Options{})
-	e := newEnv(t, catalogsync.Options{Log: log})
-	e.svc.Set(catalogsync.Spec{Name: "demo", Fetcher: catalogsync.DirFetcher{Path: dir}})
-	if _, err := e.svc.Sync(context.Background(), "demo", nil); err != nil {
-		t.Fatalf("sync: %v", err)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	for _, l := range lines {
-		if strings.Contains(l, "not valid UTF-8") && strings.Contains(l, `"catalog"="demo"`) {
-			return
+}
+
+// has reports whether a line holds every one of parts.
+func (c *capturedLog) has(parts ...string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, l := range c.lines {
+		all := true
+		for _, p := range parts {
+			all = all && strings.Contains(l, p)
+		}
+		if all {
+			return true
 		}
 	}
-	t.Errorf("no log line about the skipped file; logged:\n%s", strings.Join(lines, "\n"))
+	return false
+}
+
+// TestSourceMistakesAreLogged: what a directory source skips (here a file
+// whose name is not UTF-8) and a catalog without a single package (a
+// wrong path, most likely) are logged, through the service's logger when
+// the caller's context has none, as in serve mode.
+func TestSourceMistakesAreLogged(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		files map[string]string
+		want  string
+	}{
+		{"file name not UTF-8", map[string]string{"bad\xff.json": `{"schema":`}, "not valid UTF-8"},
+		{"no package", nil, "holds no package"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if tc.files != nil {
+				if err := os.CopyFS(dir, os.DirFS(demoDir)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for name, body := range tc.files {
+				if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var log capturedLog
+			e := newEnv(t, catalogsync.Options{Log: log.logger()})
+			e.svc.Set(catalogsync.Spec{Name: "demo", Fetcher: catalogsync.DirFetcher{Path: dir}})
+			if _, err := e.svc.Sync(context.Background(), "demo", nil); err != nil {
+				t.Fatalf("sync: %v", err)
+			}
+			if !log.has(tc.want, `"catalog"="demo"`) {
+				t.Errorf("no log line saying %q; logged:\n%s", tc.want, strings.Join(log.lines, "\n"))
+			}
+		})
+	}
 }
 
 func mustAbs(t *testing.T, p string) string {

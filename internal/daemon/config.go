@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -167,6 +168,9 @@ func (c Config) Complete(log logr.Logger) (_ *Core, err error) {
 	core.Listener = c.Listener
 	if core.Listener == nil {
 		if core.Listener, err = net.Listen("tcp", c.Listen); err != nil {
+			if errors.Is(err, syscall.EADDRINUSE) {
+				return nil, fmt.Errorf("listen on %s: the address is in use (another catalogd, perhaps `make run`?); serve on another with --listen, or make run LISTEN=127.0.0.1:8081", c.Listen)
+			}
 			return nil, fmt.Errorf("listen on %s: %w", c.Listen, err)
 		}
 	}

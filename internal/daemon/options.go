@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -49,6 +50,9 @@ func (o *Options) Validate() (Config, error) {
 	}
 	if (o.TLSCertFile == "") != (o.TLSKeyFile == "") {
 		return Config{}, errors.New("--tls-cert and --tls-key go together: give both or neither")
+	}
+	if err := checkListen(o.Listen); err != nil {
+		return Config{}, err
 	}
 	reg, err := o.RegistryOptions.Validate()
 	if err != nil {
@@ -95,6 +99,18 @@ func (o *RegistryOptions) Validate() (RegistryConfig, error) {
 		cfg.CABundle = b
 	}
 	return cfg, nil
+}
+
+// checkListen catches the common slip of a bare port, which net.Listen
+// would refuse later with a message that does not name the flag.
+func checkListen(listen string) error {
+	if _, _, err := net.SplitHostPort(listen); err != nil {
+		if _, perr := strconv.ParseUint(listen, 10, 16); perr == nil {
+			return fmt.Errorf("--listen %s: want host:port; did you mean :%s (every interface) or 127.0.0.1:%s?", listen, listen, listen)
+		}
+		return fmt.Errorf("--listen %s: want host:port, for example 127.0.0.1:8080 or :8080", listen)
+	}
+	return nil
 }
 
 // ServeOptions are the flags of `catalogd serve`.

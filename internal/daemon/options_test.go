@@ -44,6 +44,8 @@ func TestParseServeErrors(t *testing.T) {
 		{"negative poll interval", []string{"--data-dir", data, "--catalog", "a=" + dir, "--poll-interval", "-1s"}, "--poll-interval -1s"},
 		{"TLS key without certificate", []string{"--data-dir", data, "--catalog", "a=" + dir, "--tls-key", "k.pem"}, "--tls-cert and --tls-key go together"},
 		{"missing CA file", []string{"--data-dir", data, "--catalog", "a=" + dir, "--ca-file", filepath.Join(dir, "nope.pem")}, "--ca-file"},
+		{"bare port to listen on", []string{"--data-dir", data, "--catalog", "a=" + dir, "--listen", "8080"}, "did you mean :8080"},
+		{"listen without port", []string{"--data-dir", data, "--catalog", "a=" + dir, "--listen", "localhost"}, "--listen localhost: want host:port"},
 		{"bad insecure registry", []string{"--data-dir", data, "--catalog", "a=" + dir, "--insecure-registry", "http://x"}, "want host or host:port"},
 	}
 	for _, tc := range tests {

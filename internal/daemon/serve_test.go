@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/go-logr/logr"
 
 	"github.com/catalogd/catalogd/test/apivalidate"
 	"github.com/catalogd/catalogd/test/fbcfacts"
@@ -135,5 +138,19 @@ func TestServeImageNotInsecure(t *testing.T) {
 	got := getCatalog(t, apivalidate.NewClient(t, srv.base), "demo")
 	if got.State != "Pending" || !strings.Contains(got.LastError, "plain HTTP") {
 		t.Errorf("demo = %+v; want Pending with a plain-HTTP error", got)
+	}
+}
+
+// TestListenAddressInUse checks that a second catalogd on a busy address
+// is told which flag picks another.
+func TestListenAddressInUse(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	_, err = Config{DataDir: t.TempDir(), Listen: busy.Addr().String()}.Complete(logr.Discard())
+	if err == nil || !strings.Contains(err.Error(), "in use") || !strings.Contains(err.Error(), "--listen") {
+		t.Errorf("error %v; want it to say the address is in use and name --listen", err)
 	}
 }

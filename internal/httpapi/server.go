@@ -36,6 +36,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	catalogd "github.com/catalogd/catalogd"
+	"github.com/catalogd/catalogd/api/catalogapi"
 	"github.com/catalogd/catalogd/internal/catalogs"
 	"github.com/catalogd/catalogd/internal/store"
 )
@@ -96,6 +97,7 @@ func New(cats Catalogs, idx Indexes, opts Options) *Server {
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
 		s.writeProblem(w, r, &problem{status: http.StatusMethodNotAllowed, typ: "method-not-allowed", detail: fmt.Sprintf("%s is not allowed here; the API is read-only (GET)", r.Method)})
 	})
+	r.Get("/", s.getIndex)
 	r.Get("/openapi.yaml", s.serveSpec)
 	r.Get("/catalogs", s.listCatalogs)
 	r.Get("/providers", s.listAllProviders)
@@ -118,6 +120,17 @@ func New(cats Catalogs, idx Indexes, opts Options) *Server {
 }
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.ServeHTTP(w, r) }
+
+// apiIndex is what GET / answers: where to go from the server's address.
+var apiIndex = catalogapi.APIIndex{Title: "catalogd catalog API", Catalogs: "catalogs", Openapi: "openapi.yaml"}
+
+func (s *Server) getIndex(w http.ResponseWriter, r *http.Request) {
+	if err := checkParams(r.URL.Query(), nil); err != nil {
+		s.writeProblem(w, r, err)
+		return
+	}
+	s.writeComputed(w, r, apiIndex)
+}
 
 func (s *Server) serveSpec(w http.ResponseWriter, r *http.Request) {
 	sum := sha256.Sum256(catalogd.OpenAPISpec)

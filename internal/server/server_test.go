@@ -2,16 +2,10 @@ package server_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -24,39 +18,16 @@ import (
 
 	"github.com/catalogd/catalogd/internal/server"
 	"github.com/catalogd/catalogd/test/await"
+	"github.com/catalogd/catalogd/test/tlstest"
 )
 
 // writeCert writes a self-signed certificate for 127.0.0.1 with the given
 // common name, and returns its PEM.
 func writeCert(t *testing.T, certFile, keyFile, cn string) []byte {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()),
-		Subject:      pkix.Name{CommonName: cn},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	certPEM, keyPEM := tlstest.SelfSigned(t, cn, "127.0.0.1")
 	// Written to temporary names and renamed, as a mounted Secret changes.
-	for path, data := range map[string][]byte{
-		certFile: certPEM,
-		keyFile:  pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}),
-	} {
+	for path, data := range map[string][]byte{certFile: certPEM, keyFile: keyPEM} {
 		if err := os.WriteFile(path+".new", data, 0o600); err != nil {
 			t.Fatal(err)
 		}

@@ -10,8 +10,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/catalogd/catalogd/test/syncbuf"
 )
@@ -20,20 +23,60 @@ import (
 // path, runs the tests and removes the directory; call it from TestMain as
 // os.Exit(catalogdproc.Main(m, &binary)).
 func Main(m *testing.M, binary *string) int {
+	return MainWith(m, map[string]*string{"catalogd": binary})
+}
+
+// MainWith is Main for several commands of this module: it builds
+// cmd/<name> for each name in binaries and sets the pointer to its path.
+func MainWith(m *testing.M, binaries map[string]*string) int {
 	dir, err := os.MkdirTemp("", "catalogd-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	*binary = filepath.Join(dir, "catalogd")
-	build := exec.Command("go", "build", "-o", *binary, "github.com/catalogd/catalogd/cmd/catalogd")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintf(os.Stderr, "building catalogd: %v\n", err)
-		return 1
+	for name, binary := range binaries {
+		*binary = filepath.Join(dir, name)
+		build := exec.Command("go", "build", "-o", *binary, "github.com/catalogd/catalogd/cmd/"+name)
+		build.Stdout, build.Stderr = os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			fmt.Fprintf(os.Stderr, "building %s: %v\n", name, err)
+			return 1
+		}
 	}
 	return m.Run()
+}
+
+var servingLine = regexp.MustCompile(`catalogd serving (http://\S+?),`)
+
+// Serve runs `catalogd serve --listen 127.0.0.1:0 args...`, waits until it
+// has tried every catalog once (it prints "Try:") and returns the process
+// and the base URL it serves on. Its output is logged if the test fails.
+func Serve(t testing.TB, binary string, args ...string) (*Process, string) {
+	t.Helper()
+	p := Start(t, binary, append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("catalogd stdout:\n%s\ncatalogd stderr:\n%s", p.Stdout, p.Stderr)
+		}
+	})
+	deadline := time.Now().Add(60 * time.Second)
+	for !strings.Contains(p.Stdout.String(), "Try:") {
+		select {
+		case <-p.Exited:
+			t.Fatalf("catalogd exited at start-up (%v):\n%s\n%s", p.ExitErr, p.Stdout, p.Stderr)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("catalogd printed no summary:\n%s\n%s", p.Stdout, p.Stderr)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	m := servingLine.FindStringSubmatch(p.Stdout.String())
+	if m == nil {
+		t.Fatalf("no serving address in the output:\n%s", p.Stdout)
+	}
+	return p, m[1]
 }
 
 // Process is a running catalogd subprocess whose output is kept.

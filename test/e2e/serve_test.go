@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -36,37 +35,12 @@ type server struct {
 	*catalogdproc.Process
 }
 
-var servingLine = regexp.MustCompile(`catalogd serving (http://\S+?),`)
-
 // startServer runs `catalogd serve --listen 127.0.0.1:0 args...` and waits
-// until it has tried every catalog once (it prints "Try:").
+// until it has tried every catalog once.
 func startServer(t *testing.T, args ...string) *server {
 	t.Helper()
-	s := &server{Process: catalogdproc.Start(t, binary, append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...)}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("catalogd stdout:\n%s\ncatalogd stderr:\n%s", s.Stdout, s.Stderr)
-		}
-	})
-
-	deadline := time.Now().Add(60 * time.Second)
-	for !strings.Contains(s.Stdout.String(), "Try:") {
-		select {
-		case <-s.Exited:
-			t.Fatalf("catalogd exited at start-up (%v):\n%s\n%s", s.ExitErr, s.Stdout, s.Stderr)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("catalogd printed no summary:\n%s\n%s", s.Stdout, s.Stderr)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	m := servingLine.FindStringSubmatch(s.Stdout.String())
-	if m == nil {
-		t.Fatalf("no serving address in the output:\n%s", s.Stdout)
-	}
-	s.base = m[1]
-	return s
+	p, base := catalogdproc.Serve(t, binary, args...)
+	return &server{base: base, Process: p}
 }
 
 // stop sends SIGTERM and expects a clean exit.

@@ -1,0 +1,228 @@
+package catalogcli
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/rest"
+
+	"github.com/catalogd/catalogd/client"
+)
+
+// ServerEnv names the environment variable that stands in for --server.
+const ServerEnv = "CATALOGD_SERVER"
+
+// Where the catalogd Service is, as config/manager/service.yaml installs it.
+const (
+	defaultServiceNamespace = "olmv1-system"
+	defaultServiceName      = "catalogd-service"
+	defaultServicePort      = "https:443"
+)
+
+// connectFlags choose how to reach a catalog: a cluster through the
+// current kubeconfig (the default), a server URL, or a catalog read on
+// this machine. Every way ends in the same generated client, so the
+// answers are the same.
+type connectFlags struct {
+	kube *genericclioptions.ConfigFlags
+
+	server, caFile string
+	insecureTLS    bool
+
+	serviceNamespace, serviceName, servicePort string
+
+	dir, image         string
+	insecureRegistries []string
+	timeout            time.Duration
+
+	// stderr hears of offline indexing.
+	stderr io.Writer
+}
+
+func newConnectFlags(stderr io.Writer) *connectFlags {
+	kube := genericclioptions.NewConfigFlags(false)
+	// --server, --certificate-authority and --insecure-skip-tls-verify mean
+	// the catalogd server here, not the Kubernetes API server, and the
+	// namespace is the Service's (--service-namespace): register only the
+	// flags that pick a kubeconfig, context and credentials.
+	kube.APIServer, kube.CAFile, kube.Insecure, kube.TLSServerName = nil, nil, nil, nil
+	kube.Namespace, kube.Timeout, kube.CacheDir, kube.DisableCompression = nil, nil, nil, nil
+	kube.BearerToken, kube.Username, kube.Password, kube.CertFile, kube.KeyFile = nil, nil, nil, nil, nil
+	kube.Impersonate, kube.ImpersonateUID, kube.ImpersonateGroup, kube.ImpersonateUserExtra = nil, nil, nil, nil
+	return &connectFlags{kube: kube, stderr: stderr}
+}
+
+func (c *connectFlags) bind(fs *pflag.FlagSet) {
+	c.kube.AddFlags(fs)
+	fs.StringVar(&c.server, "server", os.Getenv(ServerEnv), "URL of a catalogd server (catalogd serve, a port-forward, an Ingress) instead of the cluster's Service; default $"+ServerEnv)
+	fs.StringVar(&c.caFile, "certificate-authority", "", "with --server: a PEM file of the CA that signed the server's certificate")
+	fs.BoolVar(&c.insecureTLS, "insecure-skip-tls-verify", false, "with --server: do not verify the server's certificate (insecure)")
+	fs.StringVar(&c.serviceNamespace, "service-namespace", defaultServiceNamespace, "namespace of the catalogd Service in the cluster")
+	fs.StringVar(&c.serviceName, "service-name", defaultServiceName, "name of the catalogd Service in the cluster")
+	fs.StringVar(&c.servicePort, "service-port", defaultServicePort, "scheme:port of the catalogd Service's API port")
+	fs.StringVar(&c.dir, "dir", "", "answer offline from this catalog directory (indexed into the user cache once per content)")
+	fs.StringVar(&c.image, "image", "", "answer offline from this catalog image (pulled and indexed into the user cache once per digest)")
+	fs.StringSliceVar(&c.insecureRegistries, "insecure-registry", nil, "with --image: registries (host:port) spoken to over plain HTTP")
+	fs.DurationVar(&c.timeout, "request-timeout", 30*time.Second, "how long to wait for an answer from a server or cluster (0: no limit)")
+}
+
+// conn is a client and where it reaches, for error messages.
+type conn struct {
+	api   *client.ClientWithResponses
+	where string
+	// hint says how to point elsewhere when where cannot be reached.
+	hint  string
+	close func()
+}
+
+// connect builds the client the flags ask for.
+func (c *connectFlags) connect(ctx context.Context) (*conn, error) {
+	set := 0
+	for _, s := range []string{c.server, c.dir, c.image} {
+		if s != "" {
+			set++
+		}
+	}
+	if set > 1 {
+		return nil, errors.New("give only one of --server (or $" + ServerEnv + "), --dir and --image")
+	}
+	switch {
+	case c.dir != "" || c.image != "":
+		return c.connectOffline(ctx)
+	case c.server != "":
+		return c.connectServer()
+	default:
+		return c.connectCluster()
+	}
+}
+
+func (c *connectFlags) connectServer() (*conn, error) {
+	u, err := url.Parse(c.server)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("--server %q is not an http:// or https:// URL", c.server)
+	}
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	if c.caFile != "" || c.insecureTLS {
+		cfg := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: c.insecureTLS} //nolint:gosec // asked for by the flag
+		if c.caFile != "" {
+			pem, err := os.ReadFile(c.caFile)
+			if err != nil {
+				return nil, fmt.Errorf("read --certificate-authority: %w", err)
+			}
+			cfg.RootCAs = x509.NewCertPool()
+			if !cfg.RootCAs.AppendCertsFromPEM(pem) {
+				return nil, fmt.Errorf("--certificate-authority %s holds no PEM certificate", c.caFile)
+			}
+		}
+		transport.TLSClientConfig = cfg
+	}
+	cn := &conn{where: c.server, hint: "start one with `catalogd serve`, or point elsewhere with --server, $" + ServerEnv + ", --dir or --image", close: func() {}}
+	return cn, cn.dial(strings.TrimSuffix(c.server, "/"), transport, c.timeout)
+}
+
+// connectCluster reaches the catalogd Service through the Kubernetes API
+// server's service proxy: it needs no port-forward and no route into the
+// cluster, only the right to get services/proxy on that one Service
+// (config/viewer).
+func (c *connectFlags) connectCluster() (*conn, error) {
+	// Without a kubeconfig client-go would try http://localhost:8080;
+	// say plainly that there is no cluster to ask instead.
+	raw, err := c.kube.ToRawKubeConfigLoader().RawConfig()
+	if err == nil && len(raw.Clusters) == 0 {
+		err = errors.New("no kubeconfig: set $KUBECONFIG or --kubeconfig")
+	}
+	var cfg *rest.Config
+	if err == nil {
+		cfg, err = c.kube.ToRESTConfig()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("no cluster to ask (%w); point at a catalogd server with --server or $%s, or at a catalog with --dir or --image", err, ServerEnv)
+	}
+	transport, err := rest.TransportFor(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("configure the connection to the cluster: %w", err)
+	}
+	host, _, err := rest.DefaultServerUrlFor(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("the kubeconfig's server: %w", err)
+	}
+	scheme, port, ok := strings.Cut(c.servicePort, ":")
+	if !ok {
+		scheme, port = "", c.servicePort
+	}
+	proxy := fmt.Sprintf("/api/v1/namespaces/%s/services/%s:%s:%s/proxy",
+		url.PathEscape(c.serviceNamespace), scheme, url.PathEscape(c.serviceName), port)
+	base := strings.TrimSuffix(host.String(), "/") + proxy
+	cn := &conn{
+		where: fmt.Sprintf("service %s/%s through %s", c.serviceNamespace, c.serviceName, host.Host),
+		hint:  "is catalogd deployed there? pick another with --service-namespace/--service-name or --context, or point elsewhere with --server, --dir or --image",
+		close: func() {},
+	}
+	return cn, cn.dial(base, transport, c.timeout)
+}
+
+func (c *connectFlags) connectOffline(ctx context.Context) (*conn, error) {
+	cache, err := cacheDir()
+	if err != nil {
+		return nil, err
+	}
+	src := offlineSource{dir: c.dir, image: c.image, insecureRegistries: c.insecureRegistries, cacheDir: cache, progress: c.stderr}
+	handler, where, closeIdx, err := src.open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cn := &conn{where: where, close: closeIdx}
+	if err := cn.dial("http://offline", handlerTransport{handler}, 0); err != nil {
+		closeIdx()
+		return nil, err
+	}
+	return cn, nil
+}
+
+// dial makes the client of base over transport.
+func (c *conn) dial(base string, transport http.RoundTripper, timeout time.Duration) error {
+	var err error
+	c.api, err = client.NewClientWithResponses(base, client.WithHTTPClient(answeredByCatalogd{conn: c, http: &http.Client{Transport: transport, Timeout: timeout}}))
+	return err
+}
+
+// answeredByCatalogd turns an answer that is neither a success nor one of
+// catalogd's problem documents into an error before the generated client
+// reads it: such an answer comes from something on the way (the API
+// server's proxy, an Ingress) and is not in the shapes openapi.yaml gives.
+type answeredByCatalogd struct {
+	conn *conn
+	http *http.Client
+}
+
+func (a answeredByCatalogd) Do(req *http.Request) (*http.Response, error) {
+	rsp, err := a.http.Do(req)
+	if err != nil || rsp.StatusCode < 300 || strings.HasPrefix(rsp.Header.Get("Content-Type"), "application/problem+json") {
+		return rsp, err
+	}
+	defer rsp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(rsp.Body, 4096))
+	return nil, a.conn.failed(rsp, body)
+}
+
+// cacheDir is where offline indexes are kept: $XDG_CACHE_HOME/catalogd or
+// the platform's user cache directory.
+func cacheDir() (string, error) {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("find a cache directory for offline indexes: %w", err)
+	}
+	return filepath.Join(dir, "catalogd"), nil
+}

@@ -1,0 +1,273 @@
+package catalogcli
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/duration"
+
+	"github.com/catalogd/catalogd/client"
+)
+
+// This file is the one place that turns the API's wire types into what a
+// person reads: table rows, names, and the descriptions of show and
+// bundle. JSON and YAML print the wire types themselves.
+
+// column is a table column; wide ones show only with -o wide.
+type column struct {
+	name string
+	wide bool
+}
+
+// table is an answer as rows of cells, one cell per column.
+type table struct {
+	columns []column
+	rows    [][]string
+}
+
+// tableOf converts one catalog's answer to rows.
+func tableOf(obj any) table {
+	switch v := obj.(type) {
+	case *client.CatalogList:
+		t := table{columns: cols("NAME", "STATE", "PRIORITY", "PACKAGES", "BUNDLES", "INDEXED", "+SOURCE", "+DIGEST", "+LAST ERROR")}
+		for _, c := range v.Items {
+			t.rows = append(t.rows, []string{c.Name, string(c.State), itoa(int(c.Priority)), itoa(c.Counts.Packages), itoa(c.Counts.Bundles), age(c.IndexedAt), c.Source, c.ResolvedDigest, c.LastError})
+		}
+		return t
+	case *client.CatalogDetail:
+		return tableOf(&client.CatalogList{Items: []client.CatalogSummary{{
+			Name: v.Name, State: v.State, Priority: v.Priority, Counts: v.Counts, IndexedAt: v.IndexedAt,
+			Source: v.Source, ResolvedDigest: v.ResolvedDigest, LastError: v.LastError,
+		}}})
+	case *client.PackageList:
+		t := table{columns: cols("NAME", "DEFAULT CHANNEL", "PROVIDER", "+DISPLAY NAME", "+CHANNELS", "+DEPRECATED")}
+		for _, p := range v.Items {
+			t.rows = append(t.rows, []string{p.Name, p.DefaultChannel, p.Provider, p.DisplayName, strings.Join(p.Channels, ","), deprecated(p.Deprecation)})
+		}
+		return t
+	case *client.ChannelList:
+		t := table{columns: cols("NAME", "DEFAULT", "HEAD", "ENTRIES", "+HEAD BUNDLE", "+DEPRECATED")}
+		for _, c := range v.Items {
+			head, bundle := c.Head.Version, c.Head.Name
+			if c.HeadProblem != "" {
+				head, bundle = "<none>", c.HeadProblem
+			}
+			t.rows = append(t.rows, []string{c.Name, strconv.FormatBool(c.IsDefault), head, itoa(c.EntryCount), bundle, deprecated(c.Deprecation)})
+		}
+		return t
+	case *client.BundleList:
+		t := table{columns: cols("VERSION", "NAME", "CHANNELS", "+RELEASE", "+IMAGE", "+DEPRECATED")}
+		for _, b := range v.Items {
+			t.rows = append(t.rows, []string{b.Version, b.Name, strings.Join(b.Channels, ","), b.Release, b.Image, deprecated(b.Deprecation)})
+		}
+		return t
+	case *client.UpgradeList:
+		t := table{columns: cols("VERSION", "NAME", "CHANNEL", "RULES", "+CHANNEL HEAD")}
+		heads := map[string]string{}
+		for _, h := range v.Heads {
+			heads[h.Channel] = h.Version
+		}
+		for _, e := range v.Items {
+			rules := make([]string, len(e.Rules))
+			for i, r := range e.Rules {
+				rules[i] = string(r)
+			}
+			t.rows = append(t.rows, []string{e.Version, e.Name, e.Channel, strings.Join(rules, ","), heads[e.Channel]})
+		}
+		return t
+	case *client.ProviderList:
+		t := table{columns: cols("CATALOG", "PACKAGE", "VERSION", "BUNDLE", "CHANNELS", "+HEAD OF")}
+		for _, p := range v.Items {
+			var chans, heads []string
+			for _, c := range p.Channels {
+				chans = append(chans, c.Name)
+				if c.IsHead {
+					heads = append(heads, c.Name)
+				}
+			}
+			t.rows = append(t.rows, []string{p.Catalog, p.Package, p.Version, p.Bundle, strings.Join(chans, ","), strings.Join(heads, ",")})
+		}
+		return t
+	}
+	panic(fmt.Sprintf("no table for %T", obj))
+}
+
+// namesOf is what -o name prints of an answer, one name a line.
+func namesOf(obj any) []string {
+	var names []string
+	switch v := obj.(type) {
+	case *client.CatalogList:
+		for _, c := range v.Items {
+			names = append(names, c.Name)
+		}
+	case *client.CatalogDetail:
+		names = append(names, v.Name)
+	case *client.PackageList:
+		for _, p := range v.Items {
+			names = append(names, p.Name)
+		}
+	case *client.Package:
+		names = append(names, v.Name)
+	case *client.ChannelList:
+		for _, c := range v.Items {
+			names = append(names, c.Name)
+		}
+	case *client.BundleList:
+		for _, b := range v.Items {
+			names = append(names, b.Name)
+		}
+	case *client.UpgradeList:
+		for _, e := range v.Items {
+			names = append(names, e.Name)
+		}
+	case *client.ProviderList:
+		for _, p := range v.Items {
+			names = append(names, p.Bundle)
+		}
+	case *client.Bundle:
+		names = append(names, v.Name)
+	default:
+		panic(fmt.Sprintf("no names for %T", obj))
+	}
+	return names
+}
+
+// describes reports whether obj is shown as a description, not a table.
+func describes(obj any) bool {
+	switch obj.(type) {
+	case *client.Package, *client.Bundle:
+		return true
+	}
+	return false
+}
+
+// describe writes a package or bundle as `kubectl describe` would.
+func describe(w io.Writer, catalog string, obj any) {
+	d := describer{w: w}
+	d.field("Catalog", catalog)
+	switch v := obj.(type) {
+	case *client.Package:
+		d.field("Name", v.Name)
+		d.field("Display Name", v.DisplayName)
+		d.field("Provider", v.Provider)
+		d.field("Maturity", v.Maturity)
+		d.field("Default Channel", v.DefaultChannel)
+		d.field("Deprecated", v.Deprecation.Message)
+		d.field("Short Description", v.ShortDescription)
+		d.field("Keywords", strings.Join(v.Keywords, ", "))
+		d.list("Channels", len(v.Channels), func(i int) string {
+			c := v.Channels[i]
+			line := fmt.Sprintf("%s: head %s (%s), %d entries", c.Name, c.Head.Version, c.Head.Name, c.EntryCount)
+			if c.HeadProblem != "" {
+				line = fmt.Sprintf("%s: no head: %s, %d entries", c.Name, c.HeadProblem, c.EntryCount)
+			}
+			if c.IsDefault {
+				line += ", default"
+			}
+			if c.Deprecation.Message != "" {
+				line += ", deprecated: " + c.Deprecation.Message
+			}
+			return line
+		})
+		d.list("Links", len(v.Links), func(i int) string { return v.Links[i].Name + ": " + v.Links[i].Url })
+		d.list("Problems", len(v.Problems), func(i int) string { return v.Problems[i].Message })
+		if v.Description != "" {
+			fmt.Fprintln(w, "Description:")
+			for _, line := range strings.Split(strings.TrimSpace(v.Description), "\n") {
+				fmt.Fprintf(w, "  %s\n", line)
+			}
+		}
+	case *client.Bundle:
+		d.field("Name", v.Name)
+		d.field("Package", v.Package)
+		d.field("Version", v.Version)
+		d.field("Release", v.Release)
+		d.field("Image", v.Image)
+		d.field("Deprecated", v.Deprecation.Message)
+		d.list("Channels", len(v.Channels), func(i int) string {
+			c := v.Channels[i]
+			var parts []string
+			if c.IsHead {
+				parts = append(parts, "head")
+			}
+			if c.Replaces != "" {
+				parts = append(parts, "replaces "+c.Replaces)
+			}
+			if len(c.Skips) > 0 {
+				parts = append(parts, "skips "+strings.Join(c.Skips, ","))
+			}
+			if c.SkipRange != "" {
+				parts = append(parts, "skipRange "+c.SkipRange)
+			}
+			if len(parts) == 0 {
+				return c.Channel
+			}
+			return c.Channel + ": " + strings.Join(parts, ", ")
+		})
+		d.list("Provided APIs", len(v.ProvidedGVKs), func(i int) string { return gvk(v.ProvidedGVKs[i]) })
+		d.list("Required APIs", len(v.RequiredGVKs), func(i int) string { return gvk(v.RequiredGVKs[i]) })
+		d.list("Required Packages", len(v.RequiredPackages), func(i int) string {
+			return v.RequiredPackages[i].PackageName + " " + v.RequiredPackages[i].VersionRange
+		})
+		d.list("Related Images", len(v.RelatedImages), func(i int) string {
+			if v.RelatedImages[i].Name == "" {
+				return v.RelatedImages[i].Image
+			}
+			return v.RelatedImages[i].Name + ": " + v.RelatedImages[i].Image
+		})
+	default:
+		panic(fmt.Sprintf("no description for %T", obj))
+	}
+}
+
+type describer struct{ w io.Writer }
+
+// field writes "Name: value"; an empty value is left out, as the API
+// leaves out what the catalog does not say.
+func (d describer) field(name, value string) {
+	if value == "" {
+		return
+	}
+	fmt.Fprintf(d.w, "%s:\t%s\n", name, value)
+}
+
+func (d describer) list(name string, n int, item func(int) string) {
+	if n == 0 {
+		return
+	}
+	fmt.Fprintf(d.w, "%s:\n", name)
+	for i := range n {
+		fmt.Fprintf(d.w, "  %s\n", item(i))
+	}
+}
+
+func gvk(g client.GVK) string {
+	if g.Group == "" {
+		return g.Kind + "/" + g.Version
+	}
+	return g.Kind + "." + g.Group + "/" + g.Version
+}
+
+// cols makes columns from names; a leading + marks a wide column.
+func cols(names ...string) []column {
+	out := make([]column, len(names))
+	for i, n := range names {
+		out[i] = column{name: strings.TrimPrefix(n, "+"), wide: strings.HasPrefix(n, "+")}
+	}
+	return out
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+func deprecated(d client.Deprecation) string { return strconv.FormatBool(d.Message != "") }
+
+// age is how long ago, as kubectl's AGE column says it.
+func age(t *time.Time) string {
+	if t == nil {
+		return "<none>"
+	}
+	return duration.HumanDuration(time.Since(*t))
+}
