@@ -1,10 +1,13 @@
 // Package index builds the catalog index: it loads the blobs package fbc
 // reads from a file-based catalog (an fs.FS) into one SQLite database
 // file, validates each package as operator-registry does, and computes what
-// the queries need (heads, version ranks, display metadata). Building is
-// streaming and transactional, and the file is checked before Build
-// returns; package store keeps, per catalog, the one file that is live and
-// swaps in a new one only once Build succeeded. Reading a file back is
+// the queries need (heads, version ranks, display metadata). The blobs'
+// bytes go, once, into a content file beside the database (ContentPath):
+// the catalogd-compatible /all stream itself, which the database indexes
+// by byte range. Building is streaming and transactional, and the files
+// are checked before Build returns; package store keeps, per catalog, the
+// one index that is live (its files, see Files) and swaps in a new one
+// only once Build succeeded. Reading a file back is
 // package catalogdb's job; only the record of the build itself (ReadInfo)
 // is read here, beside the code that writes it.
 package index
@@ -70,19 +73,32 @@ type Stats struct {
 	AllBytes int64 `json:"allBytes"`
 }
 
-// Build writes the index of src into a new SQLite file at path. It parses the
-// catalog as a stream, loads it in one transaction, records validation
-// problems per package, then checks the result. On any error the file is
-// removed; path must not exist beforehand. Every file Build opens in src.FS
+// Build writes the index of src into a new SQLite file at path, and the
+// blobs into its content file (ContentPath). It parses the catalog as a
+// stream, loads it in one transaction, records validation problems per
+// package, then checks the result. On any error the files are removed;
+// none of them may exist beforehand. Every file Build opens in src.FS
 // is closed by the time it returns, whatever the outcome, so that
 // src.ReadDigest then covers all Build read.
 func Build(ctx context.Context, path string, src Content, builtAt time.Time) (stats Stats, err error) {
-	if _, statErr := os.Lstat(path); statErr == nil {
-		return Stats{}, fmt.Errorf("build index: %s already exists", path)
+	for _, p := range Files(path) {
+		if _, statErr := os.Lstat(p); statErr == nil {
+			return Stats{}, fmt.Errorf("build index: %s already exists", p)
+		}
 	}
 	defer func() {
 		if err != nil {
 			RemoveFiles(path)
+		}
+	}()
+
+	content, err := os.OpenFile(ContentPath(path), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return Stats{}, fmt.Errorf("create content file: %w", err)
+	}
+	defer func() {
+		if closeErr := content.Close(); closeErr != nil && err == nil {
+			err = fmt.Errorf("close content file: %w", closeErr)
 		}
 	}()
 
@@ -100,7 +116,7 @@ func Build(ctx context.Context, path string, src Content, builtAt time.Time) (st
 		return Stats{}, fmt.Errorf("create tables: %w", err)
 	}
 
-	stats, err = load(ctx, db, src, builtAt)
+	stats, err = load(ctx, db, content, src, builtAt)
 	if err != nil {
 		return Stats{}, err
 	}
@@ -110,7 +126,7 @@ func Build(ctx context.Context, path string, src Content, builtAt time.Time) (st
 	if err := migrations.Apply(ctx, db, migrations.Indexes); err != nil {
 		return Stats{}, fmt.Errorf("create indexes: %w", err)
 	}
-	if err := check(ctx, db, stats); err != nil {
+	if err := check(ctx, db, content, stats); err != nil {
 		return Stats{}, err
 	}
 	return stats, nil
@@ -133,15 +149,16 @@ func openForBuild(path string) (*sqlx.DB, error) {
 	return db, nil
 }
 
-// load streams the catalog into the database in one transaction.
-func load(ctx context.Context, db *sqlx.DB, src Content, builtAt time.Time) (Stats, error) {
+// load streams the catalog into the database in one transaction, and the
+// blobs' bytes into content.
+func load(ctx context.Context, db *sqlx.DB, content *os.File, src Content, builtAt time.Time) (Stats, error) {
 	tx, err := db.BeginTxx(ctx, nil)
 	if err != nil {
 		return Stats{}, fmt.Errorf("begin load: %w", err)
 	}
 	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
 
-	l, err := newLoader(ctx, tx)
+	l, err := newLoader(ctx, tx, content)
 	if err != nil {
 		return Stats{}, err
 	}
@@ -149,6 +166,10 @@ func load(ctx context.Context, db *sqlx.DB, src Content, builtAt time.Time) (Sta
 
 	if err := fbc.Walk(ctx, src.FS, src.Limits, l.add); err != nil {
 		return Stats{}, err
+	}
+	// finish reads blobs back from the file.
+	if err := l.content.Flush(); err != nil {
+		return Stats{}, fmt.Errorf("write content file: %w", err)
 	}
 	if err := l.finish(ctx); err != nil {
 		return Stats{}, err
@@ -168,8 +189,8 @@ func load(ctx context.Context, db *sqlx.DB, src Content, builtAt time.Time) (Sta
 	return l.stats, nil
 }
 
-// check verifies the finished file before anyone may read it.
-func check(ctx context.Context, db *sqlx.DB, stats Stats) error {
+// check verifies the finished files before anyone may read them.
+func check(ctx context.Context, db *sqlx.DB, content *os.File, stats Stats) error {
 	var result string
 	if err := db.GetContext(ctx, &result, "PRAGMA integrity_check"); err != nil {
 		return fmt.Errorf("check index integrity: %w", err)
@@ -195,13 +216,30 @@ func check(ctx context.Context, db *sqlx.DB, stats Stats) error {
 			return fmt.Errorf("check index: %s has %d rows, loaded %d", c.table, got, c.want)
 		}
 	}
+	fi, err := content.Stat()
+	if err != nil {
+		return fmt.Errorf("check content file: %w", err)
+	}
+	if fi.Size() != stats.AllBytes {
+		return fmt.Errorf("check content file: %d bytes, loaded %d", fi.Size(), stats.AllBytes)
+	}
 	return nil
 }
 
-// RemoveFiles removes an index file and any side files SQLite made beside
-// it. Build uses it on failure, package store when it retires a file.
+// ContentPath names the content file of the index at path: every blob,
+// newline-terminated, in walk order, which is the catalogd-compatible /all
+// stream byte for byte. The blobs table holds each blob's range of it.
+func ContentPath(path string) string { return path + ".all" }
+
+// Files lists the files of the index at path, the database first: what
+// package store syncs, renames and removes as one index.
+func Files(path string) []string { return []string{path, ContentPath(path)} }
+
+// RemoveFiles removes the files of an index and any side files SQLite made
+// beside it. Build uses it on failure, package store when it retires an
+// index.
 func RemoveFiles(path string) {
-	for _, p := range []string{path, path + "-journal", path + "-wal", path + "-shm"} {
+	for _, p := range append(Files(path), path+"-journal", path+"-wal", path+"-shm") {
 		_ = os.Remove(p)
 	}
 }
