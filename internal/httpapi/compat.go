@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -24,14 +25,15 @@ const jsonlType = "application/jsonl"
 // serveAll answers the /all stream: the index's content file, which is the
 // stream byte for byte, through http.ServeContent, so Range and the
 // conditional headers work as for any file and the bytes go from the file
-// to the connection in the kernel (sendfile).
+// to the connection in the kernel (sendfile). A client that takes gzip gets
+// the file's gzip copy, compressed once when the index was built, with its
+// Content-Length and its own strong ETag.
+//
+// Whatever the catalog's size, an answer holds a file descriptor and a few
+// small structs, and copies no byte through user space: serving memory is
+// bounded by the number of requests, not by the catalog.
 func (s *Server) serveAll(w http.ResponseWriter, r *http.Request, snap *store.Snapshot) error {
 	etag := requestETag(snap.Info.Digest, r)
-	content, err := snap.OpenContent()
-	if err != nil {
-		return err
-	}
-	defer content.Close()
 	cw := &contentWriter{ResponseWriter: w, ctx: r.Context()}
 	// gzip only whole answers; a Range answer is plain, as byte offsets
 	// refer to the plain stream.
@@ -39,11 +41,41 @@ func (s *Server) serveAll(w http.ResponseWriter, r *http.Request, snap *store.Sn
 		if notModified(w, r, etag, snap.Info.BuiltAt) {
 			return nil
 		}
-		return s.writeGzip(cw, etag, snap, content)
+		return serveFile(cw, r, snap.OpenContentGzip, func(h http.Header) {
+			setValidators(w, representationETag(etag, true), snap.Info.BuiltAt)
+			h.Set("Content-Type", jsonlType)
+			h.Set("Content-Encoding", "gzip")
+		})
 	}
+	content, err := snap.OpenContent()
+	if err != nil {
+		return err
+	}
+	defer content.Close()
 	setValidators(w, representationETag(etag, false), snap.Info.BuiltAt)
 	w.Header().Set("Content-Type", jsonlType)
 	return serveRanged(cw, r, snap.Info.BuiltAt, content, snap.Info.AllBytes)
+}
+
+// serveFile answers the whole file open opens, with its Content-Length and
+// the headers setHeaders sets.
+func serveFile(w http.ResponseWriter, r *http.Request, open func() (*os.File, error), setHeaders func(http.Header)) error {
+	f, err := open()
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("read index file: %w", err)
+	}
+	setHeaders(w.Header())
+	w.Header().Set("Content-Length", strconv.FormatInt(fi.Size(), 10))
+	if r.Method == http.MethodHead {
+		return nil
+	}
+	_, err = io.CopyN(w, f, fi.Size())
+	return abortOnError(err)
 }
 
 // copyChunk is how many bytes of a file contentWriter hands the connection
@@ -53,11 +85,13 @@ func (s *Server) serveAll(w http.ResponseWriter, r *http.Request, snap *store.Sn
 const copyChunk = 256 << 10
 
 // contentWriter is the ResponseWriter of answers copied from files. Its
-// ReadFrom passes the file on to the connection's own ReadFrom (net/http
-// sends an *os.File behind an io.LimitedReader with sendfile), copyChunk
-// bytes at a time, checking the request's context between chunks; its
-// Write checks it too. So a copy needs no buffer of its own, and an answer
-// stops when its request's context ends, whatever the connection does.
+// ReadFrom passes the file on to the ReadFrom of the writer below, which
+// for net/http's connection sends an *os.File behind an io.LimitedReader
+// with sendfile, copyChunk bytes at a time, checking the request's context
+// between chunks; below a writer without ReadFrom it copies through Write,
+// which checks the context at every write. So a copy needs no buffer of
+// its own where the connection can take the file, and an answer stops when
+// its request's context ends, whatever the connection does.
 type contentWriter struct {
 	http.ResponseWriter
 	ctx context.Context
@@ -71,6 +105,10 @@ func (w *contentWriter) Write(p []byte) (int, error) {
 }
 
 func (w *contentWriter) ReadFrom(src io.Reader) (int64, error) {
+	rf, ok := w.ResponseWriter.(io.ReaderFrom)
+	if !ok {
+		return io.Copy(struct{ io.Writer }{w}, src)
+	}
 	lr, ok := src.(*io.LimitedReader)
 	if !ok {
 		lr = &io.LimitedReader{R: src, N: math.MaxInt64}
@@ -83,7 +121,7 @@ func (w *contentWriter) ReadFrom(src io.Reader) (int64, error) {
 		chunk := min(lr.N, copyChunk)
 		// One LimitedReader directly over the file: net/http looks no
 		// deeper for one it can send with sendfile.
-		n, err := io.Copy(w.ResponseWriter, &io.LimitedReader{R: lr.R, N: chunk})
+		n, err := rf.ReadFrom(&io.LimitedReader{R: lr.R, N: chunk})
 		total += n
 		lr.N -= n
 		if err != nil || n < chunk {
@@ -249,20 +287,6 @@ func checkRanges(header string, size int64) error {
 		spans = append(spans, sp)
 	}
 	return nil
-}
-
-// writeGzip streams src gzip-encoded.
-func (s *Server) writeGzip(w http.ResponseWriter, etag string, snap *store.Snapshot, src io.Reader) error {
-	setValidators(w, representationETag(etag, true), snap.Info.BuiltAt)
-	w.Header().Set("Content-Type", jsonlType)
-	w.Header().Set("Content-Encoding", "gzip")
-	zw := s.gzip.get(w)
-	defer s.gzip.put(zw)
-	if _, err := io.Copy(zw, src); err != nil {
-		// Headers are gone: the client sees a truncated gzip stream.
-		return abortOnError(err)
-	}
-	return abortOnError(zw.Close())
 }
 
 // abortOnError turns an error after the answer began into a panic that

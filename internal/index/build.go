@@ -4,7 +4,8 @@
 // the queries need (heads, version ranks, display metadata). The blobs'
 // bytes go, once, into a content file beside the database (ContentPath):
 // the catalogd-compatible /all stream itself, which the database indexes
-// by byte range. Building is streaming and transactional, and the files
+// by byte range; and a gzip copy of it (GzipPath), compressed once here
+// rather than on every request. Building is streaming and transactional, and the files
 // are checked before Build returns; package store keeps, per catalog, the
 // one index that is live (its files, see Files) and swaps in a new one
 // only once Build succeeded. Reading a file back is
@@ -17,12 +18,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/url"
 	"os"
 	"time"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/klauspost/compress/gzip"
 	_ "modernc.org/sqlite" // registers the pure-Go "sqlite" driver
 
 	"github.com/catalogd/catalogd/internal/fbc"
@@ -73,8 +76,9 @@ type Stats struct {
 	AllBytes int64 `json:"allBytes"`
 }
 
-// Build writes the index of src into a new SQLite file at path, and the
-// blobs into its content file (ContentPath). It parses the catalog as a
+// Build writes the index of src into a new SQLite file at path, the blobs
+// into its content file (ContentPath) and that file's gzip copy
+// (GzipPath). It parses the catalog as a
 // stream, loads it in one transaction, records validation problems per
 // package, then checks the result. On any error the files are removed;
 // none of them may exist beforehand. Every file Build opens in src.FS
@@ -120,10 +124,18 @@ func Build(ctx context.Context, path string, src Content, builtAt time.Time) (st
 	if err != nil {
 		return Stats{}, err
 	}
+	// The gzip copy is written while SQLite creates the indexes: each
+	// keeps one core busy.
+	compressed := make(chan error, 1)
+	go func() { compressed <- compress(ctx, content, stats.AllBytes, GzipPath(path)) }()
 	// No ANALYZE: without statistics SQLite takes every table to be large
 	// and uses the indexes, so query plans do not flip with catalog size
 	// (internal/catalogdb's TestQueryPlans checks them).
-	if err := migrations.Apply(ctx, db, migrations.Indexes); err != nil {
+	err = migrations.Apply(ctx, db, migrations.Indexes)
+	if compressErr := <-compressed; compressErr != nil {
+		return Stats{}, compressErr
+	}
+	if err != nil {
 		return Stats{}, fmt.Errorf("create indexes: %w", err)
 	}
 	if err := check(ctx, db, content, stats); err != nil {
@@ -226,14 +238,63 @@ func check(ctx context.Context, db *sqlx.DB, content *os.File, stats Stats) erro
 	return nil
 }
 
+// gzipLevel is the compression of the gzip copy: on catalog JSON, level 3
+// of klauspost/compress compresses faster than level 1 and to a third less
+// (measured: 100 MB to 9.9 MB in 0.46 s; level 1, 14 MB in 0.61 s; level
+// 6, 8.9 MB in 0.83 s).
+const gzipLevel = 3
+
+// compressChunk is how much of the content file compress takes between
+// checks of its context.
+const compressChunk = 4 << 20
+
+// compress writes the gzip copy of the first size bytes of content into a
+// new file at path.
+func compress(ctx context.Context, content *os.File, size int64, path string) (err error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return fmt.Errorf("create gzip copy: %w", err)
+	}
+	defer func() {
+		if closeErr := f.Close(); closeErr != nil && err == nil {
+			err = fmt.Errorf("write gzip copy: %w", closeErr)
+		}
+	}()
+	zw, err := gzip.NewWriterLevel(f, gzipLevel)
+	if err != nil {
+		return fmt.Errorf("create gzip copy: %w", err)
+	}
+	src := io.NewSectionReader(content, 0, size)
+	buf := make([]byte, 256<<10)
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		n, err := io.CopyBuffer(zw, io.LimitReader(src, compressChunk), buf)
+		if err != nil {
+			return fmt.Errorf("write gzip copy: %w", err)
+		}
+		if n < compressChunk {
+			break
+		}
+	}
+	if err := zw.Close(); err != nil {
+		return fmt.Errorf("write gzip copy: %w", err)
+	}
+	return nil
+}
+
 // ContentPath names the content file of the index at path: every blob,
 // newline-terminated, in walk order, which is the catalogd-compatible /all
 // stream byte for byte. The blobs table holds each blob's range of it.
 func ContentPath(path string) string { return path + ".all" }
 
+// GzipPath names the gzip copy of the content file of the index at path.
+func GzipPath(path string) string { return path + ".all.gz" }
+
 // Files lists the files of the index at path, the database first: what
 // package store syncs, renames and removes as one index.
-func Files(path string) []string { return []string{path, ContentPath(path)} }
+func Files(path string) []string { return []string{path, ContentPath(path), GzipPath(path)} }
 
 // RemoveFiles removes the files of an index and any side files SQLite made
 // beside it. Build uses it on failure, package store when it retires an

@@ -2,11 +2,13 @@ package index
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"database/sql"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
 	"io/fs"
 	"maps"
 	"net/url"
@@ -46,14 +48,40 @@ func buildDir(t *testing.T, dir string) (*sqlx.DB, Stats) {
 	return db, stats
 }
 
-// contentFile reads the content file of the index db has open.
-func contentFile(t *testing.T, db *sqlx.DB) []byte {
+// dbPath is the file db has open.
+func dbPath(t *testing.T, db *sqlx.DB) string {
 	t.Helper()
 	var path string
 	if err := db.Get(&path, `SELECT file FROM pragma_database_list WHERE name = 'main'`); err != nil {
 		t.Fatal(err)
 	}
-	data, err := os.ReadFile(ContentPath(path))
+	return path
+}
+
+// contentFile reads the content file of the index db has open.
+func contentFile(t *testing.T, db *sqlx.DB) []byte {
+	t.Helper()
+	data, err := os.ReadFile(ContentPath(dbPath(t, db)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// gunzipFile reads the gzip file at path, decompressed by the standard
+// library (not the compressor that wrote it).
+func gunzipFile(t *testing.T, path string) []byte {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := io.ReadAll(zr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -386,8 +414,12 @@ func checkBlobs(t *testing.T, db *sqlx.DB, want *fbcfacts.Catalog) {
 		}
 		all.Write(content[b.Offset : b.Offset+b.Length])
 	}
-	if wantAll := want.JSONLines(); !bytes.Equal(all.Bytes(), wantAll) || !bytes.Equal(content, wantAll) {
+	wantAll := want.JSONLines()
+	if !bytes.Equal(all.Bytes(), wantAll) || !bytes.Equal(content, wantAll) {
 		t.Errorf("blobs differ from the catalogd encoding of the catalog (%d bytes in ranges, %d in the file, want %d)", all.Len(), len(content), len(wantAll))
+	}
+	if unzipped := gunzipFile(t, GzipPath(dbPath(t, db))); !bytes.Equal(unzipped, wantAll) {
+		t.Errorf("the gzip copy holds %d bytes, not the %d of the catalog's blobs", len(unzipped), len(wantAll))
 	}
 	if n := count(t, db, `SELECT all_size FROM catalog_info`); n != all.Len() {
 		t.Errorf("all_size %d, stream has %d bytes", n, all.Len())

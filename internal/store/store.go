@@ -89,9 +89,19 @@ type Snapshot struct {
 // the file anew, so the caller may seek it and hand it to the kernel
 // (sendfile) as its own; it closes the file before releasing the snapshot.
 func (s *Snapshot) OpenContent() (*os.File, error) {
-	f, err := os.Open(index.ContentPath(s.Info.Path))
+	return openIndexFile(index.ContentPath(s.Info.Path))
+}
+
+// OpenContentGzip opens the gzip copy of the content file, as OpenContent
+// opens the content file.
+func (s *Snapshot) OpenContentGzip() (*os.File, error) {
+	return openIndexFile(index.GzipPath(s.Info.Path))
+}
+
+func openIndexFile(path string) (*os.File, error) {
+	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("open content of index %s: %w", s.Info.Path, err)
+		return nil, fmt.Errorf("open index file: %w", err)
 	}
 	return f, nil
 }
@@ -189,9 +199,12 @@ func openHandle(path string) (*handle, error) {
 }
 
 // openContent opens the content file of the index at path, which must
-// hold the size bytes the index recorded: a file cut short by a crash or
-// by hand is rebuilt, not served.
+// hold the size bytes the index recorded and have its gzip copy beside it:
+// files cut short or removed by a crash or by hand are rebuilt, not served.
 func openContent(path string, size int64) (*os.File, error) {
+	if _, err := os.Stat(index.GzipPath(path)); err != nil {
+		return nil, fmt.Errorf("gzip copy of index %s: %w", path, err)
+	}
 	f, err := os.Open(index.ContentPath(path))
 	if err != nil {
 		return nil, fmt.Errorf("open content of index %s: %w", path, err)

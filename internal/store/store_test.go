@@ -389,8 +389,8 @@ func TestConcurrentReadersDuringRebuilds(t *testing.T) {
 }
 
 // TestUnusableIndexIsRebuilt: an index that cannot be served as it is (built
-// by a different schema, or its content file missing or not of the size
-// the index recorded) is not reused after a restart, even for the same
+// by a different schema, its content file or the file's gzip copy missing,
+// or the content file not of the size the index recorded) is not reused after a restart, even for the same
 // content digest, and its files are removed.
 func TestUnusableIndexIsRebuilt(t *testing.T) {
 	tests := []struct {
@@ -409,6 +409,11 @@ func TestUnusableIndexIsRebuilt(t *testing.T) {
 		}},
 		{"content file missing", func(t *testing.T, path string) {
 			if err := os.Remove(index.ContentPath(path)); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"gzip copy missing", func(t *testing.T, path string) {
+			if err := os.Remove(index.GzipPath(path)); err != nil {
 				t.Fatal(err)
 			}
 		}},
