@@ -4,13 +4,13 @@
 // the queries need (heads, version ranks, display metadata). The blobs'
 // bytes go, once, into a content file beside the database (ContentPath):
 // the catalogd-compatible /all stream itself, which the database indexes
-// by byte range; and a gzip copy of it (GzipPath), compressed once here
-// rather than on every request. Building is streaming and transactional, and the files
-// are checked before Build returns; package store keeps, per catalog, the
-// one index that is live (its files, see Files) and swaps in a new one
-// only once Build succeeded. Reading a file back is
-// package catalogdb's job; only the record of the build itself (ReadInfo)
-// is read here, beside the code that writes it.
+// by byte range; and into a gzip copy of it (GzipPath), compressed once
+// here rather than on every request. Building is streaming and
+// transactional, and the files are checked before Build returns; package
+// store keeps, per catalog, the one index that is live (its files, see
+// Files) and swaps in a new one only once Build succeeded. Reading an
+// index back is package catalogdb's job; only the record of the build
+// itself (ReadInfo) is read here, beside the code that writes it.
 package index
 
 import (
@@ -78,12 +78,12 @@ type Stats struct {
 
 // Build writes the index of src into a new SQLite file at path, the blobs
 // into its content file (ContentPath) and that file's gzip copy
-// (GzipPath). It parses the catalog as a
-// stream, loads it in one transaction, records validation problems per
-// package, then checks the result. On any error the files are removed;
-// none of them may exist beforehand. Every file Build opens in src.FS
-// is closed by the time it returns, whatever the outcome, so that
-// src.ReadDigest then covers all Build read.
+// (GzipPath). It parses the catalog as a stream, loads it in one
+// transaction, records validation problems per package, then checks the
+// result. On any error the files are removed; none of them may exist
+// beforehand. Every file Build opens in src.FS is closed by the time it
+// returns, whatever the outcome, so that src.ReadDigest then covers all
+// Build read.
 func Build(ctx context.Context, path string, src Content, builtAt time.Time) (stats Stats, err error) {
 	for _, p := range Files(path) {
 		if _, statErr := os.Lstat(p); statErr == nil {

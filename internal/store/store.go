@@ -1,9 +1,10 @@
 // Package store keeps the live index of each catalog: it builds a new one
-// with index.Build (a database file and its content file, see index.Files),
-// swaps it in atomically (on disk and in memory) only when it is complete,
-// and counts the readers of each index so that a replaced one is closed and
-// removed only after its last reader is done. A reader holds a Snapshot,
-// whose queries and content all come from one index.
+// with index.Build (a database file, its content file and the content's
+// gzip copy: index.Files), swaps it in atomically (on disk and in memory)
+// only when it is complete, and counts the readers of each index so that a
+// replaced one is closed and removed only after its last reader is done. A
+// reader holds a Snapshot, whose queries and content all come from one
+// index.
 package store
 
 import (
