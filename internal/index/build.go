@@ -98,11 +98,11 @@ func Build(ctx context.Context, path string, src Content, builtAt time.Time) (st
 
 	content, err := os.OpenFile(ContentPath(path), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
-		return Stats{}, fmt.Errorf("create content file: %w", err)
+		return Stats{}, fmt.Errorf("create content file: %w", fileError(err))
 	}
 	defer func() {
 		if closeErr := content.Close(); closeErr != nil && err == nil {
-			err = fmt.Errorf("close content file: %w", closeErr)
+			err = fmt.Errorf("close content file: %w", fileError(closeErr))
 		}
 	}()
 
@@ -181,7 +181,7 @@ func load(ctx context.Context, db *sqlx.DB, content *os.File, src Content, built
 	}
 	// finish reads blobs back from the file.
 	if err := l.content.Flush(); err != nil {
-		return Stats{}, fmt.Errorf("write content file: %w", err)
+		return Stats{}, fmt.Errorf("write content file: %w", fileError(err))
 	}
 	if err := l.finish(ctx); err != nil {
 		return Stats{}, err
@@ -230,7 +230,7 @@ func check(ctx context.Context, db *sqlx.DB, content *os.File, stats Stats) erro
 	}
 	fi, err := content.Stat()
 	if err != nil {
-		return fmt.Errorf("check content file: %w", err)
+		return fmt.Errorf("check content file: %w", fileError(err))
 	}
 	if fi.Size() != stats.AllBytes {
 		return fmt.Errorf("check content file: %d bytes, loaded %d", fi.Size(), stats.AllBytes)
@@ -253,16 +253,16 @@ const compressChunk = 4 << 20
 func compress(ctx context.Context, content *os.File, size int64, path string) (err error) {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
-		return fmt.Errorf("create gzip copy: %w", err)
+		return fmt.Errorf("create gzip copy: %w", fileError(err))
 	}
 	defer func() {
 		if closeErr := f.Close(); closeErr != nil && err == nil {
-			err = fmt.Errorf("write gzip copy: %w", closeErr)
+			err = fmt.Errorf("write gzip copy: %w", fileError(closeErr))
 		}
 	}()
 	zw, err := gzip.NewWriterLevel(f, gzipLevel)
 	if err != nil {
-		return fmt.Errorf("create gzip copy: %w", err)
+		return fmt.Errorf("create gzip copy: %w", fileError(err))
 	}
 	src := io.NewSectionReader(content, 0, size)
 	buf := make([]byte, 256<<10)
@@ -272,16 +272,28 @@ func compress(ctx context.Context, content *os.File, size int64, path string) (e
 		}
 		n, err := io.CopyBuffer(zw, io.LimitReader(src, compressChunk), buf)
 		if err != nil {
-			return fmt.Errorf("write gzip copy: %w", err)
+			return fmt.Errorf("write gzip copy: %w", fileError(err))
 		}
 		if n < compressChunk {
 			break
 		}
 	}
 	if err := zw.Close(); err != nil {
-		return fmt.Errorf("write gzip copy: %w", err)
+		return fmt.Errorf("write gzip copy: %w", fileError(err))
 	}
 	return nil
+}
+
+// fileError drops the path from an error about one of the index's own
+// files: the message names the file, and its path, a temporary one, means
+// nothing to whoever reads the message ("write content file: no space left
+// on device").
+func fileError(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 // ContentPath names the content file of the index at path: every blob,

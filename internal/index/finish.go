@@ -164,7 +164,7 @@ func (l *loader) readPackage(ctx context.Context, name string) (*pkgData, error)
 func (l *loader) readContent(offset, length int64) ([]byte, error) {
 	data := make([]byte, length)
 	if _, err := l.file.ReadAt(data, offset); err != nil {
-		return nil, fmt.Errorf("read content file at %d: %w", offset, err)
+		return nil, fmt.Errorf("read content file at %d: %w", offset, fileError(err))
 	}
 	return data, nil
 }

@@ -202,7 +202,7 @@ func (l *loader) add(ctx context.Context, b fbc.Blob) error {
 	m := b.Meta
 	blobID := int64(l.stats.Blobs) + 1
 	if _, err := l.content.Write(m.Blob); err != nil {
-		return fmt.Errorf("store blob %s %q: write content file: %w", m.Schema, m.Name, err)
+		return fmt.Errorf("store blob %s %q: write content file: %w", m.Schema, m.Name, fileError(err))
 	}
 	if err := l.insert(ctx, "blobs", blobID, m.Schema, m.Package, m.Name, l.stats.AllBytes, len(m.Blob)); err != nil {
 		return fmt.Errorf("store blob %s %q: %w", m.Schema, m.Name, err)
