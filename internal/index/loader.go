@@ -31,9 +31,11 @@ import (
 type loader struct {
 	tx *sqlx.Tx
 	// content buffers the writes to file, the content file, which finish
-	// reads blobs back from once content is flushed.
+	// reads blobs back from once content is flushed, and gz compresses as
+	// it is written.
 	content *bufio.Writer
 	file    *os.File
+	gz      *compressor
 	stmts   map[string]*sql.Stmt
 	stats   Stats
 	pkgs    map[string]*pkgState
@@ -114,11 +116,11 @@ const insertBytes = 1 << 20
 // contentBuffer is the write buffer of the content file.
 const contentBuffer = 256 << 10
 
-func newLoader(ctx context.Context, tx *sqlx.Tx, file *os.File) (*loader, error) {
+func newLoader(ctx context.Context, tx *sqlx.Tx, file *os.File, gz *compressor) (*loader, error) {
 	if _, err := tx.ExecContext(ctx, workTables); err != nil {
 		return nil, fmt.Errorf("create work tables: %w", err)
 	}
-	return &loader{tx: tx, content: bufio.NewWriterSize(file, contentBuffer), file: file, stmts: map[string]*sql.Stmt{},
+	return &loader{tx: tx, content: bufio.NewWriterSize(file, contentBuffer), file: file, gz: gz, stmts: map[string]*sql.Stmt{},
 		pkgs: map[string]*pkgState{}, rows: map[string][]any{}, rowBytes: map[string]int{}, stats: Stats{Schemas: map[string]int{}}}, nil
 }
 
@@ -210,6 +212,8 @@ func (l *loader) add(ctx context.Context, b fbc.Blob) error {
 	l.stats.Blobs++
 	l.stats.Schemas[m.Schema]++
 	l.stats.AllBytes += int64(len(m.Blob))
+	// What the buffer holds is not in the file yet.
+	l.gz.advance(l.stats.AllBytes-int64(l.content.Buffered()), false)
 
 	switch v := b.Value.(type) {
 	case *declcfg.Package:
