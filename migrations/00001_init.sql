@@ -14,15 +14,19 @@ CREATE TABLE catalog_info (
     schema_digest  TEXT    NOT NULL
 );
 
--- Every blob in walk order, exactly as catalogd serves it (declcfg.Meta
--- encoding, newline-terminated). offset is the blob's byte offset in /all.
+-- Every blob in walk order. The blobs' bytes are not here: the build writes
+-- them, exactly as catalogd serves them (declcfg.Meta encoding,
+-- newline-terminated), into the content file beside this database, which is
+-- the /all stream itself. offset is the blob's byte offset in that file and
+-- length its size, so an answer of whole blobs is byte ranges of the file,
+-- copied to the client without passing through SQLite or memory.
 CREATE TABLE blobs (
     id      INTEGER PRIMARY KEY,
     schema  TEXT    NOT NULL,
     package TEXT    NOT NULL DEFAULT '',
     name    TEXT    NOT NULL DEFAULT '',
     offset  INTEGER NOT NULL,
-    data    TEXT    NOT NULL
+    length  INTEGER NOT NULL
 );
 
 -- A rowid table, unlike the small-row tables below: its rows hold icons of
@@ -109,7 +113,6 @@ CREATE TABLE related_images (
 -- bundle's blob (value_start, value_length), not a copy: values are most of
 -- a catalog's bytes and would otherwise be stored twice. value holds the
 -- JSON itself only when there is no range (a property without a value).
--- Read values through property_values.
 -- Rows are small and always looked up by bundle, so the table is kept in
 -- (bundle_id, position) order itself (WITHOUT ROWID) rather than beside an
 -- index: one B-tree to write and to check instead of two. Bundle ids only
@@ -123,15 +126,6 @@ CREATE TABLE properties (
     value_length INTEGER,
     PRIMARY KEY (bundle_id, position)
 ) WITHOUT ROWID;
-
--- Every property with its value: the JSON exactly as it stands in the blob
--- (object, string, number, array or boolean).
-CREATE VIEW property_values AS
-SELECT p.bundle_id, p.position, p.type,
-       coalesce(p.value, CAST(substr(CAST(b.data AS BLOB), p.value_start + 1, p.value_length) AS TEXT)) AS value
-FROM properties p
-JOIN bundles bu ON bu.id = p.bundle_id
-JOIN blobs b ON b.id = bu.blob_id;
 
 CREATE TABLE provided_gvks (
     bundle_id INTEGER NOT NULL,

@@ -6,7 +6,6 @@
 CREATE INDEX blobs_schema_package_name ON blobs (schema, package, name);
 CREATE INDEX blobs_package_name ON blobs (package, name);
 CREATE INDEX blobs_name ON blobs (name);
-CREATE INDEX blobs_offset ON blobs (offset);
 CREATE INDEX channel_entries_channel ON channel_entries (package, channel, position);
 CREATE INDEX channel_entries_bundle ON channel_entries (package, bundle, channel);
 CREATE INDEX channel_entries_replaces ON channel_entries (package, replaces);

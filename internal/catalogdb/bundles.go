@@ -203,9 +203,8 @@ type BundleChannel struct {
 
 // BundleDetail returns everything the index holds of the named bundle of
 // pkg, or an error wrapping ErrNotFound. Property values are byte ranges
-// of the bundle's blob: the blob is read once and sliced here, so the cost
-// is linear in the blob's size (the property_values view copies the blob
-// for every property).
+// of the bundle's blob: the blob is read once from the content file and
+// sliced here, so the cost is linear in the blob's size.
 func (c *Catalog) BundleDetail(ctx context.Context, pkg, name string) (BundleDetail, error) {
 	b, err := c.bundleRow(ctx, pkg, name)
 	if err != nil {
@@ -213,8 +212,12 @@ func (c *Catalog) BundleDetail(ctx context.Context, pkg, name string) (BundleDet
 	}
 	out := BundleDetail{Name: b.Name, Package: pkg, Version: b.Version, Release: b.Release, Image: b.Image}
 
-	var blob []byte
-	if err := c.get(ctx, &blob, `SELECT CAST(data AS BLOB) FROM blobs WHERE id = ?`, b.BlobID); err != nil {
+	var where Range
+	if err := c.get(ctx, &where, `SELECT offset, length FROM blobs WHERE id = ?`, b.BlobID); err != nil {
+		return BundleDetail{}, fmt.Errorf("read blob of %q: %w", b.Name, err)
+	}
+	blob, err := c.readContent(where)
+	if err != nil {
 		return BundleDetail{}, fmt.Errorf("read blob of %q: %w", b.Name, err)
 	}
 	var props []struct {

@@ -2,6 +2,9 @@
 // typed API the HTTP handlers call (packages, channels, bundles, upgrade
 // edges, GVK providers, counts, blobs), next to the SQL it runs. It answers
 // in plain Go types; what the API shows of them is the handlers' business.
+// Blobs themselves live in the index's content file (see package index):
+// the database says where, and whole blobs are answered as byte ranges of
+// it (BlobRanges) for the caller to copy, never read into memory here.
 //
 // An index file never changes once it is live, so a Catalog prepares each
 // statement once and keeps it, and keeps what it derives from the file and
@@ -13,6 +16,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"sync"
 
 	"github.com/jmoiron/sqlx"
@@ -28,7 +32,8 @@ const maxCachedStatements = 256
 
 // Catalog reads one open index file. It is safe for concurrent use.
 type Catalog struct {
-	db *sqlx.DB
+	db      *sqlx.DB
+	content io.ReaderAt
 
 	mu    sync.Mutex
 	stmts map[string]*sqlx.Stmt
@@ -36,10 +41,10 @@ type Catalog struct {
 	memo sync.Map
 }
 
-// New reads through db, an open index file; the caller closes db after
-// Close.
-func New(db *sqlx.DB) *Catalog {
-	return &Catalog{db: db, stmts: map[string]*sqlx.Stmt{}}
+// New reads through db, an open index file, and content, its content file;
+// the caller closes both after Close.
+func New(db *sqlx.DB, content io.ReaderAt) *Catalog {
+	return &Catalog{db: db, content: content, stmts: map[string]*sqlx.Stmt{}}
 }
 
 // Close releases the prepared statements.

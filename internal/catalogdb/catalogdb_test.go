@@ -1,6 +1,7 @@
 package catalogdb_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -34,7 +35,12 @@ func openIndex(t *testing.T, fsys fs.FS) (*catalogdb.Catalog, *sqlx.DB, *sqltrac
 		t.Fatal(err)
 	}
 	db, trace := sqltrace.Open(t, path)
-	c := catalogdb.New(db)
+	content, err := os.Open(index.ContentPath(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { content.Close() })
+	c := catalogdb.New(db, content)
 	t.Cleanup(c.Close)
 	return c, db, trace
 }
@@ -483,7 +489,8 @@ func checkProviders(t *testing.T, c *catalogdb.Catalog, facts *fbcfacts.Catalog)
 }
 
 func TestCountsAndBlobs(t *testing.T) {
-	c, facts := demo(t)
+	c, db, _ := openIndex(t, os.DirFS(demoDir))
+	facts := fbcfacts.Load(t, demoDir)
 	ctx := context.Background()
 	counts, err := c.Counts(ctx)
 	if err != nil {
@@ -508,33 +515,41 @@ func TestCountsAndBlobs(t *testing.T) {
 		t.Errorf("schema counts %v, want %v", schemas, want)
 	}
 
-	var all []byte
-	for next := int64(0); ; {
-		chunk, err := c.AllNext(ctx, next, 7, nil)
+	var path string
+	if err := db.Get(&path, `SELECT file FROM pragma_database_list WHERE name = 'main'`); err != nil {
+		t.Fatal(err)
+	}
+	content, err := os.ReadFile(index.ContentPath(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(content) != string(facts.JSONLines()) {
+		t.Errorf("the content file differs from the catalog's blobs")
+	}
+	for _, f := range []catalogdb.BlobFilter{{}, {Schema: "olm.bundle"}, {Package: "quarry-db"}, {Schema: "olm.package", Name: "paper-lantern"}, {Name: "no such blob"}} {
+		ranges, err := c.BlobRanges(ctx, f)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(chunk.Data) == 0 {
-			break
+		var got []byte
+		for i, r := range ranges {
+			if i > 0 && r.Offset <= ranges[i-1].Offset+ranges[i-1].Length {
+				t.Errorf("%+v: range %d at %d is not after the one before it, ending at %d", f, i, r.Offset, ranges[i-1].Offset+ranges[i-1].Length)
+			}
+			got = append(got, content[r.Offset:r.Offset+r.Length]...)
 		}
-		all, next = append(all, chunk.Data...), chunk.NextID
-	}
-	if string(all) != string(facts.JSONLines()) {
-		t.Errorf("the /all stream differs from the catalog's blobs")
-	}
-	for _, f := range []catalogdb.BlobFilter{{}, {Schema: "olm.bundle"}, {Package: "quarry-db"}, {Schema: "olm.package", Name: "paper-lantern"}} {
-		var got int
-		if err := c.Blobs(ctx, f, func([]byte) error { got++; return nil }); err != nil {
-			t.Fatal(err)
-		}
-		want := 0
+		var want bytes.Buffer
+		enc := json.NewEncoder(&want) // catalogd's encoding, as fbcfacts.JSONLines
+		enc.SetEscapeHTML(false)
 		for _, b := range facts.Blobs {
 			if (f.Schema == "" || b.Schema == f.Schema) && (f.Package == "" || b.Package == f.Package) && (f.Name == "" || b.Name == f.Name) {
-				want++
+				if err := enc.Encode(b.Doc); err != nil {
+					t.Fatal(err)
+				}
 			}
 		}
-		if got != want {
-			t.Errorf("%+v: %d blobs, want %d", f, got, want)
+		if string(got) != want.String() {
+			t.Errorf("%+v: the ranges hold %d bytes, not the %d of the matching blobs", f, len(got), want.Len())
 		}
 	}
 }

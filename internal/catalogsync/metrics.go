@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/catalogd/catalogd/internal/catalogs"
+	"github.com/catalogd/catalogd/internal/index"
 )
 
 // metrics are the sync's Prometheus metrics. The counters and histograms are
@@ -64,7 +65,7 @@ var (
 	catalogsDesc = prometheus.NewDesc("catalogd_catalogs",
 		"Catalogs known to this replica, by state.", []string{"state"}, nil)
 	indexBytesDesc = prometheus.NewDesc("catalogd_index_size_bytes",
-		"Size of each catalog's live index file.", []string{"catalog"}, nil)
+		"Size of each catalog's live index: its files (database, content, gzip copy) together.", []string{"catalog"}, nil)
 	indexAgeDesc = prometheus.NewDesc("catalogd_index_age_seconds",
 		"Time since each catalog's live index was built.", []string{"catalog"}, nil)
 )
@@ -94,8 +95,21 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 			continue
 		}
 		ch <- prometheus.MustNewConstMetric(indexAgeDesc, prometheus.GaugeValue, now.Sub(info.BuiltAt).Seconds(), name)
-		if fi, err := os.Stat(info.Path); err == nil {
-			ch <- prometheus.MustNewConstMetric(indexBytesDesc, prometheus.GaugeValue, float64(fi.Size()), name)
+		if size, ok := indexSize(info.Path); ok {
+			ch <- prometheus.MustNewConstMetric(indexBytesDesc, prometheus.GaugeValue, float64(size), name)
 		}
 	}
+}
+
+// indexSize adds up the sizes of the files of the index at path; ok is
+// false when one of them is gone (the index was retired meanwhile).
+func indexSize(path string) (size int64, ok bool) {
+	for _, f := range index.Files(path) {
+		fi, err := os.Stat(f)
+		if err != nil {
+			return 0, false
+		}
+		size += fi.Size()
+	}
+	return size, true
 }

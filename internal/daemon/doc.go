@@ -13,9 +13,10 @@
 //
 // Both modes keep the same layout under --data-dir:
 //
-//	index/    the live SQLite index of each catalog, one directory per
-//	          catalog (internal/store); kept across restarts, so that a
-//	          restart answers from it at once
+//	index/    the live index of each catalog (a SQLite file, the content
+//	          file of its blobs and that file's gzip copy), one directory
+//	          per catalog (internal/store); kept across restarts, so that
+//	          a restart answers from it at once
 //	unpack/   images being unpacked for indexing, one directory per pull,
 //	          removed once indexed; cleared at start-up
 //

@@ -139,7 +139,12 @@ func readProblems(ctx context.Context, path string) ([]Problem, error) {
 		return nil, fmt.Errorf("open index: %w", err)
 	}
 	defer db.Close()
-	cat := catalogdb.New(db)
+	content, err := os.Open(index.ContentPath(path))
+	if err != nil {
+		return nil, fmt.Errorf("open index content: %w", err)
+	}
+	defer content.Close()
+	cat := catalogdb.New(db, content)
 	defer cat.Close()
 	found, err := cat.Problems(ctx, "")
 	if err != nil {

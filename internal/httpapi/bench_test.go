@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -137,6 +138,177 @@ func BenchmarkHTTP(b *testing.B) {
 		}
 		b.ReportMetric(benchenv.PeakRSSMiB(), "serving-peak-RSS-MiB")
 	})
+}
+
+// BenchmarkBulk measures the bulk answers a catalog client downloads whole
+// (/api/v1/all plain and gzip, every bundle, a big package's blobs) against
+// their floor in the same run: http.ServeFile of the same bytes, each
+// answer written to a file once, on a second loopback server, fetched by
+// the same client. It reports p50/p99 latency and throughput per answer
+// and per floor, then the peak RSS of the process while 8 clients pull
+// /all and every bundle in a loop.
+func BenchmarkBulk(b *testing.B) {
+	dir := benchenv.Catalog(b)
+	_, srv := benchServer(b, benchCatalog{"one", index.Content{FS: os.DirFS(dir), Ref: dir, Digest: "sha256:bulk"}})
+	// The client takes answers as they come: no transparent gzip.
+	client := &http.Client{Transport: &http.Transport{DisableCompression: true, MaxIdleConnsPerHost: 16}}
+	b.Cleanup(client.CloseIdleConnections)
+	base := srv.URL + "/catalogs/one/api/v1/"
+	floorDir := b.TempDir()
+	bulkSave(b, client, base+"all", "identity", filepath.Join(floorDir, "all"))
+	big := biggestPackage(b, filepath.Join(floorDir, "all"))
+	answers := []struct{ name, path, encoding string }{
+		{"all", "all", "identity"},
+		{"all-gzip", "all", "gzip"},
+		{"metas-bundles", "metas?schema=olm.bundle", "identity"},
+		{"metas-big-package", "metas?package=" + url.QueryEscape(big), "identity"},
+	}
+	floors := http.NewServeMux()
+	for _, a := range answers {
+		file := filepath.Join(floorDir, a.name)
+		bulkSave(b, client, base+a.path, a.encoding, file)
+		floors.HandleFunc("/"+a.name, func(w http.ResponseWriter, r *http.Request) { http.ServeFile(w, r, file) })
+	}
+	floorSrv := httptest.NewServer(floors)
+	b.Cleanup(floorSrv.Close)
+	for _, a := range answers {
+		b.Run(a.name, func(b *testing.B) {
+			for b.Loop() {
+				reportBulk(b, client, base+a.path, a.encoding)
+			}
+		})
+		b.Run(a.name+"-floor", func(b *testing.B) {
+			for b.Loop() {
+				reportBulk(b, client, floorSrv.URL+"/"+a.name, "identity")
+			}
+		})
+	}
+	b.Run("memory-8-clients", func(b *testing.B) {
+		for b.Loop() {
+			debug.FreeOSMemory()
+			benchenv.ResetPeakRSS()
+			deadline := time.Now().Add(5 * time.Second)
+			var wg sync.WaitGroup
+			for c := range 8 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := c; time.Now().Before(deadline); i++ {
+						a := answers[2*(i%2)] // /all, then every bundle
+						// Read and dropped: the process's RSS is the server's.
+						resp, err := client.Get(base + a.path)
+						if err == nil {
+							_, err = io.Copy(io.Discard, resp.Body)
+							resp.Body.Close()
+						}
+						if err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			b.ReportMetric(benchenv.PeakRSSMiB(), "peak-RSS-MiB")
+		}
+	})
+}
+
+// bulkSave fetches addr asking for encoding into a new file at path; the
+// answer must be a 200 in that encoding.
+func bulkSave(b *testing.B, client *http.Client, addr, encoding, path string) {
+	req, err := http.NewRequest(http.MethodGet, addr, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	req.Header.Set("Accept-Encoding", encoding)
+	resp, err := client.Do(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || (encoding == "gzip") != (resp.Header.Get("Content-Encoding") == "gzip") {
+		b.Fatalf("%s: status %d, Content-Encoding %q", addr, resp.StatusCode, resp.Header.Get("Content-Encoding"))
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// biggestPackage returns the package whose blobs take the most bytes of
+// the /all stream saved at path.
+func biggestPackage(b *testing.B, path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	bytesOf := map[string]int{}
+	for r := bufio.NewReader(f); ; {
+		line, err := r.ReadBytes('\n')
+		if err == io.EOF && len(line) == 0 {
+			break
+		}
+		if err != nil && err != io.EOF {
+			b.Fatal(err)
+		}
+		var blob struct {
+			Schema, Package, Name string
+		}
+		if err := json.Unmarshal(line, &blob); err != nil {
+			b.Fatal(err)
+		}
+		pkg := blob.Package
+		if blob.Schema == "olm.package" {
+			pkg = blob.Name
+		}
+		bytesOf[pkg] += len(line)
+	}
+	var big string
+	for pkg, n := range bytesOf {
+		if n > bytesOf[big] || (n == bytesOf[big] && pkg < big) {
+			big = pkg
+		}
+	}
+	return big
+}
+
+// reportBulk fetches addr 20 times, one after the other, or fewer (5 at
+// least) when that takes over 15 s (answers of a GiB catalog), reading each
+// answer to the end without keeping it, and reports the p50 and p99
+// latency (of 20 requests, the slowest) and the throughput at the p50.
+func reportBulk(b *testing.B, client *http.Client, addr, encoding string) {
+	var lat []time.Duration
+	var size int64
+	for began := time.Now(); len(lat) < 20 && (len(lat) < 5 || time.Since(began) < 15*time.Second); {
+		req, err := http.NewRequest(http.MethodGet, addr, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		req.Header.Set("Accept-Encoding", encoding)
+		start := time.Now()
+		resp, err := client.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		size, err = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		lat = append(lat, time.Since(start))
+		if err != nil || resp.StatusCode != http.StatusOK {
+			b.Fatalf("%s: status %d, %v", addr, resp.StatusCode, err)
+		}
+	}
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	n := len(lat)
+	b.ReportMetric(float64(lat[n/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(lat[n*99/100].Microseconds())/1000, "p99-ms")
+	b.ReportMetric(float64(size)/(1<<20)/lat[n/2].Seconds(), "MiB/s")
+	b.ReportMetric(float64(size)/(1<<20), "MiB")
 }
 
 // BenchmarkBundleManyProperties reads one bundle of 20,000 properties (a

@@ -126,7 +126,15 @@ func (ti *tracingIndexes) file(path string) tracedCatalog {
 	tc, ok := ti.traced[path]
 	if !ok {
 		db, trace := sqltrace.Open(ti.t, path)
-		tc = tracedCatalog{catalog: catalogdb.New(db), trace: trace}
+		// Opened once and kept open until the test ends, as the store keeps
+		// a live index's content file; a retired index is removed
+		// meanwhile, which an open file does not notice.
+		content, err := os.Open(index.ContentPath(path))
+		if err != nil {
+			ti.t.Fatal(err)
+		}
+		ti.t.Cleanup(func() { content.Close() })
+		tc = tracedCatalog{catalog: catalogdb.New(db, content), trace: trace}
 		ti.t.Cleanup(tc.catalog.Close)
 		ti.traced[path] = tc
 	}

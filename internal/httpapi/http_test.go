@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -92,22 +93,52 @@ func TestCompatEndpoints(t *testing.T) {
 				t.Errorf("gzip /all: %d bytes, want %d", len(got), len(all))
 			}
 
-			for _, f := range []struct{ query, schema, pkg, name string }{
-				{"schema=olm.package", "olm.package", "", ""},
-				{"schema=olm.bundle&package=" + want.Blobs[len(want.Blobs)-1].Package, "olm.bundle", want.Blobs[len(want.Blobs)-1].Package, ""},
-				{"name=" + want.Blobs[0].Name, "", "", want.Blobs[0].Name},
-				{"", "", "", ""},
-			} {
+			// Every combination of the three filters, each on a value of
+			// the same bundle blob, so that each combination matches.
+			var bundle fbcfacts.Blob
+			for _, b := range want.Blobs {
+				if b.Schema == "olm.bundle" {
+					bundle = b
+				}
+			}
+			for mask := range 8 {
+				var f struct{ schema, pkg, name string }
+				q := url.Values{}
+				if mask&1 != 0 {
+					f.schema = bundle.Schema
+					q.Set("schema", f.schema)
+				}
+				if mask&2 != 0 {
+					f.pkg = bundle.Package
+					q.Set("package", f.pkg)
+				}
+				if mask&4 != 0 {
+					f.name = bundle.Name
+					q.Set("name", f.name)
+				}
 				var exp fbcfacts.Catalog
 				for _, b := range want.Blobs {
 					if (f.schema == "" || b.Schema == f.schema) && (f.pkg == "" || b.Package == f.pkg) && (f.name == "" || b.Name == f.name) {
 						exp.Blobs = append(exp.Blobs, b)
 					}
 				}
-				resp := h.get("/catalogs/cat/api/v1/metas?"+f.query, "Accept-Encoding", "identity")
-				if got := readAll(t, resp); !bytes.Equal(got, exp.JSONLines()) {
-					t.Errorf("metas?%s: %d bytes, want %d (%d blobs)", f.query, len(got), len(exp.JSONLines()), len(exp.Blobs))
+				wantBody := exp.JSONLines()
+				resp := h.get("/catalogs/cat/api/v1/metas?"+q.Encode(), "Accept-Encoding", "identity")
+				if got := readAll(t, resp); !bytes.Equal(got, wantBody) || resp.ContentLength != int64(len(wantBody)) {
+					t.Errorf("metas?%s: %d bytes (Content-Length %d), want %d (%d blobs)", q.Encode(), len(got), resp.ContentLength, len(wantBody), len(exp.Blobs))
 				}
+				resp = h.get("/catalogs/cat/api/v1/metas?"+q.Encode(), "Accept-Encoding", "gzip")
+				zr, err := gzip.NewReader(resp.Body)
+				if err != nil {
+					t.Fatalf("metas?%s gzip: %v", q.Encode(), err)
+				}
+				if got, err := io.ReadAll(zr); err != nil || !bytes.Equal(got, wantBody) {
+					t.Errorf("metas?%s gzip: %d bytes (%v), want %d", q.Encode(), len(got), err, len(wantBody))
+				}
+			}
+			resp = h.get("/catalogs/cat/api/v1/metas?schema=no.such.schema", "Accept-Encoding", "identity")
+			if got := readAll(t, resp); resp.StatusCode != http.StatusOK || len(got) != 0 || resp.ContentLength != 0 {
+				t.Errorf("metas of no blob: status %d, %d bytes, Content-Length %d; want 200 and nothing", resp.StatusCode, len(got), resp.ContentLength)
 			}
 		})
 	}
@@ -229,7 +260,7 @@ func tinyFS() fs.FS {
 func TestHead(t *testing.T) {
 	h := newHarness(t)
 	h.add("demo", demoDir, 0)
-	for _, path := range []string{"/catalogs/demo/api/v1/all", "/catalogs/demo/packages"} {
+	for _, path := range []string{"/catalogs/demo/api/v1/all", "/catalogs/demo/api/v1/metas?schema=olm.bundle", "/catalogs/demo/packages"} {
 		get := h.get(path, "Accept-Encoding", "identity")
 		getBody := readAll(t, get)
 		req, err := http.NewRequest(http.MethodHead, h.srv.URL+path, nil)
@@ -246,7 +277,7 @@ func TestHead(t *testing.T) {
 		if resp.StatusCode != http.StatusOK || len(body) != 0 || resp.Header.Get("ETag") != get.Header.Get("ETag") {
 			t.Errorf("HEAD %s: status %d, %d body bytes, ETag %q (GET: %q)", path, resp.StatusCode, len(body), resp.Header.Get("ETag"), get.Header.Get("ETag"))
 		}
-		if cl := resp.Header.Get("Content-Length"); path == "/catalogs/demo/api/v1/all" && cl != fmt.Sprint(len(getBody)) {
+		if cl := resp.Header.Get("Content-Length"); strings.Contains(path, "/api/v1/") && cl != fmt.Sprint(len(getBody)) {
 			t.Errorf("HEAD %s: Content-Length %q, GET body %d bytes", path, cl, len(getBody))
 		}
 	}

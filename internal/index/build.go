@@ -1,12 +1,16 @@
 // Package index builds the catalog index: it loads the blobs package fbc
 // reads from a file-based catalog (an fs.FS) into one SQLite database
 // file, validates each package as operator-registry does, and computes what
-// the queries need (heads, version ranks, display metadata). Building is
-// streaming and transactional, and the file is checked before Build
-// returns; package store keeps, per catalog, the one file that is live and
-// swaps in a new one only once Build succeeded. Reading a file back is
-// package catalogdb's job; only the record of the build itself (ReadInfo)
-// is read here, beside the code that writes it.
+// the queries need (heads, version ranks, display metadata). The blobs'
+// bytes go, once, into a content file beside the database (ContentPath):
+// the catalogd-compatible /all stream itself, which the database indexes
+// by byte range; and into a gzip copy of it (GzipPath), compressed once
+// here rather than on every request. Building is streaming and
+// transactional, and the files are checked before Build returns; package
+// store keeps, per catalog, the one index that is live (its files, see
+// Files) and swaps in a new one only once Build succeeded. Reading an
+// index back is package catalogdb's job; only the record of the build
+// itself (ReadInfo) is read here, beside the code that writes it.
 package index
 
 import (
@@ -70,19 +74,33 @@ type Stats struct {
 	AllBytes int64 `json:"allBytes"`
 }
 
-// Build writes the index of src into a new SQLite file at path. It parses the
-// catalog as a stream, loads it in one transaction, records validation
-// problems per package, then checks the result. On any error the file is
-// removed; path must not exist beforehand. Every file Build opens in src.FS
-// is closed by the time it returns, whatever the outcome, so that
-// src.ReadDigest then covers all Build read.
+// Build writes the index of src into a new SQLite file at path, the blobs
+// into its content file (ContentPath) and that file's gzip copy
+// (GzipPath). It parses the catalog as a stream, loads it in one
+// transaction, records validation problems per package, then checks the
+// result. On any error the files are removed; none of them may exist
+// beforehand. Every file Build opens in src.FS is closed by the time it
+// returns, whatever the outcome, so that src.ReadDigest then covers all
+// Build read.
 func Build(ctx context.Context, path string, src Content, builtAt time.Time) (stats Stats, err error) {
-	if _, statErr := os.Lstat(path); statErr == nil {
-		return Stats{}, fmt.Errorf("build index: %s already exists", path)
+	for _, p := range Files(path) {
+		if _, statErr := os.Lstat(p); statErr == nil {
+			return Stats{}, fmt.Errorf("build index: %s already exists", p)
+		}
 	}
 	defer func() {
 		if err != nil {
 			RemoveFiles(path)
+		}
+	}()
+
+	content, err := os.OpenFile(ContentPath(path), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return Stats{}, fmt.Errorf("create content file: %w", fileError(err))
+	}
+	defer func() {
+		if closeErr := content.Close(); closeErr != nil && err == nil {
+			err = fmt.Errorf("close content file: %w", fileError(closeErr))
 		}
 	}()
 
@@ -100,7 +118,11 @@ func Build(ctx context.Context, path string, src Content, builtAt time.Time) (st
 		return Stats{}, fmt.Errorf("create tables: %w", err)
 	}
 
-	stats, err = load(ctx, db, src, builtAt)
+	// The gzip copy is written beside the load, from the content file as
+	// the load writes it.
+	gz := startCompress(ctx, content, GzipPath(path))
+	defer gz.stop()
+	stats, err = load(ctx, db, content, gz, src, builtAt)
 	if err != nil {
 		return Stats{}, err
 	}
@@ -110,7 +132,10 @@ func Build(ctx context.Context, path string, src Content, builtAt time.Time) (st
 	if err := migrations.Apply(ctx, db, migrations.Indexes); err != nil {
 		return Stats{}, fmt.Errorf("create indexes: %w", err)
 	}
-	if err := check(ctx, db, stats); err != nil {
+	if err := gz.wait(); err != nil {
+		return Stats{}, err
+	}
+	if err := check(ctx, db, content, stats); err != nil {
 		return Stats{}, err
 	}
 	return stats, nil
@@ -133,15 +158,16 @@ func openForBuild(path string) (*sqlx.DB, error) {
 	return db, nil
 }
 
-// load streams the catalog into the database in one transaction.
-func load(ctx context.Context, db *sqlx.DB, src Content, builtAt time.Time) (Stats, error) {
+// load streams the catalog into the database in one transaction, and the
+// blobs' bytes into content, telling gz how much of it is written.
+func load(ctx context.Context, db *sqlx.DB, content *os.File, gz *compressor, src Content, builtAt time.Time) (Stats, error) {
 	tx, err := db.BeginTxx(ctx, nil)
 	if err != nil {
 		return Stats{}, fmt.Errorf("begin load: %w", err)
 	}
 	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
 
-	l, err := newLoader(ctx, tx)
+	l, err := newLoader(ctx, tx, content, gz)
 	if err != nil {
 		return Stats{}, err
 	}
@@ -150,6 +176,11 @@ func load(ctx context.Context, db *sqlx.DB, src Content, builtAt time.Time) (Sta
 	if err := fbc.Walk(ctx, src.FS, src.Limits, l.add); err != nil {
 		return Stats{}, err
 	}
+	// finish reads blobs back from the file.
+	if err := l.content.Flush(); err != nil {
+		return Stats{}, fmt.Errorf("write content file: %w", fileError(err))
+	}
+	gz.advance(l.stats.AllBytes, true)
 	if err := l.finish(ctx); err != nil {
 		return Stats{}, err
 	}
@@ -168,8 +199,8 @@ func load(ctx context.Context, db *sqlx.DB, src Content, builtAt time.Time) (Sta
 	return l.stats, nil
 }
 
-// check verifies the finished file before anyone may read it.
-func check(ctx context.Context, db *sqlx.DB, stats Stats) error {
+// check verifies the finished files before anyone may read them.
+func check(ctx context.Context, db *sqlx.DB, content *os.File, stats Stats) error {
 	var result string
 	if err := db.GetContext(ctx, &result, "PRAGMA integrity_check"); err != nil {
 		return fmt.Errorf("check index integrity: %w", err)
@@ -195,13 +226,45 @@ func check(ctx context.Context, db *sqlx.DB, stats Stats) error {
 			return fmt.Errorf("check index: %s has %d rows, loaded %d", c.table, got, c.want)
 		}
 	}
+	fi, err := content.Stat()
+	if err != nil {
+		return fmt.Errorf("check content file: %w", fileError(err))
+	}
+	if fi.Size() != stats.AllBytes {
+		return fmt.Errorf("check content file: %d bytes, loaded %d", fi.Size(), stats.AllBytes)
+	}
 	return nil
 }
 
-// RemoveFiles removes an index file and any side files SQLite made beside
-// it. Build uses it on failure, package store when it retires a file.
+// fileError drops the path from an error about one of the index's own
+// files: the message names the file, and its path, a temporary one, means
+// nothing to whoever reads the message ("write content file: no space left
+// on device").
+func fileError(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// ContentPath names the content file of the index at path: every blob,
+// newline-terminated, in walk order, which is the catalogd-compatible /all
+// stream byte for byte. The blobs table holds each blob's range of it.
+func ContentPath(path string) string { return path + ".all" }
+
+// GzipPath names the gzip copy of the content file of the index at path.
+func GzipPath(path string) string { return path + ".all.gz" }
+
+// Files lists the files of the index at path, the database first: what
+// package store syncs, renames and removes as one index.
+func Files(path string) []string { return []string{path, ContentPath(path), GzipPath(path)} }
+
+// RemoveFiles removes the files of an index and any side files SQLite made
+// beside it. Build uses it on failure, package store when it retires an
+// index.
 func RemoveFiles(path string) {
-	for _, p := range []string{path, path + "-journal", path + "-wal", path + "-shm"} {
+	for _, p := range append(Files(path), path+"-journal", path+"-wal", path+"-shm") {
 		_ = os.Remove(p)
 	}
 }

@@ -2,10 +2,13 @@ package index
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
+	"database/sql"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
 	"io/fs"
 	"maps"
 	"net/url"
@@ -48,6 +51,95 @@ func buildFS(t testing.TB, fsys fs.FS, ref string) (*sqlx.DB, Stats) {
 	}
 	t.Cleanup(func() { db.Close() })
 	return db, stats
+}
+
+// dbPath is the file db has open.
+func dbPath(t *testing.T, db *sqlx.DB) string {
+	t.Helper()
+	var path string
+	if err := db.Get(&path, `SELECT file FROM pragma_database_list WHERE name = 'main'`); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// contentFile reads the content file of the index db has open.
+func contentFile(t *testing.T, db *sqlx.DB) []byte {
+	t.Helper()
+	data, err := os.ReadFile(ContentPath(dbPath(t, db)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// gunzipFile reads the gzip file at path, decompressed by the standard
+// library (not the compressor that wrote it).
+func gunzipFile(t *testing.T, path string) []byte {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// blobsWhere returns the bytes of the blobs matching cond, in id order,
+// read through their ranges of the content file.
+func blobsWhere(t *testing.T, db *sqlx.DB, cond string, args ...any) []string {
+	t.Helper()
+	var ranges []struct {
+		Offset int64 `db:"offset"`
+		Length int64 `db:"length"`
+	}
+	if err := db.Select(&ranges, `SELECT offset, length FROM blobs WHERE `+cond+` ORDER BY id`, args...); err != nil {
+		t.Fatal(err)
+	}
+	content := contentFile(t, db)
+	out := make([]string, len(ranges))
+	for i, r := range ranges {
+		out[i] = string(content[r.Offset : r.Offset+r.Length])
+	}
+	return out
+}
+
+// propertyValue is a property of a bundle with its value's JSON.
+type propertyValue struct{ Type, Value string }
+
+// propertyValues returns the properties matching cond (on properties p), in
+// bundle and position order, each value read from where it stands: the
+// row, or its range of the bundle's blob in the content file.
+func propertyValues(t *testing.T, db *sqlx.DB, cond string, args ...any) []propertyValue {
+	t.Helper()
+	var rows []struct {
+		Type   string         `db:"type"`
+		Value  sql.NullString `db:"value"`
+		Start  sql.NullInt64  `db:"start"`
+		Length sql.NullInt64  `db:"value_length"`
+	}
+	if err := db.Select(&rows, `SELECT p.type, p.value, b.offset + p.value_start AS start, p.value_length
+		FROM properties p JOIN bundles bu ON bu.id = p.bundle_id JOIN blobs b ON b.id = bu.blob_id
+		WHERE `+cond+` ORDER BY p.bundle_id, p.position`, args...); err != nil {
+		t.Fatal(err)
+	}
+	content := contentFile(t, db)
+	out := make([]propertyValue, len(rows))
+	for i, r := range rows {
+		out[i] = propertyValue{r.Type, r.Value.String}
+		if !r.Value.Valid {
+			out[i].Value = string(content[r.Start.Int64 : r.Start.Int64+r.Length.Int64])
+		}
+	}
+	return out
 }
 
 func generated(t *testing.T) string {
@@ -275,22 +367,13 @@ func checkBundles(t *testing.T, db *sqlx.DB, want *fbcfacts.Catalog) {
 			if got.Version != b.Version() || got.Image != b.Image {
 				t.Errorf("bundle %s/%s: version %q image %q, catalog says %q %q", pkg, name, got.Version, got.Image, b.Version(), b.Image)
 			}
-			var props []struct {
-				Type  string `db:"type"`
-				Value string `db:"value"`
-			}
-			if err := db.Select(&props, `SELECT type, value FROM property_values WHERE bundle_id = ? ORDER BY position`, got.ID); err != nil {
-				t.Fatal(err)
-			}
+			props := propertyValues(t, db, `p.bundle_id = ?`, got.ID)
 			if len(props) != len(b.Properties) {
 				t.Fatalf("bundle %s/%s: %d properties, catalog has %d", pkg, name, len(props), len(b.Properties))
 			}
 			// Values are exactly the bytes of the stored blob's properties, and
 			// mean what the catalog file says.
-			var data string
-			if err := db.Get(&data, `SELECT b.data FROM blobs b JOIN bundles bu ON bu.blob_id = b.id WHERE bu.id = ?`, got.ID); err != nil {
-				t.Fatal(err)
-			}
+			data := blobsWhere(t, db, `id = (SELECT blob_id FROM bundles WHERE id = ?)`, got.ID)[0]
 			var stored struct {
 				Properties []struct {
 					Value json.RawMessage `json:"value"`
@@ -322,25 +405,26 @@ func checkBundles(t *testing.T, db *sqlx.DB, want *fbcfacts.Catalog) {
 func checkBlobs(t *testing.T, db *sqlx.DB, want *fbcfacts.Catalog) {
 	t.Helper()
 	var blobs []struct {
-		Schema string `db:"schema"`
-		Data   string `db:"data"`
-		Offset int64  `db:"offset"`
+		Offset int64 `db:"offset"`
+		Length int64 `db:"length"`
 	}
-	if err := db.Select(&blobs, `SELECT schema, data, offset FROM blobs ORDER BY id`); err != nil {
+	if err := db.Select(&blobs, `SELECT offset, length FROM blobs ORDER BY id`); err != nil {
 		t.Fatal(err)
 	}
+	content := contentFile(t, db)
 	var all bytes.Buffer
 	for i, b := range blobs {
 		if b.Offset != int64(all.Len()) {
 			t.Fatalf("blob %d: offset %d, stream position %d", i, b.Offset, all.Len())
 		}
-		all.WriteString(b.Data)
+		all.Write(content[b.Offset : b.Offset+b.Length])
 	}
-	if wantAll := want.JSONLines(); !bytes.Equal(all.Bytes(), wantAll) {
-		t.Errorf("blobs differ from the catalogd encoding of the catalog (%d vs %d bytes)", all.Len(), len(wantAll))
+	wantAll := want.JSONLines()
+	if !bytes.Equal(all.Bytes(), wantAll) || !bytes.Equal(content, wantAll) {
+		t.Errorf("blobs differ from the catalogd encoding of the catalog (%d bytes in ranges, %d in the file, want %d)", all.Len(), len(content), len(wantAll))
 	}
-	if n := count(t, db, `SELECT count(*) FROM blobs WHERE typeof(data) != 'text'`); n != 0 {
-		t.Errorf("%d blobs are not stored as text", n)
+	if unzipped := gunzipFile(t, GzipPath(dbPath(t, db))); !bytes.Equal(unzipped, wantAll) {
+		t.Errorf("the gzip copy holds %d bytes, not the %d of the catalog's blobs", len(unzipped), len(wantAll))
 	}
 	if n := count(t, db, `SELECT all_size FROM catalog_info`); n != all.Len() {
 		t.Errorf("all_size %d, stream has %d bytes", n, all.Len())
@@ -387,11 +471,7 @@ func TestProblemsRecorded(t *testing.T) {
 	if n := count(t, db, `SELECT count(*) FROM bundles WHERE package = 'broken'`); n != 2 {
 		t.Errorf("broken package has %d bundles indexed, want 2", n)
 	}
-	var custom string
-	if err := db.Get(&custom, `SELECT data FROM blobs WHERE schema = 'io.example.custom'`); err != nil {
-		t.Fatal(err)
-	}
-	if custom != `{"data":{"x":[1,2,3]},"name":"note","package":"broken","schema":"io.example.custom"}`+"\n" {
+	if custom := blobsWhere(t, db, `schema = 'io.example.custom'`)[0]; custom != `{"data":{"x":[1,2,3]},"name":"note","package":"broken","schema":"io.example.custom"}`+"\n" {
 		t.Errorf("custom blob stored as %q", custom)
 	}
 }

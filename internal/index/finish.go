@@ -124,7 +124,7 @@ type bundleRow struct {
 
 // The statements that read a package back.
 const (
-	readBlobsQuery = `SELECT w.blob_id, b.schema, w.pos, CAST(b.data AS BLOB) FROM work_blobs w
+	readBlobsQuery = `SELECT w.blob_id, b.schema, w.pos, b.offset, b.length FROM work_blobs w
 		JOIN blobs b ON b.id = w.blob_id WHERE w.package = ? ORDER BY w.blob_id`
 	readBundlesQuery = `SELECT id, blob_id, name, version, release, image, problems, pos
 		FROM work_bundles WHERE package = ? ORDER BY id`
@@ -135,7 +135,12 @@ func (l *loader) readPackage(ctx context.Context, name string) (*pkgData, error)
 	pkg := &pkgData{name: name}
 	err := l.each(ctx, readBlobsQuery, name, func(rows *sql.Rows) error {
 		var b rawBlob
-		if err := rows.Scan(&b.id, &b.schema, &b.pos, &b.data); err != nil {
+		var offset, length int64
+		if err := rows.Scan(&b.id, &b.schema, &b.pos, &offset, &length); err != nil {
+			return err
+		}
+		var err error
+		if b.data, err = l.readContent(offset, length); err != nil {
 			return err
 		}
 		pkg.blobs = append(pkg.blobs, b)
@@ -164,6 +169,16 @@ func (l *loader) readPackage(ctx context.Context, name string) (*pkgData, error)
 		pkg.first = pkg.bundles[0].pos
 	}
 	return pkg, err
+}
+
+// readContent reads length bytes at offset of the content file, which the
+// walk wrote and flushed.
+func (l *loader) readContent(offset, length int64) ([]byte, error) {
+	data := make([]byte, length)
+	if _, err := l.file.ReadAt(data, offset); err != nil {
+		return nil, fmt.Errorf("read content file at %d: %w", offset, fileError(err))
+	}
+	return data, nil
 }
 
 // each runs a prepared query with one argument and calls fn for each row.
@@ -440,11 +455,10 @@ func (l *loader) describe(ctx context.Context, a analysis) error {
 	var meta property.CSVMetadata
 	var display any
 	if head, ok := a.defaultHead(pkg.DefaultChannel); ok {
-		var value string
-		err := l.tx.QueryRowContext(ctx, metadataQuery, head.id, head.blobID).Scan(&value)
+		value, err := l.csvMetadata(ctx, head)
 		switch {
 		case err == nil:
-			_ = json.Unmarshal([]byte(value), &meta) // only display data: a bad value shows nothing
+			_ = json.Unmarshal(value, &meta) // only display data: a bad value shows nothing
 			encoded, err := json.Marshal(displayOf(meta))
 			if err != nil {
 				return err
@@ -487,9 +501,23 @@ func (a analysis) defaultHead(channel string) (bundleRow, bool) {
 	return bundleRow{}, false
 }
 
-// metadataQuery reads the olm.csv.metadata of a bundle, given its id and
-// its blob's, as the property_values view would: finish has not written
-// the bundle's row the view joins through yet.
-const metadataQuery = `SELECT coalesce(p.value, CAST(substr(CAST(b.data AS BLOB), p.value_start + 1, p.value_length) AS TEXT))
+// metadataQuery finds the first olm.csv.metadata property of a bundle,
+// given its id and its blob's: the value, or where it stands in the content
+// file.
+const metadataQuery = `SELECT p.value, b.offset + p.value_start, p.value_length
 	FROM properties p, blobs b WHERE p.bundle_id = ? AND p.type = 'olm.csv.metadata' AND b.id = ?
 	ORDER BY p.position LIMIT 1`
+
+// csvMetadata returns the value of the bundle's first olm.csv.metadata
+// property, or sql.ErrNoRows.
+func (l *loader) csvMetadata(ctx context.Context, b bundleRow) ([]byte, error) {
+	var value sql.NullString
+	var offset, length sql.NullInt64
+	if err := l.tx.QueryRowContext(ctx, metadataQuery, b.id, b.blobID).Scan(&value, &offset, &length); err != nil {
+		return nil, err
+	}
+	if value.Valid {
+		return []byte(value.String), nil
+	}
+	return l.readContent(offset.Int64, length.Int64)
+}

@@ -1,10 +1,12 @@
 package index
 
 import (
+	"bufio"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -16,7 +18,8 @@ import (
 	"github.com/catalogd/catalogd/internal/fbc"
 )
 
-// loader inserts blobs as they stream in. What can only be done once a
+// loader inserts blobs as they stream in: each blob's bytes are appended
+// to the content file, its row (schema, names, byte range) to the database. What can only be done once a
 // package is complete (operator-registry's validation, version ranks,
 // display metadata) is done by finish; until then a
 // package's bundles and blobs are noted in two work tables of the file
@@ -25,10 +28,16 @@ import (
 // channels). Package and bundle rows are written by finish, when their
 // rank and display are known.
 type loader struct {
-	tx    *sqlx.Tx
-	stmts map[string]*sql.Stmt
-	stats Stats
-	pkgs  map[string]*pkgState
+	tx *sqlx.Tx
+	// content buffers the writes to file, the content file, which finish
+	// reads blobs back from once content is flushed, and gz compresses as
+	// it is written.
+	content *bufio.Writer
+	file    *os.File
+	gz      *compressor
+	stmts   map[string]*sql.Stmt
+	stats   Stats
+	pkgs    map[string]*pkgState
 	// rows holds the rows of each table not yet inserted (see insert), and
 	// rowBytes the bytes of their []byte values.
 	rows     map[string][]any
@@ -77,7 +86,7 @@ CREATE TABLE work_bundles (
 var tables = map[string]string{
 	"work_blobs":          "package, blob_id, pos",
 	"work_bundles":        "package, id, blob_id, name, version, release, image, problems, pos",
-	"blobs":               "id, schema, package, name, offset, data",
+	"blobs":               "id, schema, package, name, offset, length",
 	"packages":            "name, default_channel, description, icon_data, icon_media_type, display",
 	"channels":            "package, name, properties, head, head_problem",
 	"channel_entries":     "id, package, channel, position, bundle, replaces, skip_range",
@@ -93,11 +102,6 @@ var tables = map[string]string{
 	"package_search":      "name, display_name, keywords, provider, description",
 }
 
-// textBytes are the columns whose value is given as bytes and stored as
-// text: blob data, most of a catalog's bytes, which would otherwise be
-// copied into a string on the way.
-var textBytes = map[string]bool{"blobs.data": true}
-
 // insertParams is about how many values one INSERT carries. Running a
 // statement costs far more than the row it adds, so rows wait in l.rows and
 // go in multi-row statements; but the driver binds parameters in time
@@ -106,18 +110,20 @@ var textBytes = map[string]bool{"blobs.data": true}
 // 48 or 256).
 const insertParams = 96
 
-// insertBytes is about how many bytes of blob data one INSERT carries: the
-// rows waiting hold their blobs, and SQLite copies each while it binds and
-// again while it builds the row, so a statement of a few blobs of many MB
-// each would hold several times that much.
+// insertBytes is about how many bytes of []byte values (icons) one INSERT
+// carries: the rows waiting hold them, and SQLite copies each while it
+// binds and again while it builds the row.
 const insertBytes = 1 << 20
 
-func newLoader(ctx context.Context, tx *sqlx.Tx) (*loader, error) {
+// contentBuffer is the write buffer of the content file.
+const contentBuffer = 256 << 10
+
+func newLoader(ctx context.Context, tx *sqlx.Tx, file *os.File, gz *compressor) (*loader, error) {
 	if _, err := tx.ExecContext(ctx, workTables); err != nil {
 		return nil, fmt.Errorf("create work tables: %w", err)
 	}
-	return &loader{tx: tx, stmts: map[string]*sql.Stmt{}, pkgs: map[string]*pkgState{},
-		rows: map[string][]any{}, rowBytes: map[string]int{}, stats: Stats{Schemas: map[string]int{}}}, nil
+	return &loader{tx: tx, content: bufio.NewWriterSize(file, contentBuffer), file: file, gz: gz, stmts: map[string]*sql.Stmt{},
+		pkgs: map[string]*pkgState{}, rows: map[string][]any{}, rowBytes: map[string]int{}, stats: Stats{Schemas: map[string]int{}}}, nil
 }
 
 func (l *loader) close() {
@@ -130,14 +136,8 @@ func (l *loader) close() {
 func (l *loader) insert(ctx context.Context, table string, values ...any) error {
 	l.rows[table] = append(l.rows[table], values...)
 	for _, v := range values {
-		// By capacity, which is what a waiting row keeps alive. A blob's
-		// data comes as a json.RawMessage: a type switch on []byte alone
-		// missed it, and a build then held up to a statement's worth of
-		// bundle blobs of many MB each.
-		switch b := v.(type) {
-		case []byte:
-			l.rowBytes[table] += cap(b)
-		case json.RawMessage:
+		// By capacity, which is what a waiting row keeps alive.
+		if b, ok := v.([]byte); ok {
 			l.rowBytes[table] += cap(b)
 		}
 	}
@@ -158,14 +158,7 @@ func (l *loader) flush(ctx context.Context, table string) error {
 	key := table + "/" + strconv.Itoa(n)
 	stmt, ok := l.stmts[key]
 	if !ok {
-		params := make([]string, len(columns))
-		for i, c := range columns {
-			params[i] = "?"
-			if textBytes[table+"."+c] {
-				params[i] = "CAST(? AS TEXT)"
-			}
-		}
-		row := "(" + strings.Join(params, ", ") + ")"
+		row := "(?" + strings.Repeat(", ?", len(columns)-1) + ")"
 		q := "INSERT INTO " + table + " (" + tables[table] + ") VALUES " + strings.TrimSuffix(strings.Repeat(row+", ", n), ", ")
 		var err error
 		if stmt, err = l.tx.PrepareContext(ctx, q); err != nil {
@@ -206,17 +199,23 @@ func (l *loader) pkg(name string) *pkgState {
 	return p
 }
 
-// add stores one blob: always as a raw blob, and in the typed tables when it
-// is of a schema this index understands.
+// add stores one blob: always its bytes in the content file and its row in
+// blobs, and in the typed tables when it is of a schema this index
+// understands.
 func (l *loader) add(ctx context.Context, b fbc.Blob) error {
 	m := b.Meta
 	blobID := int64(l.stats.Blobs) + 1
-	if err := l.insert(ctx, "blobs", blobID, m.Schema, m.Package, m.Name, l.stats.AllBytes, m.Blob); err != nil {
+	if _, err := l.content.Write(m.Blob); err != nil {
+		return fmt.Errorf("store blob %s %q: write content file: %w", m.Schema, m.Name, fileError(err))
+	}
+	if err := l.insert(ctx, "blobs", blobID, m.Schema, m.Package, m.Name, l.stats.AllBytes, len(m.Blob)); err != nil {
 		return fmt.Errorf("store blob %s %q: %w", m.Schema, m.Name, err)
 	}
 	l.stats.Blobs++
 	l.stats.Schemas[m.Schema]++
 	l.stats.AllBytes += int64(len(m.Blob))
+	// What the buffer holds is not in the file yet.
+	l.gz.advance(l.stats.AllBytes-int64(l.content.Buffered()), false)
 
 	pos := b.Pos.String()
 	switch v := b.Value.(type) {

@@ -41,8 +41,8 @@ func TestBuildPathsWithURICharacters(t *testing.T) {
 			}); err != nil {
 				t.Fatal(err)
 			}
-			if !slices.Equal(got, []string{path}) {
-				t.Fatalf("build wrote %q, want only %q", got, path)
+			if want := Files(path); !slices.Equal(got, want) {
+				t.Fatalf("build wrote %q, want only %q", got, want)
 			}
 			db, err := sqlx.Open("sqlite", FileURI(path, url.Values{"mode": {"ro"}}))
 			if err != nil {

@@ -1,8 +1,10 @@
-// Package store keeps the live index file of each catalog: it builds a new
-// file with index.Build, swaps it in atomically (on disk and in memory)
-// only when it is complete, and counts the readers of each file so that
-// a replaced file is closed and removed only after its last reader is done.
-// A reader holds a Snapshot, whose queries all see one file.
+// Package store keeps the live index of each catalog: it builds a new one
+// with index.Build (a database file, its content file and the content's
+// gzip copy: index.Files), swaps it in atomically (on disk and in memory)
+// only when it is complete, and counts the readers of each index so that a
+// replaced one is closed and removed only after its last reader is done. A
+// reader holds a Snapshot, whose queries and content all come from one
+// index.
 package store
 
 import (
@@ -14,6 +16,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -42,10 +45,11 @@ type Info struct {
 }
 
 // Store keeps the live index of each catalog under one directory
-// (dir/<catalog>/<digest>.<n>.db, with dir/<catalog>/current pointing at it).
-// A rebuild writes a new file and swaps it in only when it is complete and
-// checked; readers that began on the old file finish on it, and the old file
-// is removed when the last of them is done.
+// (dir/<catalog>/<digest>.<n>.db and its other files, index.Files, with
+// dir/<catalog>/current pointing at the database). A rebuild writes new
+// files and swaps them in only when they are complete, synced and checked;
+// readers that began on the old index finish on it, and its files are
+// removed when the last of them is done.
 type Store struct {
 	dir string
 	log logr.Logger
@@ -56,26 +60,51 @@ type Store struct {
 	building map[string]*sync.Mutex
 }
 
-// handle is one open database file with a count of the readers using it.
+// handle is one open index with a count of the readers using it.
 type handle struct {
-	db      *sqlx.DB
+	db *sqlx.DB
+	// content is the content file, read at offsets (ReadAt) by catalog.
+	content *os.File
 	catalog *catalogdb.Catalog
 	info    Info
 	refs    int  // guarded by Store.mu
 	retired bool // guarded by Store.mu; remove the file when refs drops to 0
 }
 
-// Snapshot is a reader's hold on one index file; Release it when done.
-// Every read goes through Catalog, the typed read API of the file. A
-// retired file stays on disk until its last snapshot is released, so a
-// snapshot must not outlive the answer it serves; the HTTP server's write
-// deadline bounds how long an answer lasts (internal/server).
+// Snapshot is a reader's hold on one index; Release it when done. Every
+// query goes through Catalog, the typed read API of the index; blobs are
+// copied from the content file (OpenContent). A retired index stays on
+// disk until its last snapshot is released, so a snapshot must not outlive
+// the answer it serves; the HTTP server's write deadline bounds how long an
+// answer lasts (internal/server).
 type Snapshot struct {
 	Info    Info
 	Catalog *catalogdb.Catalog
 
 	release func()
 	once    sync.Once
+}
+
+// OpenContent opens the content file of the snapshot's index: the /all
+// stream, where catalogdb.Catalog.BlobRanges locates blobs. Each call opens
+// the file anew, so the caller may seek it and hand it to the kernel
+// (sendfile) as its own; it closes the file before releasing the snapshot.
+func (s *Snapshot) OpenContent() (*os.File, error) {
+	return openIndexFile(index.ContentPath(s.Info.Path))
+}
+
+// OpenContentGzip opens the gzip copy of the content file, as OpenContent
+// opens the content file.
+func (s *Snapshot) OpenContentGzip() (*os.File, error) {
+	return openIndexFile(index.GzipPath(s.Info.Path))
+}
+
+func openIndexFile(path string) (*os.File, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("open index file: %w", err)
+	}
+	return f, nil
 }
 
 // Release lets the store close the file once it is no longer live.
@@ -127,15 +156,16 @@ func (s *Store) reopen(catalog string) error {
 	return nil
 }
 
-// cleanup removes every file of a catalog but the live one.
+// cleanup removes every file of a catalog but the live index's.
 func (s *Store) cleanup(catalog, keep string) {
 	cdir := filepath.Join(s.dir, catalog)
 	entries, err := os.ReadDir(cdir)
 	if err != nil {
 		return
 	}
+	kept := append(index.Files(keep), currentLink)
 	for _, e := range entries {
-		if e.Name() != keep && e.Name() != currentLink {
+		if !slices.Contains(kept, e.Name()) {
 			_ = os.Remove(filepath.Join(cdir, e.Name()))
 		}
 	}
@@ -150,7 +180,6 @@ func openHandle(path string) (*handle, error) {
 	}
 	db.SetMaxOpenConns(8)
 	db.SetMaxIdleConns(8)
-	h := &handle{db: db, catalog: catalogdb.New(db)}
 	info, err := index.ReadInfo(context.Background(), db)
 	if err != nil {
 		db.Close()
@@ -159,9 +188,43 @@ func openHandle(path string) (*handle, error) {
 		}
 		return nil, fmt.Errorf("read index %s: %w", path, err)
 	}
+	content, err := openContent(path, info.AllBytes)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	h := &handle{db: db, content: content, catalog: catalogdb.New(db, content)}
 	h.info.Info = info
 	h.info.Path = path
 	return h, nil
+}
+
+// openContent opens the content file of the index at path, which must
+// hold the size bytes the index recorded and have its gzip copy beside it:
+// files cut short or removed by a crash or by hand are rebuilt, not served.
+func openContent(path string, size int64) (*os.File, error) {
+	if _, err := os.Stat(index.GzipPath(path)); err != nil {
+		return nil, fmt.Errorf("gzip copy of index %s: %w", path, err)
+	}
+	f, err := os.Open(index.ContentPath(path))
+	if err != nil {
+		return nil, fmt.Errorf("open content of index %s: %w", path, err)
+	}
+	fi, err := f.Stat()
+	if err == nil && fi.Size() != size {
+		err = fmt.Errorf("%d bytes, the index recorded %d", fi.Size(), size)
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("content of index %s: %w", path, err)
+	}
+	return f, nil
+}
+
+// close closes the files of h.
+func (h *handle) close() error {
+	h.catalog.Close()
+	return errors.Join(h.db.Close(), h.content.Close())
 }
 
 // Info returns the live index of catalog, if there is one.
@@ -200,8 +263,7 @@ func (s *Store) release(h *handle) {
 
 // drop closes and removes a file no reader holds any more.
 func (s *Store) drop(h *handle) {
-	h.catalog.Close()
-	if err := h.db.Close(); err != nil {
+	if err := h.close(); err != nil {
 		s.log.Error(err, "closing retired index", "path", h.info.Path)
 	}
 	index.RemoveFiles(h.info.Path)
@@ -287,17 +349,30 @@ func (s *Store) Update(ctx context.Context, catalog string, src index.Content) (
 	return h.info, stats, true, nil
 }
 
-// publish syncs the built file, renames it to its final name and points the
-// catalog's current link at it, each step atomic and durable.
+// publish syncs the built files, renames them to their final names and
+// points the catalog's current link at the database, each step atomic and
+// durable: the renames are synced before the link names them, so a crash
+// leaves the old index live or the new one complete, never a link to a
+// database whose content file is missing.
 func (s *Store) publish(cdir, tmp, digest string) (string, error) {
-	if err := syncPath(tmp); err != nil {
-		return "", fmt.Errorf("sync index: %w", err)
+	for _, p := range index.Files(tmp) {
+		if err := syncPath(p); err != nil {
+			return "", fmt.Errorf("sync index: %w", err)
+		}
 	}
 	// The suffix keeps a rebuild of a digest that is still being read (A, B,
 	// back to A) from replacing a file its old readers hold.
 	final := strings.NewReplacer(":", "-", "/", "-").Replace(digest) + "." + randomSuffix() + ".db"
-	if err := os.Rename(tmp, filepath.Join(cdir, final)); err != nil {
-		return "", fmt.Errorf("move index into place: %w", err)
+	finalFiles := index.Files(filepath.Join(cdir, final))
+	for i, p := range index.Files(tmp) {
+		if err := os.Rename(p, finalFiles[i]); err != nil {
+			index.RemoveFiles(filepath.Join(cdir, final))
+			return "", fmt.Errorf("move index into place: %w", err)
+		}
+	}
+	if err := syncPath(cdir); err != nil {
+		index.RemoveFiles(filepath.Join(cdir, final))
+		return "", fmt.Errorf("sync index directory: %w", err)
 	}
 	link := filepath.Join(cdir, ".current-"+randomSuffix())
 	if err := os.Symlink(final, link); err != nil {
@@ -359,8 +434,7 @@ func (s *Store) Close() error {
 	defer s.mu.Unlock()
 	var errs []error
 	for _, h := range s.live {
-		h.catalog.Close()
-		errs = append(errs, h.db.Close())
+		errs = append(errs, h.close())
 	}
 	s.live = map[string]*handle{}
 	return errors.Join(errs...)

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -82,6 +84,31 @@ func dirEntries(t *testing.T, dir, catalog string) []string {
 	return names
 }
 
+// liveFiles are the entries of a catalog's directory when the index at
+// path is live and nothing else is left.
+func liveFiles(path string) []string {
+	want := []string{currentLink}
+	for _, f := range index.Files(path) {
+		want = append(want, filepath.Base(f))
+	}
+	return want
+}
+
+// contentSize reads the whole content file of snap's index.
+func contentSize(t *testing.T, snap *Snapshot) int64 {
+	t.Helper()
+	f, err := snap.OpenContent()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	n, err := io.Copy(io.Discard, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
 func TestSwapOnSuccess(t *testing.T) {
 	s, dir := newTestStore(t)
 	first := mustUpdate(t, s, "demo", index.Content{FS: tinyCatalog("foo", 3), Ref: "v1", Digest: "sha256:aaa"})
@@ -94,6 +121,9 @@ func TestSwapOnSuccess(t *testing.T) {
 	second := mustUpdate(t, s, "demo", index.Content{FS: tinyCatalog("foo", 5), Ref: "v2", Digest: "sha256:bbb"})
 	if got := countBundles(t, old); got != 3 {
 		t.Errorf("old reader sees %d bundles after the swap, want 3", got)
+	}
+	if got := contentSize(t, old); got != first.AllBytes || got == second.AllBytes {
+		t.Errorf("old reader's content has %d bytes after the swap, want the old %d (the new has %d)", got, first.AllBytes, second.AllBytes)
 	}
 	if _, err := os.Stat(first.Path); err != nil {
 		t.Errorf("old file removed while a reader holds it: %v", err)
@@ -112,11 +142,13 @@ func TestSwapOnSuccess(t *testing.T) {
 	fresh.Release()
 
 	old.Release()
-	if _, err := os.Stat(first.Path); !os.IsNotExist(err) {
-		t.Errorf("old file still there after its last reader left: %v", err)
+	for _, f := range index.Files(first.Path) {
+		if _, err := os.Stat(f); !os.IsNotExist(err) {
+			t.Errorf("old file still there after its last reader left: %v", err)
+		}
 	}
 	files := dirEntries(t, dir, "demo")
-	want := []string{currentLink, filepath.Base(second.Path)}
+	want := liveFiles(second.Path)
 	if strings.Join(files, ",") != strings.Join(want, ",") {
 		t.Errorf("catalog directory holds %v, want %v", files, want)
 	}
@@ -169,7 +201,7 @@ func TestFailedRebuildKeepsServing(t *testing.T) {
 				t.Errorf("live index changed: %+v", snap.Info)
 			}
 			files := dirEntries(t, dir, "demo")
-			if want := []string{currentLink, filepath.Base(live.Path)}; strings.Join(files, ",") != strings.Join(want, ",") {
+			if want := liveFiles(live.Path); strings.Join(files, ",") != strings.Join(want, ",") {
 				t.Errorf("catalog directory holds %v after a failed build, want %v", files, want)
 			}
 		})
@@ -216,8 +248,10 @@ func TestStoreReopensAfterRestart(t *testing.T) {
 	}
 	s.Close()
 	// Debris of a build that was killed midway.
-	if err := os.WriteFile(filepath.Join(dir, "demo", ".build-dead.db"), []byte("partial"), 0o644); err != nil {
-		t.Fatal(err)
+	for _, f := range index.Files(filepath.Join(dir, "demo", ".build-dead.db")) {
+		if err := os.WriteFile(f, []byte("partial"), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	s2, err := New(dir, testr.New(t))
@@ -232,8 +266,8 @@ func TestStoreReopensAfterRestart(t *testing.T) {
 	if !ok || info.Digest != "sha256:one" || info.SourceRef != "ref" || info.Path != live.Path {
 		t.Errorf("reopened info = %+v, want %+v", info, live)
 	}
-	if files := dirEntries(t, dir, "demo"); len(files) != 2 {
-		t.Errorf("debris not cleaned: %v", files)
+	if files, want := dirEntries(t, dir, "demo"), liveFiles(live.Path); !slices.Equal(files, want) {
+		t.Errorf("debris not cleaned: %v, want %v", files, want)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "gone")); !os.IsNotExist(err) {
 		t.Errorf("removed catalog's directory still there: %v", err)
@@ -354,37 +388,68 @@ func TestConcurrentReadersDuringRebuilds(t *testing.T) {
 	}
 }
 
-// TestOtherSchemaIsRebuilt: a file built by a different schema is not
-// reused after a restart, even for the same content digest.
-func TestOtherSchemaIsRebuilt(t *testing.T) {
-	dir := t.TempDir()
-	s, err := New(dir, testr.New(t))
-	if err != nil {
-		t.Fatal(err)
+// TestUnusableIndexIsRebuilt: an index that cannot be served as it is (built
+// by a different schema, its content file or the file's gzip copy missing,
+// or the content file not of the size the index recorded) is not reused after a restart, even for the same
+// content digest, and its files are removed.
+func TestUnusableIndexIsRebuilt(t *testing.T) {
+	tests := []struct {
+		name   string
+		damage func(t *testing.T, path string)
+	}{
+		{"other schema", func(t *testing.T, path string) {
+			db, err := sqlx.Open("sqlite", index.FileURI(path, nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			if _, err := db.Exec(`UPDATE catalog_info SET schema_digest = 'sha256:older'`); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"content file missing", func(t *testing.T, path string) {
+			if err := os.Remove(index.ContentPath(path)); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"gzip copy missing", func(t *testing.T, path string) {
+			if err := os.Remove(index.GzipPath(path)); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"content file cut short", func(t *testing.T, path string) {
+			if err := os.Truncate(index.ContentPath(path), 10); err != nil {
+				t.Fatal(err)
+			}
+		}},
 	}
-	old := mustUpdate(t, s, "demo", index.Content{FS: tinyCatalog("foo", 2), Digest: "sha256:one"})
-	s.Close()
-	db, err := sqlx.Open("sqlite", index.FileURI(old.Path, nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Exec(`UPDATE catalog_info SET schema_digest = 'sha256:older'`); err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			s, err := New(dir, testr.New(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			old := mustUpdate(t, s, "demo", index.Content{FS: tinyCatalog("foo", 2), Digest: "sha256:one"})
+			s.Close()
+			tt.damage(t, old.Path)
 
-	s2, err := New(dir, testr.New(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s2.Close()
-	if _, ok := s2.Info("demo"); ok {
-		t.Fatal("an index of another schema was reopened")
-	}
-	if _, err := os.Stat(old.Path); !os.IsNotExist(err) {
-		t.Errorf("index of another schema left on disk: %v", err)
-	}
-	if _, _, rebuilt, err := s2.Update(context.Background(), "demo", index.Content{FS: tinyCatalog("foo", 2), Digest: "sha256:one"}); err != nil || !rebuilt {
-		t.Errorf("same digest, other schema: rebuilt=%v err=%v", rebuilt, err)
+			s2, err := New(dir, testr.New(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s2.Close()
+			if _, ok := s2.Info("demo"); ok {
+				t.Fatal("an unusable index was reopened")
+			}
+			for _, f := range index.Files(old.Path) {
+				if _, err := os.Stat(f); !os.IsNotExist(err) {
+					t.Errorf("unusable index left on disk: %v", err)
+				}
+			}
+			if _, _, rebuilt, err := s2.Update(context.Background(), "demo", index.Content{FS: tinyCatalog("foo", 2), Digest: "sha256:one"}); err != nil || !rebuilt {
+				t.Errorf("same digest, unusable index: rebuilt=%v err=%v", rebuilt, err)
+			}
+		})
 	}
 }
