@@ -95,7 +95,7 @@ func decodeJSONMeta(raw, out []byte, pos Position) (*declcfg.Meta, error) {
 		if at > 0 && at < int64(len(raw)) {
 			pos = pos.advance(raw[:at])
 		}
-		return nil, &Error{Pos: pos, Err: fmt.Errorf("JSON: %w", err)}
+		return nil, &Error{Pos: pos, Err: fmt.Errorf("JSON: %w", InAuthorsWords(err))}
 	}
 	return meta, nil
 }

@@ -486,7 +486,7 @@ func decodeValue(m *declcfg.Meta) (value any, valueStarts []int, err error) {
 		return nil, nil, nil
 	}
 	if err := json.Unmarshal(m.Blob, v); err != nil {
-		return nil, nil, fmt.Errorf("parse %s %q: %w", m.Schema, m.Name, err)
+		return nil, nil, fmt.Errorf("parse %s %q: %w", m.Schema, m.Name, InAuthorsWords(err))
 	}
 	if b, ok := v.(*declcfg.Bundle); ok {
 		valueStarts = findValueStarts(m.Blob, b.Properties)

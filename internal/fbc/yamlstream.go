@@ -2,7 +2,6 @@ package fbc
 
 import (
 	"bytes"
-	"fmt"
 	"io"
 	"regexp"
 	"strconv"
@@ -277,13 +276,13 @@ func decodeYAMLMeta(text []byte, d yamlDoc) (*declcfg.Meta, error) {
 		return meta, nil
 	}
 	if err := yaml.Unmarshal(text, meta); err != nil {
-		pos, msg := d.blobPos(), err.Error()
+		pos, msg := d.blobPos(), InAuthorsWords(err).Error()
 		if m := yamlLine.FindStringSubmatchIndex(msg); m != nil {
 			n, _ := strconv.Atoi(msg[m[2]:m[3]])
 			pos = Position{Path: d.first.Path, Line: d.first.Line + n - 1, Column: 1}
 			msg = msg[:m[0]] + "yaml: " + msg[m[1]:]
 		}
-		return nil, &Error{Pos: pos, Err: fmt.Errorf("%s", msg)}
+		return nil, &Error{Pos: pos, Err: &decodeError{msg: msg, err: err}}
 	}
 	return meta, nil
 }

@@ -13,6 +13,8 @@ import (
 	"github.com/operator-framework/operator-registry/alpha/model"
 	"github.com/operator-framework/operator-registry/alpha/property"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/catalogd/catalogd/internal/fbc"
 )
 
 // Validation gives each package operator-registry's verdict: a package has
@@ -152,7 +154,7 @@ func decodeProperty(p property.Property) (any, error) {
 		return nil, fmt.Errorf("is missing")
 	}
 	if err := json.Unmarshal(p.Value, v); err != nil {
-		return nil, fmt.Errorf("does not decode (%v)", err)
+		return nil, fmt.Errorf("does not decode (%v)", fbc.InAuthorsWords(err))
 	}
 	return v, nil
 }

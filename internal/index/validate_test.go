@@ -62,7 +62,7 @@ func TestProblems(t *testing.T) {
 		{"bundle in no channel", pkg + three + "\n" + channel("c", `{"name":"p.v3","replaces":"p.v2"},{"name":"p.v2"}`),
 			[]string{`bundle "p.v1" is in no channel: add it to the entries of a channel, or remove it`}},
 		{"bad property", pkg + bundle("p.v1", "1.0.0", `,{"type":"olm.gvk","value":"x"},{"type":"custom"}`) + "\n" + channel("c", `{"name":"p.v1"}`), []string{
-			`bundle "p.v1": properties[1] (olm.gvk): the value does not decode (json: cannot unmarshal string into Go value of type property.GVK): correct it or remove the property`,
+			`bundle "p.v1": properties[1] (olm.gvk): the value does not decode (the value is a string, want an object): correct it or remove the property`,
 			`bundle "p.v1": properties[2] (custom): the value is missing: correct it or remove the property`,
 		}},
 		{"duplicate package", pkg + three + "\n" + chain + "\n" + `{"schema":"olm.package","name":"p","defaultChannel":"c"}`,
