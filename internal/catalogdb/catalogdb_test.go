@@ -45,12 +45,6 @@ func openIndex(t *testing.T, fsys fs.FS) (*catalogdb.Catalog, *sqlx.DB, *sqltrac
 	return c, db, trace
 }
 
-// demo is the demo catalog's index and the facts read from its FBC.
-func demo(t *testing.T) (*catalogdb.Catalog, *fbcfacts.Catalog) {
-	t.Helper()
-	return indexed(t, demoDir)
-}
-
 // indexed is the index of the catalog in dir and the facts read from its FBC.
 func indexed(t *testing.T, dir string) (*catalogdb.Catalog, *fbcfacts.Catalog) {
 	t.Helper()
