@@ -30,7 +30,7 @@ func (g *guardTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if req.Body != nil {
 			req.Body.Close()
 		}
-		return nil, fmt.Errorf("%w: %s (list it in the insecure registries to allow it)", ErrPlainHTTPNotAllowed, req.URL.Host)
+		return nil, fmt.Errorf("%w: %s (pass --insecure-registry %s to allow it)", ErrPlainHTTPNotAllowed, req.URL.Host, req.URL.Host)
 	}
 	// Cancelling this context is what aborts a body read that stalls; the
 	// caller's context still cancels it too.

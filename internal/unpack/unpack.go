@@ -25,6 +25,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -281,6 +282,11 @@ func (u *Unpacker) Resolve(ctx context.Context, ref string) (_ string, err error
 		digestRef := r.Context().Name() + "@" + desc.Digest.String()
 		u.log.V(1).Info("resolved image reference", "ref", ref, "digestRef", digestRef)
 		return digestRef, nil
+	}
+	if errors.Is(headErr, syscall.ECONNREFUSED) {
+		// Said first: the plain-HTTP attempt that go-containerregistry
+		// makes after it would otherwise read as the reason.
+		return "", fmt.Errorf("resolving %s: registry %s refused the connection (is it running, on that port?): %w", ref, r.Context().RegistryStr(), headErr)
 	}
 	if ctx.Err() != nil || errors.Is(headErr, ErrPlainHTTPNotAllowed) {
 		return "", fmt.Errorf("resolving %s: %w", ref, headErr)

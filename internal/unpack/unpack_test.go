@@ -12,6 +12,7 @@ import (
 	"io"
 	"io/fs"
 	"maps"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -218,14 +219,26 @@ func TestResolveErrors(t *testing.T) {
 	registrytest.PushCatalog(t, reg.Host, "catalogs/demo:v1", demoDir, registrytest.PushOptions{})
 	u := newUnpacker(t, unpack.Options{InsecureRegistries: []string{reg.Host}})
 
+	// A port nobody listens on: opened, then closed again.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := ln.Addr().String()
+	ln.Close()
+
 	tests := []struct {
 		name     string
 		ref      string
 		terminal bool
+		// wantMsg is what the error must say first, after the reference.
+		wantMsg string
 	}{
 		{name: "malformed reference", ref: "Not A Reference", terminal: true},
 		{name: "unknown tag", ref: reg.Host + "/catalogs/demo:v2"},
 		{name: "unknown repository", ref: reg.Host + "/catalogs/nope:v1"},
+		{name: "connection refused", ref: closed + "/catalogs/demo:v1",
+			wantMsg: "resolving " + closed + "/catalogs/demo:v1: registry " + closed + " refused the connection"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -235,6 +248,9 @@ func TestResolveErrors(t *testing.T) {
 			}
 			if got := unpack.IsTerminal(err); got != tt.terminal {
 				t.Errorf("IsTerminal(%v) = %v, want %v", err, got, tt.terminal)
+			}
+			if !strings.HasPrefix(err.Error(), tt.wantMsg) {
+				t.Errorf("error %q does not start with %q", err, tt.wantMsg)
 			}
 		})
 	}
@@ -743,8 +759,9 @@ func TestInsecureRegistriesAreExplicit(t *testing.T) {
 		_, err := u.Resolve(t.Context(), reg.Host+"/catalogs/demo:v1")
 		if err == nil || unpack.IsTerminal(err) {
 			t.Errorf("Resolve with insecure %v: error %v, want a retryable error", listed, err)
+		} else if hint := "--insecure-registry " + reg.Host; !strings.Contains(err.Error(), hint) {
+			t.Errorf("Resolve with insecure %v: error %q does not name %q", listed, err, hint)
 		}
-		t.Logf("Resolve with insecure %v: %v", listed, err)
 		dst := filepath.Join(t.TempDir(), "dst")
 		if _, err := u.Unpack(t.Context(), ref, dst); err == nil || unpack.IsTerminal(err) {
 			t.Errorf("Unpack with insecure %v: error %v, want a retryable error", listed, err)
