@@ -1,13 +1,13 @@
 package catalogcli
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -161,38 +161,9 @@ func lockDir(dir string) (func(), error) {
 type handlerTransport struct{ handler http.Handler }
 
 func (t handlerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	rec := &recorder{header: http.Header{}, status: http.StatusOK}
+	rec := httptest.NewRecorder()
 	t.handler.ServeHTTP(rec, req)
-	return &http.Response{
-		Status:        fmt.Sprintf("%d %s", rec.status, http.StatusText(rec.status)),
-		StatusCode:    rec.status,
-		Proto:         "HTTP/1.1",
-		ProtoMajor:    1,
-		ProtoMinor:    1,
-		Header:        rec.header,
-		Body:          io.NopCloser(&rec.body),
-		ContentLength: int64(rec.body.Len()),
-		Request:       req,
-	}, nil
-}
-
-// recorder is the http.ResponseWriter handlerTransport gives the handler.
-type recorder struct {
-	header      http.Header
-	body        bytes.Buffer
-	status      int
-	wroteHeader bool
-}
-
-func (r *recorder) Header() http.Header { return r.header }
-
-func (r *recorder) WriteHeader(status int) {
-	if !r.wroteHeader {
-		r.status, r.wroteHeader = status, true
-	}
-}
-
-func (r *recorder) Write(p []byte) (int, error) {
-	r.WriteHeader(http.StatusOK)
-	return r.body.Write(p)
+	resp := rec.Result()
+	resp.Request = req
+	return resp, nil
 }
