@@ -397,6 +397,35 @@ func TestErrors(t *testing.T) {
 	}
 }
 
+// TestServerEnv: $CATALOGD_SERVER stands in for --server, unless the
+// command line names a catalog to read offline.
+func TestServerEnv(t *testing.T) {
+	nowhere := "http://127.0.0.1:1"
+	for _, tc := range []struct {
+		name   string
+		flags  []string
+		wantOK bool
+	}{
+		{"the server of the environment", nil, false},
+		{"--dir over the environment", []string{"--dir", demoDir}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCLI(t, tc.flags...)
+			c.env = append(c.env, "CATALOGD_SERVER="+nowhere)
+			out, errOut, ok := c.run(t, "catalogs", "-o", "name")
+			if ok != tc.wantOK {
+				t.Fatalf("succeeded: %v, want %v\nstdout: %s\nstderr: %s", ok, tc.wantOK, out, errOut)
+			}
+			if !ok && !strings.Contains(errOut, nowhere) {
+				t.Errorf("error %q does not say it asked %s", errOut, nowhere)
+			}
+			if ok && strings.TrimSpace(out) == "" {
+				t.Error("no catalog listed")
+			}
+		})
+	}
+}
+
 // TestCompletion checks that names come from the server.
 func TestCompletion(t *testing.T) {
 	facts := fbcfacts.Load(t, demoDir)

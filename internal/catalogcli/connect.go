@@ -66,7 +66,7 @@ func newConnectFlags(stderr io.Writer) *connectFlags {
 
 func (c *connectFlags) bind(fs *pflag.FlagSet) {
 	c.kube.AddFlags(fs)
-	fs.StringVar(&c.server, "server", os.Getenv(ServerEnv), "URL of a catalogd server (catalogd serve, a port-forward, an Ingress) instead of the cluster's Service; default $"+ServerEnv)
+	fs.StringVar(&c.server, "server", "", "URL of a catalogd server (catalogd serve, a port-forward, an Ingress) instead of the cluster's Service; default $"+ServerEnv+" unless --dir or --image is given")
 	fs.StringVar(&c.caFile, "certificate-authority", "", "with --server: a PEM file of the CA that signed the server's certificate")
 	fs.BoolVar(&c.insecureTLS, "insecure-skip-tls-verify", false, "with --server: do not verify the server's certificate (insecure)")
 	fs.StringVar(&c.serviceNamespace, "service-namespace", defaultServiceNamespace, "namespace of the catalogd Service in the cluster")
@@ -96,7 +96,12 @@ func (c *connectFlags) connect(ctx context.Context) (*conn, error) {
 		}
 	}
 	if set > 1 {
-		return nil, errors.New("give only one of --server (or $" + ServerEnv + "), --dir and --image")
+		return nil, errors.New("give only one of --server, --dir and --image")
+	}
+	// $CATALOGD_SERVER is a default: --dir or --image on the command line
+	// says where to look this time.
+	if set == 0 {
+		c.server = os.Getenv(ServerEnv)
 	}
 	switch {
 	case c.dir != "" || c.image != "":
