@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
+
+	"github.com/catalogd/catalogd/test/fbcfacts"
 )
 
 // metaBlob gives a blob as the walk hands it over: declcfg.Meta's encoding.
@@ -104,11 +106,11 @@ func TestScanBundle(t *testing.T) {
 // against encoding/json, and that none needs the slow path: a catalog whose
 // bundles fell back would build as slowly as before the scanner.
 func TestScanBundleCatalogs(t *testing.T) {
-	for _, tt := range testCatalogs {
-		t.Run(tt.name, func(t *testing.T) {
+	for _, tt := range fbcfacts.Fixtures("../../test/testdata/demo") {
+		t.Run(tt.Name, func(t *testing.T) {
 			// WalkMetasFS calls back from several goroutines at once.
 			var bundles atomic.Int64
-			err := declcfg.WalkMetasFS(context.Background(), os.DirFS(tt.dir(t)), func(path string, m *declcfg.Meta, err error) error {
+			err := declcfg.WalkMetasFS(context.Background(), os.DirFS(tt.Dir(t)), func(path string, m *declcfg.Meta, err error) error {
 				if err != nil || m.Schema != declcfg.SchemaBundle {
 					return err
 				}

@@ -22,7 +22,7 @@ import (
 // every blob arrives once and in walk order: the stream equals the catalogd
 // encoding of the files, read by fbcfacts.
 func TestWalkLimits(t *testing.T) {
-	dir := generated(t)
+	dir := fbcfacts.Generated(t)
 	want := fbcfacts.Load(t, dir).JSONLines()
 	tests := []struct {
 		name string
@@ -54,7 +54,7 @@ func TestWalkLimits(t *testing.T) {
 // that error and leaves no parsing goroutine behind, whatever it was
 // waiting on (a full channel, the byte budget, a free worker).
 func TestWalkStops(t *testing.T) {
-	dir := generated(t)
+	dir := fbcfacts.Generated(t)
 	errLoad := errors.New("load failed")
 	tests := []struct {
 		name   string

@@ -142,21 +142,10 @@ func propertyValues(t *testing.T, db *sqlx.DB, cond string, args ...any) []prope
 	return out
 }
 
-func generated(t *testing.T) string {
-	t.Helper()
-	dir := t.TempDir()
-	if _, err := fbcgen.Write(context.Background(), dir, fbcgen.Options{
-		Packages: 12, Bundles: 150, BundleObjectBytes: 2000, Icons: true, Seed: 7,
-	}); err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
-
 // largeObjects is a generated catalog whose bundles carry CRDs of over a
 // MiB each: bundle blobs of several MB, which the walk and the loader
 // handle apart from small ones (see insertBytes).
-func largeObjects(t *testing.T) string {
+func largeObjects(t testing.TB) string {
 	t.Helper()
 	dir := t.TempDir()
 	if _, err := fbcgen.Write(context.Background(), dir, fbcgen.Options{
@@ -167,25 +156,17 @@ func largeObjects(t *testing.T) string {
 	return dir
 }
 
-// testCatalogs are the catalogs tests index: the demo, generated ones and,
-// where it is beside the project, the real community catalog.
-var testCatalogs = []struct {
-	name string
-	dir  func(t *testing.T) string
-}{
-	{"demo", func(*testing.T) string { return demoDir }},
-	{"generated", generated},
-	{"large-objects", largeObjects},
-	{"community-v4.20", func(t *testing.T) string { return fbcfacts.SharedCommunity(t) }},
-}
+// testCatalogs are the catalogs tests index: the shared fixtures and one
+// of large bundle objects.
+var testCatalogs = append(fbcfacts.Fixtures(demoDir), fbcfacts.Fixture{Name: "large-objects", Dir: largeObjects})
 
 // TestBuildMatchesCatalog indexes catalogs and compares every package,
 // channel head, bundle and property with what the files say, read by
 // fbcfacts (which shares no code with the index).
 func TestBuildMatchesCatalog(t *testing.T) {
 	for _, tt := range testCatalogs {
-		t.Run(tt.name, func(t *testing.T) {
-			dir := tt.dir(t)
+		t.Run(tt.Name, func(t *testing.T) {
+			dir := tt.Dir(t)
 			want := fbcfacts.Load(t, dir)
 			db, stats := buildDir(t, dir)
 			checkCounts(t, db, stats, want)
