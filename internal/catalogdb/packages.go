@@ -122,16 +122,21 @@ func (c *Catalog) BundleDeprecation(ctx context.Context, pkg, bundle string) (st
 type Problem struct{ Package, Position, Message string }
 
 // Problems returns the validation problems of a package, or of every
-// package when pkg is "".
+// package when pkg is "". Every package's are read once per file and kept:
+// the sync service asks for them on every sync, rebuilt or not, and the
+// file never changes. The slice is shared; callers must not modify it.
 func (c *Catalog) Problems(ctx context.Context, pkg string) ([]Problem, error) {
-	var out []Problem
-	var err error
 	if pkg == "" {
-		err = c.sel(ctx, &out, `SELECT package, position, message FROM problems ORDER BY package, id`)
-	} else {
-		err = c.sel(ctx, &out, `SELECT package, position, message FROM problems WHERE package = ? ORDER BY id`, pkg)
+		return memo(c, "problems", func() ([]Problem, error) {
+			var out []Problem
+			if err := c.sel(ctx, &out, `SELECT package, position, message FROM problems ORDER BY package, id`); err != nil {
+				return nil, fmt.Errorf("read problems: %w", err)
+			}
+			return out, nil
+		})
 	}
-	if err != nil {
+	var out []Problem
+	if err := c.sel(ctx, &out, `SELECT package, position, message FROM problems WHERE package = ? ORDER BY id`, pkg); err != nil {
 		return nil, fmt.Errorf("read problems: %w", err)
 	}
 	return out, nil
