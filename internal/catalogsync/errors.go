@@ -22,11 +22,12 @@ func (s *Service) clean(err error) string {
 		msg = strings.ReplaceAll(msg, dir+string(os.PathSeparator), "")
 		msg = strings.ReplaceAll(msg, dir, ".")
 	}
-	return truncate(msg, maxErrorBytes)
+	return Truncate(msg, maxErrorBytes)
 }
 
-// truncate cuts s to at most n bytes, on a UTF-8 boundary, marking the cut.
-func truncate(s string, n int) string {
+// Truncate cuts s to at most n bytes, on a UTF-8 boundary, marking the cut:
+// how messages meant for clients (lastError, conditions) are bounded.
+func Truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}

@@ -233,7 +233,7 @@ func (s *Service) Set(spec Spec) {
 	if c.Source == "" {
 		c.Source = describe(spec.Fetcher)
 	}
-	c.LastError = cmp.Or(e.ownErr, truncate(spec.ReportedError, maxErrorBytes))
+	c.LastError = cmp.Or(e.ownErr, Truncate(spec.ReportedError, maxErrorBytes))
 	// Switched off, the catalog answers nothing at once; the loop removes
 	// its index.
 	c.Unavailable = spec.Unavailable
@@ -482,7 +482,7 @@ func (s *Service) record(ctx context.Context, e *entry, res Result, err error) {
 			e.badDigest, e.badErr = res.Digest, err
 		}
 	}
-	lastError := cmp.Or(e.ownErr, truncate(e.spec.ReportedError, maxErrorBytes))
+	lastError := cmp.Or(e.ownErr, Truncate(e.spec.ReportedError, maxErrorBytes))
 	s.mu.Unlock()
 	s.opts.Table.Update(e.name, func(c *catalogs.Catalog) { c.LastError = lastError })
 	switch {

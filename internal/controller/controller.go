@@ -337,10 +337,7 @@ func indexedMessage(res catalogsync.Result, catalog string) string {
 		return msg
 	}
 	first := res.Problems[0]
-	quoted := fmt.Sprintf("%s: %s: %s", first.Position, first.Package, first.Message)
-	if len(quoted) > maxProblemMessage {
-		quoted = quoted[:maxProblemMessage] + "..."
-	}
+	quoted := catalogsync.Truncate(fmt.Sprintf("%s: %s: %s", first.Position, first.Package, first.Message), maxProblemMessage)
 	return fmt.Sprintf("%s with %d problem(s) an author should fix, the first %s (GET /catalogs/%s lists them all)",
 		msg, len(res.Problems), quoted, catalog)
 }

@@ -171,7 +171,7 @@ func TestReconcileUnit(t *testing.T) {
 			wantServing:     metav1.ConditionTrue,
 			wantProgressing: catalogdv1.ReasonSucceeded,
 			wantResolved:    digestRef,
-			wantMessage:     []string{"1 problem(s)", "p/catalog.yaml:3:1: p: xxx", "...", "GET /catalogs/demo"},
+			wantMessage:     []string{"1 problem(s)", "p/catalog.yaml:3:1: p: xxx", "(truncated)", "GET /catalogs/demo"},
 		},
 		{
 			name:            "a polled tag asks to be called again after the interval",

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/catalogd/catalogd/internal/catalogdb"
-
 	"github.com/catalogd/catalogd/internal/store"
 )
 
