@@ -133,6 +133,9 @@ func Validate(ctx context.Context, cfg ValidateConfig, out io.Writer, log logr.L
 }
 
 // readProblems reads every problem recorded in the index file at path.
+// It opens the file itself rather than through a store: a store's swap
+// syncs every file to disk, which a temporary index does not need and which
+// cost validate a fifth of its time on the bench catalog.
 func readProblems(ctx context.Context, path string) ([]Problem, error) {
 	db, err := sqlx.Open("sqlite", index.FileURI(path, url.Values{"mode": {"ro"}}))
 	if err != nil {
