@@ -274,11 +274,16 @@ func (d disagreement) String() string {
 }
 
 // compareVerdicts indexes the packages and judges them with
-// operator-registry, and returns the packages judged differently.
-func compareVerdicts(t testing.TB, pkgs []*corpusPackage) []disagreement {
+// operator-registry, and returns the packages judged differently and those
+// operator-registry rejects.
+func compareVerdicts(t testing.TB, pkgs []*corpusPackage) (differ []disagreement, rejected map[string]bool) {
 	t.Helper()
 	j := prepare(pkgs)
 	ours, theirs := j.ourVerdicts(t), j.theirVerdicts()
+	rejected = map[string]bool{}
+	for key, err := range theirs {
+		rejected[key] = err != nil
+	}
 	var out []disagreement
 	for key, err := range theirs {
 		if (err != nil) != (len(ours[key]) > 0) {
@@ -291,7 +296,7 @@ func compareVerdicts(t testing.TB, pkgs []*corpusPackage) []disagreement {
 		}
 	}
 	slices.SortFunc(out, func(a, b disagreement) int { return strings.Compare(a.pkg, b.pkg) })
-	return out
+	return out, rejected
 }
 
 // TestVerdictsMatchOperatorRegistry mutates each package of the corpus
@@ -301,13 +306,13 @@ func compareVerdicts(t testing.TB, pkgs []*corpusPackage) []disagreement {
 func TestVerdictsMatchOperatorRegistry(t *testing.T) {
 	pkgs := verdictCorpus(t)
 	t.Logf("mutating %d packages of %s", len(pkgs), corpusSource)
-	if clean := compareVerdicts(t, pkgs); len(clean) > 0 {
+	if clean, _ := compareVerdicts(t, pkgs); len(clean) > 0 {
 		t.Fatalf("the unmutated packages are judged differently: %v", clean)
 	}
 	const atLeast = 320
 	rounds := (atLeast + len(pkgs) - 1) / len(pkgs)
 	r := rand.New(rand.NewPCG(20, 15))
-	tried, disagreed := map[string]int{}, map[string]int{}
+	tried, disagreed, broken := map[string]int{}, map[string]int{}, map[string]int{}
 	var examples []string
 	next := 0
 	for range rounds {
@@ -318,7 +323,13 @@ func TestVerdictsMatchOperatorRegistry(t *testing.T) {
 			kinds[i] = mutateOnce(r, mutated[i], &next)
 			tried[kinds[i]]++
 		}
-		for _, d := range compareVerdicts(t, mutated) {
+		differ, rejected := compareVerdicts(t, mutated)
+		for i, p := range pkgs {
+			if rejected[p.name] {
+				broken[kinds[i]]++
+			}
+		}
+		for _, d := range differ {
 			kind := "(another package's blobs)"
 			for i, p := range pkgs {
 				if p.name == d.pkg {
@@ -331,14 +342,21 @@ func TestVerdictsMatchOperatorRegistry(t *testing.T) {
 			}
 		}
 	}
-	total, failed := 0, 0
+	total, failed, rejected := 0, 0, 0
 	var report strings.Builder
 	for _, kind := range slices.Sorted(maps.Keys(tried)) {
 		total += tried[kind]
 		failed += disagreed[kind]
-		fmt.Fprintf(&report, "\n  %-28s %4d tried %4d disagreements", kind, tried[kind], disagreed[kind])
+		fmt.Fprintf(&report, "\n  %-28s %4d tried %4d rejected by operator-registry %4d disagreements", kind, tried[kind], broken[kind], disagreed[kind])
+		rejected += broken[kind]
 	}
-	t.Logf("%d mutations, %d disagreements:%s", total, failed, report.String())
+	t.Logf("%d mutations, %d rejected by operator-registry, %d disagreements:%s", total, rejected, failed, report.String())
+	// Agreement means little if the mutations rarely break a package
+	// (both sides accept what is fine) or always do: most should, some
+	// (no change, skips of bundles the catalog does not have) must not.
+	if rejected < total/2 || rejected == total {
+		t.Errorf("operator-registry rejected %d of %d mutated packages: the mutations do not exercise both verdicts", rejected, total)
+	}
 	if failed > 0 {
 		t.Errorf("%d of %d mutations judged differently from operator-registry, e.g.\n%s", failed, total, strings.Join(examples, "\n"))
 	}
@@ -360,7 +378,7 @@ func FuzzVerdicts(f *testing.F) {
 		for range 1 + seed%3 {
 			kinds = append(kinds, mutateOnce(r, p, &next))
 		}
-		if d := compareVerdicts(t, []*corpusPackage{p}); len(d) > 0 {
+		if d, _ := compareVerdicts(t, []*corpusPackage{p}); len(d) > 0 {
 			t.Fatalf("after %v: %v", kinds, d)
 		}
 	})
