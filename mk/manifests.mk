@@ -1,7 +1,7 @@
 # Generated API artefacts: the ClusterCatalog CRD and the deepcopy methods,
 # both produced by controller-gen from the Go types in api/, and the manager's
 # RBAC (config/rbac/role.yaml) from the +kubebuilder:rbac markers in
-# internal/ (internal/controller for ClusterCatalogs, internal/daemon/rbac.go
+# internal/ (internal/reconcile for ClusterCatalogs, internal/daemon/rbac.go
 # for leader election, events and pull secrets).
 
 .PHONY: manifests verify-manifests

@@ -11,7 +11,7 @@
 // line. `catalogd manager` runs it on every replica with the digests the
 // leader's ClusterCatalog controller publishes in status, and the leader
 // also calls Sync with the tag to learn which digest to publish (who calls
-// what, and who retries: the doc of internal/controller).
+// what, and who retries: the doc of internal/reconcile).
 package catalogsync
 
 import (
@@ -27,9 +27,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/catalogd/catalogd/internal/catalogdb"
 	"github.com/catalogd/catalogd/internal/catalogs"
 	"github.com/catalogd/catalogd/internal/index"
+	"github.com/catalogd/catalogd/internal/query"
 	"github.com/catalogd/catalogd/internal/store"
 	"github.com/catalogd/catalogd/internal/unpack"
 )
@@ -107,7 +107,7 @@ type Result struct {
 	Stats    index.Stats
 	// Problems are the validation problems of the content now live, in
 	// package order: what an author must fix, though the catalog serves.
-	Problems []catalogdb.Problem
+	Problems []query.Problem
 }
 
 // Service keeps every catalog's index in line with its source.
@@ -510,7 +510,7 @@ const maxLoggedProblems = 20
 
 // logProblems logs the problems of a new index, one line each, where the
 // author of the catalog can see them.
-func logProblems(log logr.Logger, problems []catalogdb.Problem) {
+func logProblems(log logr.Logger, problems []query.Problem) {
 	for i, p := range problems {
 		if i == maxLoggedProblems {
 			log.Info("more problems not logged; GET /catalogs/{name} lists them all", "more", len(problems)-i)

@@ -6,7 +6,7 @@
 // catalog table, the catalog-sync service, the image unpacker, the API and
 // the HTTP server (a Core). The modes differ only in what feeds the sync
 // service: Serve gives it the directories and images of its command line;
-// RunManager adds the ClusterCatalog controllers (internal/controller) in a
+// RunManager adds the ClusterCatalog controllers (internal/reconcile) in a
 // controller-runtime manager, which give it what the cluster lists.
 //
 // # The data directory

@@ -24,7 +24,7 @@ import (
 
 	catalogdv1 "github.com/catalogd/catalogd/api/v1"
 	"github.com/catalogd/catalogd/internal/catalogsync"
-	"github.com/catalogd/catalogd/internal/controller"
+	"github.com/catalogd/catalogd/internal/reconcile"
 	"github.com/catalogd/catalogd/internal/unpack"
 )
 
@@ -99,7 +99,7 @@ func RunManager(ctx context.Context, restCfg *rest.Config, cfg ManagerConfig, lo
 			return fmt.Errorf("add %T to the manager: %w", r, err)
 		}
 	}
-	if err := (&controller.Reconciler{
+	if err := (&reconcile.Reconciler{
 		Client:                  mgr.GetClient(),
 		Sync:                    core.Sync,
 		Catalogs:                core.Table,
@@ -109,7 +109,7 @@ func RunManager(ctx context.Context, restCfg *rest.Config, cfg ManagerConfig, lo
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up the ClusterCatalog controller: %w", err)
 	}
-	if err := (&controller.LocalSyncer{
+	if err := (&reconcile.LocalSyncer{
 		Client:                  mgr.GetClient(),
 		Sync:                    core.Sync,
 		Image:                   core.ImageFetcher,
@@ -155,7 +155,7 @@ type initialList struct {
 		List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error
 	}
 	sync  *catalogsync.Service
-	image controller.ImageFetcherFunc
+	image reconcile.ImageFetcherFunc
 }
 
 func (l *initialList) NeedLeaderElection() bool { return false }
@@ -173,7 +173,7 @@ func (l *initialList) Start(ctx context.Context) error {
 		cat := &list.Items[i]
 		if cat.DeletionTimestamp.IsZero() {
 			keep[cat.Name] = true
-			l.sync.Set(controller.SpecFor(cat, l.image))
+			l.sync.Set(reconcile.SpecFor(cat, l.image))
 		}
 	}
 	if err := l.sync.Prune(func(name, _ string) bool { return keep[name] }); err != nil {

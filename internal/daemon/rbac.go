@@ -1,7 +1,7 @@
 package daemon
 
 // The permissions `catalogd manager` needs besides the ClusterCatalog ones
-// (internal/controller), as kubebuilder markers from which `make manifests`
+// (internal/reconcile), as kubebuilder markers from which `make manifests`
 // generates config/rbac/role.yaml. Each is namespaced to the install
 // namespace (olmv1-system; kustomize's namespace overrides it), so the
 // manager can read no secret and touch no lease elsewhere.

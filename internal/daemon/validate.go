@@ -15,10 +15,10 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/spf13/pflag"
 
-	"github.com/catalogd/catalogd/internal/catalogdb"
 	"github.com/catalogd/catalogd/internal/catalogsync"
 	"github.com/catalogd/catalogd/internal/fbc"
 	"github.com/catalogd/catalogd/internal/index"
+	"github.com/catalogd/catalogd/internal/query"
 )
 
 // ValidateOptions are the flags of `catalogd validate`.
@@ -147,7 +147,7 @@ func readProblems(ctx context.Context, path string) ([]Problem, error) {
 		return nil, fmt.Errorf("open index content: %w", err)
 	}
 	defer content.Close()
-	cat := catalogdb.New(db, content)
+	cat := query.New(db, content)
 	defer cat.Close()
 	found, err := cat.Problems(ctx, "")
 	if err != nil {

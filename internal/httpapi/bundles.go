@@ -9,7 +9,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/catalogd/catalogd/api/catalogapi"
-	"github.com/catalogd/catalogd/internal/catalogdb"
+	"github.com/catalogd/catalogd/internal/query"
 	"github.com/catalogd/catalogd/internal/store"
 )
 
@@ -68,7 +68,7 @@ func (s *Server) listBundles(r *http.Request, snap *store.Snapshot) (any, error)
 	}
 
 	out := catalogapi.BundleList{}
-	page := make([]catalogdb.Bundle, 0, min(pg.limit, len(rows)))
+	page := make([]query.Bundle, 0, min(pg.limit, len(rows)))
 	for _, b := range rows {
 		if constraint != nil {
 			v, err := semver.NewVersion(b.Version)
@@ -98,7 +98,7 @@ func (s *Server) getBundle(r *http.Request, snap *store.Snapshot) (any, error) {
 	}
 	name := chi.URLParam(r, "bundle")
 	b, err := snap.Catalog.BundleDetail(ctx, pkg.Name, name)
-	if errors.Is(err, catalogdb.ErrNotFound) {
+	if errors.Is(err, query.ErrNotFound) {
 		return nil, notFound("bundle", "package %q has no bundle %q", pkg.Name, name)
 	}
 	if err != nil {

@@ -7,7 +7,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/catalogd/catalogd/api/catalogapi"
-	"github.com/catalogd/catalogd/internal/catalogdb"
+	"github.com/catalogd/catalogd/internal/query"
 	"github.com/catalogd/catalogd/internal/store"
 )
 
@@ -30,7 +30,7 @@ func (s *Server) getChannel(r *http.Request, snap *store.Snapshot) (any, error) 
 	}
 	name := chi.URLParam(r, "channel")
 	ch, err := snap.Catalog.Channel(r.Context(), pkg, name)
-	if errors.Is(err, catalogdb.ErrNotFound) {
+	if errors.Is(err, query.ErrNotFound) {
 		return nil, notFound("channel", "package %q has no channel %q", pkg.Name, name)
 	}
 	if err != nil {

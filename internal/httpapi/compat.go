@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/catalogd/catalogd/internal/catalogdb"
+	"github.com/catalogd/catalogd/internal/query"
 	"github.com/catalogd/catalogd/internal/store"
 )
 
@@ -312,7 +312,7 @@ func abortOnError(err error) error {
 // serveMetas answers the blobs that match every given filter exactly; an
 // empty filter value matches everything, as in catalogd. The blobs are
 // copied from the index's content file, a range of adjacent blobs at a
-// time (see catalogdb.Catalog.BlobRanges): a plain answer has a
+// time (see query.Catalog.BlobRanges): a plain answer has a
 // Content-Length and goes from the file to the connection with sendfile; a
 // gzip one goes through the compressor. Either way the server holds the
 // list of ranges (16 bytes per run of adjacent matching blobs) and a
@@ -320,7 +320,7 @@ func abortOnError(err error) error {
 // writes.
 func (s *Server) serveMetas(w http.ResponseWriter, r *http.Request, snap *store.Snapshot) error {
 	q := r.URL.Query()
-	filter := catalogdb.BlobFilter{Schema: q.Get("schema"), Package: q.Get("package"), Name: q.Get("name")}
+	filter := query.BlobFilter{Schema: q.Get("schema"), Package: q.Get("package"), Name: q.Get("name")}
 	etag := requestETag(snap.Info.Digest, r)
 	if notModified(w, r, etag, snap.Info.BuiltAt) {
 		return nil

@@ -2,13 +2,13 @@ package httpapi
 
 import (
 	"github.com/catalogd/catalogd/api/catalogapi"
-	"github.com/catalogd/catalogd/internal/catalogdb"
+	"github.com/catalogd/catalogd/internal/query"
 )
 
-// This file is the one place where what catalogdb reads becomes what the
+// This file is the one place where what package query reads becomes what the
 // API answers (the types generated from openapi.yaml). Arrays the spec
 // requires are answered as [] when empty, never null: the converters make
-// them non-nil, whatever catalogdb returned.
+// them non-nil, whatever package query returned.
 
 // nonNil returns s, or an empty slice when s is nil.
 func nonNil[T any](s []T) []T {
@@ -29,38 +29,38 @@ func convertAll[From, To any](s []From, convert func(From) To) []To {
 
 func apiDeprecation(msg string) catalogapi.Deprecation { return catalogapi.Deprecation{Message: msg} }
 
-func apiCounts(c catalogdb.Counts) catalogapi.CatalogCounts {
+func apiCounts(c query.Counts) catalogapi.CatalogCounts {
 	return catalogapi.CatalogCounts{Packages: c.Packages, Channels: c.Channels, Bundles: c.Bundles}
 }
 
 // apiSchemaCount marks the schemas the index interprets as known.
-func apiSchemaCount(c catalogdb.SchemaCount) catalogapi.SchemaCount {
+func apiSchemaCount(c query.SchemaCount) catalogapi.SchemaCount {
 	return catalogapi.SchemaCount{Schema: c.Schema, Count: c.Count, Known: knownSchemas[c.Schema]}
 }
 
-func apiProblem(p catalogdb.Problem) catalogapi.ValidationProblem {
+func apiProblem(p query.Problem) catalogapi.ValidationProblem {
 	return catalogapi.ValidationProblem{Package: p.Package, Position: p.Position, Message: p.Message}
 }
 
 // apiLinks and apiMaintainers leave a package without any as nil, which
 // the answer omits.
-func apiLinks(links []catalogdb.Link) []catalogapi.Link {
+func apiLinks(links []query.Link) []catalogapi.Link {
 	if len(links) == 0 {
 		return nil
 	}
-	return convertAll(links, func(l catalogdb.Link) catalogapi.Link { return catalogapi.Link{Name: l.Name, Url: l.URL} })
+	return convertAll(links, func(l query.Link) catalogapi.Link { return catalogapi.Link{Name: l.Name, Url: l.URL} })
 }
 
-func apiMaintainers(maintainers []catalogdb.Maintainer) []catalogapi.Maintainer {
+func apiMaintainers(maintainers []query.Maintainer) []catalogapi.Maintainer {
 	if len(maintainers) == 0 {
 		return nil
 	}
-	return convertAll(maintainers, func(m catalogdb.Maintainer) catalogapi.Maintainer {
+	return convertAll(maintainers, func(m query.Maintainer) catalogapi.Maintainer {
 		return catalogapi.Maintainer{Name: m.Name, Email: m.Email}
 	})
 }
 
-func apiPackageSummary(p catalogdb.PackageSummary) catalogapi.PackageSummary {
+func apiPackageSummary(p query.PackageSummary) catalogapi.PackageSummary {
 	d := p.Display
 	return catalogapi.PackageSummary{
 		Name: p.Name, DefaultChannel: p.DefaultChannel, Channels: nonNil(p.Channels), Deprecation: apiDeprecation(p.Deprecation),
@@ -71,7 +71,7 @@ func apiPackageSummary(p catalogdb.PackageSummary) catalogapi.PackageSummary {
 
 // apiPackage is a package's answer: the package, its channels, its
 // deprecation message and its validation problems.
-func apiPackage(p catalogdb.Package, channels []catalogdb.ChannelSummary, deprecation string, problems []catalogdb.Problem) catalogapi.Package {
+func apiPackage(p query.Package, channels []query.ChannelSummary, deprecation string, problems []query.Problem) catalogapi.Package {
 	d := p.Display
 	return catalogapi.Package{
 		Name: p.Name, DefaultChannel: p.DefaultChannel, Description: p.Description, HasIcon: p.HasIcon,
@@ -82,71 +82,71 @@ func apiPackage(p catalogdb.Package, channels []catalogdb.ChannelSummary, deprec
 	}
 }
 
-func apiBundleRef(b catalogdb.BundleRef) catalogapi.BundleRef {
+func apiBundleRef(b query.BundleRef) catalogapi.BundleRef {
 	return catalogapi.BundleRef{Name: b.Name, Version: b.Version}
 }
 
-func apiChannelSummary(c catalogdb.ChannelSummary) catalogapi.ChannelSummary {
+func apiChannelSummary(c query.ChannelSummary) catalogapi.ChannelSummary {
 	return catalogapi.ChannelSummary{Name: c.Name, Head: apiBundleRef(c.Head), HeadProblem: c.HeadProblem,
 		EntryCount: c.EntryCount, IsDefault: c.IsDefault, Deprecation: apiDeprecation(c.Deprecation)}
 }
 
-func apiChannel(c catalogdb.Channel) catalogapi.Channel {
+func apiChannel(c query.Channel) catalogapi.Channel {
 	return catalogapi.Channel{Name: c.Name, Package: c.Package, Head: apiBundleRef(c.Head), HeadProblem: c.HeadProblem,
 		IsDefault: c.IsDefault, Deprecation: apiDeprecation(c.Deprecation),
-		Entries: convertAll(c.Entries, func(e catalogdb.ChannelEntry) catalogapi.ChannelEntry {
+		Entries: convertAll(c.Entries, func(e query.ChannelEntry) catalogapi.ChannelEntry {
 			return catalogapi.ChannelEntry{Name: e.Name, Version: e.Version, Replaces: e.Replaces, SkipRange: e.SkipRange, Skips: e.Skips}
 		})}
 }
 
-func apiBundleSummary(b catalogdb.BundleSummary) catalogapi.BundleSummary {
+func apiBundleSummary(b query.BundleSummary) catalogapi.BundleSummary {
 	return catalogapi.BundleSummary{Name: b.Name, Version: b.Version, Release: b.Release, Image: b.Image,
 		Channels: nonNil(b.Channels), Deprecation: apiDeprecation(b.Deprecation)}
 }
 
-func apiGVK(g catalogdb.GVK) catalogapi.GVK {
+func apiGVK(g query.GVK) catalogapi.GVK {
 	return catalogapi.GVK{Group: g.Group, Version: g.Version, Kind: g.Kind}
 }
 
-func apiBundle(b catalogdb.BundleDetail) catalogapi.Bundle {
+func apiBundle(b query.BundleDetail) catalogapi.Bundle {
 	return catalogapi.Bundle{
 		Name: b.Name, Package: b.Package, Version: b.Version, Release: b.Release, Image: b.Image,
-		Properties: convertAll(b.Properties, func(p catalogdb.Property) catalogapi.Property {
+		Properties: convertAll(b.Properties, func(p query.Property) catalogapi.Property {
 			return catalogapi.Property{Type: p.Type, Value: p.Value}
 		}),
-		RelatedImages: convertAll(b.RelatedImages, func(r catalogdb.RelatedImage) catalogapi.RelatedImage {
+		RelatedImages: convertAll(b.RelatedImages, func(r query.RelatedImage) catalogapi.RelatedImage {
 			return catalogapi.RelatedImage{Name: r.Name, Image: r.Image}
 		}),
 		ProvidedGVKs: convertAll(b.ProvidedGVKs, apiGVK),
 		RequiredGVKs: convertAll(b.RequiredGVKs, apiGVK),
-		RequiredPackages: convertAll(b.RequiredPackages, func(r catalogdb.PackageRequirement) catalogapi.PackageRequirement {
+		RequiredPackages: convertAll(b.RequiredPackages, func(r query.PackageRequirement) catalogapi.PackageRequirement {
 			return catalogapi.PackageRequirement{PackageName: r.PackageName, VersionRange: r.VersionRange}
 		}),
-		Channels: convertAll(b.Channels, func(c catalogdb.BundleChannel) catalogapi.BundleChannel {
+		Channels: convertAll(b.Channels, func(c query.BundleChannel) catalogapi.BundleChannel {
 			return catalogapi.BundleChannel{Channel: c.Channel, Replaces: c.Replaces, SkipRange: c.SkipRange, Skips: c.Skips, IsHead: c.IsHead}
 		}),
 		Deprecation: apiDeprecation(b.Deprecation),
 	}
 }
 
-func apiUpgrades(u catalogdb.Upgrades) catalogapi.UpgradeList {
+func apiUpgrades(u query.Upgrades) catalogapi.UpgradeList {
 	return catalogapi.UpgradeList{
 		From: apiBundleRef(u.From),
-		Items: convertAll(u.Edges, func(e catalogdb.UpgradeEdge) catalogapi.UpgradeEdge {
+		Items: convertAll(u.Edges, func(e query.UpgradeEdge) catalogapi.UpgradeEdge {
 			return catalogapi.UpgradeEdge{Name: e.Name, Version: e.Version, Channel: e.Channel,
-				Rules: convertAll(e.Rules, func(r catalogdb.UpgradeRule) catalogapi.UpgradeRule { return catalogapi.UpgradeRule(r) })}
+				Rules: convertAll(e.Rules, func(r query.UpgradeRule) catalogapi.UpgradeRule { return catalogapi.UpgradeRule(r) })}
 		}),
-		Heads: convertAll(u.Heads, func(h catalogdb.ChannelHead) catalogapi.ChannelHead {
+		Heads: convertAll(u.Heads, func(h query.ChannelHead) catalogapi.ChannelHead {
 			return catalogapi.ChannelHead{Channel: h.Channel, Name: h.Name, Version: h.Version}
 		}),
 	}
 }
 
 // apiProviders names the catalog the providers were found in.
-func apiProviders(catalog string, providers []catalogdb.Provider) []catalogapi.Provider {
-	return convertAll(providers, func(p catalogdb.Provider) catalogapi.Provider {
+func apiProviders(catalog string, providers []query.Provider) []catalogapi.Provider {
+	return convertAll(providers, func(p query.Provider) catalogapi.Provider {
 		return catalogapi.Provider{Catalog: catalog, Package: p.Package, Bundle: p.Bundle, Version: p.Version,
-			Channels: convertAll(p.Channels, func(c catalogdb.ProviderChannel) catalogapi.ProviderChannel {
+			Channels: convertAll(p.Channels, func(c query.ProviderChannel) catalogapi.ProviderChannel {
 				return catalogapi.ProviderChannel{Name: c.Name, IsHead: c.IsHead, IsDefault: c.IsDefault}
 			})}
 	})

@@ -13,9 +13,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/catalogd/catalogd/client"
-	"github.com/catalogd/catalogd/internal/catalogdb"
 	"github.com/catalogd/catalogd/internal/catalogs"
 	"github.com/catalogd/catalogd/internal/index"
+	"github.com/catalogd/catalogd/internal/query"
 	"github.com/catalogd/catalogd/internal/store"
 	"github.com/catalogd/catalogd/test/apivalidate"
 	"github.com/catalogd/catalogd/test/sqltrace"
@@ -102,7 +102,7 @@ type tracingIndexes struct {
 }
 
 type tracedCatalog struct {
-	catalog *catalogdb.Catalog
+	catalog *query.Catalog
 	trace   *sqltrace.Trace
 }
 
@@ -134,7 +134,7 @@ func (ti *tracingIndexes) file(path string) tracedCatalog {
 			ti.t.Fatal(err)
 		}
 		ti.t.Cleanup(func() { content.Close() })
-		tc = tracedCatalog{catalog: catalogdb.New(db, content), trace: trace}
+		tc = tracedCatalog{catalog: query.New(db, content), trace: trace}
 		ti.t.Cleanup(tc.catalog.Close)
 		ti.traced[path] = tc
 	}

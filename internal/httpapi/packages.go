@@ -14,7 +14,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/catalogd/catalogd/api/catalogapi"
-	"github.com/catalogd/catalogd/internal/catalogdb"
+	"github.com/catalogd/catalogd/internal/query"
 	"github.com/catalogd/catalogd/internal/store"
 )
 
@@ -129,7 +129,7 @@ func (s *Server) listPackages(r *http.Request, snap *store.Snapshot) (any, error
 		}
 		return out, nil
 	}
-	start, _ := slices.BinarySearchFunc(all.Items, pg.after, func(p catalogdb.PackageSummary, after string) int {
+	start, _ := slices.BinarySearchFunc(all.Items, pg.after, func(p query.PackageSummary, after string) int {
 		return strings.Compare(p.Name, after)
 	})
 	for _, p := range all.Items[start:] {
@@ -146,9 +146,9 @@ func (s *Server) listPackages(r *http.Request, snap *store.Snapshot) (any, error
 }
 
 // lookupPackage reads the {package} of a request, or answers 404.
-func lookupPackage(ctx context.Context, snap *store.Snapshot, name string) (catalogdb.Package, error) {
+func lookupPackage(ctx context.Context, snap *store.Snapshot, name string) (query.Package, error) {
 	p, err := snap.Catalog.Package(ctx, name)
-	if errors.Is(err, catalogdb.ErrNotFound) {
+	if errors.Is(err, query.ErrNotFound) {
 		return p, notFound("package", "no package named %q in this catalog", name)
 	}
 	return p, err
@@ -179,7 +179,7 @@ func (s *Server) getIcon(w http.ResponseWriter, r *http.Request, snap *store.Sna
 	name := chi.URLParam(r, "package")
 	etag := requestETag(snap.Info.Digest, r)
 	data, mediaType, err := snap.Catalog.Icon(r.Context(), name)
-	if errors.Is(err, catalogdb.ErrNotFound) {
+	if errors.Is(err, query.ErrNotFound) {
 		return notFound("package", "no package named %q in this catalog", name)
 	}
 	if err != nil {

@@ -10,13 +10,13 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/catalogd/catalogd/api/catalogapi"
-	"github.com/catalogd/catalogd/internal/catalogdb"
+	"github.com/catalogd/catalogd/internal/query"
 	"github.com/catalogd/catalogd/internal/store"
 )
 
 // gvkQuery is a parsed providers request.
 type gvkQuery struct {
-	catalogdb.GVK
+	query.GVK
 	latest bool
 }
 
@@ -24,7 +24,7 @@ var kindPattern = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9]*$`)
 
 func parseGVK(r *http.Request) (gvkQuery, error) {
 	q := r.URL.Query()
-	g := gvkQuery{GVK: catalogdb.GVK{Group: q.Get("group"), Version: q.Get("version"), Kind: q.Get("kind")}}
+	g := gvkQuery{GVK: query.GVK{Group: q.Get("group"), Version: q.Get("version"), Kind: q.Get("kind")}}
 	if g.Group != "" {
 		if errs := validation.IsDNS1123Subdomain(g.Group); len(errs) > 0 {
 			return g, badParam("group", "group %q is not an API group (a DNS subdomain, or empty for the core group): %s", g.Group, strings.Join(errs, "; "))

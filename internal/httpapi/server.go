@@ -2,10 +2,10 @@
 // the catalogs (channel heads, upgrade edges, GVK providers,
 // version-filtered bundles) and serves catalogd's /api/v1 endpoints for
 // existing clients. Handlers only translate HTTP to calls of the typed
-// read API of package catalogdb and back; they run no SQL. Answers use the
+// read API of package query and back; they run no SQL. Answers use the
 // wire types generated from openapi.yaml (package catalogapi), which the
 // client decodes into too, so the server and the spec agree by
-// construction; convert.go turns catalogdb's values into them, in one
+// construction; convert.go turns query's values into them, in one
 // place. Each request reads one index
 // snapshot from start to end, so a rebuild never blocks or mixes an
 // answer. Every request is logged at V(1) and counted in Prometheus

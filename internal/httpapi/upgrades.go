@@ -6,12 +6,12 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
-	"github.com/catalogd/catalogd/internal/catalogdb"
+	"github.com/catalogd/catalogd/internal/query"
 	"github.com/catalogd/catalogd/internal/store"
 )
 
 // listUpgrades answers which bundles a bundle may upgrade to directly, by
-// OLM's rules (see catalogdb.Catalog.UpgradesFrom). from names the
+// OLM's rules (see query.Catalog.UpgradesFrom). from names the
 // installed bundle, or gives its version when one bundle has it.
 func (s *Server) listUpgrades(r *http.Request, snap *store.Snapshot) (any, error) {
 	ctx := r.Context()
@@ -25,7 +25,7 @@ func (s *Server) listUpgrades(r *http.Request, snap *store.Snapshot) (any, error
 		return nil, err
 	}
 	src, err := snap.Catalog.BundleByName(ctx, pkg.Name, from)
-	if errors.Is(err, catalogdb.ErrNotFound) {
+	if errors.Is(err, query.ErrNotFound) {
 		byVersion, err := snap.Catalog.BundlesByVersion(ctx, pkg.Name, from)
 		if err != nil {
 			return nil, err

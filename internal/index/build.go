@@ -9,7 +9,7 @@
 // transactional, and the files are checked before Build returns; package
 // store keeps, per catalog, the one index that is live (its files, see
 // Files) and swaps in a new one only once Build succeeded. Reading an
-// index back is package catalogdb's job; only the record of the build
+// index back is package query's job; only the record of the build
 // itself (ReadInfo) is read here, beside the code that writes it.
 package index
 
@@ -128,7 +128,7 @@ func Build(ctx context.Context, path string, src Content, builtAt time.Time) (st
 	}
 	// No ANALYZE: without statistics SQLite takes every table to be large
 	// and uses the indexes, so query plans do not flip with catalog size
-	// (internal/catalogdb's TestQueryPlans checks them).
+	// (internal/query's TestQueryPlans checks them).
 	if err := migrations.Apply(ctx, db, migrations.Indexes); err != nil {
 		return Stats{}, fmt.Errorf("create indexes: %w", err)
 	}

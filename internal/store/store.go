@@ -25,8 +25,8 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/jmoiron/sqlx"
 
-	"github.com/catalogd/catalogd/internal/catalogdb"
 	"github.com/catalogd/catalogd/internal/index"
+	"github.com/catalogd/catalogd/internal/query"
 )
 
 // ErrNotIndexed says a catalog has no live index (yet, or any more).
@@ -65,7 +65,7 @@ type handle struct {
 	db *sqlx.DB
 	// content is the content file, read at offsets (ReadAt) by catalog.
 	content *os.File
-	catalog *catalogdb.Catalog
+	catalog *query.Catalog
 	info    Info
 	refs    int  // guarded by Store.mu
 	retired bool // guarded by Store.mu; remove the file when refs drops to 0
@@ -79,14 +79,14 @@ type handle struct {
 // answer lasts (internal/server).
 type Snapshot struct {
 	Info    Info
-	Catalog *catalogdb.Catalog
+	Catalog *query.Catalog
 
 	release func()
 	once    sync.Once
 }
 
 // OpenContent opens the content file of the snapshot's index: the /all
-// stream, where catalogdb.Catalog.BlobRanges locates blobs. Each call opens
+// stream, where query.Catalog.BlobRanges locates blobs. Each call opens
 // the file anew, so the caller may seek it and hand it to the kernel
 // (sendfile) as its own; it closes the file before releasing the snapshot.
 func (s *Snapshot) OpenContent() (*os.File, error) {
@@ -193,7 +193,7 @@ func openHandle(path string) (*handle, error) {
 		db.Close()
 		return nil, err
 	}
-	h := &handle{db: db, content: content, catalog: catalogdb.New(db, content)}
+	h := &handle{db: db, content: content, catalog: query.New(db, content)}
 	h.info.Info = info
 	h.info.Path = path
 	return h, nil

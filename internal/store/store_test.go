@@ -16,8 +16,8 @@ import (
 	"github.com/go-logr/logr/testr"
 	"github.com/jmoiron/sqlx"
 
-	"github.com/catalogd/catalogd/internal/catalogdb"
 	"github.com/catalogd/catalogd/internal/index"
+	"github.com/catalogd/catalogd/internal/query"
 )
 
 // tinyCatalog is an FBC with one package whose single channel holds n
@@ -361,8 +361,8 @@ func TestConcurrentReadersDuringRebuilds(t *testing.T) {
 				list, err := snap.Catalog.Bundles(context.Background(), "foo", "", 1<<62, -1)
 				bundles = len(list)
 				if err == nil {
-					var ch catalogdb.Channel
-					ch, err = snap.Catalog.Channel(context.Background(), catalogdb.Package{Name: "foo", DefaultChannel: "stable"}, "stable")
+					var ch query.Channel
+					ch, err = snap.Catalog.Channel(context.Background(), query.Package{Name: "foo", DefaultChannel: "stable"}, "stable")
 					entries = len(ch.Entries)
 				}
 				snap.Release()

@@ -1,4 +1,4 @@
-package catalogdb_test
+package query_test
 
 import (
 	"bytes"
@@ -17,8 +17,8 @@ import (
 	"github.com/blang/semver/v4"
 	"github.com/jmoiron/sqlx"
 
-	"github.com/catalogd/catalogd/internal/catalogdb"
 	"github.com/catalogd/catalogd/internal/index"
+	"github.com/catalogd/catalogd/internal/query"
 	"github.com/catalogd/catalogd/test/fbcfacts"
 	"github.com/catalogd/catalogd/test/fbcgen"
 	"github.com/catalogd/catalogd/test/sqltrace"
@@ -28,7 +28,7 @@ const demoDir = "../../test/testdata/demo"
 
 // openIndex builds the index of the catalog in fsys and reads it through
 // traced connections, which the returned database shares.
-func openIndex(t *testing.T, fsys fs.FS) (*catalogdb.Catalog, *sqlx.DB, *sqltrace.Trace) {
+func openIndex(t *testing.T, fsys fs.FS) (*query.Catalog, *sqlx.DB, *sqltrace.Trace) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "index.db")
 	if _, err := index.Build(context.Background(), path, index.Content{FS: fsys, Ref: "test", Digest: "sha256:test"}, time.Now()); err != nil {
@@ -40,13 +40,13 @@ func openIndex(t *testing.T, fsys fs.FS) (*catalogdb.Catalog, *sqlx.DB, *sqltrac
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { content.Close() })
-	c := catalogdb.New(db, content)
+	c := query.New(db, content)
 	t.Cleanup(c.Close)
 	return c, db, trace
 }
 
 // indexed is the index of the catalog in dir and the facts read from its FBC.
-func indexed(t *testing.T, dir string) (*catalogdb.Catalog, *fbcfacts.Catalog) {
+func indexed(t *testing.T, dir string) (*query.Catalog, *fbcfacts.Catalog) {
 	t.Helper()
 	c, _, _ := openIndex(t, os.DirFS(dir))
 	return c, fbcfacts.Load(t, dir)
@@ -66,7 +66,7 @@ func phantomDemo(t *testing.T) string {
 // forDemos runs check on the demo catalog, and on the same with phantom
 // entries: whatever the catalog, every head, edge and provider the
 // read API answers is a bundle the catalog has.
-func forDemos(t *testing.T, check func(*testing.T, *catalogdb.Catalog, *fbcfacts.Catalog)) {
+func forDemos(t *testing.T, check func(*testing.T, *query.Catalog, *fbcfacts.Catalog)) {
 	for _, dir := range []string{demoDir, phantomDemo(t)} {
 		name := "demo"
 		if dir != demoDir {
@@ -103,7 +103,7 @@ type csvMetadata struct {
 
 func TestPackages(t *testing.T) { forDemos(t, checkPackages) }
 
-func checkPackages(t *testing.T, c *catalogdb.Catalog, facts *fbcfacts.Catalog) {
+func checkPackages(t *testing.T, c *query.Catalog, facts *fbcfacts.Catalog) {
 	ctx := context.Background()
 	idx, err := c.PackageSummaries(ctx)
 	if err != nil {
@@ -153,12 +153,12 @@ func checkPackages(t *testing.T, c *catalogdb.Catalog, facts *fbcfacts.Catalog) 
 				t.Errorf("display %+v, want it from %+v", d, meta)
 			}
 			for i, l := range meta.Links {
-				if d.Links[i] != (catalogdb.Link{Name: l.Name, URL: l.URL}) {
+				if d.Links[i] != (query.Link{Name: l.Name, URL: l.URL}) {
 					t.Errorf("link %d: %+v, want %+v", i, d.Links[i], l)
 				}
 			}
 			for i, m := range meta.Maintainers {
-				if d.Maintainers[i] != (catalogdb.Maintainer{Name: m.Name, Email: m.Email}) {
+				if d.Maintainers[i] != (query.Maintainer{Name: m.Name, Email: m.Email}) {
 					t.Errorf("maintainer %d: %+v, want %+v", i, d.Maintainers[i], m)
 				}
 			}
@@ -167,12 +167,12 @@ func checkPackages(t *testing.T, c *catalogdb.Catalog, facts *fbcfacts.Catalog) 
 			}
 		})
 	}
-	if _, err := c.Package(ctx, "no-such-package"); !errors.Is(err, catalogdb.ErrNotFound) {
+	if _, err := c.Package(ctx, "no-such-package"); !errors.Is(err, query.ErrNotFound) {
 		t.Errorf("unknown package: %v, want ErrNotFound", err)
 	}
 }
 
-func reflectEqualDisplay(a, b catalogdb.Display) bool {
+func reflectEqualDisplay(a, b query.Display) bool {
 	x, _ := json.Marshal(a)
 	y, _ := json.Marshal(b)
 	return string(x) == string(y)
@@ -180,7 +180,7 @@ func reflectEqualDisplay(a, b catalogdb.Display) bool {
 
 func TestChannels(t *testing.T) { forDemos(t, checkChannels) }
 
-func checkChannels(t *testing.T, c *catalogdb.Catalog, facts *fbcfacts.Catalog) {
+func checkChannels(t *testing.T, c *query.Catalog, facts *fbcfacts.Catalog) {
 	ctx := context.Background()
 	for _, pkgName := range sortedKeys(facts.Channels) {
 		pkg, err := c.Package(ctx, pkgName)
@@ -227,14 +227,14 @@ func checkChannels(t *testing.T, c *catalogdb.Catalog, facts *fbcfacts.Catalog) 
 		}
 	}
 	pkg, _ := c.Package(ctx, "aurora-cache")
-	if _, err := c.Channel(ctx, pkg, "no-such-channel"); !errors.Is(err, catalogdb.ErrNotFound) {
+	if _, err := c.Channel(ctx, pkg, "no-such-channel"); !errors.Is(err, query.ErrNotFound) {
 		t.Errorf("unknown channel: %v, want ErrNotFound", err)
 	}
 }
 
 func TestBundles(t *testing.T) { forDemos(t, checkBundles) }
 
-func checkBundles(t *testing.T, c *catalogdb.Catalog, facts *fbcfacts.Catalog) {
+func checkBundles(t *testing.T, c *query.Catalog, facts *fbcfacts.Catalog) {
 	ctx := context.Background()
 	for _, pkgName := range sortedKeys(facts.Bundles) {
 		// Every bundle, newest first: ranks descend.
@@ -286,7 +286,7 @@ func checkBundles(t *testing.T, c *catalogdb.Catalog, facts *fbcfacts.Catalog) {
 			t.Run(name, func(t *testing.T) { checkBundleDetail(t, c, facts, pkgName, name) })
 		}
 	}
-	if _, err := c.BundleDetail(ctx, "aurora-cache", "no-such-bundle"); !errors.Is(err, catalogdb.ErrNotFound) {
+	if _, err := c.BundleDetail(ctx, "aurora-cache", "no-such-bundle"); !errors.Is(err, query.ErrNotFound) {
 		t.Errorf("unknown bundle: %v, want ErrNotFound", err)
 	}
 }
@@ -304,7 +304,7 @@ func listingChannels(facts *fbcfacts.Catalog, pkg, bundle string) []string {
 	return out
 }
 
-func checkBundleDetail(t *testing.T, c *catalogdb.Catalog, facts *fbcfacts.Catalog, pkg, name string) {
+func checkBundleDetail(t *testing.T, c *query.Catalog, facts *fbcfacts.Catalog, pkg, name string) {
 	want := facts.Bundles[pkg][name]
 	b, err := c.BundleDetail(context.Background(), pkg, name)
 	if err != nil {
@@ -321,20 +321,20 @@ func checkBundleDetail(t *testing.T, c *catalogdb.Catalog, facts *fbcfacts.Catal
 			t.Errorf("property %d: %s %s, want %s %s", i, b.Properties[i].Type, b.Properties[i].Value, p.Type, p.Value)
 		}
 	}
-	var images []catalogdb.RelatedImage
+	var images []query.RelatedImage
 	for _, ri := range want.RelatedImages {
-		images = append(images, catalogdb.RelatedImage{Name: ri.Name, Image: ri.Image})
+		images = append(images, query.RelatedImage{Name: ri.Name, Image: ri.Image})
 	}
 	if !slices.Equal(b.RelatedImages, images) {
 		t.Errorf("related images %v, want %v", b.RelatedImages, images)
 	}
 	for _, g := range []struct {
 		typ string
-		got []catalogdb.GVK
+		got []query.GVK
 	}{{"olm.gvk", b.ProvidedGVKs}, {"olm.gvk.required", b.RequiredGVKs}} {
-		var wantGVKs []catalogdb.GVK
+		var wantGVKs []query.GVK
 		for _, w := range want.GVKs(g.typ) {
-			wantGVKs = append(wantGVKs, catalogdb.GVK(w))
+			wantGVKs = append(wantGVKs, query.GVK(w))
 		}
 		if !slices.Equal(g.got, wantGVKs) {
 			t.Errorf("%s: %v, want %v", g.typ, g.got, wantGVKs)
@@ -354,7 +354,7 @@ func checkBundleDetail(t *testing.T, c *catalogdb.Catalog, facts *fbcfacts.Catal
 
 func TestUpgradesFrom(t *testing.T) { forDemos(t, checkUpgradesFrom) }
 
-func checkUpgradesFrom(t *testing.T, c *catalogdb.Catalog, facts *fbcfacts.Catalog) {
+func checkUpgradesFrom(t *testing.T, c *query.Catalog, facts *fbcfacts.Catalog) {
 	ctx := context.Background()
 	for _, pkgName := range sortedKeys(facts.Bundles) {
 		for _, from := range sortedKeys(facts.Bundles[pkgName]) {
@@ -434,7 +434,7 @@ func upgradeEdges(facts *fbcfacts.Catalog, pkg, from, channel string) []string {
 
 func TestProviders(t *testing.T) { forDemos(t, checkProviders) }
 
-func checkProviders(t *testing.T, c *catalogdb.Catalog, facts *fbcfacts.Catalog) {
+func checkProviders(t *testing.T, c *query.Catalog, facts *fbcfacts.Catalog) {
 	ctx := context.Background()
 	gvks := map[fbcfacts.GVK]bool{}
 	for _, bundles := range facts.Bundles {
@@ -446,7 +446,7 @@ func checkProviders(t *testing.T, c *catalogdb.Catalog, facts *fbcfacts.Catalog)
 	}
 	for g := range gvks {
 		for _, latest := range []bool{false, true} {
-			got, err := c.Providers(ctx, catalogdb.GVK(g), latest)
+			got, err := c.Providers(ctx, query.GVK(g), latest)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -490,7 +490,7 @@ func TestCountsAndBlobs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (catalogdb.Counts{Packages: len(facts.Packages), Channels: facts.CountChannels(), Bundles: facts.CountBundles()}); counts != want {
+	if want := (query.Counts{Packages: len(facts.Packages), Channels: facts.CountChannels(), Bundles: facts.CountBundles()}); counts != want {
 		t.Errorf("counts %+v, want %+v", counts, want)
 	}
 	bySchema := map[string]int{}
@@ -501,9 +501,9 @@ func TestCountsAndBlobs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var want []catalogdb.SchemaCount
+	var want []query.SchemaCount
 	for _, s := range sortedKeys(bySchema) {
-		want = append(want, catalogdb.SchemaCount{Schema: s, Count: bySchema[s]})
+		want = append(want, query.SchemaCount{Schema: s, Count: bySchema[s]})
 	}
 	if !slices.Equal(schemas, want) {
 		t.Errorf("schema counts %v, want %v", schemas, want)
@@ -520,7 +520,7 @@ func TestCountsAndBlobs(t *testing.T) {
 	if string(content) != string(facts.JSONLines()) {
 		t.Errorf("the content file differs from the catalog's blobs")
 	}
-	for _, f := range []catalogdb.BlobFilter{{}, {Schema: "olm.bundle"}, {Package: "quarry-db"}, {Schema: "olm.package", Name: "paper-lantern"}, {Name: "no such blob"}} {
+	for _, f := range []query.BlobFilter{{}, {Schema: "olm.bundle"}, {Package: "quarry-db"}, {Schema: "olm.package", Name: "paper-lantern"}, {Name: "no such blob"}} {
 		ranges, err := c.BlobRanges(ctx, f)
 		if err != nil {
 			t.Fatal(err)

@@ -1,4 +1,4 @@
-// Package catalogdb owns every read query of a catalog index file: the
+// Package query owns every read query of a catalog index file: the
 // typed API the HTTP handlers call (packages, channels, bundles, upgrade
 // edges, GVK providers, counts, blobs), next to the SQL it runs. It answers
 // in plain Go types; what the API shows of them is the handlers' business.
@@ -10,7 +10,7 @@
 // statement once and keeps it, and keeps what it derives from the file and
 // reads often (package summaries, channel heads, parsed skipRanges) for as
 // long as the file is open.
-package catalogdb
+package query
 
 import (
 	"context"

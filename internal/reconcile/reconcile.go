@@ -1,4 +1,4 @@
-// Package controller owns the ClusterCatalog controllers. Two run in every
+// Package reconcile owns the ClusterCatalog controllers. Two run in every
 // `catalogd manager` replica:
 //
 //   - Reconciler, leader-elected, is the one writer of ClusterCatalog status.
@@ -52,7 +52,7 @@
 // every replica tells clients the same reason, though only the leader pulled
 // the tag that failed. Whether a catalog serves is never copied: each
 // replica derives it from its own store (catalogs.Catalog.State).
-package controller
+package reconcile
 
 import (
 	"context"
@@ -73,7 +73,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	catalogdv1 "github.com/catalogd/catalogd/api/v1"
 	"github.com/catalogd/catalogd/internal/catalogs"
@@ -285,13 +285,13 @@ func (r *Reconciler) reconcileContent(ctx context.Context, cat *catalogdv1.Clust
 	if cat.Spec.Source.Type != catalogdv1.SourceTypeImage || img == nil {
 		err := fmt.Errorf("source type %q is not supported; use type Image with spec.source.image.ref", cat.Spec.Source.Type)
 		r.fail(cat, err, true)
-		return ctrl.Result{}, reconcile.TerminalError(err)
+		return ctrl.Result{}, ctrlreconcile.TerminalError(err)
 	}
 	ref, err := name.ParseReference(img.Ref)
 	if err != nil {
 		err = fmt.Errorf("spec.source.image.ref %q: %w", img.Ref, err)
 		r.fail(cat, err, true)
-		return ctrl.Result{}, reconcile.TerminalError(err)
+		return ctrl.Result{}, ctrlreconcile.TerminalError(err)
 	}
 
 	res, err := r.Sync.Sync(ctx, catName, r.Image(ref))
@@ -303,7 +303,7 @@ func (r *Reconciler) reconcileContent(ctx context.Context, cat *catalogdv1.Clust
 		terminal := atDigest && catalogsync.IsContentError(err)
 		r.fail(cat, err, terminal)
 		if terminal {
-			return ctrl.Result{}, reconcile.TerminalError(err)
+			return ctrl.Result{}, ctrlreconcile.TerminalError(err)
 		}
 		ctrl.LoggerFrom(ctx).Error(err, "sync failed; retrying")
 		return ctrl.Result{RequeueAfter: r.Sync.Backoff(catName, r.pollInterval(cat))}, nil

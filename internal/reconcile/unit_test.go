@@ -1,4 +1,4 @@
-package controller_test
+package reconcile_test
 
 import (
 	"context"
@@ -16,14 +16,14 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	catalogdv1 "github.com/catalogd/catalogd/api/v1"
-	"github.com/catalogd/catalogd/internal/catalogdb"
 	"github.com/catalogd/catalogd/internal/catalogs"
 	"github.com/catalogd/catalogd/internal/catalogsync"
-	catalogctrl "github.com/catalogd/catalogd/internal/controller"
 	"github.com/catalogd/catalogd/internal/index"
+	"github.com/catalogd/catalogd/internal/query"
+	"github.com/catalogd/catalogd/internal/reconcile"
 )
 
 // syncer is a Syncer that answers each Sync with the next scripted outcome
@@ -153,7 +153,7 @@ func TestReconcileUnit(t *testing.T) {
 		{
 			name: "problems are counted and the first quoted with its position",
 			cat:  newCatalog(tag),
-			outcomes: []outcome{{res: catalogsync.Result{Ref: digestRef, Rebuilt: true, Problems: []catalogdb.Problem{
+			outcomes: []outcome{{res: catalogsync.Result{Ref: digestRef, Rebuilt: true, Problems: []query.Problem{
 				{Package: "p", Position: "p/catalog.yaml:3:1", Message: `channel "c": entry "p.v9" has no olm.bundle blob`},
 				{Package: "q", Position: "q/catalog.json:1:1", Message: "there is no olm.package blob"},
 			}}}},
@@ -165,7 +165,7 @@ func TestReconcileUnit(t *testing.T) {
 		{
 			name: "a long problem is cut short in the message",
 			cat:  newCatalog(tag),
-			outcomes: []outcome{{res: catalogsync.Result{Ref: digestRef, Rebuilt: true, Problems: []catalogdb.Problem{
+			outcomes: []outcome{{res: catalogsync.Result{Ref: digestRef, Rebuilt: true, Problems: []query.Problem{
 				{Package: "p", Position: "p/catalog.yaml:3:1", Message: strings.Repeat("x", 5000)},
 			}}}},
 			wantServing:     metav1.ConditionTrue,
@@ -230,12 +230,12 @@ func TestReconcileUnit(t *testing.T) {
 			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(tc.cat).
 				WithStatusSubresource(&catalogdv1.ClusterCatalog{}).Build()
 			s := &syncer{outcomes: tc.outcomes, table: catalogs.NewTable()}
-			r := &catalogctrl.Reconciler{
+			r := &reconcile.Reconciler{
 				Client: c, Sync: s, Catalogs: s.table, BaseURL: "https://catalogd.example",
 				Image: func(ref name.Reference) catalogsync.Fetcher { return describedFetcher{ref} },
 			}
 			res, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Name: "demo"}})
-			if got := errors.Is(err, reconcile.TerminalError(nil)); got != tc.wantTerminal {
+			if got := errors.Is(err, ctrlreconcile.TerminalError(nil)); got != tc.wantTerminal {
 				t.Errorf("terminal = %v (%v), want %v", got, err, tc.wantTerminal)
 			}
 			if (err != nil && !tc.wantTerminal) != tc.wantErr {
@@ -337,7 +337,7 @@ func TestLocalSyncerUnit(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(tc.objs...).Build()
 			s := &syncer{table: catalogs.NewTable()}
-			l := &catalogctrl.LocalSyncer{Client: c, Sync: s,
+			l := &reconcile.LocalSyncer{Client: c, Sync: s,
 				Image: func(ref name.Reference) catalogsync.Fetcher { return describedFetcher{ref} }}
 			if _, err := l.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Name: "demo"}}); err != nil {
 				t.Fatal(err)

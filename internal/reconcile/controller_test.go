@@ -1,4 +1,4 @@
-package controller_test
+package reconcile_test
 
 import (
 	"context"
@@ -30,7 +30,7 @@ import (
 	catalogdv1 "github.com/catalogd/catalogd/api/v1"
 	"github.com/catalogd/catalogd/internal/catalogs"
 	"github.com/catalogd/catalogd/internal/catalogsync"
-	"github.com/catalogd/catalogd/internal/controller"
+	"github.com/catalogd/catalogd/internal/reconcile"
 	"github.com/catalogd/catalogd/internal/store"
 	"github.com/catalogd/catalogd/internal/unpack"
 	"github.com/catalogd/catalogd/test/await"
@@ -114,7 +114,7 @@ func start(t *testing.T) *env {
 	if err != nil {
 		t.Fatalf("creating manager: %v", err)
 	}
-	r := &controller.Reconciler{
+	r := &reconcile.Reconciler{
 		Client:   mgr.GetClient(),
 		Sync:     svc,
 		Catalogs: cats,
@@ -126,7 +126,7 @@ func start(t *testing.T) *env {
 	if err := r.SetupWithManager(mgr); err != nil {
 		t.Fatalf("setting up reconciler: %v", err)
 	}
-	if err := (&controller.LocalSyncer{Client: mgr.GetClient(), Sync: svc, Image: image}).SetupWithManager(mgr); err != nil {
+	if err := (&reconcile.LocalSyncer{Client: mgr.GetClient(), Sync: svc, Image: image}).SetupWithManager(mgr); err != nil {
 		t.Fatalf("setting up local syncer: %v", err)
 	}
 	if err := mgr.Add(svc); err != nil {

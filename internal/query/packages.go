@@ -1,4 +1,4 @@
-package catalogdb
+package query
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package catalogdb_test
+package query_test
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/catalogd/catalogd/internal/catalogdb"
+	"github.com/catalogd/catalogd/internal/query"
 )
 
 // fullScan matches a plan step that reads a whole table (or a subquery's
@@ -88,16 +88,16 @@ func TestQueryPlans(t *testing.T) {
 		{"upgrades", func() error { _, err := c.UpgradesFrom(ctx, "aurora-cache", src, ""); return err }},
 		{"upgrades in a channel", func() error { _, err := c.UpgradesFrom(ctx, "aurora-cache", src, "fast"); return err }},
 		{"providers", func() error {
-			_, err := c.Providers(ctx, catalogdb.GVK{Group: "observability.example.com", Version: "v1", Kind: "ServiceProbe"}, false)
+			_, err := c.Providers(ctx, query.GVK{Group: "observability.example.com", Version: "v1", Kind: "ServiceProbe"}, false)
 			return err
 		}},
-		{"all blobs", func() error { _, err := c.BlobRanges(ctx, catalogdb.BlobFilter{}); return err }},
+		{"all blobs", func() error { _, err := c.BlobRanges(ctx, query.BlobFilter{}); return err }},
 		{"blobs by schema and package", func() error {
-			_, err := c.BlobRanges(ctx, catalogdb.BlobFilter{Schema: "olm.bundle", Package: "quarry-db"})
+			_, err := c.BlobRanges(ctx, query.BlobFilter{Schema: "olm.bundle", Package: "quarry-db"})
 			return err
 		}},
-		{"blobs by package", func() error { _, err := c.BlobRanges(ctx, catalogdb.BlobFilter{Package: "quarry-db"}); return err }},
-		{"blobs by name", func() error { _, err := c.BlobRanges(ctx, catalogdb.BlobFilter{Name: "quarry-db"}); return err }},
+		{"blobs by package", func() error { _, err := c.BlobRanges(ctx, query.BlobFilter{Package: "quarry-db"}); return err }},
+		{"blobs by name", func() error { _, err := c.BlobRanges(ctx, query.BlobFilter{Name: "quarry-db"}); return err }},
 	}
 	for _, r := range reads {
 		if err := r.read(); err != nil {
