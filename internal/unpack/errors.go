@@ -123,7 +123,7 @@ func (e *RedirectError) Error() string {
 
 // TimeoutError reports that registry I/O took longer than the unpacker
 // allows: Options.RequestTimeout for a response to start, IdleTimeout for
-// a body to make progress, or PullTimeout for the whole call. It is
+// a body to make progress, or PullTimeout for the whole pull. It is
 // retryable.
 type TimeoutError struct {
 	// Op says what was being done.

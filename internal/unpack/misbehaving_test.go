@@ -182,3 +182,65 @@ func TestResolveRedirectLoop(t *testing.T) {
 		t.Errorf("registry sent %d redirects, want at most %d: the HEAD's and the GET's", got, most)
 	}
 }
+
+// A pull started with PullContext is bounded as a whole: a registry slow
+// enough that resolving and pulling each fit in PullTimeout, but not both,
+// fails it with a timeout that says so. The caller's own deadline is not
+// reported as the pull's.
+func TestPullContextBoundsTheWholePull(t *testing.T) {
+	const pullTimeout = 2 * time.Second
+	const slow = 3 * pullTimeout / 4
+	reg := registrytest.New(t)
+	ref := registrytest.PushCatalog(t, reg.Host, "catalogs/demo:v1", demoDir, registrytest.PushOptions{})
+	layerPath := "/v2/catalogs/demo/blobs/" + manifestOf(t, ref).Layers[0].Digest.String()
+	reg.Intercept(func(w http.ResponseWriter, r *http.Request) bool {
+		if strings.Contains(r.URL.Path, "/manifests/v1") || r.URL.Path == layerPath {
+			select {
+			case <-r.Context().Done():
+				return true
+			case <-time.After(slow):
+			}
+		}
+		return false // served, late
+	})
+	u := newUnpacker(t, unpack.Options{InsecureRegistries: []string{reg.Host}, PullTimeout: pullTimeout})
+
+	tests := []struct {
+		name string
+		// callerTimeout is the caller's own deadline on the whole pull.
+		callerTimeout time.Duration
+		wantPullTimer bool
+	}{
+		{name: "the pull's deadline", callerTimeout: time.Minute, wantPullTimer: true},
+		{name: "the caller's deadline", callerTimeout: slow / 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(t.Context(), tt.callerTimeout)
+			defer cancel()
+			ctx, stop := u.PullContext(ctx)
+			defer stop()
+			dst := filepath.Join(t.TempDir(), "dst")
+			digestRef, err := u.Resolve(ctx, reg.Host+"/catalogs/demo:v1")
+			if err == nil {
+				_, err = u.Unpack(ctx, digestRef, dst)
+			}
+			t.Logf("pull error: %v", err)
+			if err == nil {
+				t.Fatal("the pull succeeded")
+			}
+			var te *unpack.TimeoutError
+			isPull := errors.As(err, &te) && te.After == pullTimeout
+			if isPull != tt.wantPullTimer {
+				t.Errorf("error %v: reported as the pull timing out = %v, want %v", err, isPull, tt.wantPullTimer)
+			}
+			if tt.wantPullTimer && !strings.Contains(err.Error(), "timed out after "+pullTimeout.String()) {
+				t.Errorf("error %q does not say the pull timed out after %s", err, pullTimeout)
+			}
+			if unpack.IsTerminal(err) {
+				t.Errorf("IsTerminal = true, want retryable")
+			}
+			assertNoDst(t, dst)
+		})
+	}
+}
