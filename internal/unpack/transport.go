@@ -60,8 +60,8 @@ func (g *guardTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
-// maxRedirects is how many redirects one request may follow, net/http's own
-// limit. go-containerregistry gives its clients a CheckRedirect (a check
+// maxRedirects is how many redirects one request may follow: the bound of
+// 10 that net/http applies by default. go-containerregistry gives its clients a CheckRedirect (a check
 // against redirects to private addresses) that replaces net/http's limit
 // without one of its own, so a registry redirecting a request to itself
 // would be followed forever, the client keeping every response of the
