@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/catalogd/catalogd/client"
+	"github.com/catalogd/catalogd/internal/unpack"
 )
 
 // ServerEnv names the environment variable that stands in for --server.
@@ -45,6 +46,7 @@ type connectFlags struct {
 
 	dir, image         string
 	insecureRegistries []string
+	pullTimeout        time.Duration
 	timeout            time.Duration
 
 	// stderr hears of offline indexing.
@@ -75,6 +77,7 @@ func (c *connectFlags) bind(fs *pflag.FlagSet) {
 	fs.StringVar(&c.dir, "dir", "", "answer offline from this catalog directory (indexed into the user cache once per content)")
 	fs.StringVar(&c.image, "image", "", "answer offline from this catalog image (pulled and indexed into the user cache once per digest)")
 	fs.StringSliceVar(&c.insecureRegistries, "insecure-registry", nil, "with --image: registries (host:port) spoken to over plain HTTP")
+	fs.DurationVar(&c.pullTimeout, "pull-timeout", unpack.DefaultPullTimeout, "with --image: deadline of the pull as a whole (resolve, download, extract)")
 	fs.DurationVar(&c.timeout, "request-timeout", 30*time.Second, "how long to wait for an answer from a server or cluster (0: no limit)")
 }
 
@@ -183,7 +186,10 @@ func (c *connectFlags) connectOffline(ctx context.Context) (*conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	src := offlineSource{dir: c.dir, image: c.image, insecureRegistries: c.insecureRegistries, cacheDir: cache, progress: c.stderr}
+	if c.pullTimeout <= 0 {
+		return nil, fmt.Errorf("--pull-timeout %s: want a positive duration", c.pullTimeout)
+	}
+	src := offlineSource{dir: c.dir, image: c.image, insecureRegistries: c.insecureRegistries, pullTimeout: c.pullTimeout, cacheDir: cache, progress: c.stderr}
 	handler, where, closeIdx, err := src.open(ctx)
 	if err != nil {
 		return nil, err

@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/google/go-containerregistry/pkg/authn"
@@ -29,6 +30,7 @@ import (
 type offlineSource struct {
 	dir, image         string
 	insecureRegistries []string
+	pullTimeout        time.Duration
 	cacheDir           string
 	// progress hears when the catalog is indexed, which takes seconds for a
 	// large one: a person waiting should know why, once.
@@ -112,6 +114,7 @@ func (o offlineSource) fetcher() (catalogsync.Fetcher, string, error) {
 		Keychain:           authn.DefaultKeychain,
 		InsecureRegistries: o.insecureRegistries,
 		UserAgent:          "kubectl-catalog",
+		PullTimeout:        o.pullTimeout,
 	})
 	if err != nil {
 		return nil, "", err

@@ -72,6 +72,9 @@ func (d DirFetcher) Built(ref string) bool { return ref == d.Path }
 // Unpacker resolves image references and extracts catalog images;
 // *unpack.Unpacker provides it.
 type Unpacker interface {
+	// PullContext bounds the Resolve and Unpack of one Fetch together by
+	// the unpacker's pull timeout.
+	PullContext(ctx context.Context) (context.Context, context.CancelFunc)
 	Resolve(ctx context.Context, ref string) (string, error)
 	Unpack(ctx context.Context, digestRef, dst string) (unpack.Result, error)
 }
@@ -88,8 +91,11 @@ type ImageFetcher struct {
 	TempDir string
 }
 
-// Fetch resolves the reference and, unless skip says otherwise, unpacks it.
+// Fetch resolves the reference and, unless skip says otherwise, unpacks it,
+// within one pull timeout: no registry can hold a fetch longer.
 func (s ImageFetcher) Fetch(ctx context.Context, skip func(string) bool) (Fetched, error) {
+	ctx, cancel := s.Unpacker.PullContext(ctx)
+	defer cancel()
 	// The unpacker's errors name the reference already.
 	digestRef, err := s.Unpacker.Resolve(ctx, s.Ref.String())
 	if err != nil {

@@ -55,6 +55,9 @@ type RegistryConfig struct {
 	InsecureRegistries []string
 	// Keychain supplies registry credentials; nil pulls anonymously.
 	Keychain authn.Keychain
+	// PullTimeout bounds one image pull as a whole; zero means
+	// unpack.DefaultPullTimeout.
+	PullTimeout time.Duration
 }
 
 // unpacker is the image unpacker of this configuration.
@@ -64,6 +67,7 @@ func (c RegistryConfig) unpacker(log logr.Logger) (*unpack.Unpacker, error) {
 		CABundle:           c.CABundle,
 		InsecureRegistries: c.InsecureRegistries,
 		UserAgent:          "catalogd/" + version.String(),
+		PullTimeout:        c.PullTimeout,
 		Logger:             log.WithName("unpack"),
 	})
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/catalogd/catalogd/internal/catalogsync"
 	"github.com/catalogd/catalogd/internal/server"
+	"github.com/catalogd/catalogd/internal/unpack"
 )
 
 // Options are the flags both modes take: where data is kept, where the API
@@ -73,11 +74,14 @@ func (o *Options) Validate() (Config, error) {
 type RegistryOptions struct {
 	CAFile             string
 	InsecureRegistries []string
+	PullTimeout        time.Duration
 }
 
 func (o *RegistryOptions) bindFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&o.InsecureRegistries, "insecure-registry", nil, "talk plain HTTP to the registry at `host[:port]`; repeatable")
 	fs.StringVar(&o.CAFile, "ca-file", "", "also trust the PEM certificates in `FILE` for registries")
+	fs.DurationVar(&o.PullTimeout, "pull-timeout", unpack.DefaultPullTimeout, "deadline of one image pull as a whole (resolve the tag, download, extract), however steadily\n"+
+		"data arrives; generous because catalog images of hundreds of MB take minutes over a slow link")
 }
 
 // Validate checks the registry flags and reads the CA file.
@@ -87,7 +91,10 @@ func (o *RegistryOptions) Validate() (RegistryConfig, error) {
 			return RegistryConfig{}, fmt.Errorf("--insecure-registry %q: want host or host:port", r)
 		}
 	}
-	cfg := RegistryConfig{InsecureRegistries: o.InsecureRegistries}
+	if o.PullTimeout <= 0 {
+		return RegistryConfig{}, fmt.Errorf("--pull-timeout %s: want a positive duration", o.PullTimeout)
+	}
+	cfg := RegistryConfig{InsecureRegistries: o.InsecureRegistries, PullTimeout: o.PullTimeout}
 	if o.CAFile != "" {
 		b, err := os.ReadFile(o.CAFile)
 		if err != nil {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/catalogd/catalogd/internal/unpack"
 )
 
 func TestParseServeErrors(t *testing.T) {
@@ -47,6 +49,8 @@ func TestParseServeErrors(t *testing.T) {
 		{"bare port to listen on", []string{"--data-dir", data, "--catalog", "a=" + dir, "--listen", "8080"}, "did you mean :8080"},
 		{"listen without port", []string{"--data-dir", data, "--catalog", "a=" + dir, "--listen", "localhost"}, "--listen localhost: want host:port"},
 		{"bad insecure registry", []string{"--data-dir", data, "--catalog", "a=" + dir, "--insecure-registry", "http://x"}, "want host or host:port"},
+		{"zero pull timeout", []string{"--data-dir", data, "--catalog", "a=" + dir, "--pull-timeout", "0s"}, "--pull-timeout 0s: want a positive duration"},
+		{"negative pull timeout", []string{"--data-dir", data, "--catalog", "a=" + dir, "--pull-timeout", "-1m"}, "--pull-timeout -1m0s: want a positive duration"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -125,4 +129,46 @@ func parseArgs(args []string, bind func(*pflag.FlagSet)) ([]string, error) {
 	bind(fs)
 	err := fs.Parse(args)
 	return fs.Args(), err
+}
+
+// TestPullTimeoutFlag: every command that pulls images takes --pull-timeout
+// into the unpacker's configuration, with unpack's default when not given.
+func TestPullTimeoutFlag(t *testing.T) {
+	dir := t.TempDir()
+	commands := map[string]func(args []string) (RegistryConfig, error){
+		"serve": func(args []string) (RegistryConfig, error) {
+			cfg, err := parseServe(append(args, "--data-dir", "d", "--catalog", "a="+dir))
+			return cfg.RegistryConfig, err
+		},
+		"manager": func(args []string) (RegistryConfig, error) {
+			cfg, err := parseFlags(append(args, "--data-dir", "d"))
+			return cfg.RegistryConfig, err
+		},
+		"validate": func(args []string) (RegistryConfig, error) {
+			var opts ValidateOptions
+			rest, err := parseArgs(append(args, dir), opts.BindFlags)
+			if err != nil {
+				return RegistryConfig{}, err
+			}
+			cfg, err := opts.Validate(rest)
+			return cfg.RegistryConfig, err
+		},
+	}
+	for command, parse := range commands {
+		for _, tc := range []struct {
+			args []string
+			want time.Duration
+		}{
+			{args: nil, want: unpack.DefaultPullTimeout},
+			{args: []string{"--pull-timeout", "90s"}, want: 90 * time.Second},
+		} {
+			cfg, err := parse(tc.args)
+			if err != nil {
+				t.Fatalf("%s %q: %v", command, tc.args, err)
+			}
+			if cfg.PullTimeout != tc.want {
+				t.Errorf("%s %q: PullTimeout %s, want %s", command, tc.args, cfg.PullTimeout, tc.want)
+			}
+		}
+	}
 }

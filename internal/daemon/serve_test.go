@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io/fs"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -138,6 +139,27 @@ func TestServeImageNotInsecure(t *testing.T) {
 	got := getCatalog(t, apivalidate.NewClient(t, srv.base), "demo")
 	if got.State != "Pending" || !strings.Contains(got.LastError, "plain HTTP") {
 		t.Errorf("demo = %+v; want Pending with a plain-HTTP error", got)
+	}
+}
+
+// TestServeImagePullTimeout: --pull-timeout reaches the unpacker, so a
+// registry that stops answering fails the sync with an error that says how
+// long the pull was allowed.
+func TestServeImagePullTimeout(t *testing.T) {
+	reg := registrytest.New(t)
+	reg.PushCatalog(t, "catalogs/demo:v1", demoDir, registrytest.PushOptions{})
+	reg.Intercept(func(w http.ResponseWriter, r *http.Request) bool {
+		if r.Method != http.MethodGet || !strings.Contains(r.URL.Path, "/blobs/") {
+			return false
+		}
+		<-r.Context().Done()
+		return true
+	})
+	srv := startServe(t, "--data-dir", t.TempDir(), "--listen", "127.0.0.1:0", "--catalog", "demo="+reg.Host+"/catalogs/demo:v1",
+		"--insecure-registry", reg.Host, "--pull-timeout", "1s")
+	got := getCatalog(t, apivalidate.NewClient(t, srv.base), "demo")
+	if got.State != "Pending" || !strings.Contains(got.LastError, "timed out after 1s") {
+		t.Errorf("demo = %+v; want Pending with a pull timeout of 1s", got)
 	}
 }
 

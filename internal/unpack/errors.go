@@ -106,9 +106,24 @@ func (e *CorruptLayerError) Error() string {
 
 func (e *CorruptLayerError) Unwrap() error { return e.Err }
 
+// RedirectError reports a request that a registry (or a server it
+// redirected to) kept redirecting: a redirect loop, most likely. It is
+// retryable, as other misbehaviour of a registry is: it may be fixed.
+type RedirectError struct {
+	// Host is the registry's host[:port] and Path the path of the request
+	// as first sent; the query is left out, as it may hold a signed token.
+	Host, Path string
+	// Max is how many redirects are followed.
+	Max int
+}
+
+func (e *RedirectError) Error() string {
+	return fmt.Sprintf("registry %s redirected the request for %s more than %d times (a redirect loop?)", e.Host, e.Path, e.Max)
+}
+
 // TimeoutError reports that registry I/O took longer than the unpacker
 // allows: Options.RequestTimeout for a response to start, IdleTimeout for
-// a body to make progress, or PullTimeout for the whole call. It is
+// a body to make progress, or PullTimeout for the whole pull. It is
 // retryable.
 type TimeoutError struct {
 	// Op says what was being done.

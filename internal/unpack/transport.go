@@ -14,10 +14,10 @@ import (
 // guardTransport is the bottom of the unpacker's transport stack: below
 // go-containerregistry's own transports, so that it sees every request,
 // including token requests, redirects and its plain-HTTP fallback. It
-// refuses plain HTTP to hosts not explicitly listed, bounds how long a
-// response body may go without delivering a byte, and bounds the size of
-// manifest bodies, which go-containerregistry would otherwise read whole up
-// to 100 MiB.
+// refuses plain HTTP to hosts not explicitly listed, bounds the redirects
+// one request may follow, bounds how long a response body may go without
+// delivering a byte, and bounds the size of manifest bodies, which
+// go-containerregistry would otherwise read whole up to 100 MiB.
 type guardTransport struct {
 	next        http.RoundTripper
 	allowed     map[string]bool
@@ -31,6 +31,12 @@ func (g *guardTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			req.Body.Close()
 		}
 		return nil, fmt.Errorf("%w: %s (pass --insecure-registry %s to allow it)", ErrPlainHTTPNotAllowed, req.URL.Host, req.URL.Host)
+	}
+	if err := checkRedirects(req); err != nil {
+		if req.Body != nil {
+			req.Body.Close()
+		}
+		return nil, err
 	}
 	// Cancelling this context is what aborts a body read that stalls; the
 	// caller's context still cancels it too.
@@ -52,6 +58,30 @@ func (g *guardTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	resp.Body = body
 	return resp, nil
+}
+
+// maxRedirects is how many redirects one request may follow: the bound of
+// 10 that net/http applies by default. go-containerregistry gives its clients a CheckRedirect (a check
+// against redirects to private addresses) that replaces net/http's limit
+// without one of its own, so a registry redirecting a request to itself
+// would be followed forever, the client keeping every response of the
+// chain. The limit is kept here, below their check, which stays as it is.
+const maxRedirects = 10
+
+// checkRedirects refuses req when it is a redirect past maxRedirects. A
+// redirected request carries the response that redirected it, and that
+// response the request before it, so the chain is counted without state.
+func checkRedirects(req *http.Request) error {
+	n := 0
+	first := req
+	for r := req; r.Response != nil && r.Response.Request != nil; r = r.Response.Request {
+		n++
+		first = r.Response.Request
+	}
+	if n <= maxRedirects {
+		return nil
+	}
+	return &RedirectError{Host: first.URL.Host, Path: first.URL.Path, Max: maxRedirects}
 }
 
 // idleBody fails a read that waits longer than idle for data, so a registry

@@ -61,8 +61,11 @@ const (
 	DefaultRequestTimeout = time.Minute
 	// DefaultIdleTimeout is the default for Options.IdleTimeout.
 	DefaultIdleTimeout = time.Minute
-	// DefaultPullTimeout is the default for Options.PullTimeout.
-	DefaultPullTimeout = 30 * time.Minute
+	// DefaultPullTimeout is the default for Options.PullTimeout: generous,
+	// as a pull that keeps making progress is not stuck. Catalog images
+	// are tens to hundreds of MB, which a registry nearby serves in
+	// seconds and a link of 1 MB/s in a few minutes.
+	DefaultPullTimeout = 10 * time.Minute
 )
 
 // Options configures an Unpacker. The zero value is usable: anonymous pulls,
@@ -134,8 +137,9 @@ type Options struct {
 	// a byte while it is being read. Zero means DefaultIdleTimeout.
 	IdleTimeout time.Duration
 
-	// PullTimeout bounds one Resolve or one Unpack call as a whole, however
-	// steadily data arrives. Zero means DefaultPullTimeout.
+	// PullTimeout bounds one pull as a whole, however steadily data
+	// arrives: one Resolve or Unpack call, or all the calls made with one
+	// PullContext. Zero means DefaultPullTimeout.
 	PullTimeout time.Duration
 }
 
@@ -220,18 +224,37 @@ func orDefault[T int64 | time.Duration](v, def T) T {
 	return v
 }
 
-// withPullTimeout bounds one call by Options.PullTimeout. done turns an error
-// the expiry caused into a TimeoutError that says so, and removes URL query
-// strings and credentials from the error's text (see redactError).
-func (u *Unpacker) withPullTimeout(ctx context.Context, op string) (context.Context, func(error) error) {
+// PullContext starts one pull: the Resolve and Unpack calls made with the
+// returned context share a single Options.PullTimeout, counted from now,
+// instead of each having one of its own, so that resolving a tag and then
+// pulling its digest is bounded as a whole. cancel releases the timer.
+func (u *Unpacker) PullContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	pullCtx, cancel := context.WithTimeoutCause(ctx, u.pullTimeout, errPullTimeout)
+	return context.WithValue(pullCtx, pullKey{}, ctx), cancel
+}
+
+// pullKey holds, in a context made by PullContext, the context it was made
+// from: its expiry is the caller's business, not a pull timeout.
+type pullKey struct{}
+
+// withPullTimeout bounds one call by Options.PullTimeout, unless ctx comes
+// from PullContext and is bounded already. done turns an error the expiry
+// caused into a TimeoutError that says so, and removes URL query strings
+// and credentials from the error's text (see redactError).
+func (u *Unpacker) withPullTimeout(ctx context.Context, op string) (context.Context, func(error) error) {
+	outer, shared := ctx.Value(pullKey{}).(context.Context)
+	pullCtx, cancel := ctx, context.CancelFunc(func() {})
+	if !shared {
+		outer = ctx
+		pullCtx, cancel = context.WithTimeoutCause(ctx, u.pullTimeout, errPullTimeout)
+	}
 	return pullCtx, func(err error) error {
 		expired := errors.Is(context.Cause(pullCtx), errPullTimeout)
 		cancel()
 		if err == nil {
 			return nil
 		}
-		if expired && ctx.Err() == nil {
+		if expired && outer.Err() == nil {
 			err = &TimeoutError{Op: op, After: u.pullTimeout, Err: err}
 		}
 		return redactError(err)
