@@ -26,12 +26,13 @@ import (
 )
 
 // Run runs kubectl-catalog with args and returns the exit code: 0, or 1
-// after printing one line saying what went wrong.
+// after printing one line saying what went wrong; the line is terminalSafe,
+// as errors quote catalog text (bundle names, the server's problem details).
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cmd := newRoot(stdout, stderr)
 	cmd.SetArgs(args)
 	if err := cmd.ExecuteContext(ctx); err != nil {
-		fmt.Fprintf(stderr, "error: %v\n", err)
+		fmt.Fprintf(stderr, "error: %s\n", terminalSafe(err.Error()))
 		return 1
 	}
 	return 0
