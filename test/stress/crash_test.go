@@ -133,10 +133,9 @@ func expectVersion(t *testing.T, base string, book *etagBook, want ...*version) 
 // one landed in the build and one in the swap, and the test fails if none
 // did: a run that never hit them would prove nothing about them.
 func TestCrashDuringBuild(t *testing.T) {
-	long := os.Getenv("CATALOGD_SLOW") != ""
 	dirKills, imageKills := 6, 4
 	opts := fbcgen.Options{Packages: 8, Bundles: 150, BundleObjectBytes: 3000, Icons: true}
-	if long {
+	if long() {
 		dirKills, imageKills = 50, 50
 		opts = fbcgen.Options{Packages: 40, Bundles: 1500, BundleObjectBytes: 3000, Icons: true}
 	}
