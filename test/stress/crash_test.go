@@ -200,11 +200,25 @@ func killPhase(t *testing.T, cdir, liveTarget string) string {
 		case name == "current" || slices.Contains(index.Files(liveTarget), name):
 		case strings.HasPrefix(name, ".build-"):
 			phase = inBuild
+		case strings.HasPrefix(name, ".current-") || isIndexFile(name):
+			return inSwap // the new index's files renamed into place, or its link
 		default:
-			return inSwap // a renamed file of the new index, or the new link
+			t.Fatalf("a kill left %s in the index directory: neither a build's file, nor a new index's database or link", name)
 		}
 	}
 	return phase
+}
+
+// isIndexFile reports whether name is one of an index's files (index.Files)
+// under its final name.
+func isIndexFile(name string) bool {
+	db := name
+	for _, suffix := range []string{".all", ".all.gz"} {
+		if base, ok := strings.CutSuffix(name, suffix); ok {
+			db = base
+		}
+	}
+	return !strings.HasPrefix(name, ".") && strings.HasSuffix(db, ".db") && slices.Contains(index.Files(db), name)
 }
 
 // watchSwaps watches the catalog's index directory cdir, from before the
@@ -222,16 +236,17 @@ func watchSwaps(t *testing.T, cdir string) *fsnotify.Watcher {
 	return w
 }
 
-// killAtSwap SIGKILLs s the moment w sees a file appear under a name that
-// is not a temporary build file's: the store renaming the new index into
-// place, the first step of its swap.
+// killAtSwap SIGKILLs s the moment w sees a database file appear under a
+// name that is not a temporary build file's: the store renaming the new
+// index into place, the first step of its swap (index.Files lists the
+// database first).
 func killAtSwap(t *testing.T, s *server, w *fsnotify.Watcher) {
 	t.Helper()
 	timeout := time.After(2 * time.Minute)
 	for {
 		select {
 		case ev := <-w.Events:
-			if ev.Has(fsnotify.Create) && !strings.HasPrefix(filepath.Base(ev.Name), ".build-") {
+			if name := filepath.Base(ev.Name); ev.Has(fsnotify.Create) && isIndexFile(name) {
 				s.Kill(t)
 				return
 			}
