@@ -7,7 +7,9 @@
 // a cache and answer with the API's own handler in process. Every way goes
 // through the client generated from openapi.yaml, so answers are the same,
 // and -o json|yaml prints the API's own objects. convert.go is the one place
-// that turns those objects into tables and descriptions.
+// that turns those objects into tables and descriptions. Everything printed
+// for a person, errors included, has the catalog's control characters
+// escaped (terminalSafe), so that a catalog cannot drive the terminal.
 package catalogcli
 
 import (
