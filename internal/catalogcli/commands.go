@@ -7,7 +7,9 @@
 // a cache and answer with the API's own handler in process. Every way goes
 // through the client generated from openapi.yaml, so answers are the same,
 // and -o json|yaml prints the API's own objects. convert.go is the one place
-// that turns those objects into tables and descriptions.
+// that turns those objects into tables and descriptions. Everything printed
+// for a person, errors included, has the catalog's control characters
+// escaped (terminalSafe), so that a catalog cannot drive the terminal.
 package catalogcli
 
 import (
@@ -26,12 +28,13 @@ import (
 )
 
 // Run runs kubectl-catalog with args and returns the exit code: 0, or 1
-// after printing one line saying what went wrong.
+// after printing one line saying what went wrong; the line is terminalSafe,
+// as errors quote catalog text (bundle names, the server's problem details).
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cmd := newRoot(stdout, stderr)
 	cmd.SetArgs(args)
 	if err := cmd.ExecuteContext(ctx); err != nil {
-		fmt.Fprintf(stderr, "error: %v\n", err)
+		fmt.Fprintf(stderr, "error: %s\n", terminalSafe(err.Error()))
 		return 1
 	}
 	return 0

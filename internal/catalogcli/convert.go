@@ -177,7 +177,7 @@ func describe(w io.Writer, catalog string, obj any) {
 		if v.Description != "" {
 			fmt.Fprintln(w, "Description:")
 			for _, line := range strings.Split(strings.TrimSpace(v.Description), "\n") {
-				fmt.Fprintf(w, "  %s\n", line)
+				fmt.Fprintf(w, "  %s\n", terminalSafe(strings.TrimSuffix(line, "\r")))
 			}
 		}
 	case *client.Bundle:
@@ -226,12 +226,13 @@ func describe(w io.Writer, catalog string, obj any) {
 type describer struct{ w io.Writer }
 
 // field writes "Name: value"; an empty value is left out, as the API
-// leaves out what the catalog does not say.
+// leaves out what the catalog does not say. Values and list items are
+// catalog text, printed terminalSafe.
 func (d describer) field(name, value string) {
 	if value == "" {
 		return
 	}
-	fmt.Fprintf(d.w, "%s:\t%s\n", name, value)
+	fmt.Fprintf(d.w, "%s:\t%s\n", name, terminalSafe(value))
 }
 
 func (d describer) list(name string, n int, item func(int) string) {
@@ -240,7 +241,7 @@ func (d describer) list(name string, n int, item func(int) string) {
 	}
 	fmt.Fprintf(d.w, "%s:\n", name)
 	for i := range n {
-		fmt.Fprintf(d.w, "  %s\n", item(i))
+		fmt.Fprintf(d.w, "  %s\n", terminalSafe(item(i)))
 	}
 }
 

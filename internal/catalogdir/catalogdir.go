@@ -117,7 +117,7 @@ func Read(ctx context.Context, path string) (index.Content, error) {
 		return index.Content{}, errors.New("read catalog directory: not a directory")
 	}
 	log := logr.FromContextOrDiscard(ctx)
-	// The index reads with the default limits too (Source.Limits is zero).
+	// The index reads with the default limits too (the Content's Limits are zero).
 	snap, err := walkDir(ctx, log, resolved, fbc.Limits{})
 	if err != nil {
 		return index.Content{}, fmt.Errorf("digest catalog directory: %w", err)

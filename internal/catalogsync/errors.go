@@ -26,15 +26,25 @@ func (s *Service) clean(err error) string {
 }
 
 // Truncate cuts s to at most n bytes, on a UTF-8 boundary, marking the cut:
-// how messages meant for clients (lastError, conditions) are bounded.
+// how messages meant for clients (lastError, conditions) are bounded. When n
+// leaves no room for the mark, s is cut without it, since the bound is what
+// callers rely on; n <= 0 gives "".
 func Truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
 	const mark = " …(truncated)"
-	cut := n - len(mark)
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
+	if n < len(mark) {
+		return s[:runeStart(s, max(n, 0))]
 	}
-	return s[:cut] + mark
+	return s[:runeStart(s, n-len(mark))] + mark
+}
+
+// runeStart moves i (at most len(s)) back to the start of the rune it falls
+// in, so that s[:i] does not end in part of a character.
+func runeStart(s string, i int) int {
+	for i > 0 && i < len(s) && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return i
 }

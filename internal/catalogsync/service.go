@@ -76,11 +76,11 @@ type Options struct {
 // Spec says what one catalog should serve.
 type Spec struct {
 	Name string
-	// Source is nil when there is nothing to index yet (a ClusterCatalog
+	// Fetcher is nil when there is nothing to index yet (a ClusterCatalog
 	// whose digest the leader has not published).
 	Fetcher Fetcher
 	// Display is what /catalogs shows as the catalog's source, when it is
-	// not Source.Describe() (a ClusterCatalog's tag, while Source pulls
+	// not Fetcher.Describe() (a ClusterCatalog's tag, while Fetcher pulls
 	// the digest the tag resolved to).
 	Display  string
 	Priority int32
@@ -379,7 +379,7 @@ func (s *Service) fetchAndBuild(ctx context.Context, name string, fetcher Fetche
 	ctx, cancel := context.WithTimeoutCause(ctx, s.opts.SyncTimeout,
 		fmt.Errorf("sync of catalog %q timed out after %s", name, s.opts.SyncTimeout))
 	defer cancel()
-	// Sources log what they skip through the context's logger (a file
+	// Fetchers log what they skip through the context's logger (a file
 	// whose name is not UTF-8, a pipe); a reconcile brings its own, a
 	// serve-mode sync gets the service's.
 	if _, err := logr.FromContext(ctx); err != nil {

@@ -29,8 +29,9 @@ import (
 const (
 	indexDirName  = "index"
 	unpackDirName = "unpack"
-	// legacyTmpDirName is where `catalogd manager` unpacked images before
-	// both modes shared one layout; start-up clears it like unpack/.
+	// legacyTmpDirName is where older releases of `catalogd manager`
+	// unpacked images: a data directory they used may still hold images
+	// half unpacked there, so start-up clears it like unpack/.
 	legacyTmpDirName = "tmp"
 )
 

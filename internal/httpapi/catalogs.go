@@ -14,6 +14,7 @@ import (
 
 	"github.com/catalogd/catalogd/api/catalogapi"
 	"github.com/catalogd/catalogd/internal/catalogs"
+	"github.com/catalogd/catalogd/internal/query"
 	"github.com/catalogd/catalogd/internal/store"
 )
 
@@ -22,23 +23,16 @@ var knownSchemas = map[string]bool{
 	declcfg.SchemaPackage: true, declcfg.SchemaChannel: true, declcfg.SchemaBundle: true, declcfg.SchemaDeprecation: true,
 }
 
-// summary describes one catalog; snap is nil when it has no index. The
-// state is derived from snap, so it always agrees with the counts beside it.
+// summary describes one catalog; snap is nil when it has no index.
 func summary(ctx context.Context, c catalogs.Catalog, snap *store.Snapshot) (catalogapi.CatalogSummary, error) {
-	out := catalogapi.CatalogSummary{Name: c.Name, Priority: c.Priority, Source: c.Source,
-		State: catalogapi.CatalogState(c.State(snap != nil)), LastError: c.LastError}
 	if snap == nil {
-		return out, nil
+		return apiCatalogSummary(c, nil, query.Counts{}), nil
 	}
-	built := snap.Info.BuiltAt.UTC()
-	out.IndexedAt = &built
-	out.ResolvedDigest = snap.Info.Digest
 	counts, err := snap.Catalog.Counts(ctx)
 	if err != nil {
-		return out, fmt.Errorf("count catalog %q: %w", c.Name, err)
+		return catalogapi.CatalogSummary{}, fmt.Errorf("count catalog %q: %w", c.Name, err)
 	}
-	out.Counts = apiCounts(counts)
-	return out, nil
+	return apiCatalogSummary(c, &snap.Info, counts), nil
 }
 
 // acquireIfIndexed returns the catalog's snapshot, or nil when it has none
@@ -121,27 +115,23 @@ func (s *Server) getCatalog(w http.ResponseWriter, r *http.Request) {
 	s.writeComputed(w, r, detail)
 }
 
+// catalogDetail describes one catalog with the schemas and problems of its
+// index; snap is nil when it has none.
 func catalogDetail(ctx context.Context, c catalogs.Catalog, snap *store.Snapshot) (catalogapi.CatalogDetail, error) {
 	sum, err := summary(ctx, c, snap)
 	if err != nil {
 		return catalogapi.CatalogDetail{}, err
 	}
-	d := catalogapi.CatalogDetail{
-		Name: sum.Name, Priority: sum.Priority, Source: sum.Source, State: sum.State, LastError: sum.LastError,
-		IndexedAt: sum.IndexedAt, ResolvedDigest: sum.ResolvedDigest, Counts: sum.Counts,
-		Schemas: []catalogapi.SchemaCount{}, Problems: []catalogapi.ValidationProblem{},
-	}
 	if snap == nil {
-		return d, nil
+		return apiCatalogDetail(sum, nil, nil), nil
 	}
 	schemas, err := snap.Catalog.SchemaCounts(ctx)
 	if err != nil {
-		return d, fmt.Errorf("count schemas of %q: %w", c.Name, err)
+		return catalogapi.CatalogDetail{}, fmt.Errorf("count schemas of %q: %w", c.Name, err)
 	}
 	problems, err := snap.Catalog.Problems(ctx, "")
 	if err != nil {
-		return d, fmt.Errorf("read problems of %q: %w", c.Name, err)
+		return catalogapi.CatalogDetail{}, fmt.Errorf("read problems of %q: %w", c.Name, err)
 	}
-	d.Schemas, d.Problems = convertAll(schemas, apiSchemaCount), convertAll(problems, apiProblem)
-	return d, nil
+	return apiCatalogDetail(sum, schemas, problems), nil
 }

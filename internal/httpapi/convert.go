@@ -2,7 +2,9 @@ package httpapi
 
 import (
 	"github.com/catalogd/catalogd/api/catalogapi"
+	"github.com/catalogd/catalogd/internal/catalogs"
 	"github.com/catalogd/catalogd/internal/query"
+	"github.com/catalogd/catalogd/internal/store"
 )
 
 // This file is the one place where what package query reads becomes what the
@@ -31,6 +33,32 @@ func apiDeprecation(msg string) catalogapi.Deprecation { return catalogapi.Depre
 
 func apiCounts(c query.Counts) catalogapi.CatalogCounts {
 	return catalogapi.CatalogCounts{Packages: c.Packages, Channels: c.Channels, Bundles: c.Bundles}
+}
+
+// apiCatalogSummary describes catalog c; live is its live index, nil when
+// it has none. The state is derived from live, so it always agrees with the
+// counts beside it.
+func apiCatalogSummary(c catalogs.Catalog, live *store.Info, counts query.Counts) catalogapi.CatalogSummary {
+	out := catalogapi.CatalogSummary{Name: c.Name, Priority: c.Priority, Source: c.Source,
+		State: catalogapi.CatalogState(c.State(live != nil)), LastError: c.LastError}
+	if live == nil {
+		return out
+	}
+	built := live.BuiltAt.UTC()
+	out.IndexedAt = &built
+	out.ResolvedDigest = live.Digest
+	out.Counts = apiCounts(counts)
+	return out
+}
+
+// apiCatalogDetail is a catalog's summary with its index's schemas and
+// problems.
+func apiCatalogDetail(sum catalogapi.CatalogSummary, schemas []query.SchemaCount, problems []query.Problem) catalogapi.CatalogDetail {
+	return catalogapi.CatalogDetail{
+		Name: sum.Name, Priority: sum.Priority, Source: sum.Source, State: sum.State, LastError: sum.LastError,
+		IndexedAt: sum.IndexedAt, ResolvedDigest: sum.ResolvedDigest, Counts: sum.Counts,
+		Schemas: convertAll(schemas, apiSchemaCount), Problems: convertAll(problems, apiProblem),
+	}
 }
 
 // apiSchemaCount marks the schemas the index interprets as known.

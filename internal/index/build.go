@@ -145,8 +145,8 @@ func Build(ctx context.Context, path string, src Content, builtAt time.Time) (st
 // bulk load: nobody else can see the file until it is complete, so a journal
 // and fsync per commit buy nothing (the file is synced once at the end).
 // The page cache is 8 MiB: the driver's allocator spends about twice a
-// page's size on each cached page, so the 32 MiB tried before cost some
-// 70 MiB of RSS, and builds measured no faster for it.
+// page's size on each cached page, so a 32 MiB cache costs some 70 MiB of
+// RSS, and builds measure no faster with it.
 func openForBuild(path string) (*sqlx.DB, error) {
 	dsn := FileURI(path, url.Values{"_pragma": {"journal_mode(OFF)", "synchronous(OFF)",
 		"locking_mode(EXCLUSIVE)", "temp_store(MEMORY)", "cache_size(-8192)", "page_size(8192)"}})

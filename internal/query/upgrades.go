@@ -70,8 +70,8 @@ func (c *Catalog) UpgradesFrom(ctx context.Context, pkg string, src Bundle, chan
 	// Entries without a bundle are recorded validation problems, not
 	// upgrades: the joins leave them out. CROSS JOIN keeps the few entries
 	// found first: given the choice, SQLite reads every bundle of the
-	// package and looks each up among them, which took 11 ms a request for
-	// a package of 50,000 bundles (BenchmarkReplacesChainHTTP).
+	// package and looks each up among them, which costs 11 ms a request
+	// for a package of 50,000 bundles (BenchmarkReplacesChainHTTP).
 	var edges []struct {
 		Bundle  string `db:"bundle"`
 		Channel string `db:"channel"`

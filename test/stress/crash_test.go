@@ -8,11 +8,15 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/fsnotify/fsnotify"
+
+	"github.com/catalogd/catalogd/internal/index"
 	"github.com/catalogd/catalogd/test/fbcgen"
 	"github.com/catalogd/catalogd/test/registrytest"
 )
@@ -108,21 +112,37 @@ func expectVersion(t *testing.T, base string, book *etagBook, want ...*version) 
 	return v
 }
 
-// TestCrashDuringBuild SIGKILLs `catalogd serve` at random points of an index
-// build, again and again, the content alternating between two versions so
-// that every start has something to build. After each kill the server is
-// started again on the same data directory: from its first request it must
-// answer one of the two versions whole (the previous index, or the new one
-// if the kill came after the swap), finish the build the kill interrupted,
-// and leave no temporary file behind. The catalog comes from a directory
-// (the kill lands in the build) and from an image in a loopback registry
-// (the kill lands in the pull, the unpack or the build).
+// TestCrashDuringBuild SIGKILLs `catalogd serve` during index builds and
+// swaps, again and again, the content alternating between two versions so
+// that every start has something to build. Every other kill comes at a
+// random delay (it mostly lands in the build); the others come the moment
+// the first built file is renamed to its final name, in the swap, before the
+// current link names it. Where each kill landed is read from what it left on
+// disk. After each kill the server is started again on the same data
+// directory: from its first request it must answer one of the two versions
+// whole (the new one if the kill left the current link pointing at it),
+// finish the build the kill interrupted (and only then), and leave no
+// temporary file behind. The catalog comes from a directory (the kill lands
+// in the build or the swap) and from an image in a loopback registry (also
+// in the pull or the unpack).
+//
+// `go test` runs a short version (a small catalog, 6 kills of the directory
+// and 4 of the image); CATALOGD_SLOW=1 runs 50 of each on a catalog ten
+// times bigger. CATALOGD_STRESS_KILLS sets the number of kills of each.
+// Either way, kills go on past that number (up to 10 more) until at least
+// one landed in the build and one in the swap, and the test fails if none
+// did: a run that never hit them would prove nothing about them.
 func TestCrashDuringBuild(t *testing.T) {
-	slow(t)
-	kills := envInt(t, "CATALOGD_STRESS_KILLS", 50)
+	dirKills, imageKills := 6, 4
+	opts := fbcgen.Options{Packages: 8, Bundles: 150, BundleObjectBytes: 3000, Icons: true}
+	if long() {
+		dirKills, imageKills = 50, 50
+		opts = fbcgen.Options{Packages: 40, Bundles: 1500, BundleObjectBytes: 3000, Icons: true}
+	}
+	dirKills = envInt(t, "CATALOGD_STRESS_KILLS", dirKills)
+	imageKills = envInt(t, "CATALOGD_STRESS_KILLS", imageKills)
 	seed := uint64(envInt(t, "CATALOGD_STRESS_SEED", 1))
 	root := t.TempDir()
-	opts := fbcgen.Options{Packages: 40, Bundles: 1500, BundleObjectBytes: 3000, Icons: true}
 	var versions [2]*version
 	for i, name := range []string{"a", "b"} {
 		dir := filepath.Join(root, name)
@@ -134,7 +154,7 @@ func TestCrashDuringBuild(t *testing.T) {
 	t.Run("directory", func(t *testing.T) {
 		link := filepath.Join(t.TempDir(), "catalog")
 		dataDir := filepath.Join(t.TempDir(), "data")
-		crashLoop(t, kills, seed, dataDir, versions, func(v *version) []string {
+		crashLoop(t, dirKills, seed, dataDir, versions, func(v *version) []string {
 			pointAt(t, link, v.dir)
 			return []string{"--data-dir", dataDir, "--catalog", "c=" + link}
 		})
@@ -146,10 +166,98 @@ func TestCrashDuringBuild(t *testing.T) {
 		}
 		dataDir := filepath.Join(t.TempDir(), "data")
 		// Two tags of one repository: one catalog whose tag moves.
-		crashLoop(t, kills, seed, dataDir, versions, func(v *version) []string {
+		crashLoop(t, imageKills, seed, dataDir, versions, func(v *version) []string {
 			return []string{"--data-dir", dataDir, "--catalog", "c=" + reg.Host + "/catalogs/c:" + v.name, "--insecure-registry", reg.Host}
 		})
 	})
+}
+
+// Where a kill landed, as told by what it left in the data directory.
+const (
+	beforeBuild = "before the build" // nothing new on disk (start-up, digest, pull)
+	inBuild     = "in the build"     // a temporary .build- file
+	inSwap      = "in the swap"      // new files under their final names, the current link not yet on them
+	afterSwap   = "after the swap"   // the current link names a new index
+)
+
+// killPhase tells where a kill landed from what it left in the catalog's
+// index directory cdir, given the current link's target before the start.
+func killPhase(t *testing.T, cdir, liveTarget string) string {
+	t.Helper()
+	if target, err := os.Readlink(filepath.Join(cdir, "current")); err != nil {
+		t.Fatalf("read the current link after a kill: %v", err)
+	} else if target != liveTarget {
+		return afterSwap
+	}
+	entries, err := os.ReadDir(cdir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	phase := beforeBuild
+	for _, e := range entries {
+		name := e.Name()
+		switch {
+		case name == "current" || slices.Contains(index.Files(liveTarget), name):
+		case strings.HasPrefix(name, ".build-"):
+			phase = inBuild
+		case strings.HasPrefix(name, ".current-") || isIndexFile(name):
+			return inSwap // the new index's files renamed into place, or its link
+		default:
+			t.Fatalf("a kill left %s in the index directory: neither a build's file, nor a new index's database or link", name)
+		}
+	}
+	return phase
+}
+
+// isIndexFile reports whether name is one of an index's files (index.Files)
+// under its final name.
+func isIndexFile(name string) bool {
+	db := name
+	for _, suffix := range []string{".all", ".all.gz"} {
+		if base, ok := strings.CutSuffix(name, suffix); ok {
+			db = base
+		}
+	}
+	return !strings.HasPrefix(name, ".") && strings.HasSuffix(db, ".db") && slices.Contains(index.Files(db), name)
+}
+
+// watchSwaps watches the catalog's index directory cdir, from before the
+// server starts, so that killAtSwap cannot miss the swap.
+func watchSwaps(t *testing.T, cdir string) *fsnotify.Watcher {
+	t.Helper()
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = w.Close() })
+	if err := w.Add(cdir); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// killAtSwap SIGKILLs s the moment w sees a database file appear under a
+// name that is not a temporary build file's: the store renaming the new
+// index into place, the first step of its swap (index.Files lists the
+// database first).
+func killAtSwap(t *testing.T, s *server, w *fsnotify.Watcher) {
+	t.Helper()
+	timeout := time.After(2 * time.Minute)
+	for {
+		select {
+		case ev := <-w.Events:
+			if name := filepath.Base(ev.Name); ev.Has(fsnotify.Create) && isIndexFile(name) {
+				s.Kill(t)
+				return
+			}
+		case err := <-w.Errors:
+			t.Fatalf("watch the index directory: %v", err)
+		case <-s.Exited:
+			t.Fatalf("catalogd exited (%v) before swapping:\n%s", s.ExitErr, s.Stdout)
+		case <-timeout:
+			t.Fatalf("catalogd swapped in no index in 2 minutes:\n%s", s.Stdout)
+		}
+	}
 }
 
 // crashLoop runs the kills of TestCrashDuringBuild; serveArgs makes version
@@ -163,6 +271,7 @@ func crashLoop(t *testing.T, kills int, seed uint64, dataDir string, versions [2
 		return a
 	}
 	book := newETagBook()
+	cdir := filepath.Join(dataDir, "index", "c")
 
 	// A first build, timed, sets the range of kill delays.
 	first := start(t, serveArgs(a)...)
@@ -171,37 +280,59 @@ func crashLoop(t *testing.T, kills int, seed uint64, dataDir string, versions [2
 	buildTime := time.Since(began)
 	live := expectVersion(t, first.base, book, a)
 	first.Kill(t)
-	t.Logf("seed %d; a first sync took %s; killing at delays up to %s", seed, buildTime.Round(time.Millisecond), (buildTime * 3 / 2).Round(time.Millisecond))
+	t.Logf("seed %d; a first sync took %s; killing at delays up to %s and at swaps", seed, buildTime.Round(time.Millisecond), (buildTime * 3 / 2).Round(time.Millisecond))
 
 	rng := rand.New(rand.NewPCG(seed, 0))
-	var midBuild, afterSwap int
-	for i := range kills {
+	landed := map[string]int{}
+	const extraKills = 10
+	for i := 0; i < kills || landed[inBuild] == 0 || landed[inSwap] == 0; i++ {
+		if i == kills+extraKills {
+			t.Fatalf("%d kills, and %d landed in the build, %d in the swap; want at least one of each", i, landed[inBuild], landed[inSwap])
+		}
+		liveTarget, err := os.Readlink(filepath.Join(cdir, "current"))
+		if err != nil {
+			t.Fatal(err)
+		}
 		next := other(live)
 		args := serveArgs(next)
+		swaps := watchSwaps(t, cdir)
 		s := start(t, args...)
 		since := time.Now()
 		// Listening means the index kept on disk answers, before any build.
 		expectVersion(t, s.base, book, live, next)
-		delay := time.Duration(rng.Int64N(int64(buildTime * 3 / 2)))
-		time.Sleep(delay - time.Since(since))
-		s.Kill(t)
+		// Past the planned kills, aim at the phase no kill landed in yet.
+		random := i%2 == 0
+		if i >= kills {
+			random = landed[inBuild] == 0
+		}
+		how := "at the swap"
+		if random {
+			delay := time.Duration(rng.Int64N(int64(buildTime * 3 / 2)))
+			how = "after " + delay.String()
+			time.Sleep(delay - time.Since(since))
+			s.Kill(t)
+		} else {
+			killAtSwap(t, s, swaps)
+		}
+		_ = swaps.Close()
 		done := strings.Contains(s.Stdout.String(), "Try:")
+		phase := killPhase(t, cdir, liveTarget)
+		landed[phase]++
 
 		// The restart answers at once from whatever is live on disk, then
 		// completes (or skips) the interrupted build.
 		r := start(t, args...)
 		got := expectVersion(t, r.base, book, live, next)
-		if done && got != next {
-			t.Fatalf("kill %d: the killed server had swapped in version %s, but after the restart version %s answers", i, next.name, got.name)
+		if (done || phase == afterSwap) && got != next {
+			t.Fatalf("kill %d (%s, landed %s): the killed server had swapped in version %s, but after the restart version %s answers", i, how, phase, next.name, got.name)
 		}
 		r.waitSynced(t)
-		if out := r.Stdout.String(); strings.Contains(out, "NOT INDEXED") {
+		out := r.Stdout.String()
+		if strings.Contains(out, "NOT INDEXED") {
 			t.Fatalf("kill %d: the build after the restart failed:\n%s", i, out)
 		}
-		if strings.Contains(r.Stdout.String(), "indexed in") {
-			midBuild++
-		} else {
-			afterSwap++
+		if rebuilt := strings.Contains(out, "indexed in"); rebuilt != (phase != afterSwap) {
+			t.Fatalf("kill %d (%s) landed %s, but the restart rebuilt: %v:\n%s", i, how, phase, rebuilt, out)
 		}
 		expectVersion(t, r.base, book, next)
 		p, c, bn, lastErr := catalogCounts(t, r.base, "c")
@@ -210,13 +341,14 @@ func crashLoop(t *testing.T, kills int, seed uint64, dataDir string, versions [2
 				i, p, c, bn, lastErr, len(next.facts.Packages), next.facts.CountChannels(), next.facts.CountBundles())
 		}
 		if extra := leftovers(t, dataDir); len(extra) > 0 {
-			t.Fatalf("kill %d (after %s): left in the data directory after the restart: %v", i, delay, extra)
+			t.Fatalf("kill %d (%s, landed %s): left in the data directory after the restart: %v", i, how, phase, extra)
 		}
 		r.Kill(t)
 		live = next
 	}
-	t.Logf("%d kills: %d before the swap (the restart rebuilt), %d after it; %d restarts, every one answering a whole version with a consistent ETag and leaving no temporary file",
-		kills, midBuild, afterSwap, 2*kills)
+	total := landed[beforeBuild] + landed[inBuild] + landed[inSwap] + landed[afterSwap]
+	t.Logf("%d kills: %d %s, %d %s, %d %s, %d %s; %d restarts, every one answering a whole version with a consistent ETag, rebuilding exactly when the kill came before the swap, and leaving no temporary file",
+		total, landed[beforeBuild], beforeBuild, landed[inBuild], inBuild, landed[inSwap], inSwap, landed[afterSwap], afterSwap, 2*total)
 }
 
 // TestFullDisk builds an index on a data directory too small for it: the

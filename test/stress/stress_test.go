@@ -5,8 +5,9 @@
 // user would see, and what a response should hold is computed from the
 // catalog files with test/fbcfacts, not with catalogd's code.
 //
-// The long runs (50 kills, 100 rebuilds under load) are gated behind
-// CATALOGD_SLOW=1 (make test-slow); `go test` runs short versions.
+// The long runs (50 kills from each kind of source, 100 rebuilds under
+// load, a million tiny files) are gated behind CATALOGD_SLOW=1 (make
+// test-slow); `go test` runs short versions.
 package stress
 
 import (
@@ -38,13 +39,9 @@ var binary string
 
 func TestMain(m *testing.M) { os.Exit(catalogdproc.Main(m, &binary)) }
 
-// slow skips the test unless CATALOGD_SLOW is set (make test-slow).
-func slow(t *testing.T) {
-	t.Helper()
-	if os.Getenv("CATALOGD_SLOW") == "" {
-		t.Skip("slow stress test: set CATALOGD_SLOW=1 or run `make test-slow`")
-	}
-}
+// long reports whether the tests run at full length (CATALOGD_SLOW set, as
+// make test-slow does) rather than in their short versions.
+func long() bool { return os.Getenv("CATALOGD_SLOW") != "" }
 
 // envInt reads a positive integer knob from the environment.
 func envInt(t testing.TB, name string, def int) int {

@@ -1,0 +1,44 @@
+package catalogcli
+
+import (
+	"strings"
+	"testing"
+	"unicode"
+	"unicode/utf8"
+)
+
+// TestTerminalSafe covers what the end-to-end test of hostile catalog text
+// does not reach: the control characters kubectl's escaping leaves, bytes
+// that are not UTF-8, and text that must pass unchanged.
+func TestTerminalSafe(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"", ""},
+		{"plain text, é, 日本, 🙂", "plain text, é, 日本, 🙂"},
+		{"U+FFFD itself: \uFFFD", "U+FFFD itself: \uFFFD"},
+		{"\x1b[31mred", "^[[31mred"},
+		{"a\rb", `a\rb`},
+		{"\x1b]0;title\x07", `^[]0;title\a`},
+		{"row\nforged\trow", `row\nforged\trow`},
+		{"NUL\x00 DEL\x7f", `NUL\x00 DEL\x7f`},
+		{"C1 CSI \u009b31m", `C1 CSI \u009b31m`},
+		{"raw byte \x9b31m and \xff", `raw byte \x9b31m and \xff`},
+	} {
+		if got := terminalSafe(tc.in); got != tc.want {
+			t.Errorf("terminalSafe(%q) = %q; want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+// FuzzTerminalSafe: whatever the input, the output is valid UTF-8 without
+// a control character.
+func FuzzTerminalSafe(f *testing.F) {
+	for _, s := range []string{"\x1b]8;;https://x/\x1b\\t\x1b]8;;\x1b\\", "\xc2\x9b", "\xe2\x80", "a\r\nb"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got := terminalSafe(s)
+		if !utf8.ValidString(got) || strings.ContainsFunc(got, unicode.IsControl) {
+			t.Fatalf("terminalSafe(%q) = %q", s, got)
+		}
+	})
+}
