@@ -340,6 +340,12 @@ func (s *Server) serveMetas(w http.ResponseWriter, r *http.Request, snap *store.
 	cw := &contentWriter{ResponseWriter: w, ctx: r.Context()}
 	if gz {
 		w.Header().Set("Content-Encoding", "gzip")
+		// A gzip answer has no Content-Length to give, so a HEAD has all
+		// its headers already; compressing the answer would only have
+		// net/http drop it.
+		if r.Method == http.MethodHead {
+			return nil
+		}
 		zw := s.gzip.get(cw)
 		defer s.gzip.put(zw)
 		buf := make([]byte, 32<<10)
