@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -12,7 +14,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -20,8 +21,8 @@ import (
 )
 
 // progressBody is the answer of the handlers of the write deadline tests:
-// far more than the socket buffers of their connections (see request and
-// smallSendBuffers), so the handler's writes wait for the client.
+// far more than the socket buffers of their connections (see
+// progressCase.start and smallSendBuffers), so the handler's writes wait for the client.
 var progressBody = func() []byte {
 	b := make([]byte, 10<<20)
 	for i := range b {
@@ -30,10 +31,72 @@ var progressBody = func() []byte {
 	return b
 }()
 
-// progressWays are the two ways the API writes an answer: many writes (a
-// compressed answer), or one copy from a file, which net/http sends with
-// sendfile (the content file).
-var progressWays = []string{"writes", "file"}
+// progressCases are the two ways the API writes an answer, over plain HTTP
+// and over TLS: many writes (a compressed answer), or one copy from a file
+// (the content file), which net/http sends with sendfile on a plain
+// connection and copies through user space over TLS.
+var progressCases = []progressCase{{"writes", false}, {"file", false}, {"writes", true}, {"file", true}}
+
+type progressCase struct {
+	way string
+	tls bool
+}
+
+func (c progressCase) name() string {
+	if c.tls {
+		return c.way + " tls"
+	}
+	return c.way
+}
+
+// start serves the case's handler with the write idle bound idle, sends it
+// a GET on a new connection with a receive buffer of 64 KiB (Linux would
+// otherwise grow it to megabytes, enough to take much of the answer
+// without the client reading it), reads the answer's header, and returns
+// the connection, its reader of the body, and where the handler reports
+// how its answer ended. The connection is closed at cleanup.
+func (c progressCase) start(t *testing.T, idle time.Duration) (net.Conn, *bufio.Reader, <-chan error) {
+	t.Helper()
+	ended := make(chan error, 1)
+	opts := server.Options{API: progressHandler(t, c.way, ended), Ready: func() error { return nil }, WriteIdleTimeout: idle}
+	var clientTLS *tls.Config
+	if c.tls {
+		dir := t.TempDir()
+		opts.TLSCertFile, opts.TLSKeyFile = filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+		pool := x509.NewCertPool()
+		pool.AppendCertsFromPEM(writeCert(t, opts.TLSCertFile, opts.TLSKeyFile, "catalogd"))
+		clientTLS = &tls.Config{RootCAs: pool, ServerName: "127.0.0.1"}
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	serve(t, opts, smallSendBuffers{ln})
+	tcp, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tcp.Close() })
+	if err := tcp.(*net.TCPConn).SetReadBuffer(64 << 10); err != nil {
+		t.Fatal(err)
+	}
+	conn := tcp
+	if clientTLS != nil {
+		conn = tls.Client(tcp, clientTLS)
+	}
+	if _, err := io.WriteString(conn, "GET /answer HTTP/1.1\r\nHost: catalogd\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReaderSize(conn, 4096)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK || resp.ContentLength != int64(len(progressBody)) {
+		t.Fatalf("status %d, Content-Length %d; want 200 and %d", resp.StatusCode, resp.ContentLength, len(progressBody))
+	}
+	return conn, br, ended
+}
 
 // progressHandler writes progressBody in the given way and reports how its
 // answer ended on ended.
@@ -63,19 +126,13 @@ func progressHandler(t *testing.T, way string, ended chan<- error) http.Handler 
 
 // TestSteadyReaderGetsWholeAnswer: a client that reads slowly but steadily
 // gets the whole answer, though it takes several times the write idle
-// bound, for both ways of writing an answer. (A bound on the whole answer
+// bound, for both ways of writing an answer, over plain HTTP and TLS. (A bound on the whole answer
 // cut it off after the first second.)
 func TestSteadyReaderGetsWholeAnswer(t *testing.T) {
 	const idle = time.Second
-	for _, way := range progressWays {
-		t.Run(way, func(t *testing.T) {
-			ended := make(chan error, 1)
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, base := serve(t, server.Options{API: progressHandler(t, way, ended), Ready: func() error { return nil }, WriteIdleTimeout: idle}, smallSendBuffers{ln})
-			conn, br := request(t, strings.TrimPrefix(base, "http://"))
+	for _, c := range progressCases {
+		t.Run(c.name(), func(t *testing.T) {
+			conn, br, ended := c.start(t, idle)
 			// 3 MiB/s on average, whatever the machine's load delays: the
 			// 10 MiB take over 3 s, and a 1 MiB write waits about a third
 			// of a second.
@@ -116,15 +173,9 @@ func TestSteadyReaderGetsWholeAnswer(t *testing.T) {
 // progress, not before: the handler's write fails and its context ends.
 func TestStalledReaderIsCut(t *testing.T) {
 	const idle = time.Second
-	for _, way := range progressWays {
-		t.Run(way, func(t *testing.T) {
-			ended := make(chan error, 1)
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, base := serve(t, server.Options{API: progressHandler(t, way, ended), Ready: func() error { return nil }, WriteIdleTimeout: idle}, smallSendBuffers{ln})
-			_, br := request(t, strings.TrimPrefix(base, "http://"))
+	for _, c := range progressCases {
+		t.Run(c.name(), func(t *testing.T) {
+			_, br, ended := c.start(t, idle)
 			if _, err := io.ReadFull(br, make([]byte, 64<<10)); err != nil {
 				t.Fatal(err)
 			}
@@ -147,32 +198,4 @@ func TestStalledReaderIsCut(t *testing.T) {
 			}
 		})
 	}
-}
-
-// request sends a GET on a new connection with a receive buffer of 64 KiB
-// (Linux would otherwise grow it to megabytes, enough to take much of the
-// answer without the client reading it) and reads the answer's header; the
-// connection is closed at cleanup.
-func request(t *testing.T, addr string) (net.Conn, *bufio.Reader) {
-	t.Helper()
-	conn, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	if err := conn.(*net.TCPConn).SetReadBuffer(64 << 10); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.WriteString(conn, "GET /answer HTTP/1.1\r\nHost: catalogd\r\n\r\n"); err != nil {
-		t.Fatal(err)
-	}
-	br := bufio.NewReaderSize(conn, 4096)
-	resp, err := http.ReadResponse(br, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp.StatusCode != http.StatusOK || resp.ContentLength != int64(len(progressBody)) {
-		t.Fatalf("status %d, Content-Length %d; want 200 and %d", resp.StatusCode, resp.ContentLength, len(progressBody))
-	}
-	return conn, br
 }
