@@ -39,9 +39,10 @@ const (
 	// file go. So a file that a rebuild retired is removed once its readers
 	// have finished or stalled for WriteIdleTimeout
 	// (TestStalledReadersReleaseRetiredIndex); a reader that keeps reading
-	// holds it until its answer is sent. The bulk answers are written at
-	// most progressChunk (1 MiB) at a time, so a client is cut when it reads
-	// less than 1 MiB a minute, about 17 KiB/s.
+	// holds it until its answer is sent, which is the price of not cutting
+	// slow links. Answers are written at most progressChunk (1 MiB) at a
+	// time, so a client that reads at least 1 MiB a minute (about 17 KiB/s)
+	// is never cut; a slower one may be.
 	WriteIdleTimeout = time.Minute
 	IdleTimeout      = 2 * time.Minute
 	MaxHeaderBytes   = 64 << 10
