@@ -3,6 +3,8 @@ package httpapi
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -28,6 +30,7 @@ import (
 	"github.com/catalogd/catalogd/internal/store"
 	"github.com/catalogd/catalogd/test/benchenv"
 	"github.com/catalogd/catalogd/test/fbcgen"
+	"github.com/catalogd/catalogd/test/tlstest"
 )
 
 // BenchmarkHTTP serves three copies of the benchmark catalog over loopback
@@ -144,9 +147,13 @@ func BenchmarkHTTP(b *testing.B) {
 // (/api/v1/all plain and gzip, every bundle, a big package's blobs) against
 // their floor in the same run: http.ServeFile of the same bytes, each
 // answer written to a file once, on a second loopback server, fetched by
-// the same client. It reports p50/p99 latency and throughput per answer
-// and per floor, then the peak RSS of the process while 8 clients pull
-// /all and every bundle in a loop.
+// the same client. Each is measured over plain HTTP, where net/http sends
+// files with sendfile, and over TLS (-tls), the deployed mode, where every
+// byte is read into user space and encrypted (crypto/tls has no sendfile):
+// the API and the floor each have a TLS listener too, with the server's
+// TLS settings (internal/server). It reports p50/p99 latency and
+// throughput per answer and per floor, then the peak RSS of the process
+// while 8 clients pull /all and every bundle in a loop, over each.
 func BenchmarkBulk(b *testing.B) {
 	dir := benchenv.Catalog(b)
 	_, srv := benchServer(b, benchCatalog{"one", index.Content{FS: os.DirFS(dir), Ref: dir, Digest: "sha256:bulk"}})
@@ -161,6 +168,7 @@ func BenchmarkBulk(b *testing.B) {
 		{"all", "all", "identity"},
 		{"all-gzip", "all", "gzip"},
 		{"metas-bundles", "metas?schema=olm.bundle", "identity"},
+		{"metas-bundles-gzip", "metas?schema=olm.bundle", "gzip"},
 		{"metas-big-package", "metas?package=" + url.QueryEscape(big), "identity"},
 	}
 	floors := http.NewServeMux()
@@ -171,6 +179,10 @@ func BenchmarkBulk(b *testing.B) {
 	}
 	floorSrv := httptest.NewServer(floors)
 	b.Cleanup(floorSrv.Close)
+	tlsConfig, tlsClient := benchTLS(b)
+	tlsSrv := benchTLSServer(b, srv.Config.Handler, tlsConfig)
+	tlsFloorSrv := benchTLSServer(b, floors, tlsConfig)
+	tlsBase := tlsSrv.URL + "/catalogs/one/api/v1/"
 	for _, a := range answers {
 		b.Run(a.name, func(b *testing.B) {
 			for b.Loop() {
@@ -182,36 +194,87 @@ func BenchmarkBulk(b *testing.B) {
 				reportBulk(b, client, floorSrv.URL+"/"+a.name, "identity")
 			}
 		})
+		b.Run(a.name+"-tls", func(b *testing.B) {
+			for b.Loop() {
+				reportBulk(b, tlsClient, tlsBase+a.path, a.encoding)
+			}
+		})
+		b.Run(a.name+"-tls-floor", func(b *testing.B) {
+			for b.Loop() {
+				reportBulk(b, tlsClient, tlsFloorSrv.URL+"/"+a.name, "identity")
+			}
+		})
 	}
+	// /all, then every bundle.
+	pulled := []string{base + answers[0].path, base + answers[2].path}
 	b.Run("memory-8-clients", func(b *testing.B) {
 		for b.Loop() {
-			debug.FreeOSMemory()
-			benchenv.ResetPeakRSS()
-			deadline := time.Now().Add(5 * time.Second)
-			var wg sync.WaitGroup
-			for c := range 8 {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for i := c; time.Now().Before(deadline); i++ {
-						a := answers[2*(i%2)] // /all, then every bundle
-						// Read and dropped: the process's RSS is the server's.
-						resp, err := client.Get(base + a.path)
-						if err == nil {
-							_, err = io.Copy(io.Discard, resp.Body)
-							resp.Body.Close()
-						}
-						if err != nil {
-							b.Error(err)
-							return
-						}
-					}
-				}()
-			}
-			wg.Wait()
-			b.ReportMetric(benchenv.PeakRSSMiB(), "peak-RSS-MiB")
+			reportBulkMemory(b, client, pulled)
 		}
 	})
+	b.Run("memory-8-clients-tls", func(b *testing.B) {
+		for b.Loop() {
+			reportBulkMemory(b, tlsClient, []string{tlsBase + answers[0].path, tlsBase + answers[2].path})
+		}
+	})
+}
+
+// benchTLS returns the TLS settings of internal/server (TLS 1.2 at least,
+// HTTP/1.1 only) with a certificate for 127.0.0.1, and a client that
+// trusts it and takes answers as they come.
+func benchTLS(b *testing.B) (*tls.Config, *http.Client) {
+	certPEM, keyPEM := tlstest.SelfSigned(b, "127.0.0.1")
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		b.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(certPEM)
+	client := &http.Client{Transport: &http.Transport{
+		DisableCompression:  true,
+		MaxIdleConnsPerHost: 16,
+		TLSClientConfig:     &tls.Config{RootCAs: roots},
+	}}
+	b.Cleanup(client.CloseIdleConnections)
+	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}}, client
+}
+
+// benchTLSServer serves handler over TLS on loopback until the benchmark
+// ends.
+func benchTLSServer(b *testing.B, handler http.Handler, config *tls.Config) *httptest.Server {
+	srv := httptest.NewUnstartedServer(handler)
+	srv.TLS = config
+	srv.StartTLS()
+	b.Cleanup(srv.Close)
+	return srv
+}
+
+// reportBulkMemory has 8 clients fetch the addresses in turn for 5 s,
+// reading each answer and dropping it, and reports the process's peak RSS
+// meanwhile.
+func reportBulkMemory(b *testing.B, client *http.Client, addrs []string) {
+	debug.FreeOSMemory()
+	benchenv.ResetPeakRSS()
+	deadline := time.Now().Add(5 * time.Second)
+	var wg sync.WaitGroup
+	for c := range 8 {
+		wg.Go(func() {
+			for i := c; time.Now().Before(deadline); i++ {
+				// Read and dropped: the process's RSS is the server's.
+				resp, err := client.Get(addrs[i%len(addrs)])
+				if err == nil {
+					_, err = io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+				}
+				if err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	b.ReportMetric(benchenv.PeakRSSMiB(), "peak-RSS-MiB")
 }
 
 // bulkSave fetches addr asking for encoding into a new file at path; the

@@ -5,12 +5,15 @@
 package server
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	stdlog "log"
+	"math"
 	"net"
 	"net/http"
 	"time"
@@ -26,19 +29,23 @@ import (
 const (
 	ReadHeaderTimeout = 10 * time.Second
 	ReadTimeout       = time.Minute
-	// WriteTimeout bounds a whole answer, and with it how long a request
-	// holds the index file it answers from: when it passes, the answer's
-	// writes fail and its context ends (withDeadline), and the API's
-	// handlers stop and let the file go. So a file that a rebuild retired
-	// is removed about WriteTimeout after the rebuild at the latest, however
-	// slowly its readers read, and a catalog has on disk at most one
-	// retired file per rebuild of the last WriteTimeout besides its live one
-	// (TestStalledReadersReleaseRetiredIndex). The largest answer,
-	// /api/v1/all of a 100 MB catalog, takes under a minute on a 2 MB/s
-	// link; a client that cannot keep up can resume with a Range request.
-	WriteTimeout   = 10 * time.Minute
-	IdleTimeout    = 2 * time.Minute
-	MaxHeaderBytes = 64 << 10
+	// WriteIdleTimeout bounds how long an answer may go without progress,
+	// not how long it may take: the largest answer, /api/v1/all of a 1.3 GB
+	// catalog, takes over ten minutes on a 2 MB/s link, and a client that
+	// keeps reading must get it whole. Each write an answer starts must end
+	// within WriteIdleTimeout, and a handler that writes nothing for that
+	// long (busy in a query, or blocked on a client that stopped reading)
+	// sees its context end (withProgressDeadline), stops and lets its index
+	// file go. So a file that a rebuild retired is removed once its readers
+	// have finished or stalled for WriteIdleTimeout
+	// (TestStalledReadersReleaseRetiredIndex); a reader that keeps reading
+	// holds it until its answer is sent, which is the price of not cutting
+	// slow links. Answers are written at most progressChunk (1 MiB) at a
+	// time, so a client that reads at least 1 MiB a minute (about 17 KiB/s)
+	// is never cut; a slower one may be.
+	WriteIdleTimeout = time.Minute
+	IdleTimeout      = 2 * time.Minute
+	MaxHeaderBytes   = 64 << 10
 	// ShutdownGrace is how long in-flight requests may take to finish when
 	// the process is asked to stop.
 	ShutdownGrace = 10 * time.Second
@@ -57,10 +64,11 @@ type Options struct {
 	// (internal/daemon).
 	TLSCertFile, TLSKeyFile string
 	Log                     logr.Logger
-	// WriteTimeout, when not zero, replaces the package's WriteTimeout. It
-	// exists for tests, which watch a stalled client be cut off and the
-	// index file it held be removed without waiting the full ten minutes.
-	WriteTimeout time.Duration
+	// WriteIdleTimeout, when not zero, replaces the package's
+	// WriteIdleTimeout. It exists for tests, which watch a stalled client
+	// be cut off and the index file it held be removed without waiting the
+	// full minute.
+	WriteIdleTimeout time.Duration
 }
 
 // Server is the API's http.Server and, with TLS, the watcher that keeps its
@@ -83,18 +91,21 @@ func New(opts Options) (*Server, error) {
 		plain(w, http.StatusOK, "ok")
 	})
 	mux.Handle("/", opts.API)
-	writeTimeout := WriteTimeout
-	if opts.WriteTimeout != 0 {
-		writeTimeout = opts.WriteTimeout
+	writeIdle := WriteIdleTimeout
+	if opts.WriteIdleTimeout != 0 {
+		writeIdle = opts.WriteIdleTimeout
 	}
 	s := &Server{HTTP: &http.Server{
-		Handler:           withDeadline(mux, writeTimeout),
+		Handler:           withProgressDeadline(mux, writeIdle),
 		ReadHeaderTimeout: ReadHeaderTimeout,
 		ReadTimeout:       ReadTimeout,
-		WriteTimeout:      writeTimeout,
-		IdleTimeout:       IdleTimeout,
-		MaxHeaderBytes:    MaxHeaderBytes,
-		ErrorLog:          stdlog.New(logWriter{opts.Log}, "", 0),
+		// The write deadline of a request's first window, set as net/http
+		// reads the request; withProgressDeadline moves it on as the
+		// answer is written.
+		WriteTimeout:   writeIdle,
+		IdleTimeout:    IdleTimeout,
+		MaxHeaderBytes: MaxHeaderBytes,
+		ErrorLog:       stdlog.New(logWriter{opts.Log}, "", 0),
 	}}
 	if opts.TLSCertFile == "" {
 		return s, nil
@@ -155,18 +166,112 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	return err
 }
 
-// withDeadline ends each request's context when its write deadline
-// passes. net/http only makes writes fail after WriteTimeout; a handler busy
-// in an index query rather than in a write would run on, holding its index
-// snapshot. Queries stop when their context ends, so with this no request
-// holds a snapshot much past WriteTimeout, whatever it is doing.
-func withDeadline(next http.Handler, d time.Duration) http.Handler {
+// withProgressDeadline holds each answer to a deadline that moves on as it
+// is written: every write the handler starts must end within idle (the
+// connection's write deadline, set through http.ResponseController), and
+// the request's context ends once idle has passed without a write starting
+// or ending. net/http by itself only makes writes fail; a handler busy in
+// an index query rather than in a write would run on, holding its index
+// snapshot. Queries stop when their context ends, so no request holds a
+// snapshot much past idle without progress, whatever it is doing.
+func withProgressDeadline(next http.Handler, idle time.Duration) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithTimeout(r.Context(), d)
-		defer cancel()
-		next.ServeHTTP(w, r.WithContext(ctx))
+		ctx, cancel := context.WithCancelCause(r.Context())
+		defer cancel(nil)
+		pw := &progressWriter{
+			ResponseWriter: w,
+			rc:             http.NewResponseController(w),
+			idle:           idle,
+			timer: time.AfterFunc(idle, func() {
+				cancel(fmt.Errorf("no progress writing the answer for %v: %w", idle, context.DeadlineExceeded))
+			}),
+		}
+		defer pw.timer.Stop()
+		pw.progress(time.Now())
+		next.ServeHTTP(pw, r.WithContext(ctx))
 	})
 }
+
+// progressChunk is the most bytes progressWriter hands the connection in
+// one write from a reader, so that a client reading at least progressChunk
+// per idle period is never cut. It is as large as the API's own copies from
+// files (internal/httpapi's copyChunk), which pass through unsplit:
+// smaller pieces cost sendfile throughput.
+const progressChunk = 1 << 20
+
+// progressWriter is the ResponseWriter of withProgressDeadline: each write
+// starts a new idle period. The deadline and the timer are moved at most
+// every idle/64, so that the many small writes of a compressed answer do not
+// each pay for it; a period is thus between 63/64 of idle and idle long.
+type progressWriter struct {
+	http.ResponseWriter
+	rc    *http.ResponseController
+	idle  time.Duration
+	timer *time.Timer
+	// moved is when the deadline and the timer were last moved.
+	moved time.Time
+}
+
+func (w *progressWriter) progress(now time.Time) {
+	if now.Sub(w.moved) < w.idle/64 {
+		return
+	}
+	w.moved = now
+	w.timer.Reset(w.idle)
+	// A writer below that cannot take a deadline (an in-process test
+	// recorder) has no connection to hold.
+	_ = w.rc.SetWriteDeadline(now.Add(w.idle))
+}
+
+func (w *progressWriter) Write(p []byte) (int, error) {
+	w.progress(time.Now())
+	n, err := w.ResponseWriter.Write(p)
+	w.progress(time.Now())
+	return n, err
+}
+
+// ReadFrom keeps the ReadFrom of net/http's writer, which sends a file with
+// sendfile on a plain connection, and gives each progressChunk a period of
+// its own. A *io.LimitedReader of at most progressChunk passes through as
+// it is: net/http looks no deeper than one LimitedReader for a file.
+func (w *progressWriter) ReadFrom(src io.Reader) (int64, error) {
+	rf, ok := w.ResponseWriter.(io.ReaderFrom)
+	if !ok {
+		return io.Copy(struct{ io.Writer }{w}, src)
+	}
+	lr, ok := src.(*io.LimitedReader)
+	if !ok {
+		lr = &io.LimitedReader{R: src, N: math.MaxInt64}
+	}
+	var total int64
+	for lr.N > 0 {
+		chunk := min(lr.N, progressChunk)
+		w.progress(time.Now())
+		n, err := rf.ReadFrom(&io.LimitedReader{R: lr.R, N: chunk})
+		w.progress(time.Now())
+		total += n
+		lr.N -= n
+		if err != nil || n < chunk {
+			return total, err
+		}
+	}
+	return total, nil
+}
+
+// Flush sends what is buffered, which is a write too.
+func (w *progressWriter) Flush() {
+	w.progress(time.Now())
+	_ = w.rc.Flush()
+	w.progress(time.Now())
+}
+
+// Hijack is there for middleware that offers the methods of the writer it
+// wraps only when all of them are there (chi's, which the API logs with).
+func (w *progressWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	return w.rc.Hijack()
+}
+
+func (w *progressWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 func plain(w http.ResponseWriter, code int, msg string) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")

@@ -157,15 +157,15 @@ func TestLimits(t *testing.T) {
 
 // TestHandlerContextEndsAtWriteDeadline: a handler that writes nothing
 // (busy in a query) for a client that neither reads nor hangs up sees its
-// context end once the write deadline has passed, so it lets go of what it
-// holds; net/http by itself would fail only its writes.
+// context end once the write idle bound has passed, so it lets go of what
+// it holds; net/http by itself would fail only its writes.
 func TestHandlerContextEndsAtWriteDeadline(t *testing.T) {
 	ended := make(chan error, 1)
 	busy := http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
 		<-r.Context().Done()
-		ended <- r.Context().Err()
+		ended <- context.Cause(r.Context())
 	})
-	_, base := start(t, server.Options{API: busy, Ready: func() error { return nil }, WriteTimeout: 100 * time.Millisecond})
+	_, base := start(t, server.Options{API: busy, Ready: func() error { return nil }, WriteIdleTimeout: 100 * time.Millisecond})
 	conn, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
 	if err != nil {
 		t.Fatal(err)

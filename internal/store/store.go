@@ -75,8 +75,8 @@ type handle struct {
 // query goes through Catalog, the typed read API of the index; blobs are
 // copied from the content file (OpenContent). A retired index stays on
 // disk until its last snapshot is released, so a snapshot must not outlive
-// the answer it serves; the HTTP server's write deadline bounds how long an
-// answer lasts (internal/server).
+// the answer it serves; the HTTP server cuts an answer that makes no
+// progress for its write idle bound (internal/server).
 type Snapshot struct {
 	Info    Info
 	Catalog *query.Catalog
@@ -87,8 +87,10 @@ type Snapshot struct {
 
 // OpenContent opens the content file of the snapshot's index: the /all
 // stream, where query.Catalog.BlobRanges locates blobs. Each call opens
-// the file anew, so the caller may seek it and hand it to the kernel
-// (sendfile) as its own; it closes the file before releasing the snapshot.
+// the file anew, so the caller may seek it and hand it to the connection
+// as its own (which sends it with sendfile over plain HTTP, and over TLS
+// copies it through user space); it closes the file before releasing the
+// snapshot.
 func (s *Snapshot) OpenContent() (*os.File, error) {
 	return openIndexFile(index.ContentPath(s.Info.Path))
 }
