@@ -77,7 +77,7 @@ func apiPackage(p query.Package, channels []query.ChannelSummary, deprecation st
 	return catalogapi.Package{
 		Name: p.Name, DefaultChannel: p.DefaultChannel, Description: p.Description, HasIcon: p.HasIcon,
 		Channels: convertAll(channels, apiChannelSummary), Deprecation: apiDeprecation(deprecation),
-		Problems:    convertAll(problems, apiProblem), Digest: p.Digest,
+		Problems: convertAll(problems, apiProblem), Digest: p.Digest,
 		DisplayName: d.DisplayName, Provider: d.Provider, Keywords: d.Keywords, Maturity: d.Maturity,
 		ShortDescription: d.ShortDescription, Links: apiLinks(d.Links), Maintainers: apiMaintainers(d.Maintainers),
 	}
