@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 
 	"github.com/catalogd/catalogd/internal/query"
 )
@@ -212,6 +213,46 @@ func (s *Snapshot) Oldest() string {
 // package, what changed in it (query.DiffFacts) when its facts in since were
 // kept. A since the history does not hold is a *GoneError.
 func (s *Snapshot) Changes(ctx context.Context, since string) (query.Changes, error) {
+	if s.changes == nil {
+		return s.computeChanges(ctx, since)
+	}
+	return s.changes.get(s.history, since, func() (query.Changes, error) { return s.computeChanges(ctx, since) })
+}
+
+// changesCache keeps the changes answers computed against one index, by
+// the history and since they were computed from: the index never changes,
+// and neither does a history once a snapshot holds it, so an answer stays
+// true while the index lives. Only versions the history holds are
+// answered, so it keeps at most one answer per version of the history.
+type changesCache struct {
+	mu      sync.Mutex
+	history *History
+	answers map[string]query.Changes
+}
+
+func (c *changesCache) get(h *History, since string, compute func() (query.Changes, error)) (query.Changes, error) {
+	c.mu.Lock()
+	if c.history == h {
+		if v, ok := c.answers[since]; ok {
+			c.mu.Unlock()
+			return v, nil
+		}
+	}
+	c.mu.Unlock()
+	v, err := compute()
+	if err != nil {
+		return v, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.history != h {
+		c.history, c.answers = h, map[string]query.Changes{}
+	}
+	c.answers[since] = v
+	return v, nil
+}
+
+func (s *Snapshot) computeChanges(ctx context.Context, since string) (query.Changes, error) {
 	out := query.Changes{From: since, To: s.Info.Digest}
 	cur, err := s.Catalog.PackageDigests(ctx)
 	if err != nil {

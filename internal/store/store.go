@@ -74,6 +74,8 @@ type handle struct {
 	info    Info
 	refs    int  // guarded by Store.mu
 	retired bool // guarded by Store.mu; remove the file when refs drops to 0
+	// changes keeps the changes answers computed against this index.
+	changes changesCache
 }
 
 // Snapshot is a reader's hold on one index; Release it when done. Every
@@ -88,6 +90,7 @@ type Snapshot struct {
 
 	// history is the catalog's history as of this index (see Changes).
 	history *History
+	changes *changesCache
 	release func()
 	once    sync.Once
 }
@@ -272,7 +275,8 @@ func (s *Store) Acquire(catalog string) (*Snapshot, error) {
 		return nil, fmt.Errorf("%w: %s", ErrNotIndexed, catalog)
 	}
 	h.refs++
-	return &Snapshot{Info: h.info, Catalog: h.catalog, history: s.history[catalog], release: func() { s.release(h) }}, nil
+	return &Snapshot{Info: h.info, Catalog: h.catalog, history: s.history[catalog], changes: &h.changes,
+		release: func() { s.release(h) }}, nil
 }
 
 func (s *Store) release(h *handle) {
