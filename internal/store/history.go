@@ -131,7 +131,8 @@ func (s *Store) extendHistory(ctx context.Context, hist *History, old, cur *hand
 }
 
 // beforeFacts reads from old the facts of the packages of prev whose digest
-// differs in cur, up to maxBeforeBytes, in name order.
+// differs in cur, in name order, each as long as it fits in what is left of
+// maxBeforeBytes.
 func beforeFacts(ctx context.Context, old *query.Catalog, prev, cur map[string]string) (map[string]query.PackageFacts, error) {
 	var changed []string
 	for pkg, d := range prev {
@@ -147,10 +148,10 @@ func beforeFacts(ctx context.Context, old *query.Catalog, prev, cur map[string]s
 		if err != nil {
 			return nil, err
 		}
-		if size += factsSize(f); size > maxBeforeBytes {
-			break
+		if n := factsSize(f); size+n <= maxBeforeBytes {
+			size += n
+			out[pkg] = f
 		}
-		out[pkg] = f
 	}
 	return out, nil
 }
