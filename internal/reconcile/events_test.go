@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	catalogdv1 "github.com/catalogd/catalogd/api/v1"
+	"github.com/catalogd/catalogd/internal/query"
 	"github.com/catalogd/catalogd/internal/reconcile"
 	"github.com/catalogd/catalogd/test/await"
 	"github.com/catalogd/catalogd/test/fbcchange"
@@ -77,4 +78,47 @@ func contentEvents(t *testing.T, e *env, catalog string) []eventsv1.Event {
 		}
 	}
 	return out
+}
+
+// TestChangesMessage: the Event's note names the first packages in name
+// order, counts the rest, and stays within the bound however long the
+// names.
+func TestChangesMessage(t *testing.T) {
+	names := func(prefix string, n int) []string {
+		var out []string
+		for i := range n {
+			out = append(out, fmt.Sprintf("%s%02d", prefix, i))
+		}
+		return out
+	}
+	changedOf := func(pkgs ...string) []query.PackageChange {
+		var out []query.PackageChange
+		for _, p := range pkgs {
+			out = append(out, query.PackageChange{Package: p})
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name    string
+		changes query.Changes
+		want    string
+	}{
+		{"none", query.Changes{}, ""},
+		{"one", query.Changes{Changed: changedOf("etcd")}, "1 package changed (0 added, 0 removed, 1 changed): etcd"},
+		{"mixed, in name order", query.Changes{Added: []string{"c"}, Removed: []string{"a"}, Changed: changedOf("b")},
+			"3 packages changed (1 added, 1 removed, 1 changed): a, b, c"},
+		{"past ten", query.Changes{Added: names("p", 12)},
+			"12 packages changed (12 added, 0 removed, 0 changed): " + strings.Join(names("p", 10), ", ") + " and 2 more"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := reconcile.ChangesMessage(tc.changes)
+			if got != tc.want || ok != (tc.want != "") {
+				t.Errorf("message = %q, %v; want %q", got, ok, tc.want)
+			}
+		})
+	}
+	long := query.Changes{Added: names(strings.Repeat("x", 250), 10)}
+	if got, ok := reconcile.ChangesMessage(long); !ok || len(got) > 1000 || !strings.HasPrefix(got, "10 packages changed") {
+		t.Errorf("message of long names: %d bytes: %q", len(got), got)
+	}
 }
