@@ -66,6 +66,9 @@ type CatalogState = catalogapi.CatalogState
 // CatalogSummary is catalogapi.CatalogSummary.
 type CatalogSummary = catalogapi.CatalogSummary
 
+// Changes is catalogapi.Changes.
+type Changes = catalogapi.Changes
+
 // Channel is catalogapi.Channel.
 type Channel = catalogapi.Channel
 
@@ -84,8 +87,14 @@ type ChannelSummary = catalogapi.ChannelSummary
 // Deprecation is catalogapi.Deprecation.
 type Deprecation = catalogapi.Deprecation
 
+// DeprecationEntry is catalogapi.DeprecationEntry.
+type DeprecationEntry = catalogapi.DeprecationEntry
+
 // GVK is catalogapi.GVK.
 type GVK = catalogapi.GVK
+
+// HeadChange is catalogapi.HeadChange.
+type HeadChange = catalogapi.HeadChange
 
 // JSONLines is catalogapi.JSONLines.
 type JSONLines = catalogapi.JSONLines
@@ -98,6 +107,9 @@ type Maintainer = catalogapi.Maintainer
 
 // Package is catalogapi.Package.
 type Package = catalogapi.Package
+
+// PackageChange is catalogapi.PackageChange.
+type PackageChange = catalogapi.PackageChange
 
 // PackageList is catalogapi.PackageList.
 type PackageList = catalogapi.PackageList
@@ -204,6 +216,9 @@ type PreconditionFailed = catalogapi.PreconditionFailed
 // RangeNotSatisfiable is catalogapi.RangeNotSatisfiable.
 type RangeNotSatisfiable = catalogapi.RangeNotSatisfiable
 
+// VersionGone is catalogapi.VersionGone.
+type VersionGone = catalogapi.VersionGone
+
 // GetIndexParams is catalogapi.GetIndexParams.
 type GetIndexParams = catalogapi.GetIndexParams
 
@@ -218,6 +233,9 @@ type GetCatalogAllParams = catalogapi.GetCatalogAllParams
 
 // GetCatalogMetasParams is catalogapi.GetCatalogMetasParams.
 type GetCatalogMetasParams = catalogapi.GetCatalogMetasParams
+
+// GetChangesParams is catalogapi.GetChangesParams.
+type GetChangesParams = catalogapi.GetChangesParams
 
 // ListPackagesParams is catalogapi.ListPackagesParams.
 type ListPackagesParams = catalogapi.ListPackagesParams
@@ -375,6 +393,23 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /catalogs/{catalog}/api/v1/metas (the `GetCatalogMetas` operationId).
 	GetCatalogMetas(ctx context.Context, catalog CatalogParam, params *GetCatalogMetasParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetChanges What changed in a catalog since an earlier version
+	//
+	// The packages added, removed and changed between an earlier version of
+	// the catalog, named by its content digest (`resolvedDigest` of the
+	// catalog summary, as it was then), and the version being served; for
+	// each changed package, its channels added and removed, each channel's
+	// head before and after, its bundles added and removed and its
+	// deprecation entries added and removed. A package changed when its
+	// `digest` differs (see PackageSummary). The server keeps the package
+	// digests of the last versions of each catalog (20 by default); an
+	// earlier or unknown version answers `410` with the oldest version
+	// still known in `oldest`. `since` equal to the version being served
+	// answers an empty list of changes.
+	//
+	// Corresponds with GET /catalogs/{catalog}/changes (the `GetChanges` operationId).
+	GetChanges(ctx context.Context, catalog CatalogParam, params *GetChangesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListPackages List or search packages
 	//
@@ -574,6 +609,33 @@ func (c *Client) GetCatalogAll(ctx context.Context, catalog CatalogParam, params
 // Corresponds with GET /catalogs/{catalog}/api/v1/metas (the `GetCatalogMetas` operationId).
 func (c *Client) GetCatalogMetas(ctx context.Context, catalog CatalogParam, params *GetCatalogMetasParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetCatalogMetasRequest(c.Server, catalog, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetChanges What changed in a catalog since an earlier version
+//
+// The packages added, removed and changed between an earlier version of
+// the catalog, named by its content digest (`resolvedDigest` of the
+// catalog summary, as it was then), and the version being served; for
+// each changed package, its channels added and removed, each channel's
+// head before and after, its bundles added and removed and its
+// deprecation entries added and removed. A package changed when its
+// `digest` differs (see PackageSummary). The server keeps the package
+// digests of the last versions of each catalog (20 by default); an
+// earlier or unknown version answers `410` with the oldest version
+// still known in `oldest`. `since` equal to the version being served
+// answers an empty list of changes.
+//
+// Corresponds with GET /catalogs/{catalog}/changes (the `GetChanges` operationId).
+func (c *Client) GetChanges(ctx context.Context, catalog CatalogParam, params *GetChangesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetChangesRequest(c.Server, catalog, params)
 	if err != nil {
 		return nil, err
 	}
@@ -1228,6 +1290,89 @@ func NewGetCatalogMetasRequest(server string, catalog CatalogParam, params *GetC
 			}
 
 			req.Header.Set("Accept-Encoding", headerParam2)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewGetChangesRequest constructs an http.Request for the GetChanges method
+func NewGetChangesRequest(server string, catalog CatalogParam, params *GetChangesParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "catalog", catalog, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/catalogs/%s/changes", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "since", params.Since, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IfNoneMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam0)
+		}
+
+		if params.AcceptEncoding != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Accept-Encoding", *params.AcceptEncoding, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Accept-Encoding", headerParam1)
 		}
 
 	}
@@ -2472,6 +2617,25 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /catalogs/{catalog}/api/v1/metas (the `GetCatalogMetas` operationId).
 	GetCatalogMetasWithResponse(ctx context.Context, catalog CatalogParam, params *GetCatalogMetasParams, reqEditors ...RequestEditorFn) (*GetCatalogMetasResponse, error)
 
+	// GetChangesWithResponse What changed in a catalog since an earlier version
+	//
+	// The packages added, removed and changed between an earlier version of
+	// the catalog, named by its content digest (`resolvedDigest` of the
+	// catalog summary, as it was then), and the version being served; for
+	// each changed package, its channels added and removed, each channel's
+	// head before and after, its bundles added and removed and its
+	// deprecation entries added and removed. A package changed when its
+	// `digest` differs (see PackageSummary). The server keeps the package
+	// digests of the last versions of each catalog (20 by default); an
+	// earlier or unknown version answers `410` with the oldest version
+	// still known in `oldest`. `since` equal to the version being served
+	// answers an empty list of changes.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /catalogs/{catalog}/changes (the `GetChanges` operationId).
+	GetChangesWithResponse(ctx context.Context, catalog CatalogParam, params *GetChangesParams, reqEditors ...RequestEditorFn) (*GetChangesResponse, error)
+
 	// ListPackagesWithResponse List or search packages
 	//
 	// The catalog's packages, ordered by name, or by relevance when `q` is
@@ -3041,6 +3205,108 @@ func (r GetCatalogMetasResponse) Bytes() []byte {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetCatalogMetasResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetChangesResponse200Headers the declared response headers of an HTTP 200 response for GetChanges
+type GetChangesResponse200Headers struct {
+	ETag string
+}
+
+// GetChangesResponse304Headers the declared response headers of an HTTP 304 response for GetChanges
+type GetChangesResponse304Headers struct {
+	ETag string
+}
+
+// GetChangesResponse503Headers the declared response headers of an HTTP 503 response for GetChanges
+type GetChangesResponse503Headers struct {
+	RetryAfter int
+}
+
+type GetChangesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Changes
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON410 the response for an HTTP 410 `application/problem+json` response
+	ApplicationproblemJSON410 *VersionGone
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *CatalogNotReady
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetChangesResponse200Headers
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *GetChangesResponse304Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetChangesResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetChangesResponse) GetJSON200() *Changes {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetChangesResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetChangesResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON410 returns the response for an HTTP 410 `application/problem+json` response
+func (r GetChangesResponse) GetApplicationproblemJSON410() *VersionGone {
+	return r.ApplicationproblemJSON410
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r GetChangesResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetChangesResponse) GetApplicationproblemJSON503() *CatalogNotReady {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetChangesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetChangesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetChangesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// Bytes is a convenience method to retrieve the raw bytes from the HTTP response
+func (r GetChangesResponse) Bytes() []byte {
+	return r.Body
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetChangesResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -4228,6 +4494,31 @@ func (c *ClientWithResponses) GetCatalogMetasWithResponse(ctx context.Context, c
 	return ParseGetCatalogMetasResponse(rsp)
 }
 
+// GetChangesWithResponse What changed in a catalog since an earlier version
+//
+// The packages added, removed and changed between an earlier version of
+// the catalog, named by its content digest (`resolvedDigest` of the
+// catalog summary, as it was then), and the version being served; for
+// each changed package, its channels added and removed, each channel's
+// head before and after, its bundles added and removed and its
+// deprecation entries added and removed. A package changed when its
+// `digest` differs (see PackageSummary). The server keeps the package
+// digests of the last versions of each catalog (20 by default); an
+// earlier or unknown version answers `410` with the oldest version
+// still known in `oldest`. `since` equal to the version being served
+// answers an empty list of changes.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /catalogs/{catalog}/changes (the `GetChanges` operationId).
+func (c *ClientWithResponses) GetChangesWithResponse(ctx context.Context, catalog CatalogParam, params *GetChangesParams, reqEditors ...RequestEditorFn) (*GetChangesResponse, error) {
+	rsp, err := c.GetChanges(ctx, catalog, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetChangesResponse(rsp)
+}
+
 // ListPackagesWithResponse List or search packages
 //
 // The catalog's packages, ordered by name, or by relevance when `q` is
@@ -4887,6 +5178,103 @@ func ParseGetCatalogMetasResponse(rsp *http.Response) (*GetCatalogMetasResponse,
 		response.Headers304 = &headers
 	case rsp.StatusCode == 503:
 		var headers GetCatalogMetasResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetChangesResponse parses an HTTP response from a GetChangesWithResponse call
+func ParseGetChangesResponse(rsp *http.Response) (*GetChangesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetChangesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Changes
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case rsp.StatusCode == 304:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 410:
+		var dest VersionGone
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON410 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest CatalogNotReady
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetChangesResponse200Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 304:
+		var headers GetChangesResponse304Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		response.Headers304 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetChangesResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

@@ -43,6 +43,13 @@ CREATE TABLE packages (
     -- What a console lists (index.Display as JSON), from the olm.csv.metadata
     -- of the default channel's head, filled after the load.
     display         TEXT,
+    -- digest identifies the package's content: sha256 over the sorted
+    -- sha256s of every blob of the package (its olm.package blob and every
+    -- blob, of any schema, whose package is this one), each taken over the
+    -- blob's schema, name and canonical bytes. Equal content gives equal
+    -- digests whatever the files' layout, format or order (see
+    -- index.PackageDigest).
+    digest          TEXT NOT NULL DEFAULT '',
     icon_data       BLOB
 );
 

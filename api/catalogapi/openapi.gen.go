@@ -324,6 +324,24 @@ type CatalogSummary struct {
 	State CatalogState `json:"state"`
 }
 
+// Changes What changed in a catalog between two versions, named by their content digests.
+type Changes struct {
+	// Added Packages only the later version has, by name.
+	Added []string `json:"added"`
+
+	// Changed Packages in both versions whose digest differs, by name.
+	Changed []PackageChange `json:"changed"`
+
+	// From The earlier version (`since`).
+	From string `json:"from"`
+
+	// Removed Packages only the earlier version had, by name.
+	Removed []string `json:"removed"`
+
+	// To The version being served.
+	To string `json:"to"`
+}
+
 // Channel defines model for Channel.
 type Channel struct {
 	// Deprecation The catalog marks this deprecated (olm.deprecations); clients should warn before installing it.
@@ -440,6 +458,15 @@ type Deprecation struct {
 	Message string `json:"message"`
 }
 
+// DeprecationEntry One deprecation entry of a package, of the package itself (olm.package, no name), a channel or a bundle.
+type DeprecationEntry struct {
+	Message string `json:"message"`
+	Name    string `json:"name,omitempty,omitzero"`
+
+	// Schema Example: olm.bundle
+	Schema string `json:"schema"`
+}
+
 // GVK A Kubernetes API group, version and kind.
 type GVK struct {
 	// Group The API group; empty for the core group.
@@ -452,6 +479,13 @@ type GVK struct {
 
 	// Version Example: v1beta2
 	Version string `json:"version"`
+}
+
+// HeadChange A channel's head before and after; absent where the channel was absent or had no head.
+type HeadChange struct {
+	After   string `json:"after,omitempty,omitzero"`
+	Before  string `json:"before,omitempty,omitzero"`
+	Channel string `json:"channel"`
 }
 
 // JSONLines Newline-delimited JSON: one compact FBC blob (a JSON object with at
@@ -501,6 +535,19 @@ type Package struct {
 	// Example: A message about etcd operator, a description of channels
 	Description string `json:"description"`
 
+	// Digest Identifies the package's content: a sha256 over the sorted hashes
+	// of every blob of the package (its olm.package blob and each blob
+	// whose `package` is this one, of any schema), each over the blob's
+	// schema, name and canonical JSON. Equal in two versions of the
+	// catalog exactly when the package did not change, whatever the
+	// layout or format of the files. Answers that depend on this
+	// package only use it in their ETag, so they stay `304` across
+	// catalog versions that leave the package alone.
+	//
+	//
+	// Example: sha256:9b1c0d7e3f2a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f9a0b1c2d3e
+	Digest string `json:"digest"`
+
 	// DisplayName Example: etcd
 	DisplayName string `json:"displayName,omitempty,omitzero"`
 
@@ -534,6 +581,26 @@ type Package struct {
 	//
 	// Example: Create and maintain highly-available etcd clusters on Kubernetes
 	ShortDescription string `json:"shortDescription,omitempty,omitzero"`
+}
+
+// PackageChange What changed in one package. When `detailed` is false the server no
+// longer knows the earlier version's channels, bundles and deprecations
+// (it kept them only for a bounded number of packages per version) and
+// the lists are empty: the package is only known to have changed.
+type PackageChange struct {
+	BundlesAdded        []string           `json:"bundlesAdded"`
+	BundlesRemoved      []string           `json:"bundlesRemoved"`
+	ChannelsAdded       []string           `json:"channelsAdded"`
+	ChannelsRemoved     []string           `json:"channelsRemoved"`
+	DeprecationsAdded   []DeprecationEntry `json:"deprecationsAdded"`
+	DeprecationsRemoved []DeprecationEntry `json:"deprecationsRemoved"`
+	Detailed            bool               `json:"detailed"`
+	DigestAfter         string             `json:"digestAfter"`
+	DigestBefore        string             `json:"digestBefore"`
+
+	// Heads Every channel of either version, by name, with its head before and after.
+	Heads   []HeadChange `json:"heads"`
+	Package string       `json:"package"`
 }
 
 // PackageList defines model for PackageList.
@@ -573,6 +640,19 @@ type PackageSummary struct {
 	// Deprecation The catalog marks this deprecated (olm.deprecations); clients should warn before installing it.
 	Deprecation Deprecation `json:"deprecation,omitempty,omitzero"`
 
+	// Digest Identifies the package's content: a sha256 over the sorted hashes
+	// of every blob of the package (its olm.package blob and each blob
+	// whose `package` is this one, of any schema), each over the blob's
+	// schema, name and canonical JSON. Equal in two versions of the
+	// catalog exactly when the package did not change, whatever the
+	// layout or format of the files. Answers that depend on this
+	// package only use it in their ETag, so they stay `304` across
+	// catalog versions that leave the package alone.
+	//
+	//
+	// Example: sha256:9b1c0d7e3f2a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f9a0b1c2d3e
+	Digest string `json:"digest"`
+
 	// DisplayName Example: etcd
 	DisplayName string `json:"displayName,omitempty,omitzero"`
 
@@ -605,7 +685,8 @@ type PackageSummary struct {
 // (400), `/problems/not-found` (404), `/problems/catalog-not-ready`
 // (503), `/problems/catalog-unavailable` (503),
 // `/problems/range-not-satisfiable` (416),
-// `/problems/precondition-failed` (412), `/problems/internal` (500).
+// `/problems/precondition-failed` (412), `/problems/version-gone`
+// (410), `/problems/internal` (500).
 type Problem struct {
 	// Candidates The possible values when a name or version was ambiguous.
 	//
@@ -621,6 +702,9 @@ type Problem struct {
 	//
 	// Example: /catalogs/operatorhubio/packages?limit=5000
 	Instance string `json:"instance,omitempty,omitzero"`
+
+	// Oldest For `/problems/version-gone`, the oldest version of the catalog the server still knows.
+	Oldest string `json:"oldest,omitempty,omitzero"`
 
 	// Parameter The name of the offending parameter (path segment, query parameter or header), when one is to blame.
 	//
@@ -841,7 +925,8 @@ type VersionParam = string
 // (400), `/problems/not-found` (404), `/problems/catalog-not-ready`
 // (503), `/problems/catalog-unavailable` (503),
 // `/problems/range-not-satisfiable` (416),
-// `/problems/precondition-failed` (412), `/problems/internal` (500).
+// `/problems/precondition-failed` (412), `/problems/version-gone`
+// (410), `/problems/internal` (500).
 type BadRequest = Problem
 
 // CatalogNotReady An error, as an RFC 9457 problem details object. Known types:
@@ -849,7 +934,8 @@ type BadRequest = Problem
 // (400), `/problems/not-found` (404), `/problems/catalog-not-ready`
 // (503), `/problems/catalog-unavailable` (503),
 // `/problems/range-not-satisfiable` (416),
-// `/problems/precondition-failed` (412), `/problems/internal` (500).
+// `/problems/precondition-failed` (412), `/problems/version-gone`
+// (410), `/problems/internal` (500).
 type CatalogNotReady = Problem
 
 // InternalError An error, as an RFC 9457 problem details object. Known types:
@@ -857,7 +943,8 @@ type CatalogNotReady = Problem
 // (400), `/problems/not-found` (404), `/problems/catalog-not-ready`
 // (503), `/problems/catalog-unavailable` (503),
 // `/problems/range-not-satisfiable` (416),
-// `/problems/precondition-failed` (412), `/problems/internal` (500).
+// `/problems/precondition-failed` (412), `/problems/version-gone`
+// (410), `/problems/internal` (500).
 type InternalError = Problem
 
 // NotFound An error, as an RFC 9457 problem details object. Known types:
@@ -865,7 +952,8 @@ type InternalError = Problem
 // (400), `/problems/not-found` (404), `/problems/catalog-not-ready`
 // (503), `/problems/catalog-unavailable` (503),
 // `/problems/range-not-satisfiable` (416),
-// `/problems/precondition-failed` (412), `/problems/internal` (500).
+// `/problems/precondition-failed` (412), `/problems/version-gone`
+// (410), `/problems/internal` (500).
 type NotFound = Problem
 
 // PreconditionFailed An error, as an RFC 9457 problem details object. Known types:
@@ -873,7 +961,8 @@ type NotFound = Problem
 // (400), `/problems/not-found` (404), `/problems/catalog-not-ready`
 // (503), `/problems/catalog-unavailable` (503),
 // `/problems/range-not-satisfiable` (416),
-// `/problems/precondition-failed` (412), `/problems/internal` (500).
+// `/problems/precondition-failed` (412), `/problems/version-gone`
+// (410), `/problems/internal` (500).
 type PreconditionFailed = Problem
 
 // RangeNotSatisfiable An error, as an RFC 9457 problem details object. Known types:
@@ -881,8 +970,18 @@ type PreconditionFailed = Problem
 // (400), `/problems/not-found` (404), `/problems/catalog-not-ready`
 // (503), `/problems/catalog-unavailable` (503),
 // `/problems/range-not-satisfiable` (416),
-// `/problems/precondition-failed` (412), `/problems/internal` (500).
+// `/problems/precondition-failed` (412), `/problems/version-gone`
+// (410), `/problems/internal` (500).
 type RangeNotSatisfiable = Problem
+
+// VersionGone An error, as an RFC 9457 problem details object. Known types:
+// `/problems/invalid-parameter` (400), `/problems/unknown-parameter`
+// (400), `/problems/not-found` (404), `/problems/catalog-not-ready`
+// (503), `/problems/catalog-unavailable` (503),
+// `/problems/range-not-satisfiable` (416),
+// `/problems/precondition-failed` (412), `/problems/version-gone`
+// (410), `/problems/internal` (500).
+type VersionGone = Problem
 
 // GetIndexParams defines parameters for GetIndex.
 type GetIndexParams struct {
@@ -976,6 +1075,21 @@ type GetCatalogMetasParams struct {
 	// IfModifiedSince An HTTP-date; the server answers `304` when the data has not changed
 	// since. Ignored when If-None-Match is sent.
 	IfModifiedSince *IfModifiedSinceHeader `json:"If-Modified-Since,omitempty"`
+
+	// AcceptEncoding Send `gzip` to get a gzip-compressed body (`Content-Encoding: gzip`).
+	// Go's HTTP client does this, and decompresses, by itself when this is
+	// left unset.
+	AcceptEncoding *AcceptEncodingHeader `json:"Accept-Encoding,omitempty"`
+}
+
+// GetChangesParams defines parameters for GetChanges.
+type GetChangesParams struct {
+	// Since The content digest of the earlier version.
+	Since string `form:"since" json:"since"`
+
+	// IfNoneMatch ETag(s) of a representation the client already has; the server answers
+	// `304` when one of them is current.
+	IfNoneMatch *IfNoneMatchHeader `json:"If-None-Match,omitempty"`
 
 	// AcceptEncoding Send `gzip` to get a gzip-compressed body (`Content-Encoding: gzip`).
 	// Go's HTTP client does this, and decompresses, by itself when this is

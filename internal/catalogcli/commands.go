@@ -85,6 +85,7 @@ Every command asks all catalogs in priority order unless -c names one.`,
 
 	root.AddCommand(r.catalogsCmd(), r.packagesCmd(), r.showCmd(), r.channelsCmd(), r.versionsCmd(),
 		r.upgradesCmd(), r.providersCmd(), r.bundleCmd())
+	root.AddCommand(r.changesCmd())
 	return root
 }
 

@@ -3,6 +3,7 @@ package catalogcli
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -91,6 +92,8 @@ func tableOf(obj any) table {
 			t.rows = append(t.rows, []string{p.Catalog, p.Package, p.Version, p.Bundle, strings.Join(chans, ","), strings.Join(heads, ",")})
 		}
 		return t
+	case *client.Changes:
+		return changesTable(v)
 	}
 	panic(fmt.Sprintf("no table for %T", obj))
 }
@@ -129,6 +132,10 @@ func namesOf(obj any) []string {
 		}
 	case *client.Bundle:
 		names = append(names, v.Name)
+	case *client.Changes:
+		for _, row := range changesTable(v).rows {
+			names = append(names, row[0])
+		}
 	default:
 		panic(fmt.Sprintf("no names for %T", obj))
 	}
@@ -271,4 +278,50 @@ func age(t *time.Time) string {
 		return "<none>"
 	}
 	return duration.HumanDuration(time.Since(*t))
+}
+
+// changesTable is a row per package added, removed or changed, in name
+// order: what changed in its channels, heads, bundles and deprecations.
+func changesTable(v *client.Changes) table {
+	t := table{columns: cols("PACKAGE", "CHANGE", "CHANNELS", "HEADS", "BUNDLES", "+BUNDLES ADDED", "+BUNDLES REMOVED", "+DEPRECATIONS")}
+	var rows [][]string
+	for _, p := range v.Added {
+		rows = append(rows, []string{p, "added", "", "", "", "", "", ""})
+	}
+	for _, p := range v.Removed {
+		rows = append(rows, []string{p, "removed", "", "", "", "", "", ""})
+	}
+	for _, c := range v.Changed {
+		if !c.Detailed {
+			rows = append(rows, []string{c.Package, "changed", "?", "?", "?", "?", "?", "?"})
+			continue
+		}
+		var heads []string
+		for _, h := range c.Heads {
+			if h.Before != h.After {
+				heads = append(heads, h.Channel+": "+orNone(h.Before)+" -> "+orNone(h.After))
+			}
+		}
+		rows = append(rows, []string{c.Package, "changed",
+			plusMinus(c.ChannelsAdded, c.ChannelsRemoved),
+			strings.Join(heads, ", "),
+			fmt.Sprintf("+%d -%d", len(c.BundlesAdded), len(c.BundlesRemoved)),
+			strings.Join(c.BundlesAdded, ","), strings.Join(c.BundlesRemoved, ","),
+			fmt.Sprintf("+%d -%d", len(c.DeprecationsAdded), len(c.DeprecationsRemoved))})
+	}
+	slices.SortStableFunc(rows, func(a, b []string) int { return strings.Compare(a[0], b[0]) })
+	t.rows = rows
+	return t
+}
+
+// plusMinus names what was added (+) and removed (-), "" when nothing was.
+func plusMinus(added, removed []string) string {
+	var parts []string
+	for _, n := range added {
+		parts = append(parts, "+"+n)
+	}
+	for _, n := range removed {
+		parts = append(parts, "-"+n)
+	}
+	return strings.Join(parts, ",")
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/catalogd/catalogd/internal/catalogs"
 	"github.com/catalogd/catalogd/internal/index"
+	"github.com/catalogd/catalogd/internal/query"
 )
 
 // metrics are the sync's Prometheus metrics. The counters and histograms are
@@ -18,7 +19,10 @@ type metrics struct {
 	buildFailures prometheus.Counter
 	pullSeconds   prometheus.Histogram
 	pullBytes     prometheus.Counter
-	state         *stateCollector
+	// packageChanges counts the packages each swap added, removed or
+	// changed, by kind.
+	packageChanges *prometheus.CounterVec
+	state          *stateCollector
 }
 
 func newMetrics(s *Service) *metrics {
@@ -41,12 +45,16 @@ func newMetrics(s *Service) *metrics {
 			Name: "catalogd_pull_bytes_total",
 			Help: "Bytes of catalog content unpacked from images.",
 		}),
+		packageChanges: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "catalogd_package_changes_total",
+			Help: "Packages that index swaps added, removed or changed (a different package digest), by kind.",
+		}, []string{"kind"}),
 		state: &stateCollector{s: s},
 	}
 }
 
 func (m *metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.buildSeconds, m.buildFailures, m.pullSeconds, m.pullBytes, m.state}
+	return []prometheus.Collector{m.buildSeconds, m.buildFailures, m.pullSeconds, m.pullBytes, m.packageChanges, m.state}
 }
 
 func (m *metrics) built(d time.Duration, err error) {
@@ -54,6 +62,12 @@ func (m *metrics) built(d time.Duration, err error) {
 	if err != nil {
 		m.buildFailures.Inc()
 	}
+}
+
+func (m *metrics) changed(c query.Changes) {
+	m.packageChanges.WithLabelValues("added").Add(float64(len(c.Added)))
+	m.packageChanges.WithLabelValues("removed").Add(float64(len(c.Removed)))
+	m.packageChanges.WithLabelValues("changed").Add(float64(len(c.Changed)))
 }
 
 func (m *metrics) pulled(d time.Duration, bytes int64) {

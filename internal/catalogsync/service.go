@@ -108,6 +108,9 @@ type Result struct {
 	// Problems are the validation problems of the content now live, in
 	// package order: what an author must fix, though the catalog serves.
 	Problems []query.Problem
+	// Changes, after a rebuild that replaced an earlier version, say what
+	// changed in the catalog since that version; nil otherwise.
+	Changes *query.Changes
 }
 
 // Service keeps every catalog's index in line with its source.
@@ -441,6 +444,14 @@ func (s *Service) withProblems(ctx context.Context, name string, res Result) (Re
 	defer snap.Release()
 	if res.Problems, err = snap.Catalog.Problems(ctx, ""); err != nil {
 		return res, fmt.Errorf("read problems of catalog %q: %w", name, err)
+	}
+	if prev, ok := snap.Previous(); ok && res.Rebuilt {
+		changes, err := snap.Changes(ctx, prev)
+		if err != nil {
+			return res, fmt.Errorf("read changes of catalog %q: %w", name, err)
+		}
+		res.Changes = &changes
+		s.metrics.changed(changes)
 	}
 	return res, nil
 }

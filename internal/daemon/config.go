@@ -45,6 +45,9 @@ type Config struct {
 	TLSCertFile, TLSKeyFile string
 	RegistryConfig
 	SyncTimeout time.Duration
+	// History is how many versions of each catalog the store keeps the
+	// package digests of (store.WithHistory); 0 takes the default.
+	History int
 	// Metrics is where catalogd's own metrics are registered; nil registers
 	// none.
 	Metrics prometheus.Registerer
@@ -144,7 +147,7 @@ func (c Config) Complete(log logr.Logger) (_ *Core, err error) {
 	if err := os.MkdirAll(c.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("create data directory: %w", err)
 	}
-	if core.Store, err = store.New(filepath.Join(c.DataDir, indexDirName), log.WithName("index")); err != nil {
+	if core.Store, err = store.New(filepath.Join(c.DataDir, indexDirName), log.WithName("index"), store.WithHistory(c.History)); err != nil {
 		return nil, fmt.Errorf("open index store: %w", err)
 	}
 	if core.unpacker, err = c.RegistryConfig.unpacker(log); err != nil {

@@ -16,7 +16,9 @@
 //	index/    the live index of each catalog (a SQLite file, the content
 //	          file of its blobs and that file's gzip copy), one directory
 //	          per catalog (internal/store); kept across restarts, so that
-//	          a restart answers from it at once
+//	          a restart answers from it at once; beside it, the catalog's
+//	          history of package digests (--changes-history versions),
+//	          which /changes answers from
 //	unpack/   images being unpacked for indexing, one directory per pull,
 //	          removed once indexed; cleared at start-up
 //

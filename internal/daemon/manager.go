@@ -106,6 +106,7 @@ func RunManager(ctx context.Context, restCfg *rest.Config, cfg ManagerConfig, lo
 		Image:                   core.ImageFetcher,
 		BaseURL:                 cfg.ExternalBaseURL,
 		MaxConcurrentReconciles: cfg.MaxConcurrentReconciles,
+		Recorder:                mgr.GetEventRecorder("catalogd"),
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up the ClusterCatalog controller: %w", err)
 	}

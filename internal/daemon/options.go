@@ -19,6 +19,7 @@ import (
 
 	"github.com/catalogd/catalogd/internal/catalogsync"
 	"github.com/catalogd/catalogd/internal/server"
+	"github.com/catalogd/catalogd/internal/store"
 	"github.com/catalogd/catalogd/internal/unpack"
 )
 
@@ -31,6 +32,8 @@ type Options struct {
 	Listen                  string
 	TLSCertFile, TLSKeyFile string
 	SyncTimeout             time.Duration
+	// History is how many versions of each catalog /changes can answer from.
+	History int
 }
 
 // bindFlags declares the shared flags on fs.
@@ -38,6 +41,7 @@ func (o *Options) bindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Listen, "listen", "127.0.0.1:8080", "serve the API on this `host:port` (port 0 picks a free one)")
 	fs.StringVar(&o.DataDir, "data-dir", "", "keep indexes (and unpacked images) in `DIR`; required")
 	fs.DurationVar(&o.SyncTimeout, "sync-timeout", catalogsync.DefaultSyncTimeout, "deadline of one catalog sync (resolve, pull, unpack, index)")
+	fs.IntVar(&o.History, "changes-history", store.DefaultHistory, "keep the package digests of the last `N` versions of each catalog, which /changes answers from")
 	o.RegistryOptions.bindFlags(fs)
 	fs.StringVar(&o.TLSCertFile, "tls-cert", "", "serve HTTPS with the PEM certificate in `FILE`, reloaded when it changes")
 	fs.StringVar(&o.TLSKeyFile, "tls-key", "", "PEM private key of --tls-cert")
@@ -55,6 +59,9 @@ func (o *Options) Validate() (Config, error) {
 	if err := checkListen(o.Listen); err != nil {
 		return Config{}, err
 	}
+	if o.History < 1 {
+		return Config{}, fmt.Errorf("--changes-history %d: want at least 1 (the version being served)", o.History)
+	}
 	reg, err := o.RegistryOptions.Validate()
 	if err != nil {
 		return Config{}, err
@@ -66,6 +73,7 @@ func (o *Options) Validate() (Config, error) {
 		TLSCertFile:    o.TLSCertFile,
 		TLSKeyFile:     o.TLSKeyFile,
 		SyncTimeout:    o.SyncTimeout,
+		History:        o.History,
 	}, nil
 }
 

@@ -512,3 +512,70 @@ func reportLatency(b *testing.B, addr string, n int) {
 	b.ReportMetric(float64(lat[n/2].Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(lat[n*99/100].Microseconds())/1000, "p99-ms")
 }
+
+// BenchmarkChanges swaps in a second version of the benchmark catalog in
+// which 10 packages changed (a deprecation added to each) and reports the
+// p50 and p99 latency of /changes since the first, over loopback HTTP, and
+// of a package's channels beside it.
+func BenchmarkChanges(b *testing.B) {
+	dir := benchenv.Catalog(b)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The second version links the first's files, but for the changed
+	// packages' catalog files, rewritten with a deprecation added.
+	v2 := filepath.Join(b.TempDir(), "v2")
+	changed := map[string]bool{}
+	for i, e := range entries {
+		if e.IsDir() && len(changed) < 10 && i%7 == 0 {
+			changed[e.Name()] = true
+		}
+	}
+	if len(changed) < 10 {
+		b.Fatalf("only %d package directories to change in %s", len(changed), dir)
+	}
+	err = filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, path)
+		target := filepath.Join(v2, rel)
+		if d.IsDir() {
+			return os.MkdirAll(target, 0o755)
+		}
+		pkg, _, _ := strings.Cut(rel, string(filepath.Separator))
+		if !changed[pkg] {
+			return os.Link(path, target)
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		data = append(data, fmt.Sprintf(`{"schema":"olm.deprecations","package":%q,"entries":[{"reference":{"schema":"olm.package"},"message":"changed for the benchmark"}]}`+"\n", pkg)...)
+		return os.WriteFile(target, data, 0o644)
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	store, srv := benchServer(b, benchCatalog{"one", index.Content{FS: os.DirFS(dir), Ref: dir, Digest: "sha256:v1"}})
+	if _, _, _, err := store.Update(context.Background(), "one", index.Content{FS: os.DirFS(v2), Ref: v2, Digest: "sha256:v2"}); err != nil {
+		b.Fatal(err)
+	}
+	addr := srv.URL + "/catalogs/one/changes?since=sha256:v1"
+	var got client.Changes
+	benchGetJSON(b, addr, &got)
+	if len(got.Changed) != len(changed) || len(got.Added)+len(got.Removed) != 0 {
+		b.Fatalf("changes: %d changed, %d added, %d removed; want %d changed", len(got.Changed), len(got.Added), len(got.Removed), len(changed))
+	}
+	// The baseline is an answer of one package read from the same index,
+	// for the machine's floor at the time of the measurement.
+	baseline := srv.URL + "/catalogs/one/packages/" + url.PathEscape(got.Changed[0].Package) + "/channels"
+	for _, m := range []struct{ name, addr string }{{"changes", addr}, {"baseline-channels", baseline}} {
+		b.Run(m.name, func(b *testing.B) {
+			for b.Loop() {
+				reportLatency(b, m.addr, 500)
+			}
+		})
+	}
+}

@@ -24,7 +24,14 @@ func parseConstraint(v string) (*semver.Constraints, error) {
 func (s *Server) listBundles(r *http.Request, snap *store.Snapshot) (any, error) {
 	ctx := r.Context()
 	q := r.URL.Query()
-	pg, err := parsePage(r, snap.Info.Digest)
+	pkg, err := lookupPackage(ctx, snap, chi.URLParam(r, "package"))
+	if err != nil {
+		return nil, err
+	}
+	// Tokens are bound to the package's digest, not the catalog's: the
+	// answer depends on the package only (see packageJSON), and so does a
+	// token's meaning.
+	pg, err := parsePage(r, pkg.Digest)
 	if err != nil {
 		return nil, err
 	}
@@ -33,10 +40,6 @@ func (s *Server) listBundles(r *http.Request, snap *store.Snapshot) (any, error)
 		if constraint, err = parseConstraint(q.Get("version")); err != nil {
 			return nil, err
 		}
-	}
-	pkg, err := lookupPackage(ctx, snap, chi.URLParam(r, "package"))
-	if err != nil {
-		return nil, err
 	}
 	// Ranks run from 0 (oldest); newest first means descending, resuming
 	// below the last rank of the previous page.
@@ -77,7 +80,7 @@ func (s *Server) listBundles(r *http.Request, snap *store.Snapshot) (any, error)
 			}
 		}
 		if len(page) == pg.limit {
-			out.Continue = continueToken(snap.Info.Digest, strconv.Itoa(page[len(page)-1].Rank))
+			out.Continue = continueToken(pkg.Digest, strconv.Itoa(page[len(page)-1].Rank))
 			break
 		}
 		page = append(page, b)

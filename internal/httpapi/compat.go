@@ -333,8 +333,15 @@ func abortOnError(err error) error {
 func (s *Server) serveMetas(w http.ResponseWriter, r *http.Request, snap *store.Snapshot) error {
 	q := r.URL.Query()
 	filter := query.BlobFilter{Schema: q.Get("schema"), Package: q.Get("package"), Name: q.Get("name")}
-	etag := requestETag(snap.Info.Digest, r)
-	if notModified(w, r, etag, snap.Info.BuiltAt) {
+	etag, modified := requestETag(snap.Info.Digest, r), snap.Info.BuiltAt
+	if filter.Package != "" {
+		// The blobs of one package: its version names them (packageJSON).
+		var err error
+		if etag, modified, err = packageETag(r.Context(), snap, filter.Package, r); err != nil {
+			return fmt.Errorf("read metas: %w", err)
+		}
+	}
+	if notModified(w, r, etag, modified) {
 		return nil
 	}
 	ranges, err := snap.Catalog.BlobRanges(r.Context(), filter)
@@ -347,7 +354,7 @@ func (s *Server) serveMetas(w http.ResponseWriter, r *http.Request, snap *store.
 	}
 	defer content.Close()
 	gz := acceptsGzip(r)
-	setValidators(w, representationETag(etag, gz), snap.Info.BuiltAt)
+	setValidators(w, representationETag(etag, gz), modified)
 	w.Header().Set("Content-Type", jsonlType)
 	cw := &contentWriter{ResponseWriter: w, ctx: r.Context()}
 	if gz {

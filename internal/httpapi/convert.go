@@ -92,6 +92,7 @@ func apiPackageSummary(p query.PackageSummary) catalogapi.PackageSummary {
 	d := p.Display
 	return catalogapi.PackageSummary{
 		Name: p.Name, DefaultChannel: p.DefaultChannel, Channels: nonNil(p.Channels), Deprecation: apiDeprecation(p.Deprecation),
+		Digest:      p.Digest,
 		DisplayName: d.DisplayName, Provider: d.Provider, Keywords: d.Keywords, Maturity: d.Maturity,
 		ShortDescription: d.ShortDescription, Links: apiLinks(d.Links), Maintainers: apiMaintainers(d.Maintainers),
 	}
@@ -104,7 +105,7 @@ func apiPackage(p query.Package, channels []query.ChannelSummary, deprecation st
 	return catalogapi.Package{
 		Name: p.Name, DefaultChannel: p.DefaultChannel, Description: p.Description, HasIcon: p.HasIcon,
 		Channels: convertAll(channels, apiChannelSummary), Deprecation: apiDeprecation(deprecation),
-		Problems:    convertAll(problems, apiProblem),
+		Problems: convertAll(problems, apiProblem), Digest: p.Digest,
 		DisplayName: d.DisplayName, Provider: d.Provider, Keywords: d.Keywords, Maturity: d.Maturity,
 		ShortDescription: d.ShortDescription, Links: apiLinks(d.Links), Maintainers: apiMaintainers(d.Maintainers),
 	}
@@ -178,4 +179,24 @@ func apiProviders(catalog string, providers []query.Provider) []catalogapi.Provi
 				return catalogapi.ProviderChannel{Name: c.Name, IsHead: c.IsHead, IsDefault: c.IsDefault}
 			})}
 	})
+}
+
+func apiChanges(c query.Changes) catalogapi.Changes {
+	return catalogapi.Changes{From: c.From, To: c.To, Added: nonNil(c.Added), Removed: nonNil(c.Removed),
+		Changed: convertAll(c.Changed, apiPackageChange)}
+}
+
+func apiPackageChange(c query.PackageChange) catalogapi.PackageChange {
+	return catalogapi.PackageChange{Package: c.Package, DigestBefore: c.DigestBefore, DigestAfter: c.DigestAfter,
+		Detailed: c.Detailed, ChannelsAdded: nonNil(c.ChannelsAdded), ChannelsRemoved: nonNil(c.ChannelsRemoved),
+		Heads: convertAll(c.Heads, func(h query.HeadChange) catalogapi.HeadChange {
+			return catalogapi.HeadChange{Channel: h.Channel, Before: h.Before, After: h.After}
+		}),
+		BundlesAdded: nonNil(c.BundlesAdded), BundlesRemoved: nonNil(c.BundlesRemoved),
+		DeprecationsAdded:   convertAll(c.DeprecationsAdded, apiDeprecationEntry),
+		DeprecationsRemoved: convertAll(c.DeprecationsRemoved, apiDeprecationEntry)}
+}
+
+func apiDeprecationEntry(d query.DeprecationFact) catalogapi.DeprecationEntry {
+	return catalogapi.DeprecationEntry{Schema: d.Schema, Name: d.Name, Message: d.Message}
 }

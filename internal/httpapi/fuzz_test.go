@@ -47,6 +47,7 @@ func FuzzRequestParams(f *testing.F) {
 			"/catalogs/demo/providers?group=" + url.QueryEscape(a) + "&version=" + url.QueryEscape(b) + "&kind=" + url.QueryEscape(a) + "&latest=" + url.QueryEscape(b),
 			"/catalogs/demo/api/v1/metas?schema=" + url.QueryEscape(a) + "&package=" + url.QueryEscape(b),
 			"/catalogs/" + url.PathEscape(a) + "/packages/" + url.PathEscape(b) + "/channels",
+			"/catalogs/demo/changes?since=" + url.QueryEscape(a),
 		}
 		for _, p := range paths {
 			req := httptest.NewRequest(http.MethodGet, "http://catalogd"+p, nil)

@@ -177,7 +177,10 @@ func (s *Server) getPackage(r *http.Request, snap *store.Snapshot) (any, error) 
 
 func (s *Server) getIcon(w http.ResponseWriter, r *http.Request, snap *store.Snapshot) error {
 	name := chi.URLParam(r, "package")
-	etag := requestETag(snap.Info.Digest, r)
+	etag, modified, err := packageETag(r.Context(), snap, name, r)
+	if err != nil {
+		return err
+	}
 	data, mediaType, err := snap.Catalog.Icon(r.Context(), name)
 	if errors.Is(err, query.ErrNotFound) {
 		return notFound("package", "no package named %q in this catalog", name)
@@ -188,14 +191,14 @@ func (s *Server) getIcon(w http.ResponseWriter, r *http.Request, snap *store.Sna
 	if len(data) == 0 {
 		return notFound("package", "package %q has no icon", name)
 	}
-	if notModified(w, r, etag, snap.Info.BuiltAt) {
+	if notModified(w, r, etag, modified) {
 		return nil
 	}
 	if mediaType == "" {
 		mediaType = http.DetectContentType(data)
 	}
 	// Icons are small and mostly compressed already, so they are sent as they are.
-	setValidators(w, representationETag(etag, acceptsGzip(r)), snap.Info.BuiltAt)
+	setValidators(w, representationETag(etag, acceptsGzip(r)), modified)
 	w.Header().Set("Content-Type", mediaType)
 	w.Header().Set("Content-Length", strconv.Itoa(len(data)))
 	_, err = w.Write(data)

@@ -104,14 +104,15 @@ func New(cats Catalogs, idx Indexes, opts Options) *Server {
 	r.Route("/catalogs/{catalog}", func(r chi.Router) {
 		r.Get("/", s.getCatalog)
 		r.Get("/packages", s.catalogJSON(s.listPackages, "name", "q", "limit", "continue"))
-		r.Get("/packages/{package}", s.catalogJSON(s.getPackage))
+		r.Get("/packages/{package}", s.packageJSON(s.getPackage))
 		r.Get("/packages/{package}/icon", s.catalogHandler(s.getIcon))
-		r.Get("/packages/{package}/channels", s.catalogJSON(s.listChannels))
-		r.Get("/packages/{package}/channels/{channel}", s.catalogJSON(s.getChannel))
-		r.Get("/packages/{package}/bundles", s.catalogJSON(s.listBundles, "version", "channel", "limit", "continue"))
-		r.Get("/packages/{package}/bundles/{bundle}", s.catalogJSON(s.getBundle))
-		r.Get("/packages/{package}/upgrades", s.catalogJSON(s.listUpgrades, "from", "channel"))
+		r.Get("/packages/{package}/channels", s.packageJSON(s.listChannels))
+		r.Get("/packages/{package}/channels/{channel}", s.packageJSON(s.getChannel))
+		r.Get("/packages/{package}/bundles", s.packageJSON(s.listBundles, "version", "channel", "limit", "continue"))
+		r.Get("/packages/{package}/bundles/{bundle}", s.packageJSON(s.getBundle))
+		r.Get("/packages/{package}/upgrades", s.packageJSON(s.listUpgrades, "from", "channel"))
 		r.Get("/providers", s.catalogJSON(s.listProviders, "group", "version", "kind", "latest"))
+		r.Get("/changes", s.catalogJSON(s.getChanges, "since"))
 		r.Get("/api/v1/all", s.catalogHandler(s.serveAll))
 		r.Get("/api/v1/metas", s.catalogHandler(s.serveMetas, "schema", "package", "name"))
 	})
@@ -150,6 +151,8 @@ type problem struct {
 	param      string
 	candidates []string
 	retryAfter string
+	// oldest is the oldest version still known, for version-gone.
+	oldest string
 }
 
 func (p *problem) Error() string { return p.detail }
@@ -165,6 +168,7 @@ var problemTitles = map[string]string{
 	"precondition-failed":    "Precondition failed",
 	"internal":               "Internal error",
 	"channel-head-ambiguous": "Channel head is ambiguous",
+	"version-gone":           "Catalog version unknown or expired",
 }
 
 func badParam(param, format string, args ...any) *problem {
@@ -195,6 +199,9 @@ func (s *Server) writeProblem(w http.ResponseWriter, r *http.Request, err error)
 	}
 	if len(p.candidates) > 0 {
 		doc["candidates"] = p.candidates
+	}
+	if p.oldest != "" {
+		doc["oldest"] = p.oldest
 	}
 	body, _ := json.Marshal(doc)
 	h := w.Header()

@@ -74,7 +74,7 @@ func (l *loader) finish(ctx context.Context) error {
 	}
 	// Their pages go to the free list, which the secondary indexes, created
 	// next, take up again.
-	if _, err := l.tx.ExecContext(ctx, `DROP TABLE work_blobs; DROP TABLE work_bundles`); err != nil {
+	if _, err := l.tx.ExecContext(ctx, `DROP TABLE work_blobs; DROP TABLE work_bundles; DROP TABLE work_digests`); err != nil {
 		return fmt.Errorf("drop work tables: %w", err)
 	}
 	return nil
@@ -473,7 +473,11 @@ func (l *loader) describe(ctx context.Context, a analysis) error {
 	if pkg.Icon != nil {
 		iconData, iconType = pkg.Icon.Data, pkg.Icon.MediaType
 	}
-	if err := l.insert(ctx, "packages", a.name, pkg.DefaultChannel, pkg.Description, iconData, iconType, display); err != nil {
+	digest, err := l.packageDigest(ctx, a.name)
+	if err != nil {
+		return err
+	}
+	if err := l.insert(ctx, "packages", a.name, pkg.DefaultChannel, pkg.Description, iconData, iconType, display, digest); err != nil {
 		return err
 	}
 	description := pkg.Description

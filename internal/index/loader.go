@@ -57,7 +57,8 @@ type pkgState struct {
 }
 
 // workTables note, during the walk, what finish needs of each package: the
-// ids of its olm.package, olm.channel and olm.deprecations blobs, and a row
+// ids of its olm.package, olm.channel and olm.deprecations blobs, the hash
+// of each of its blobs (see blobHash) for its digest, and a row
 // per bundle with what validation reads of it (problems holds, as a JSON
 // array, what checkBundle found); pos is where the blob starts
 // (fbc.Position), which the package's problems give. They are dropped
@@ -80,14 +81,21 @@ CREATE TABLE work_bundles (
     problems TEXT    NOT NULL,
     pos      TEXT    NOT NULL,
     PRIMARY KEY (package, id)
+) WITHOUT ROWID;
+CREATE TABLE work_digests (
+    package TEXT    NOT NULL,
+    hash    BLOB    NOT NULL,
+    blob_id INTEGER NOT NULL,
+    PRIMARY KEY (package, hash, blob_id)
 ) WITHOUT ROWID;`
 
 // tables are the columns the loader inserts, per table.
 var tables = map[string]string{
 	"work_blobs":          "package, blob_id, pos",
 	"work_bundles":        "package, id, blob_id, name, version, release, image, problems, pos",
+	"work_digests":        "package, hash, blob_id",
 	"blobs":               "id, schema, package, name, offset, length",
-	"packages":            "name, default_channel, description, icon_data, icon_media_type, display",
+	"packages":            "name, default_channel, description, icon_data, icon_media_type, display, digest",
 	"channels":            "package, name, properties, head, head_problem",
 	"channel_entries":     "id, package, channel, position, bundle, replaces, skip_range",
 	"channel_entry_skips": "entry_id, package, skip",
@@ -210,6 +218,11 @@ func (l *loader) add(ctx context.Context, b fbc.Blob) error {
 	}
 	if err := l.insert(ctx, "blobs", blobID, m.Schema, m.Package, m.Name, l.stats.AllBytes, len(m.Blob)); err != nil {
 		return fmt.Errorf("store blob %s %q: %w", m.Schema, m.Name, err)
+	}
+	if owner := packageOf(m); owner != "" {
+		if err := l.insert(ctx, "work_digests", owner, blobHash(m), blobID); err != nil {
+			return fmt.Errorf("store blob %s %q: %w", m.Schema, m.Name, err)
+		}
 	}
 	l.stats.Blobs++
 	l.stats.Schemas[m.Schema]++

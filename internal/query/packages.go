@@ -14,6 +14,9 @@ type Package struct {
 	Name, DefaultChannel, Description string
 	HasIcon                           bool
 	Display                           Display
+	// Digest identifies the package's content (see package index): equal
+	// in two versions of a catalog exactly when the package did not change.
+	Digest string
 }
 
 // Display is what a console lists for a package, taken from the
@@ -47,6 +50,7 @@ type packageRow struct {
 	Description    string         `db:"description"`
 	HasIcon        bool           `db:"has_icon"`
 	Display        sql.NullString `db:"display"`
+	Digest         string         `db:"digest"`
 }
 
 // decodeDisplay decodes what the build stored for listing a package; a
@@ -62,7 +66,7 @@ func decodeDisplay(raw sql.NullString) Display {
 // Package returns the named package, or an error wrapping ErrNotFound.
 func (c *Catalog) Package(ctx context.Context, name string) (Package, error) {
 	var row packageRow
-	err := c.get(ctx, &row, `SELECT name, default_channel, description, display,
+	err := c.get(ctx, &row, `SELECT name, default_channel, description, display, digest,
 		icon_data IS NOT NULL AND length(icon_data) > 0 AS has_icon FROM packages WHERE name = ?`, name)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Package{}, fmt.Errorf("package %q: %w", name, ErrNotFound)
@@ -71,7 +75,7 @@ func (c *Catalog) Package(ctx context.Context, name string) (Package, error) {
 		return Package{}, fmt.Errorf("read package %q: %w", name, err)
 	}
 	return Package{Name: row.Name, DefaultChannel: row.DefaultChannel, Description: row.Description,
-		HasIcon: row.HasIcon, Display: decodeDisplay(row.Display)}, nil
+		HasIcon: row.HasIcon, Display: decodeDisplay(row.Display), Digest: row.Digest}, nil
 }
 
 // Icon returns a package's icon and its media type (empty when the catalog
@@ -150,6 +154,8 @@ type PackageSummary struct {
 	// Deprecation is the package's deprecation message, "" if it has none.
 	Deprecation string
 	Display     Display
+	// Digest identifies the package's content, as Package.Digest.
+	Digest string
 }
 
 // PackageIndex is every package's list entry, in name order.
@@ -174,7 +180,7 @@ func (p *PackageIndex) Get(name string) (PackageSummary, bool) {
 func (c *Catalog) PackageSummaries(ctx context.Context) (*PackageIndex, error) {
 	return memo(c, "packageSummaries", func() (*PackageIndex, error) {
 		var rows []packageRow
-		if err := c.sel(ctx, &rows, `SELECT name, default_channel, display FROM packages ORDER BY name`); err != nil {
+		if err := c.sel(ctx, &rows, `SELECT name, default_channel, display, digest FROM packages ORDER BY name`); err != nil {
 			return nil, fmt.Errorf("list packages: %w", err)
 		}
 		var chRows []struct {
@@ -203,7 +209,7 @@ func (c *Catalog) PackageSummaries(ctx context.Context) (*PackageIndex, error) {
 		for _, row := range rows {
 			idx.byName[row.Name] = len(idx.Items)
 			idx.Items = append(idx.Items, PackageSummary{Name: row.Name, DefaultChannel: row.DefaultChannel,
-				Channels: channels[row.Name], Deprecation: deprecations[row.Name], Display: decodeDisplay(row.Display)})
+				Channels: channels[row.Name], Deprecation: deprecations[row.Name], Display: decodeDisplay(row.Display), Digest: row.Digest})
 		}
 		return idx, nil
 	})

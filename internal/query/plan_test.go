@@ -32,6 +32,8 @@ var (
 // purpose: its skipRanges, parsed once per index file and kept.
 var wholePackageByDesign = []string{
 	"FROM channel_entries e JOIN bundles b ON b.package = e.package AND b.name = e.bundle WHERE e.package = ? AND e.skip_range != ''",
+	// The names of a changed package's bundles, for a changes answer.
+	"SELECT name FROM bundles WHERE package = ? ORDER BY name",
 }
 
 // wholeTableByDesign are the statements that read every row on purpose: the
@@ -98,6 +100,8 @@ func TestQueryPlans(t *testing.T) {
 		}},
 		{"blobs by package", func() error { _, err := c.BlobRanges(ctx, query.BlobFilter{Package: "quarry-db"}); return err }},
 		{"blobs by name", func() error { _, err := c.BlobRanges(ctx, query.BlobFilter{Name: "quarry-db"}); return err }},
+		{"package digests", func() error { _, err := c.PackageDigests(ctx); return err }},
+		{"package facts", func() error { _, err := c.PackageFacts(ctx, "aurora-cache"); return err }},
 	}
 	for _, r := range reads {
 		if err := r.read(); err != nil {

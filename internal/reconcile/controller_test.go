@@ -122,6 +122,7 @@ func start(t *testing.T) *env {
 		BaseURL:  baseURL,
 		// pollIntervalMinutes: 1 means one second here.
 		PollInterval: func(minutes int) time.Duration { return time.Duration(minutes) * time.Second },
+		Recorder:     mgr.GetEventRecorder("catalogd"),
 	}
 	if err := r.SetupWithManager(mgr); err != nil {
 		t.Fatalf("setting up reconciler: %v", err)
@@ -342,6 +343,8 @@ func TestReconciler(t *testing.T) {
 			t.Errorf("lastUnpacked changed from %v to %v without a pull", lastUnpacked, got)
 		}
 	})
+
+	t.Run("a content change is an Event naming the packages", func(t *testing.T) { testContentChangedEvent(t, e, demo) })
 
 	t.Run("polling picks up a new digest, broken content keeps the old one", func(t *testing.T) {
 		tag := "catalogs/poll:latest"

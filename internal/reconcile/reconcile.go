@@ -57,6 +57,7 @@ package reconcile
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -66,6 +67,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -78,6 +80,7 @@ import (
 	catalogdv1 "github.com/catalogd/catalogd/api/v1"
 	"github.com/catalogd/catalogd/internal/catalogs"
 	"github.com/catalogd/catalogd/internal/catalogsync"
+	"github.com/catalogd/catalogd/internal/query"
 )
 
 // Syncer is the part of the catalog-sync service the controllers use;
@@ -142,6 +145,9 @@ type Reconciler struct {
 	PollInterval func(minutes int) time.Duration
 	// Now returns the current time; nil means time.Now.
 	Now func() time.Time
+	// Recorder, when set, gets an Event on the ClusterCatalog for each swap
+	// that changed its packages (see changesMessage).
+	Recorder events.EventRecorder
 }
 
 // SetupWithManager registers the reconciler with mgr. Status-only updates do
@@ -183,6 +189,11 @@ func finalizersChanged() predicate.Predicate {
 // +kubebuilder:rbac:groups=olm.operatorframework.io,resources=clustercatalogs,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=olm.operatorframework.io,resources=clustercatalogs/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=olm.operatorframework.io,resources=clustercatalogs/finalizers,verbs=update
+
+// The Events of content changes: a ClusterCatalog is cluster-scoped, so its
+// Events go to the default namespace, which the install namespace's Role
+// does not reach.
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile brings one ClusterCatalog's index and status in line with its
 // spec.
@@ -318,6 +329,11 @@ func (r *Reconciler) reconcileContent(ctx context.Context, cat *catalogdv1.Clust
 		Image: &catalogdv1.ResolvedImageSource{Ref: res.Ref},
 	}
 	cat.Status.URLs = &catalogdv1.ClusterCatalogURLs{Base: strings.TrimSuffix(r.BaseURL, "/") + "/catalogs/" + catName}
+	if res.Changes != nil && r.Recorder != nil {
+		if msg, ok := changesMessage(*res.Changes); ok {
+			r.Recorder.Eventf(cat, nil, "Normal", ReasonContentChanged, "Index", "%s", msg)
+		}
+	}
 	if res.Rebuilt || cat.Status.LastUnpacked == nil {
 		now := metav1.NewTime(r.now().Truncate(time.Second))
 		cat.Status.LastUnpacked = &now
@@ -453,4 +469,41 @@ func (l *LocalSyncer) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Res
 	}
 	l.Sync.Set(SpecFor(cat, l.Image))
 	return ctrl.Result{}, nil
+}
+
+// ReasonContentChanged is the reason of the Event a swap that changed a
+// catalog's packages records on its ClusterCatalog.
+const ReasonContentChanged = "ContentChanged"
+
+// Bounds of a content-change Event's note: the API server refuses notes
+// past 1 KiB, and a list of hundreds of names helps nobody in
+// `kubectl describe`; GET /catalogs/{c}/changes has them all.
+const (
+	maxChangedNames   = 10
+	maxChangesMessage = 1000
+)
+
+// changesMessage says which packages changed, "3 packages changed (1
+// added, 1 removed, 1 changed): a, b, c", naming the first few in name
+// order; false when none did.
+func changesMessage(c query.Changes) (string, bool) {
+	names := append(append([]string{}, c.Added...), c.Removed...)
+	for _, p := range c.Changed {
+		names = append(names, p.Package)
+	}
+	if len(names) == 0 {
+		return "", false
+	}
+	slices.Sort(names)
+	noun := "packages"
+	if len(names) == 1 {
+		noun = "package"
+	}
+	listed := names[:min(len(names), maxChangedNames)]
+	msg := fmt.Sprintf("%d %s changed (%d added, %d removed, %d changed): %s", len(names), noun,
+		len(c.Added), len(c.Removed), len(c.Changed), strings.Join(listed, ", "))
+	if more := len(names) - len(listed); more > 0 {
+		msg += fmt.Sprintf(" and %d more", more)
+	}
+	return catalogsync.Truncate(msg, maxChangesMessage), true
 }

@@ -4,7 +4,9 @@
 // only when it is complete, and counts the readers of each index so that a
 // replaced one is closed and removed only after its last reader is done. A
 // reader holds a Snapshot, whose queries and content all come from one
-// index.
+// index. Beside the live index it keeps each catalog's history (History):
+// the package digests of its last versions, from which a Snapshot says
+// what changed since one of them (Snapshot.Changes).
 package store
 
 import (
@@ -55,9 +57,14 @@ type Store struct {
 	log logr.Logger
 	now func() time.Time
 
+	// historyLen is how many versions each catalog's history keeps.
+	historyLen int
+
 	mu       sync.Mutex
 	live     map[string]*handle
 	building map[string]*sync.Mutex
+	// history holds each live catalog's history (see History).
+	history map[string]*History
 }
 
 // handle is one open index with a count of the readers using it.
@@ -69,6 +76,8 @@ type handle struct {
 	info    Info
 	refs    int  // guarded by Store.mu
 	retired bool // guarded by Store.mu; remove the file when refs drops to 0
+	// changes keeps the changes answers computed against this index.
+	changes changesCache
 }
 
 // Snapshot is a reader's hold on one index; Release it when done. Every
@@ -81,6 +90,9 @@ type Snapshot struct {
 	Info    Info
 	Catalog *query.Catalog
 
+	// history is the catalog's history as of this index (see Changes).
+	history *History
+	changes *changesCache
 	release func()
 	once    sync.Once
 }
@@ -118,11 +130,15 @@ func (s *Snapshot) Release() {
 
 // New opens the store in dir, reopening the live index of every catalog
 // found there and removing files a crash or an earlier swap left behind.
-func New(dir string, log logr.Logger) (*Store, error) {
+func New(dir string, log logr.Logger, opts ...Option) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create index directory: %w", err)
 	}
-	s := &Store{dir: dir, log: log, now: time.Now, live: map[string]*handle{}, building: map[string]*sync.Mutex{}}
+	s := &Store{dir: dir, log: log, now: time.Now, historyLen: DefaultHistory,
+		live: map[string]*handle{}, building: map[string]*sync.Mutex{}, history: map[string]*History{}}
+	for _, o := range opts {
+		o(s)
+	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("read index directory: %w", err)
@@ -155,6 +171,19 @@ func (s *Store) reopen(catalog string) error {
 	}
 	s.live[catalog] = h
 	s.cleanup(catalog, target)
+	// A crash between a swap and the history's write leaves the live
+	// version out of it: it is added now, without the facts of the
+	// packages it changed, which went with the old index.
+	// The history never keeps an index from serving.
+	hist, err := s.extendHistory(context.Background(), readHistory(cdir), nil, h)
+	if err == nil {
+		err = writeHistory(cdir, hist)
+	}
+	if err != nil {
+		s.log.Error(err, "recording the catalog's history", "catalog", catalog)
+		return nil
+	}
+	s.history[catalog] = hist
 	return nil
 }
 
@@ -165,7 +194,7 @@ func (s *Store) cleanup(catalog, keep string) {
 	if err != nil {
 		return
 	}
-	kept := append(index.Files(keep), currentLink)
+	kept := append(index.Files(keep), currentLink, historyFile)
 	for _, e := range entries {
 		if !slices.Contains(kept, e.Name()) {
 			_ = os.Remove(filepath.Join(cdir, e.Name()))
@@ -250,7 +279,8 @@ func (s *Store) Acquire(catalog string) (*Snapshot, error) {
 		return nil, fmt.Errorf("%w: %s", ErrNotIndexed, catalog)
 	}
 	h.refs++
-	return &Snapshot{Info: h.info, Catalog: h.catalog, release: func() { s.release(h) }}, nil
+	return &Snapshot{Info: h.info, Catalog: h.catalog, history: s.history[catalog], changes: &h.changes,
+		release: func() { s.release(h) }}, nil
 }
 
 func (s *Store) release(h *handle) {
@@ -340,8 +370,29 @@ func (s *Store) Update(ctx context.Context, catalog string, src index.Content) (
 	}
 
 	s.mu.Lock()
-	old := s.live[catalog]
+	old, hist := s.live[catalog], s.history[catalog]
+	s.mu.Unlock()
+	if hist == nil {
+		hist = &History{}
+	}
+	// Builds of one catalog are serialised (lock), so nobody else
+	// changes its history or retires old meanwhile.
+	hist, err = s.extendHistory(ctx, hist, old, h)
+	if err == nil {
+		err = writeHistory(cdir, hist)
+	}
+	if err != nil {
+		// The new index is live on disk: the next start serves it and
+		// adds it to the history.
+		s.log.Error(err, "recording the catalog's history", "catalog", catalog)
+	}
+
+	s.mu.Lock()
+	old = s.live[catalog]
 	s.live[catalog] = h
+	if err == nil {
+		s.history[catalog] = hist
+	}
 	s.mu.Unlock()
 	if old != nil {
 		s.retire(old)
@@ -399,11 +450,15 @@ func (s *Store) Remove(catalog string) error {
 	s.mu.Lock()
 	h := s.live[catalog]
 	delete(s.live, catalog)
+	delete(s.history, catalog)
 	s.mu.Unlock()
 	if h != nil {
 		s.retire(h)
 	}
 	cdir := filepath.Join(s.dir, catalog)
+	if err := os.Remove(filepath.Join(cdir, historyFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("remove history of %q: %w", catalog, err)
+	}
 	if err := os.Remove(filepath.Join(cdir, currentLink)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("remove index of %q: %w", catalog, err)
 	}

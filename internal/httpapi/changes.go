@@ -1,0 +1,102 @@
+package httpapi
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/catalogd/catalogd/internal/store"
+)
+
+// maxSince bounds the since parameter: a digest is far shorter.
+const maxSince = 256
+
+// getChanges answers what changed between the version of the catalog named
+// by since and the one the snapshot serves (store.Snapshot.Changes). Its
+// ETag, like every catalogJSON answer's, is the served version's and the
+// request's: the answer depends on nothing else.
+func (s *Server) getChanges(r *http.Request, snap *store.Snapshot) (any, error) {
+	since := r.URL.Query().Get("since")
+	switch {
+	case since == "":
+		return nil, badParam("since", "since is required: the content digest (resolvedDigest) of the earlier version of the catalog")
+	case len(since) > maxSince:
+		return nil, badParam("since", "since is %d bytes long; a content digest is at most %d", len(since), maxSince)
+	}
+	changes, err := snap.Changes(r.Context(), since)
+	var gone *store.GoneError
+	if errors.As(err, &gone) {
+		return nil, &problem{status: http.StatusGone, typ: "version-gone", param: "since", oldest: gone.Oldest,
+			detail: "version " + quoteShort(since) + " of catalog " + quoteShort(chi.URLParam(r, "catalog")) +
+				" is unknown or expired; the oldest version known is " + quoteShort(gone.Oldest)}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return apiChanges(changes), nil
+}
+
+// packageJSON is catalogJSON for answers that depend on one package only,
+// the {package} of the path: their ETag is derived from the package's
+// version (packageVersion) instead of the catalog's, so a client's copy
+// stays current (304) across catalog versions that leave the package
+// alone. They carry no Last-Modified, and ignore If-Modified-Since: the
+// time the catalog was indexed says nothing of when the package changed,
+// and would contradict the ETag.
+func (s *Server) packageJSON(fn func(*http.Request, *store.Snapshot) (any, error), params ...string) http.HandlerFunc {
+	return s.catalogHandler(func(w http.ResponseWriter, r *http.Request, snap *store.Snapshot) error {
+		etag, modified, err := packageETag(r.Context(), snap, chi.URLParam(r, "package"), r)
+		if err != nil {
+			return err
+		}
+		if notModified(w, r, etag, modified) {
+			return nil
+		}
+		v, err := fn(r, snap)
+		if err != nil {
+			return err
+		}
+		return s.writeJSON(w, r, v, etag, modified)
+	}, params...)
+}
+
+// packageETag is the ETag and modification time of an answer that depends
+// on package pkg only: from the package's version when the catalog has the
+// package, without a time; from the catalog's otherwise (an answer that
+// the package is missing changes when the catalog does).
+func packageETag(ctx context.Context, snap *store.Snapshot, pkg string, r *http.Request) (string, time.Time, error) {
+	version, ok, err := packageVersion(ctx, snap, pkg)
+	if err != nil || !ok {
+		return requestETag(snap.Info.Digest, r), snap.Info.BuiltAt, err
+	}
+	return requestETag(version, r), time.Time{}, nil
+}
+
+// packageVersion names what a package's answers are made of: its digest,
+// which covers its blobs, and its validation problems, which quote file
+// positions that a new layout of the same content changes.
+func packageVersion(ctx context.Context, snap *store.Snapshot, pkg string) (string, bool, error) {
+	digests, err := snap.Catalog.PackageDigests(ctx)
+	if err != nil {
+		return "", false, err
+	}
+	digest, ok := digests[pkg]
+	if !ok {
+		return "", false, nil
+	}
+	problems, err := snap.Catalog.Problems(ctx, pkg)
+	if err != nil {
+		return "", false, err
+	}
+	h := sha256.New()
+	h.Write([]byte("package\x00" + digest))
+	for _, p := range problems {
+		h.Write([]byte("\x00" + p.Position + "\x00" + p.Message))
+	}
+	return hex.EncodeToString(h.Sum(nil)), true, nil
+}

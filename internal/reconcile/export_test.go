@@ -1,0 +1,4 @@
+package reconcile
+
+// ChangesMessage exposes changesMessage to the external tests.
+var ChangesMessage = changesMessage
