@@ -17,8 +17,12 @@ const (
 	// legacyTmpDir is where `catalogd manager` unpacked images before both
 	// modes shared one layout.
 	legacyTmpDir = "tmp"
-	// lockFile is the lock of one cache entry.
-	lockFile = "lock"
+	// LockFile is the lock of one cache entry; its modification time is
+	// when the entry was last used.
+	LockFile = "lock"
+	// EvictedPrefix begins the name a cache entry is renamed to before it
+	// is removed, so that no one opens an entry half removed.
+	EvictedPrefix = "evicted-"
 )
 
 // Data is the data directory of `catalogd serve` and `catalogd manager`:
@@ -65,9 +69,12 @@ func earlierData(dir string, entries []fs.DirEntry) bool {
 	return sawIndex
 }
 
-// cacheEntryName is how kubectl-catalog names a cache entry: hex of a
-// digest of the source.
+// cacheEntryName is how kubectl-catalog names a cache entry: 12 bytes of
+// a digest of the source, in hex.
 var cacheEntryName = regexp.MustCompile(`^[0-9a-f]{24}$`)
+
+// IsCacheEntry reports whether name is the name of a cache entry.
+func IsCacheEntry(name string) bool { return cacheEntryName.MatchString(name) }
 
 func earlierCache(dir string, entries []fs.DirEntry) bool {
 	for _, e := range entries {
@@ -79,7 +86,7 @@ func earlierCache(dir string, entries []fs.DirEntry) bool {
 			if !onlyUnpacks(p) {
 				return false
 			}
-		case cacheEntryName.MatchString(e.Name()):
+		case IsCacheEntry(e.Name()):
 			if !isCacheEntry(p) {
 				return false
 			}
@@ -99,7 +106,7 @@ func isCacheEntry(dir string) bool {
 	}
 	for _, e := range entries {
 		switch {
-		case e.Name() == lockFile && e.Type().IsRegular():
+		case e.Name() == LockFile && e.Type().IsRegular():
 		case e.Name() == IndexDir && e.IsDir() && isStore(filepath.Join(dir, IndexDir)):
 		default:
 			return false
