@@ -113,6 +113,9 @@ func Open(dir string, k Kind) (State, error) {
 		case strings.HasPrefix(e.Name(), markTempPrefix):
 			// Another process is marking the directory this moment, or
 			// one was stopped doing so.
+		case e.Name() == "lost+found" && e.IsDir():
+			// The root of a new filesystem (a volume mounted as the data
+			// directory) has one; catalogd leaves it alone.
 		default:
 			others = append(others, e)
 		}

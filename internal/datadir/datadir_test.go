@@ -124,6 +124,8 @@ func TestOpen(t *testing.T) {
 	}{
 		{name: "missing", kind: datadir.Data, missing: true, want: datadir.Created},
 		{name: "empty", kind: datadir.Data, want: datadir.Created},
+		{name: "a new filesystem's root", kind: datadir.Data, tree: tree{"lost+found/": ""}, want: datadir.Created},
+		{name: "an earlier catalogd's on a filesystem's root", kind: datadir.Data, tree: merge(storeTree("index/"), tree{"lost+found/": ""}), want: datadir.Adopted},
 		{name: "only a stopped process's temporary mark", kind: datadir.Data, tree: tree{".catalogd-layout-0a0b": "x"}, want: datadir.Created},
 		{name: "marked", kind: datadir.Data, tree: merge(markOf("data", datadir.Layout), storeTree("index/")), want: datadir.Marked},
 		{name: "marked, with a file a person put there", kind: datadir.Data, tree: merge(markOf("data", datadir.Layout), tree{"notes.txt": "mine"}), want: datadir.Marked},
@@ -319,4 +321,33 @@ func TestRemoveLeftoversAge(t *testing.T) {
 	if got := snapshot(t, dir); n != 1 || !maps.Equal(got, want) {
 		t.Errorf("removed %d, left %v; want 1 removed, %v left", n, got, want)
 	}
+}
+
+// FuzzOpenMark opens a directory whose mark holds anything: Open either
+// accepts it as this kind's or refuses it, and never changes it.
+func FuzzOpenMark(f *testing.F) {
+	f.Add([]byte(`{"kind":"data","layout":1}`))
+	f.Add([]byte(`{"kind":"data","layout":2}`))
+	f.Add([]byte(`{"kind":"cache","layout":1}`))
+	f.Add([]byte(`{"kind":"data","layout":-1}`))
+	f.Add([]byte(`{"kind":"data"}`))
+	f.Add([]byte(``))
+	f.Fuzz(func(t *testing.T, mark []byte) {
+		dir := t.TempDir()
+		tree{"index/": ""}.write(t, dir)
+		if err := os.WriteFile(filepath.Join(dir, datadir.LayoutFile), mark, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		before := snapshot(t, dir)
+		state, err := datadir.Open(dir, datadir.Data)
+		if err == nil && state != datadir.Marked {
+			t.Errorf("a marked directory opened as %v", state)
+		}
+		if err != nil && strings.Contains(err.Error(), "\n") {
+			t.Errorf("error %q is more than one line", err)
+		}
+		if after := snapshot(t, dir); !maps.Equal(after, before) {
+			t.Errorf("Open changed a marked directory: %v, was %v", after, before)
+		}
+	})
 }
