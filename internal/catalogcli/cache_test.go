@@ -1,6 +1,7 @@
 package catalogcli_test
 
 import (
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -310,5 +311,35 @@ func TestCacheHelp(t *testing.T) {
 	}
 	if out := (cli{env: c.env}).ok(t, "cache"); !strings.Contains(out, "Directory: "+c.root) {
 		t.Errorf("kubectl catalog cache says %q, want the directory %s", out, c.root)
+	}
+}
+
+// TestOfflineCacheConcurrentRuns runs kubectl catalog on two catalogs at
+// once, again and again, on a new cache with a bound of 0: each run evicts
+// the other's entry whenever the other is not using it, and every run still
+// answers, from an index no one removed under it.
+func TestOfflineCacheConcurrentRuns(t *testing.T) {
+	c := newOfflineCache(t, "a", "b")
+	const rounds = 4
+	errs := make(chan string, 2*rounds)
+	for _, n := range []string{"a", "b"} {
+		go func() {
+			for range rounds {
+				out, errOut, ok := cli{flags: []string{"--dir", c.dirs[n], "--cache-max-size", "0"}, env: c.env}.run(t, "packages", "-o", "name")
+				if !ok || !strings.Contains(out, "aurora-cache") {
+					errs <- fmt.Sprintf("%s: ok=%v stdout %q stderr %q", n, ok, out, errOut)
+					continue
+				}
+				errs <- ""
+			}
+		}()
+	}
+	for range 2 * rounds {
+		if e := <-errs; e != "" {
+			t.Error(e)
+		}
+	}
+	if got := c.held(t); len(got) > 2 {
+		t.Errorf("the cache holds %v", got)
 	}
 }
