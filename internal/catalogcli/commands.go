@@ -4,7 +4,9 @@
 // API, one bundle. It reaches catalogd through the current kubeconfig (the
 // Kubernetes API server's service proxy), a server URL (--server), or no
 // server at all: --dir and --image index the catalog on this machine into
-// a cache and answer with the API's own handler in process. Every way goes
+// a cache and answer with the API's own handler in process. The cache
+// (cache.go) is a directory internal/datadir owns, bounded in size, least
+// recently used entries out first. Every way goes
 // through the client generated from openapi.yaml, so answers are the same,
 // and -o json|yaml prints the API's own objects. convert.go is the one place
 // that turns those objects into tables and descriptions. Everything printed
@@ -63,6 +65,12 @@ Where the answers come from:
   --dir DIR       a catalog directory, indexed on this machine once per content
   --image REF     a catalog image, pulled and indexed once per digest
 
+--dir and --image keep their indexes in the offline cache,
+  ` + cacheHelp() + `
+bounded by --cache-max-size (default $` + CacheMaxSizeEnv + `, else ` + defaultCacheMaxSize + `),
+least recently used out first. 'kubectl catalog cache' shows it, and
+'kubectl catalog cache clear' empties it.
+
 Every command asks all catalogs in priority order unless -c names one.`,
 		Version:       version.String(),
 		SilenceUsage:  true,
@@ -84,7 +92,7 @@ Every command asks all catalogs in priority order unless -c names one.`,
 	_ = root.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(formats, cobra.ShellCompDirectiveNoFileComp))
 
 	root.AddCommand(r.catalogsCmd(), r.packagesCmd(), r.showCmd(), r.channelsCmd(), r.versionsCmd(),
-		r.upgradesCmd(), r.providersCmd(), r.bundleCmd())
+		r.upgradesCmd(), r.providersCmd(), r.bundleCmd(), r.cacheCmd())
 	root.AddCommand(r.changesCmd())
 	return root
 }

@@ -47,6 +47,7 @@ type connectFlags struct {
 	dir, image         string
 	insecureRegistries []string
 	pullTimeout        time.Duration
+	cacheMaxSize       string
 	timeout            time.Duration
 
 	// stderr hears of offline indexing.
@@ -78,6 +79,7 @@ func (c *connectFlags) bind(fs *pflag.FlagSet) {
 	fs.StringVar(&c.image, "image", "", "answer offline from this catalog image (pulled and indexed into the user cache once per digest)")
 	fs.StringSliceVar(&c.insecureRegistries, "insecure-registry", nil, "with --image: registries (host:port) spoken to over plain HTTP")
 	fs.DurationVar(&c.pullTimeout, "pull-timeout", unpack.DefaultPullTimeout, "with --image: deadline of the pull as a whole (resolve, download, extract)")
+	fs.StringVar(&c.cacheMaxSize, "cache-max-size", "", "with --dir or --image: bound the offline cache to this size (1Gi, 500Mi, 0), evicting the least recently used catalogs first; default $"+CacheMaxSizeEnv+", else "+defaultCacheMaxSize)
 	fs.DurationVar(&c.timeout, "request-timeout", 30*time.Second, "how long to wait for an answer from a server or cluster (0: no limit)")
 }
 
@@ -189,7 +191,11 @@ func (c *connectFlags) connectOffline(ctx context.Context) (*conn, error) {
 	if c.pullTimeout <= 0 {
 		return nil, fmt.Errorf("--pull-timeout %s: want a positive duration", c.pullTimeout)
 	}
-	src := offlineSource{dir: c.dir, image: c.image, insecureRegistries: c.insecureRegistries, pullTimeout: c.pullTimeout, cacheDir: cache, progress: c.stderr}
+	maxBytes, err := c.cacheBound()
+	if err != nil {
+		return nil, err
+	}
+	src := offlineSource{dir: c.dir, image: c.image, insecureRegistries: c.insecureRegistries, pullTimeout: c.pullTimeout, cacheDir: cache, cacheMaxBytes: maxBytes, progress: c.stderr}
 	handler, where, closeIdx, err := src.open(ctx)
 	if err != nil {
 		return nil, err
@@ -226,6 +232,31 @@ func (a answeredByCatalogd) Do(req *http.Request) (*http.Response, error) {
 	defer rsp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(rsp.Body, 4096))
 	return nil, a.conn.failed(rsp, body)
+}
+
+// cacheBound is the bound of the offline cache: --cache-max-size, else
+// $CATALOGD_CACHE_MAX_SIZE, else the default.
+func (c *connectFlags) cacheBound() (int64, error) {
+	from, size := "--cache-max-size", c.cacheMaxSize
+	if size == "" {
+		from, size = "$"+CacheMaxSizeEnv, os.Getenv(CacheMaxSizeEnv)
+	}
+	if size == "" {
+		return parseCacheMaxSize(defaultCacheMaxSize)
+	}
+	n, err := parseCacheMaxSize(size)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", from, err)
+	}
+	return n, nil
+}
+
+// cacheHelp says where the offline cache is, for --help.
+func cacheHelp() string {
+	if dir, err := cacheDir(); err == nil {
+		return dir + " ($XDG_CACHE_HOME/catalogd)"
+	}
+	return "$XDG_CACHE_HOME/catalogd"
 }
 
 // cacheDir is where offline indexes are kept: $XDG_CACHE_HOME/catalogd or

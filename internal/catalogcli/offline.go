@@ -8,11 +8,9 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -21,6 +19,7 @@ import (
 
 	"github.com/catalogd/catalogd/internal/catalogs"
 	"github.com/catalogd/catalogd/internal/catalogsync"
+	"github.com/catalogd/catalogd/internal/datadir"
 	"github.com/catalogd/catalogd/internal/httpapi"
 	"github.com/catalogd/catalogd/internal/store"
 	"github.com/catalogd/catalogd/internal/unpack"
@@ -32,6 +31,9 @@ type offlineSource struct {
 	insecureRegistries []string
 	pullTimeout        time.Duration
 	cacheDir           string
+	// cacheMaxBytes bounds the cache: older entries are evicted after this
+	// run's index is ready.
+	cacheMaxBytes int64
 	// progress hears when the catalog is indexed, which takes seconds for a
 	// large one: a person waiting should know why, once.
 	progress io.Writer
@@ -41,31 +43,37 @@ type offlineSource struct {
 // index of the same content digest already, and returns the API's own
 // handler over it. The handler is what `catalogd serve` runs, so offline
 // answers are the server's answers by construction. close releases the
-// index and the cache lock.
+// index and the cache entry's lock.
 func (o offlineSource) open(ctx context.Context) (handler http.Handler, where string, close func(), err error) {
-	fetcher, where, err := o.fetcher()
+	where, ref, err := o.where()
 	if err != nil {
 		return nil, "", nil, err
 	}
-	// One cache directory per source, so that a source whose content
-	// changes replaces its old index (the store retires it) instead of
-	// piling up files. Inside, the store names each index file by the
-	// content's digest and skips a rebuild for content it holds already.
+	cache, err := openCache(o.cacheDir, o.cacheMaxBytes)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	// One cache entry per source, so that a source whose content changes
+	// replaces its old index (the store retires it) instead of piling up
+	// files. Inside, the store names each index file by the content's
+	// digest and skips a rebuild for content it holds already.
 	sum := sha256.Sum256([]byte(where))
-	dir := filepath.Join(o.cacheDir, hex.EncodeToString(sum[:12]))
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, "", nil, fmt.Errorf("create cache directory: %w", err)
-	}
-	unlock, err := lockDir(dir)
+	name := hex.EncodeToString(sum[:12])
+	entry, err := cache.entry(name)
 	if err != nil {
 		return nil, "", nil, err
 	}
-	idx, err := store.New(filepath.Join(dir, "index"), logr.Discard())
+	fetcher, err := o.fetcher(where, ref, filepath.Join(entry.dir, datadir.UnpackDir))
 	if err != nil {
-		unlock()
-		return nil, "", nil, fmt.Errorf("open cache %s: %w", dir, err)
+		entry.unlock()
+		return nil, "", nil, err
 	}
-	closeAll := func() { _ = idx.Close(); unlock() }
+	idx, err := store.New(filepath.Join(entry.dir, datadir.IndexDir), logr.Discard())
+	if err != nil {
+		entry.unlock()
+		return nil, "", nil, fmt.Errorf("open cache %s: %w", entry.dir, err)
+	}
+	closeAll := func() { _ = idx.Close(); entry.unlock() }
 	catalog := catalogName(where)
 	// An index built from another source of the same name cannot be in
 	// this directory (it is the source's own), so only the digest decides.
@@ -82,12 +90,17 @@ func (o offlineSource) open(ctx context.Context) (handler http.Handler, where st
 	}
 	if fetched.FS != nil {
 		if info, ok := idx.Info(catalog); !ok || info.Digest != fetched.Digest {
-			fmt.Fprintf(o.progress, "Indexing %s into %s (once for this content)...\n", where, dir)
+			fmt.Fprintf(o.progress, "Indexing %s into %s (once for this content)...\n", where, entry.dir)
 		}
 		if _, _, _, err := idx.Update(ctx, catalog, fetched.Content); err != nil {
 			closeAll()
 			return nil, "", nil, err
 		}
+	}
+	// The entry of this run is complete now and counts toward the bound;
+	// the answer does not depend on the trim, so a failure only warns.
+	if _, err := cache.trim(name); err != nil {
+		fmt.Fprintf(o.progress, "warning: cannot bring the cache under %s: %v\n", humanBytes(o.cacheMaxBytes), err)
 	}
 	table := catalogs.NewTable()
 	table.Put(catalogs.Catalog{Name: catalog, Source: fetcher.Describe()})
@@ -95,19 +108,28 @@ func (o offlineSource) open(ctx context.Context) (handler http.Handler, where st
 	return httpapi.New(table, idx, httpapi.Options{Log: logr.Discard()}), where, closeAll, nil
 }
 
-// fetcher is the sync service's own fetcher of the source, and where it
-// is, as errors and the cache key name it.
-func (o offlineSource) fetcher() (catalogsync.Fetcher, string, error) {
+// where is the source as errors and the cache key name it: a directory's
+// absolute path, or an image reference with the reference parsed.
+func (o offlineSource) where() (string, name.Reference, error) {
 	if o.dir != "" {
 		abs, err := filepath.Abs(o.dir)
 		if err != nil {
-			return nil, "", fmt.Errorf("catalog directory %s: %w", o.dir, err)
+			return "", nil, fmt.Errorf("catalog directory %s: %w", o.dir, err)
 		}
-		return catalogsync.DirFetcher{Path: abs}, abs, nil
+		return abs, nil, nil
 	}
 	ref, err := name.ParseReference(o.image)
 	if err != nil {
-		return nil, "", fmt.Errorf("image %q: %w", o.image, err)
+		return "", nil, fmt.Errorf("image %q: %w", o.image, err)
+	}
+	return ref.String(), ref, nil
+}
+
+// fetcher is the sync service's own fetcher of the source; an image is
+// unpacked under unpackDir.
+func (o offlineSource) fetcher(where string, ref name.Reference, unpackDir string) (catalogsync.Fetcher, error) {
+	if ref == nil {
+		return catalogsync.DirFetcher{Path: where}, nil
 	}
 	unpacker, err := unpack.New(unpack.Options{
 		// A person's own registry credentials, as docker and podman use them.
@@ -117,9 +139,9 @@ func (o offlineSource) fetcher() (catalogsync.Fetcher, string, error) {
 		PullTimeout:        o.pullTimeout,
 	})
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
-	return catalogsync.ImageFetcher{Ref: ref, Unpacker: unpacker, TempDir: filepath.Join(o.cacheDir, "unpack")}, ref.String(), nil
+	return catalogsync.ImageFetcher{Ref: ref, Unpacker: unpacker, TempDir: unpackDir}, nil
 }
 
 var notNameChars = regexp.MustCompile(`[^a-z0-9]+`)
@@ -142,21 +164,6 @@ func catalogName(where string) string {
 		return "catalog"
 	}
 	return n
-}
-
-// lockDir holds an exclusive lock on dir until the returned function is
-// called, so that two commands on one source never build or clean up one
-// store at the same time.
-func lockDir(dir string) (func(), error) {
-	f, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("lock cache: %w", err)
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		_ = f.Close()
-		return nil, fmt.Errorf("lock cache: %w", err)
-	}
-	return func() { _ = f.Close() }, nil
 }
 
 // handlerTransport answers requests with an http.Handler in this process,

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 
 	"github.com/catalogd/catalogd/internal/catalogdir"
+	"github.com/catalogd/catalogd/internal/datadir"
 	"github.com/catalogd/catalogd/internal/index"
 	"github.com/catalogd/catalogd/internal/unpack"
 )
@@ -108,7 +109,7 @@ func (s ImageFetcher) Fetch(ctx context.Context, skip func(string) bool) (Fetche
 	if err := os.MkdirAll(s.TempDir, 0o755); err != nil {
 		return Fetched{}, fmt.Errorf("create unpack directory: %w", err)
 	}
-	tmp, err := os.MkdirTemp(s.TempDir, "unpack-")
+	tmp, err := os.MkdirTemp(s.TempDir, datadir.UnpackPrefix)
 	if err != nil {
 		return Fetched{}, fmt.Errorf("create unpack directory: %w", err)
 	}

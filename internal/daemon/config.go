@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"syscall"
 	"time"
@@ -18,21 +17,12 @@ import (
 
 	"github.com/catalogd/catalogd/internal/catalogs"
 	"github.com/catalogd/catalogd/internal/catalogsync"
+	"github.com/catalogd/catalogd/internal/datadir"
 	"github.com/catalogd/catalogd/internal/httpapi"
 	"github.com/catalogd/catalogd/internal/server"
 	"github.com/catalogd/catalogd/internal/store"
 	"github.com/catalogd/catalogd/internal/unpack"
 	"github.com/catalogd/catalogd/internal/version"
-)
-
-// The data directory's layout (see the package doc).
-const (
-	indexDirName  = "index"
-	unpackDirName = "unpack"
-	// legacyTmpDirName is where older releases of `catalogd manager`
-	// unpacked images: a data directory they used may still hold images
-	// half unpacked there, so start-up clears it like unpack/.
-	legacyTmpDirName = "tmp"
 )
 
 // Config is what both modes run with, validated.
@@ -131,23 +121,29 @@ type Core struct {
 // answer from the first request; what feeds the sync service is the mode's
 // business. Close releases what Complete opened.
 func (c Config) Complete(log logr.Logger) (_ *Core, err error) {
-	core := &Core{unpackDir: filepath.Join(c.DataDir, unpackDirName)}
+	core := &Core{unpackDir: filepath.Join(c.DataDir, datadir.UnpackDir)}
 	defer func() {
 		if err != nil {
 			_ = core.Close()
 		}
 	}()
+	state, err := datadir.Open(c.DataDir, datadir.Data)
+	if err != nil {
+		return nil, err
+	}
+	if state == datadir.Adopted {
+		log.Info("adopted the data directory of an earlier catalogd", "dataDir", c.DataDir, "layout", datadir.Layout)
+	}
 	// Unpacked images are only needed while they are indexed; whatever is
-	// left there was left by a crash.
-	for _, dir := range []string{core.unpackDir, filepath.Join(c.DataDir, legacyTmpDirName)} {
-		if err := os.RemoveAll(dir); err != nil {
-			return nil, fmt.Errorf("clear %s: %w", dir, err)
-		}
+	// left was left by a stopped catalogd.
+	removed, err := datadir.RemoveDataLeftovers(c.DataDir)
+	if err != nil {
+		return nil, err
 	}
-	if err := os.MkdirAll(c.DataDir, 0o755); err != nil {
-		return nil, fmt.Errorf("create data directory: %w", err)
+	if removed > 0 {
+		log.V(1).Info("removed unpack directories a stopped catalogd left", "count", removed)
 	}
-	if core.Store, err = store.New(filepath.Join(c.DataDir, indexDirName), log.WithName("index"), store.WithHistory(c.History)); err != nil {
+	if core.Store, err = store.New(filepath.Join(c.DataDir, datadir.IndexDir), log.WithName("index"), store.WithHistory(c.History)); err != nil {
 		return nil, fmt.Errorf("open index store: %w", err)
 	}
 	if core.unpacker, err = c.RegistryConfig.unpacker(log); err != nil {

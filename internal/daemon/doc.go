@@ -11,17 +11,24 @@
 //
 // # The data directory
 //
-// Both modes keep the same layout under --data-dir:
+// Both modes keep the same layout under --data-dir (internal/datadir owns
+// the rules of a directory catalogd writes in):
 //
+//	catalogd-layout.json  the mark that makes the directory catalogd's,
+//	          with the version of its layout
 //	index/    the live index of each catalog (a SQLite file, the content
 //	          file of its blobs and that file's gzip copy), one directory
 //	          per catalog (internal/store); kept across restarts, so that
 //	          a restart answers from it at once; beside it, the catalog's
 //	          history of package digests (--changes-history versions),
 //	          which /changes answers from
-//	unpack/   images being unpacked for indexing, one directory per pull,
-//	          removed once indexed; cleared at start-up
+//	unpack/   images being unpacked for indexing, one unpack-* directory
+//	          per pull, removed once indexed
 //
-// A tmp/ directory left by an older `catalogd manager`, which unpacked
-// there, is cleared at start-up too; indexes under index/ are kept.
+// Complete refuses a non-empty directory without the mark, unless it holds
+// exactly what an earlier catalogd left (index/, unpack/, and the tmp/ an
+// older `catalogd manager` unpacked into), which it adopts: catalogd
+// deletes only what it created, and --data-dir pointed at the wrong place
+// must not cost anyone a file. At start-up it removes the unpack-*
+// directories a stopped catalogd left, by that name only.
 package daemon

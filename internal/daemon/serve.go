@@ -19,6 +19,7 @@ import (
 	"github.com/catalogd/catalogd/api/catalogapi"
 	"github.com/catalogd/catalogd/internal/catalogdir"
 	"github.com/catalogd/catalogd/internal/catalogsync"
+	"github.com/catalogd/catalogd/internal/datadir"
 )
 
 // Serve runs `catalogd serve` until ctx ends: it serves the API (the
@@ -59,7 +60,7 @@ func Serve(ctx context.Context, cfg ServeConfig, out io.Writer, log logr.Logger)
 	served := make(chan error, 1)
 	go func() { served <- core.Server.Serve(ctx, core.Listener) }()
 	base := core.Server.Scheme() + "://" + urlHost(core.Listener.Addr())
-	fmt.Fprintf(out, "catalogd serving %s, indexes in %s\n", base, filepath.Join(cfg.DataDir, indexDirName))
+	fmt.Fprintf(out, "catalogd serving %s, indexes in %s\n", base, filepath.Join(cfg.DataDir, datadir.IndexDir))
 	log.Info("serving the catalog API", "address", core.Listener.Addr().String(), "catalogs", len(cfg.Catalogs))
 
 	var background sync.WaitGroup

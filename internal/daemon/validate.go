@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/catalogd/catalogd/internal/catalogsync"
+	"github.com/catalogd/catalogd/internal/datadir"
 	"github.com/catalogd/catalogd/internal/fbc"
 	"github.com/catalogd/catalogd/internal/index"
 	"github.com/catalogd/catalogd/internal/query"
@@ -99,7 +100,7 @@ func Validate(ctx context.Context, cfg ValidateConfig, out io.Writer, log logr.L
 		if err != nil {
 			return 0, err
 		}
-		fetcher = catalogsync.ImageFetcher{Ref: cfg.Catalog.Image, Unpacker: unpacker, TempDir: filepath.Join(tmp, unpackDirName)}
+		fetcher = catalogsync.ImageFetcher{Ref: cfg.Catalog.Image, Unpacker: unpacker, TempDir: filepath.Join(tmp, datadir.UnpackDir)}
 	}
 	fetched, err := fetcher.Fetch(ctx, func(string) bool { return false })
 	if fetched.Cleanup != nil {

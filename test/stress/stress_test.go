@@ -28,6 +28,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/catalogd/catalogd/internal/datadir"
 	"github.com/catalogd/catalogd/internal/index"
 	"github.com/catalogd/catalogd/test/catalogdproc"
 	"github.com/catalogd/catalogd/test/fbcfacts"
@@ -184,7 +185,8 @@ func getAll(ctx context.Context, c *http.Client, base, catalog string, gzip bool
 
 // leftovers lists what under the data directory is not a live index: every
 // file but index/<catalog>/current and the files of the index it points at
-// (index.Files), and anything in unpack/. A crash or a failed build must leave nothing else once the
+// (index.Files) and the data directory's mark (datadir.LayoutFile), and
+// anything in unpack/. A crash or a failed build must leave nothing else once the
 // server has started again and finished its syncs.
 func leftovers(t testing.TB, dataDir string) []string {
 	t.Helper()
@@ -196,7 +198,7 @@ func leftovers(t testing.TB, dataDir string) []string {
 		rel, _ := filepath.Rel(dataDir, path)
 		parts := strings.Split(filepath.ToSlash(rel), "/")
 		switch {
-		case rel == "." || rel == "index" || rel == "unpack":
+		case rel == "." || rel == "index" || rel == "unpack" || rel == datadir.LayoutFile:
 			return nil
 		case parts[0] == "index" && len(parts) == 2 && d.IsDir():
 			return nil
