@@ -438,7 +438,8 @@ type ClientInterface interface {
 	// The bundles OLM may upgrade to from `from`: those whose channel entry
 	// replaces it, skips it, or has a skipRange that its version satisfies.
 	// One item per (target bundle, channel), newest version first, so a
-	// target reachable in two channels appears twice.
+	// target reachable in two channels appears twice. A bundle without a
+	// version (no `olm.package` property) is never a target.
 	//
 	// Corresponds with GET /catalogs/{catalog}/packages/{package}/upgrades (the `ListUpgrades` operationId).
 	ListUpgrades(ctx context.Context, catalog CatalogParam, pPackage PackageParam, params *ListUpgradesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -716,7 +717,8 @@ func (c *Client) GetPackageIcon(ctx context.Context, catalog CatalogParam, pPack
 // The bundles OLM may upgrade to from `from`: those whose channel entry
 // replaces it, skips it, or has a skipRange that its version satisfies.
 // One item per (target bundle, channel), newest version first, so a
-// target reachable in two channels appears twice.
+// target reachable in two channels appears twice. A bundle without a
+// version (no `olm.package` property) is never a target.
 //
 // Corresponds with GET /catalogs/{catalog}/packages/{package}/upgrades (the `ListUpgrades` operationId).
 func (c *Client) ListUpgrades(ctx context.Context, catalog CatalogParam, pPackage PackageParam, params *ListUpgradesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -2548,7 +2550,8 @@ type ClientWithResponsesInterface interface {
 	// The bundles OLM may upgrade to from `from`: those whose channel entry
 	// replaces it, skips it, or has a skipRange that its version satisfies.
 	// One item per (target bundle, channel), newest version first, so a
-	// target reachable in two channels appears twice.
+	// target reachable in two channels appears twice. A bundle without a
+	// version (no `olm.package` property) is never a target.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -4346,7 +4349,8 @@ func (c *ClientWithResponses) GetPackageIconWithResponse(ctx context.Context, ca
 // The bundles OLM may upgrade to from `from`: those whose channel entry
 // replaces it, skips it, or has a skipRange that its version satisfies.
 // One item per (target bundle, channel), newest version first, so a
-// target reachable in two channels appears twice.
+// target reachable in two channels appears twice. A bundle without a
+// version (no `olm.package` property) is never a target.
 //
 // Returns a wrapper object for the known response body format(s).
 //

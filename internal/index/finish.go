@@ -237,6 +237,18 @@ func (pkg *pkgData) bundleCounts() map[string]int {
 	return counts
 }
 
+// versionless names the package's indexed bundles that have no version,
+// which checkBundle reports and which can be no channel's head.
+func (pkg *pkgData) versionless() map[string]bool {
+	out := map[string]bool{}
+	for _, b := range pkg.bundles {
+		if !b.repeat && b.version == "" {
+			out[b.name] = true
+		}
+	}
+	return out
+}
+
 // analysis is what finish computes for one package.
 type analysis struct {
 	*pkgData
@@ -261,14 +273,14 @@ func analyze(pkg *pkgData) analysis {
 			versions[i] = &v
 		}
 	}
-	bundles := pkg.bundleCounts()
+	bundles, versionless := pkg.bundleCounts(), pkg.versionless()
 	var heads []channelHead
 	indexed := map[string]bool{}
 	for i := range pkg.cfg.Channels {
 		c := &pkg.cfg.Channels[i]
 		if !indexed[c.Name] {
 			indexed[c.Name] = true
-			heads = append(heads, newChannelHead(newIndexedChannel(c, pkg.at.channels[i]), bundles))
+			heads = append(heads, newChannelHead(newIndexedChannel(c, pkg.at.channels[i]), bundles, versionless))
 		}
 	}
 	return analysis{

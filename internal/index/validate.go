@@ -240,6 +240,10 @@ func validatePackage(pkg *pkgData, heads []channelHead) []problem {
 		if problem := h.graphProblem(); problem != "" {
 			out.add(h.channel.pos, "%s", problem)
 		}
+		if h.versionless {
+			out.add(h.channel.pos, "channel %q: its head %q has no version, so the channel offers no head: give bundle %q an olm.package property with its version",
+				h.channel.Name, h.heads[0], h.heads[0])
+		}
 	}
 
 	// Bundles.
@@ -417,13 +421,17 @@ type channelHead struct {
 	// head names the channel's head, a bundle of the package; it is ""
 	// when problem says why there is none.
 	head, problem string
+	// versionless says the single head is a bundle without a version.
+	versionless bool
 }
 
 // newChannelHead finds a channel's head as operator-registry's
 // model.Channel.Head does: the one entry that no other entry replaces or
 // skips (skipRange does not count). A head is only answered if it is a
-// bundle of the package; bundles counts them by name.
-func newChannelHead(c *indexedChannel, bundles map[string]int) channelHead {
+// bundle of the package (bundles counts them by name) with a version:
+// whoever installs a head needs the version to compare it with what is
+// installed, and versionless names the bundles that have none.
+func newChannelHead(c *indexedChannel, bundles map[string]int, versionless map[string]bool) channelHead {
 	incoming := map[string]bool{}
 	for _, e := range c.byName {
 		if e.Replaces != "" {
@@ -447,6 +455,9 @@ func newChannelHead(c *indexedChannel, bundles map[string]int) channelHead {
 		h.problem = "multiple channel heads: " + strings.Join(h.heads, ", ")
 	case bundles[h.heads[0]] == 0:
 		h.problem = fmt.Sprintf("the head entry %q has no olm.bundle blob", h.heads[0])
+	case versionless[h.heads[0]]:
+		h.versionless = true
+		h.problem = fmt.Sprintf("the head entry %q is a bundle without a version (no olm.package property gives one)", h.heads[0])
 	default:
 		h.head = h.heads[0]
 	}

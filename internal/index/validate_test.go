@@ -87,6 +87,7 @@ func TestProblems(t *testing.T) {
 		{"another package's name", pkg + strings.Replace(bundle("p.v1", "1.0.0", ""), `"packageName":"p"`, `"packageName":"q"`, 1) + "\n" + channel("c", `{"name":"p.v1"}`),
 			[]string{`bundle "p.v1": its olm.package property names package "q", but the bundle is in package "p": make packageName and "package" agree`}},
 		{"no olm.package property, no image", pkg + `{"schema":"olm.bundle","name":"p.v1","package":"p","properties":[]}` + "\n" + channel("c", `{"name":"p.v1"}`), []string{
+			`channel "c": its head "p.v1" has no version, so the channel offers no head: give bundle "p.v1" an olm.package property with its version`,
 			`bundle "p.v1": no image: set "image" to the bundle image's reference`,
 			`bundle "p.v1": no olm.package property: add {"type":"olm.package","value":{"packageName":"p","version":"X.Y.Z"}}`,
 		}},
