@@ -473,7 +473,8 @@ type ClientInterface interface {
 	// The bundles OLM may upgrade to from `from`: those whose channel entry
 	// replaces it, skips it, or has a skipRange that its version satisfies.
 	// One item per (target bundle, channel), newest version first, so a
-	// target reachable in two channels appears twice.
+	// target reachable in two channels appears twice. A bundle without a
+	// version (no `olm.package` property) is never a target.
 	//
 	// Corresponds with GET /catalogs/{catalog}/packages/{package}/upgrades (the `ListUpgrades` operationId).
 	ListUpgrades(ctx context.Context, catalog CatalogParam, pPackage PackageParam, params *ListUpgradesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -778,7 +779,8 @@ func (c *Client) GetPackageIcon(ctx context.Context, catalog CatalogParam, pPack
 // The bundles OLM may upgrade to from `from`: those whose channel entry
 // replaces it, skips it, or has a skipRange that its version satisfies.
 // One item per (target bundle, channel), newest version first, so a
-// target reachable in two channels appears twice.
+// target reachable in two channels appears twice. A bundle without a
+// version (no `olm.package` property) is never a target.
 //
 // Corresponds with GET /catalogs/{catalog}/packages/{package}/upgrades (the `ListUpgrades` operationId).
 func (c *Client) ListUpgrades(ctx context.Context, catalog CatalogParam, pPackage PackageParam, params *ListUpgradesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -2712,7 +2714,8 @@ type ClientWithResponsesInterface interface {
 	// The bundles OLM may upgrade to from `from`: those whose channel entry
 	// replaces it, skips it, or has a skipRange that its version satisfies.
 	// One item per (target bundle, channel), newest version first, so a
-	// target reachable in two channels appears twice.
+	// target reachable in two channels appears twice. A bundle without a
+	// version (no `olm.package` property) is never a target.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -4637,7 +4640,8 @@ func (c *ClientWithResponses) GetPackageIconWithResponse(ctx context.Context, ca
 // The bundles OLM may upgrade to from `from`: those whose channel entry
 // replaces it, skips it, or has a skipRange that its version satisfies.
 // One item per (target bundle, channel), newest version first, so a
-// target reachable in two channels appears twice.
+// target reachable in two channels appears twice. A bundle without a
+// version (no `olm.package` property) is never a target.
 //
 // Returns a wrapper object for the known response body format(s).
 //

@@ -355,8 +355,9 @@ type Channel struct {
 
 	// HeadProblem Why the channel has no head: no entry is left unreplaced, several
 	// are (naming them), or the one left names no bundle of the package
-	// (a channel entry without an `olm.bundle` blob). Present exactly
-	// when `head` is absent.
+	// (a channel entry without an `olm.bundle` blob) or a bundle without
+	// a version (no `olm.package` property). Present exactly when `head`
+	// is absent.
 	//
 	//
 	// Example: several heads: etcdoperator.v0.9.4, etcdoperator.v0.9.4-clusterwide
@@ -434,8 +435,9 @@ type ChannelSummary struct {
 
 	// HeadProblem Why the channel has no head: no entry is left unreplaced, several
 	// are (naming them), or the one left names no bundle of the package
-	// (a channel entry without an `olm.bundle` blob). Present exactly
-	// when `head` is absent.
+	// (a channel entry without an `olm.bundle` blob) or a bundle without
+	// a version (no `olm.package` property). Present exactly when `head`
+	// is absent.
 	//
 	//
 	// Example: several heads: etcdoperator.v0.9.4, etcdoperator.v0.9.4-clusterwide
@@ -838,8 +840,9 @@ type UpgradeList struct {
 	// Heads The head of each channel considered (the channel asked for, or
 	// every channel that lists `from`), so a client can tell whether
 	// `from` is already the latest. A head is always a bundle of the
-	// package: channels without a single head, or whose head entry names
-	// no bundle, are left out, and the channel's `headProblem` says why.
+	// package with a version: channels without a single head, or whose
+	// head entry names no bundle or one without a version, are left
+	// out, and the channel's `headProblem` says why.
 	Heads []ChannelHead `json:"heads"`
 
 	// Items The upgrades, newest version first.

@@ -6,20 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/go-logr/logr"
-	"github.com/jmoiron/sqlx"
 	"github.com/spf13/pflag"
 
 	"github.com/catalogd/catalogd/internal/catalogsync"
 	"github.com/catalogd/catalogd/internal/datadir"
 	"github.com/catalogd/catalogd/internal/fbc"
 	"github.com/catalogd/catalogd/internal/index"
-	"github.com/catalogd/catalogd/internal/query"
 )
 
 // ValidateOptions are the flags of `catalogd validate`.
@@ -80,13 +76,14 @@ type Report struct {
 	Problems []Problem `json:"problems"`
 }
 
-// Validate indexes the catalog into a temporary directory, as the server
-// would, and writes every problem the server would report to out: text
-// lines file:line:col: package: message, or one JSON Report. The verdicts
-// are the server's because the code is: the same fetch, parser and index.
-// It returns the number of problems; an error is a failure to read the
-// catalog at all (a pull that failed, a directory that is not there), not
-// a problem of its content.
+// Validate checks the catalog as the server would index it and writes
+// every problem the server would report to out: text lines
+// file:line:col: package: message, or one JSON Report. The verdicts are
+// the server's because the code is: the same fetch, parser and
+// per-package validation (index.Check), without the files only serving
+// reads. It returns the number of problems; an error is a failure to read
+// the catalog at all (a pull that failed, a directory that is not there),
+// not a problem of its content.
 func Validate(ctx context.Context, cfg ValidateConfig, out io.Writer, log logr.Logger) (int, error) {
 	tmp, err := os.MkdirTemp("", "catalogd-validate-")
 	if err != nil {
@@ -111,8 +108,7 @@ func Validate(ctx context.Context, cfg ValidateConfig, out io.Writer, log logr.L
 	}
 
 	report := Report{Catalog: cfg.Catalog.Value, Digest: fetched.Digest, Problems: []Problem{}}
-	path := filepath.Join(tmp, "index.db")
-	stats, err := index.Build(ctx, path, fetched.Content, time.Now())
+	stats, problems, err := index.Check(ctx, tmp, fetched.Content)
 	var parseErr *fbc.Error
 	switch {
 	case errors.As(err, &parseErr):
@@ -123,42 +119,14 @@ func Validate(ctx context.Context, cfg ValidateConfig, out io.Writer, log logr.L
 		return 0, fmt.Errorf("index %s: %w", cfg.Catalog.Value, err)
 	default:
 		report.Packages, report.Bundles = stats.Packages, stats.Bundles
-		if report.Problems, err = readProblems(ctx, path); err != nil {
-			return 0, err
+		for _, p := range problems {
+			report.Problems = append(report.Problems, Problem{Position: p.Position, Package: p.Package, Message: p.Message})
 		}
 	}
 	if err := writeReport(out, report, cfg.JSON); err != nil {
 		return 0, err
 	}
 	return len(report.Problems), nil
-}
-
-// readProblems reads every problem recorded in the index file at path.
-// It opens the file itself rather than through a store: a store's swap
-// syncs every file to disk, which a temporary index does not need and which
-// cost validate a fifth of its time on the bench catalog.
-func readProblems(ctx context.Context, path string) ([]Problem, error) {
-	db, err := sqlx.Open("sqlite", index.FileURI(path, url.Values{"mode": {"ro"}}))
-	if err != nil {
-		return nil, fmt.Errorf("open index: %w", err)
-	}
-	defer db.Close()
-	content, err := os.Open(index.ContentPath(path))
-	if err != nil {
-		return nil, fmt.Errorf("open index content: %w", err)
-	}
-	defer content.Close()
-	cat := query.New(db, content)
-	defer cat.Close()
-	found, err := cat.Problems(ctx, "")
-	if err != nil {
-		return nil, fmt.Errorf("read problems: %w", err)
-	}
-	out := make([]Problem, 0, len(found))
-	for _, p := range found {
-		out = append(out, Problem{Position: p.Position, Package: p.Package, Message: p.Message})
-	}
-	return out, nil
 }
 
 // writeReport writes r as text lines, or as one JSON document.

@@ -10,7 +10,9 @@
 // store keeps, per catalog, the one index that is live (its files, see
 // Files) and swaps in a new one only once Build succeeded. Reading an
 // index back is package query's job; only the record of the build
-// itself (ReadInfo) is read here, beside the code that writes it.
+// itself (ReadInfo) is read here, beside the code that writes it. Check
+// runs the same reading and validation for a verdict alone (catalogd
+// validate), without the files only serving reads.
 package index
 
 import (
@@ -173,20 +175,8 @@ func load(ctx context.Context, db *sqlx.DB, content *os.File, gz *compressor, sr
 	}
 	defer l.close()
 
-	if err := fbc.Walk(ctx, src.FS, src.Limits, l.add); err != nil {
+	if err := walk(ctx, l, src); err != nil {
 		return Stats{}, err
-	}
-	// finish reads blobs back from the file.
-	if err := l.content.Flush(); err != nil {
-		return Stats{}, fmt.Errorf("write content file: %w", fileError(err))
-	}
-	gz.advance(l.stats.AllBytes, true)
-	if err := l.finish(ctx); err != nil {
-		return Stats{}, err
-	}
-	l.stats.Digest = src.Digest
-	if src.ReadDigest != nil {
-		l.stats.Digest = src.ReadDigest()
 	}
 	if _, err := tx.ExecContext(ctx,
 		`INSERT INTO catalog_info (id, source_ref, content_digest, built_at, all_size, schema_digest) VALUES (1, ?, ?, ?, ?, ?)`,
@@ -197,6 +187,27 @@ func load(ctx context.Context, db *sqlx.DB, content *os.File, gz *compressor, sr
 		return Stats{}, fmt.Errorf("commit load: %w", err)
 	}
 	return l.stats, nil
+}
+
+// walk reads src into l and finishes every package: what Build and Check
+// share.
+func walk(ctx context.Context, l *loader, src Content) error {
+	if err := fbc.Walk(ctx, src.FS, src.Limits, l.add); err != nil {
+		return err
+	}
+	// finish reads blobs back from the file.
+	if err := l.content.Flush(); err != nil {
+		return fmt.Errorf("write content file: %w", fileError(err))
+	}
+	l.gz.advance(l.written, true)
+	if err := l.finish(ctx); err != nil {
+		return err
+	}
+	l.stats.Digest = src.Digest
+	if src.ReadDigest != nil {
+		l.stats.Digest = src.ReadDigest()
+	}
+	return nil
 }
 
 // check verifies the finished files before anyone may read them.

@@ -57,17 +57,24 @@ func (l *loader) finish(ctx context.Context) error {
 			return ctx.Err()
 		}
 		results[i] = nil
-		if err := l.write(ctx, a); err != nil {
-			return err
-		}
-		if err := l.describe(ctx, a); err != nil {
-			return fmt.Errorf("index metadata of package %q: %w", name, err)
+		if l.checkOnly {
+			l.keep(a)
+		} else {
+			if err := l.write(ctx, a); err != nil {
+				return err
+			}
+			if err := l.describe(ctx, a); err != nil {
+				return fmt.Errorf("index metadata of package %q: %w", name, err)
+			}
 		}
 		if next := i + window; next < len(names) {
 			if err := start(next); err != nil {
 				return err
 			}
 		}
+	}
+	if l.checkOnly {
+		return nil
 	}
 	if err := l.flushAll(ctx); err != nil {
 		return err
@@ -237,6 +244,18 @@ func (pkg *pkgData) bundleCounts() map[string]int {
 	return counts
 }
 
+// versionless names the package's indexed bundles that have no version,
+// which checkBundle reports and which can be no channel's head.
+func (pkg *pkgData) versionless() map[string]bool {
+	out := map[string]bool{}
+	for _, b := range pkg.bundles {
+		if !b.repeat && b.version == "" {
+			out[b.name] = true
+		}
+	}
+	return out
+}
+
 // analysis is what finish computes for one package.
 type analysis struct {
 	*pkgData
@@ -261,14 +280,14 @@ func analyze(pkg *pkgData) analysis {
 			versions[i] = &v
 		}
 	}
-	bundles := pkg.bundleCounts()
+	bundles, versionless := pkg.bundleCounts(), pkg.versionless()
 	var heads []channelHead
 	indexed := map[string]bool{}
 	for i := range pkg.cfg.Channels {
 		c := &pkg.cfg.Channels[i]
 		if !indexed[c.Name] {
 			indexed[c.Name] = true
-			heads = append(heads, newChannelHead(newIndexedChannel(c, pkg.at.channels[i]), bundles))
+			heads = append(heads, newChannelHead(newIndexedChannel(c, pkg.at.channels[i]), bundles, versionless))
 		}
 	}
 	return analysis{
@@ -324,6 +343,20 @@ func (l *loader) write(ctx context.Context, a analysis) error {
 		l.stats.Bundles++
 	}
 	return nil
+}
+
+// keep is write for Check: it keeps a package's problems and counts its
+// bundles as write does.
+func (l *loader) keep(a analysis) {
+	for _, p := range a.problems {
+		l.problems = append(l.problems, Problem{Package: a.name, Position: p.pos, Message: p.message})
+	}
+	l.stats.Problems += len(a.problems)
+	for _, b := range a.bundles {
+		if !b.repeat {
+			l.stats.Bundles++
+		}
+	}
 }
 
 // channelsByBundle returns, for each bundle some channel of the package

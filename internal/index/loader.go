@@ -45,6 +45,23 @@ type loader struct {
 	// Ids are given out here rather than by SQLite, so that rows which refer
 	// to a blob, bundle or entry can be batched with it.
 	bundleID, entryID int64
+	// checkOnly says the loader serves Check: it stores only what
+	// validation reads back (see readBack) and collects the problems in
+	// problems rather than in the problems table.
+	checkOnly bool
+	problems  []Problem
+	// written is how many bytes the content file holds.
+	written int64
+}
+
+// readBack says whether finish reads blobs of the schema back from the
+// content file, which is all of the file Check needs.
+func readBack(schema string) bool {
+	switch schema {
+	case declcfg.SchemaPackage, declcfg.SchemaChannel, declcfg.SchemaDeprecation:
+		return true
+	}
+	return false
 }
 
 // pkgState is what the loader keeps in memory of a package during the walk.
@@ -213,11 +230,14 @@ func (l *loader) pkg(name string) *pkgState {
 func (l *loader) add(ctx context.Context, b fbc.Blob) error {
 	m := b.Meta
 	blobID := int64(l.stats.Blobs) + 1
-	if _, err := l.content.Write(m.Blob); err != nil {
-		return fmt.Errorf("store blob %s %q: write content file: %w", m.Schema, m.Name, fileError(err))
-	}
-	if err := l.insert(ctx, "blobs", blobID, m.Schema, m.Package, m.Name, l.stats.AllBytes, len(m.Blob)); err != nil {
-		return fmt.Errorf("store blob %s %q: %w", m.Schema, m.Name, err)
+	if !l.checkOnly || readBack(m.Schema) {
+		if _, err := l.content.Write(m.Blob); err != nil {
+			return fmt.Errorf("store blob %s %q: write content file: %w", m.Schema, m.Name, fileError(err))
+		}
+		if err := l.insert(ctx, "blobs", blobID, m.Schema, m.Package, m.Name, l.written, len(m.Blob)); err != nil {
+			return fmt.Errorf("store blob %s %q: %w", m.Schema, m.Name, err)
+		}
+		l.written += int64(len(m.Blob))
 	}
 	if owner := packageOf(m); owner != "" {
 		if err := l.insert(ctx, "work_digests", owner, blobHash(m), blobID); err != nil {
@@ -228,7 +248,7 @@ func (l *loader) add(ctx context.Context, b fbc.Blob) error {
 	l.stats.Schemas[m.Schema]++
 	l.stats.AllBytes += int64(len(m.Blob))
 	// What the buffer holds is not in the file yet.
-	l.gz.advance(l.stats.AllBytes-int64(l.content.Buffered()), false)
+	l.gz.advance(l.written-int64(l.content.Buffered()), false)
 
 	pos := b.Pos.String()
 	switch v := b.Value.(type) {
@@ -265,6 +285,9 @@ func (l *loader) addChannel(ctx context.Context, c *declcfg.Channel, blobID int6
 	}
 	st.channels[c.Name] = true
 	l.stats.Channels++
+	if l.checkOnly {
+		return nil
+	}
 	for i, e := range c.Entries {
 		l.entryID++
 		if err := l.insert(ctx, "channel_entries", l.entryID, c.Package, c.Name, i, e.Name, e.Replaces, e.SkipRange); err != nil {
@@ -290,13 +313,6 @@ func (l *loader) addBundle(ctx context.Context, b *declcfg.Bundle, blobID int64,
 	id := l.bundleID
 
 	check := checkBundle(b)
-	for i, v := range check.values {
-		if row := typedRowOf(id, i, v); row.table != "" {
-			if err := l.insert(ctx, row.table, row.values...); err != nil {
-				return fmt.Errorf("index property %d (%s) of bundle %q: %w", i, b.Properties[i].Type, b.Name, err)
-			}
-		}
-	}
 	problems, err := json.Marshal(check.problems)
 	if err != nil {
 		return fmt.Errorf("index bundle %q: %w", b.Name, err)
@@ -304,7 +320,17 @@ func (l *loader) addBundle(ctx context.Context, b *declcfg.Bundle, blobID int64,
 	if err := l.insert(ctx, "work_bundles", b.Package, id, blobID, b.Name, check.version, check.release, b.Image, string(problems), pos); err != nil {
 		return fmt.Errorf("index bundle %q: %w", b.Name, err)
 	}
+	if l.checkOnly {
+		return nil
+	}
 
+	for i, v := range check.values {
+		if row := typedRowOf(id, i, v); row.table != "" {
+			if err := l.insert(ctx, row.table, row.values...); err != nil {
+				return fmt.Errorf("index property %d (%s) of bundle %q: %w", i, b.Properties[i].Type, b.Name, err)
+			}
+		}
+	}
 	for i, ri := range b.RelatedImages {
 		if err := l.insert(ctx, "related_images", id, i, ri.Name, ri.Image); err != nil {
 			return fmt.Errorf("index related images of bundle %q: %w", b.Name, err)
@@ -351,6 +377,9 @@ func (l *loader) addDeprecation(ctx context.Context, d *declcfg.Deprecation, blo
 		return fmt.Errorf("index deprecations of package %q: %w", d.Package, err)
 	}
 	l.pkg(d.Package)
+	if l.checkOnly {
+		return nil
+	}
 	for _, e := range d.Entries {
 		if err := l.insert(ctx, "deprecations", d.Package, e.Reference.Schema, e.Reference.Name, e.Message); err != nil {
 			return fmt.Errorf("index deprecations of package %q: %w", d.Package, err)

@@ -240,6 +240,10 @@ func validatePackage(pkg *pkgData, heads []channelHead) []problem {
 		if problem := h.graphProblem(); problem != "" {
 			out.add(h.channel.pos, "%s", problem)
 		}
+		if h.versionless {
+			out.add(h.channel.pos, "channel %q: its head %q has no version, so the channel offers no head: give bundle %q an olm.package property with its version",
+				h.channel.Name, h.heads[0], h.heads[0])
+		}
 	}
 
 	// Bundles.
@@ -417,13 +421,17 @@ type channelHead struct {
 	// head names the channel's head, a bundle of the package; it is ""
 	// when problem says why there is none.
 	head, problem string
+	// versionless says the single head is a bundle without a version.
+	versionless bool
 }
 
 // newChannelHead finds a channel's head as operator-registry's
 // model.Channel.Head does: the one entry that no other entry replaces or
 // skips (skipRange does not count). A head is only answered if it is a
-// bundle of the package; bundles counts them by name.
-func newChannelHead(c *indexedChannel, bundles map[string]int) channelHead {
+// bundle of the package (bundles counts them by name) with a version:
+// whoever installs a head needs the version to compare it with what is
+// installed, and versionless names the bundles that have none.
+func newChannelHead(c *indexedChannel, bundles map[string]int, versionless map[string]bool) channelHead {
 	incoming := map[string]bool{}
 	for _, e := range c.byName {
 		if e.Replaces != "" {
@@ -447,6 +455,9 @@ func newChannelHead(c *indexedChannel, bundles map[string]int) channelHead {
 		h.problem = "multiple channel heads: " + strings.Join(h.heads, ", ")
 	case bundles[h.heads[0]] == 0:
 		h.problem = fmt.Sprintf("the head entry %q has no olm.bundle blob", h.heads[0])
+	case versionless[h.heads[0]]:
+		h.versionless = true
+		h.problem = fmt.Sprintf("the head entry %q is a bundle without a version (no olm.package property gives one)", h.heads[0])
 	default:
 		h.head = h.heads[0]
 	}
@@ -467,10 +478,10 @@ func (h channelHead) graphProblem() string {
 		return "" // reported by problems
 	case len(h.heads) == 0:
 		return where + " has no head: every entry is replaced or skipped by another, so none is the newest: " +
-			"break the cycle so that exactly one entry, the newest, is neither replaced nor skipped"
+			"break the cycle so that exactly one entry, the newest, is neither replaced nor skipped" + c.danglingNames("")
 	case len(h.heads) > 1:
 		return fmt.Sprintf("%s has %d heads, entries that no other entry replaces or skips: %s: a channel needs exactly one; make the newest replace or skip the others",
-			where, len(h.heads), quotedList(h.heads))
+			where, len(h.heads), quotedList(h.heads)) + c.danglingNames("")
 	}
 	skipped := map[string]bool{}
 	for _, e := range c.byName {
@@ -483,7 +494,8 @@ func (h channelHead) graphProblem() string {
 	chain := []string{h.heads[0]}
 	position := map[string]int{h.heads[0]: 0}
 	var end string
-	for cur := c.byName[h.heads[0]]; ; {
+	cur := c.byName[h.heads[0]]
+	for {
 		next := cur.Replaces
 		if skipped[next] {
 			end = fmt.Sprintf("the chain stops at %q, whose replaces %q is skipped by an entry", cur.Name, next)
@@ -496,7 +508,7 @@ func (h channelHead) graphProblem() string {
 		position[next] = len(chain)
 		e := c.byName[next]
 		if e == nil {
-			end = fmt.Sprintf("the chain ends at %q, which replaces %q, not an entry of the channel", cur.Name, next)
+			end = fmt.Sprintf("the chain ends at %q, which replaces %q, not an entry of the channel%s", cur.Name, next, c.didYouMean(next, cur.Name))
 			if next == "" {
 				end = fmt.Sprintf("the chain ends at %q, which replaces nothing", cur.Name)
 			}
@@ -516,8 +528,127 @@ func (h channelHead) graphProblem() string {
 	}
 	slices.Sort(stranded)
 	return fmt.Sprintf("%s: entries %s cannot be reached from the head %q by following replaces, and no entry skips them (%s): link them into the replaces chain, skip them, or remove them",
-		where, quotedList(stranded), h.heads[0], end)
+		where, quotedList(stranded), h.heads[0], end) + c.danglingNames(cur.Name)
 }
+
+// maxDangling is how many names danglingNames explains: finding the entry
+// one edit away costs a pass over the channel for each.
+const maxDangling = 5
+
+// danglingNames explains a broken replaces chain by the names its entries
+// replace or skip that are no entry of the channel, or the entry itself,
+// since such a name (often a typo) is what leaves a channel with several
+// heads, none, or entries out of reach. Each is named with its entry and,
+// when an entry of the channel is one edit away, that entry. Replacing a
+// missing name is only how a chain ends, and skipping one is common (an
+// older channel's bundle), so those are named only where they may be
+// typos: a replaces by an entry other than except (the end of the chain,
+// which the caller already explains), and a skip one edit from an entry.
+// It returns "" when there is nothing to explain, else a clause starting
+// with "; ".
+func (c *indexedChannel) danglingNames(except string) string {
+	var found []string
+	full := false
+	note := func(format string, args ...any) {
+		found = append(found, fmt.Sprintf(format, args...))
+		full = len(found) == maxDangling
+	}
+	for i := 0; i < len(c.Entries) && !full; i++ {
+		e := &c.Entries[i]
+		if c.byName[e.Name] != e {
+			continue
+		}
+		switch r := e.Replaces; {
+		case r == e.Name:
+			note("entry %q replaces itself", e.Name)
+		case r != "" && c.byName[r] == nil && e.Name != except:
+			note("entry %q replaces %q, which is not an entry of the channel%s", e.Name, r, c.didYouMean(r, e.Name))
+		}
+		for _, s := range e.Skips {
+			switch {
+			case full:
+			case s == e.Name:
+				note("entry %q skips itself", e.Name)
+			case s != "" && c.byName[s] == nil:
+				if hint := c.didYouMean(s, e.Name); hint != "" {
+					note("entry %q skips %q, which is not an entry of the channel%s", e.Name, s, hint)
+				}
+			}
+		}
+	}
+	if len(found) == 0 {
+		return ""
+	}
+	out := "; " + strings.Join(found, "; ")
+	if full {
+		out += fmt.Sprintf(" (the first %d such names)", maxDangling)
+	}
+	return out
+}
+
+// didYouMean returns ` (did you mean "x"?)` for the first entry x of the
+// channel, other than self, one edit away from name, preferring an entry
+// that no entry replaces or skips (the one a typo leaves without its
+// link); "" when there is none.
+func (c *indexedChannel) didYouMean(name, self string) string {
+	var named map[string]bool
+	best := ""
+	for i := range c.Entries {
+		n := c.Entries[i].Name
+		if n == self || !oneEdit(name, n) {
+			continue
+		}
+		if named == nil {
+			named = c.linked()
+		}
+		if !named[n] {
+			best = n
+			break
+		}
+		if best == "" {
+			best = n
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (did you mean %q?)", best)
+}
+
+// linked returns the names the channel's entries replace or skip.
+func (c *indexedChannel) linked() map[string]bool {
+	out := map[string]bool{}
+	for _, e := range c.byName {
+		out[e.Replaces] = true
+		for _, s := range e.Skips {
+			out[s] = true
+		}
+	}
+	return out
+}
+
+// oneEdit reports whether a and b differ by exactly one inserted, removed
+// or replaced byte, other than a digit replaced by a digit: bundle names
+// carry versions, and names one digit apart are most often two versions
+// (a chain's tail replacing an older bundle), not a typo.
+func oneEdit(a, b string) bool {
+	if len(a) > len(b) {
+		a, b = b, a
+	}
+	if len(b)-len(a) > 1 || a == b {
+		return false
+	}
+	i := 0
+	for i < len(a) && a[i] == b[i] {
+		i++
+	}
+	if len(a) == len(b) {
+		return a[i+1:] == b[i+1:] && !(isDigit(a[i]) && isDigit(b[i]))
+	}
+	return a[i:] == b[i+1:]
+}
+
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
 
 // deprecationProblems checks a package's olm.deprecations blobs as
 // ConvertToModel does: one blob at most, and entries that reference the

@@ -47,6 +47,18 @@ func TestProblems(t *testing.T) {
 			[]string{`channel "c": entries "p.v1" cannot be reached from the head "p.v3" by following replaces, and no entry skips them (the chain stops at "p.v3", whose replaces "p.v2" is skipped by an entry): link them into the replaces chain, skip them, or remove them`}},
 		{"replaces a missing bundle", pkg + three + "\n" + channel("c", `{"name":"p.v3","replaces":"p.v9"},{"name":"p.v2","replaces":"p.v1"},{"name":"p.v1","replaces":"p.v2"}`),
 			[]string{`channel "c": entries "p.v1", "p.v2" cannot be reached from the head "p.v3" by following replaces, and no entry skips them (the chain ends at "p.v3", which replaces "p.v9", not an entry of the channel): link them into the replaces chain, skip them, or remove them`}},
+		{"typo in replaces", pkg + three + "\n" + channel("c", `{"name":"p.v3","replaces":"pv2"},{"name":"p.v2","replaces":"p.v1"},{"name":"p.v1","replaces":"p.v0"}`),
+			[]string{`channel "c" has 2 heads, entries that no other entry replaces or skips: "p.v2", "p.v3": a channel needs exactly one; make the newest replace or skip the others; ` +
+				`entry "p.v3" replaces "pv2", which is not an entry of the channel (did you mean "p.v2"?); entry "p.v1" replaces "p.v0", which is not an entry of the channel`}},
+		{"replaces itself", pkg + three + "\n" + channel("c", `{"name":"p.v3","replaces":"p.v3"},{"name":"p.v2","replaces":"p.v1"},{"name":"p.v1"}`),
+			[]string{`channel "c": entries "p.v3" cannot be reached from the head "p.v2" by following replaces, and no entry skips them (the chain ends at "p.v1", which replaces nothing): link them into the replaces chain, skip them, or remove them; ` +
+				`entry "p.v3" replaces itself`}},
+		{"only entry replaces itself", pkg + bundle("p.v1", "1.0.0", "") + "\n" + channel("c", `{"name":"p.v1","replaces":"p.v1"}`),
+			[]string{`channel "c" has no head: every entry is replaced or skipped by another, so none is the newest: break the cycle so that exactly one entry, the newest, is neither replaced nor skipped; entry "p.v1" replaces itself`}},
+		{"typo in skips", pkg + three + "\n" + channel("c", `{"name":"p.v3","replaces":"p.v2","skips":["p.v1x","p.v0"]},{"name":"p.v2"},{"name":"p.v1"}`),
+			[]string{`channel "c" has 2 heads, entries that no other entry replaces or skips: "p.v1", "p.v3": a channel needs exactly one; make the newest replace or skip the others; ` +
+				`entry "p.v3" skips "p.v1x", which is not an entry of the channel (did you mean "p.v1"?)`}},
+		{"a valid chain's tail may replace a name one edit from an entry", pkg + three + "\n" + channel("c", `{"name":"p.v3","replaces":"p.v2","skips":["p.v1"]},{"name":"p.v2","replaces":"p.v3x"},{"name":"p.v1"}`), nil},
 		{"skips a missing bundle", pkg + three + "\n" + channel("c", `{"name":"p.v3","replaces":"p.v2","skips":["p.v9"]},{"name":"p.v2","replaces":"p.v1"},{"name":"p.v1"}`), nil},
 		{"skipped entries are not stranded", pkg + three + "\n" + channel("c", `{"name":"p.v3","replaces":"p.v2","skips":["p.v1"]},{"name":"p.v2"},{"name":"p.v1"}`), nil},
 		{"empty skip", pkg + three + "\n" + channel("c", `{"name":"p.v3","replaces":"p.v2","skips":[""]},{"name":"p.v2","replaces":"p.v1"},{"name":"p.v1"}`),
@@ -87,6 +99,7 @@ func TestProblems(t *testing.T) {
 		{"another package's name", pkg + strings.Replace(bundle("p.v1", "1.0.0", ""), `"packageName":"p"`, `"packageName":"q"`, 1) + "\n" + channel("c", `{"name":"p.v1"}`),
 			[]string{`bundle "p.v1": its olm.package property names package "q", but the bundle is in package "p": make packageName and "package" agree`}},
 		{"no olm.package property, no image", pkg + `{"schema":"olm.bundle","name":"p.v1","package":"p","properties":[]}` + "\n" + channel("c", `{"name":"p.v1"}`), []string{
+			`channel "c": its head "p.v1" has no version, so the channel offers no head: give bundle "p.v1" an olm.package property with its version`,
 			`bundle "p.v1": no image: set "image" to the bundle image's reference`,
 			`bundle "p.v1": no olm.package property: add {"type":"olm.package","value":{"packageName":"p","version":"X.Y.Z"}}`,
 		}},

@@ -250,11 +250,14 @@ func (j judged) theirVerdicts() map[string]error {
 	return out
 }
 
-// ourVerdicts indexes the packages and returns each one's problems.
+// ourVerdicts indexes the packages and returns each one's problems,
+// failing t unless Check finds the same problems as Build, at the same
+// positions and in the same order.
 func (j judged) ourVerdicts(t testing.TB) map[string][]string {
 	t.Helper()
 	db, _, problems := buildProblems(t, j.fsys)
-	db.Close()
+	defer db.Close()
+	checkMatchesBuild(t, db, j.fsys)
 	return problems
 }
 

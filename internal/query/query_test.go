@@ -63,17 +63,28 @@ func phantomDemo(t *testing.T) string {
 	return dir
 }
 
-// forDemos runs check on the demo catalog, and on the same with phantom
-// entries: whatever the catalog, every head, edge and provider the
-// read API answers is a bundle the catalog has.
+// versionlessDemo writes the demo catalog with a bundle without a version
+// (see fbcgen.WriteVersionlessDemo) and returns its directory.
+func versionlessDemo(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := fbcgen.WriteVersionlessDemo(demoDir, dir); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// forDemos runs check on the demo catalog, on the same with phantom
+// entries, and on the same with a bundle without a version: whatever the
+// catalog, every head, edge and provider the read API answers is a bundle
+// the catalog has, and every head and edge one with a version.
 func forDemos(t *testing.T, check func(*testing.T, *query.Catalog, *fbcfacts.Catalog)) {
-	for _, dir := range []string{demoDir, phantomDemo(t)} {
-		name := "demo"
-		if dir != demoDir {
-			name = "phantom entries"
-		}
-		t.Run(name, func(t *testing.T) {
-			c, facts := indexed(t, dir)
+	for _, demo := range []struct {
+		name string
+		dir  string
+	}{{"demo", demoDir}, {"phantom entries", phantomDemo(t)}, {"versionless bundle", versionlessDemo(t)}} {
+		t.Run(demo.name, func(t *testing.T) {
+			c, facts := indexed(t, demo.dir)
 			check(t, c, facts)
 		})
 	}
@@ -405,7 +416,7 @@ func checkUpgradesFrom(t *testing.T, c *query.Catalog, facts *fbcfacts.Catalog) 
 
 // upgradeEdges computes from the FBC, by OLM's rules, where bundle from of
 // pkg may upgrade to in channel (every channel when ""): "channel bundle
-// rule", sorted.
+// rule", sorted. A bundle without a version is no target.
 func upgradeEdges(facts *fbcfacts.Catalog, pkg, from, channel string) []string {
 	v, vErr := semver.Parse(facts.Bundles[pkg][from].Version())
 	var out []string
@@ -414,7 +425,7 @@ func upgradeEdges(facts *fbcfacts.Catalog, pkg, from, channel string) []string {
 			continue
 		}
 		for _, e := range facts.Channels[pkg][chName].Entries {
-			if _, ok := facts.Bundles[pkg][e.Name]; !ok || e.Name == from {
+			if b, ok := facts.Bundles[pkg][e.Name]; !ok || b.Version() == "" || e.Name == from {
 				continue
 			}
 			if e.Replaces == from {

@@ -67,8 +67,9 @@ func (c *Catalog) UpgradesFrom(ctx context.Context, pkg string, src Bundle, chan
 		}
 		t.rules = append(t.rules, rule)
 	}
-	// Entries without a bundle are recorded validation problems, not
-	// upgrades: the joins leave them out. CROSS JOIN keeps the few entries
+	// Entries without a bundle, or whose bundle has no version, are
+	// recorded validation problems, not upgrades: the joins leave them out,
+	// so that no target is named without the version a client compares. CROSS JOIN keeps the few entries
 	// found first: given the choice, SQLite reads every bundle of the
 	// package and looks each up among them, which costs 11 ms a request
 	// for a package of 50,000 bundles (BenchmarkReplacesChainHTTP).
@@ -87,7 +88,7 @@ func (c *Catalog) UpgradesFrom(ctx context.Context, pkg string, src Bundle, chan
 			JOIN channel_entries e ON e.id = s.entry_id
 			WHERE s.package = ? AND s.skip = ?) x
 		CROSS JOIN bundles b ON b.package = ? AND b.name = x.bundle
-		WHERE ? = '' OR x.channel = ?
+		WHERE b.version != '' AND (? = '' OR x.channel = ?)
 		ORDER BY x.part, x.id`, pkg, src.Name, pkg, src.Name, pkg, channel, channel); err != nil {
 		return Upgrades{}, fmt.Errorf("find entries replacing or skipping %q: %w", src.Name, err)
 	}
@@ -156,7 +157,7 @@ type skipRange struct {
 }
 
 // skipRanges returns the parsed skipRanges of a package's entries whose
-// bundle is indexed, in entry order, read and parsed once per index file
+// bundle is indexed and has a version, in entry order, read and parsed once per index file
 // (a file never changes). A range that does not parse matches nothing;
 // validation reports it.
 func (c *Catalog) skipRanges(ctx context.Context, pkg string) ([]skipRange, error) {
@@ -170,7 +171,7 @@ func (c *Catalog) skipRanges(ctx context.Context, pkg string) ([]skipRange, erro
 		}
 		if err := c.sel(ctx, &rows, `SELECT e.bundle, e.channel, e.skip_range, b.version, b.version_rank
 			FROM channel_entries e JOIN bundles b ON b.package = e.package AND b.name = e.bundle
-			WHERE e.package = ? AND e.skip_range != '' ORDER BY e.id`, pkg); err != nil {
+			WHERE e.package = ? AND e.skip_range != '' AND b.version != '' ORDER BY e.id`, pkg); err != nil {
 			return nil, fmt.Errorf("read skipRanges of package %q: %w", pkg, err)
 		}
 		out := make([]skipRange, 0, len(rows))

@@ -57,10 +57,10 @@ func (c Channel) Heads() []string {
 
 // Head returns the head of a package's channel that a client can install:
 // its single head (see Channel.Heads) when that names a bundle of the
-// package, else "".
+// package with a version, else "".
 func (c *Catalog) Head(pkg, channel string) string {
 	if heads := c.Channels[pkg][channel].Heads(); len(heads) == 1 {
-		if _, ok := c.Bundles[pkg][heads[0]]; ok {
+		if b, ok := c.Bundles[pkg][heads[0]]; ok && b.Version() != "" {
 			return heads[0]
 		}
 	}
