@@ -31,6 +31,9 @@ type Catalog struct {
 	Name     string
 	Source   string
 	Priority int32
+	// Labels are the catalog's labels, which a resolve request's catalog
+	// selector matches; nil when it has none. Read-only once in the table.
+	Labels map[string]string
 	// Unavailable says the catalog's owner switched it off.
 	Unavailable bool
 	// LastError says why the last rebuild failed; empty after a success.
