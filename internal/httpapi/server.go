@@ -101,6 +101,7 @@ func New(cats Catalogs, idx Indexes, opts Options) *Server {
 	r.Get("/openapi.yaml", s.serveSpec)
 	r.Get("/catalogs", s.listCatalogs)
 	r.Get("/providers", s.listAllProviders)
+	r.Get("/resolve", s.resolveAll)
 	r.Route("/catalogs/{catalog}", func(r chi.Router) {
 		r.Get("/", s.getCatalog)
 		r.Get("/packages", s.catalogJSON(s.listPackages, "name", "q", "limit", "continue"))
@@ -112,6 +113,7 @@ func New(cats Catalogs, idx Indexes, opts Options) *Server {
 		r.Get("/packages/{package}/bundles/{bundle}", s.catalogJSON(s.getBundle))
 		r.Get("/packages/{package}/upgrades", s.catalogJSON(s.listUpgrades, "from", "channel"))
 		r.Get("/providers", s.catalogJSON(s.listProviders, "group", "version", "kind", "latest"))
+		r.Get("/resolve", s.resolveOne)
 		r.Get("/api/v1/all", s.catalogHandler(s.serveAll))
 		r.Get("/api/v1/metas", s.catalogHandler(s.serveMetas, "schema", "package", "name"))
 	})
@@ -150,6 +152,9 @@ type problem struct {
 	param      string
 	candidates []string
 	retryAfter string
+	// members, if set, is an object whose fields the document carries
+	// beside its own (a failed resolution carries the resolution).
+	members any
 }
 
 func (p *problem) Error() string { return p.detail }
@@ -165,6 +170,8 @@ var problemTitles = map[string]string{
 	"precondition-failed":    "Precondition failed",
 	"internal":               "Internal error",
 	"channel-head-ambiguous": "Channel head is ambiguous",
+	"no-bundle":              "No bundle found",
+	"ambiguous-resolution":   "Resolution is ambiguous",
 }
 
 func badParam(param, format string, args ...any) *problem {
@@ -183,12 +190,20 @@ func (s *Server) writeProblem(w http.ResponseWriter, r *http.Request, err error)
 		s.log.Error(err, "request failed", "method", r.Method, "path", r.URL.Path)
 		p = &problem{status: http.StatusInternalServerError, typ: "internal", detail: "the server failed to answer; see its log"}
 	}
-	doc := map[string]any{
+	doc := map[string]any{}
+	if p.members != nil {
+		if data, err := json.Marshal(p.members); err == nil {
+			_ = json.Unmarshal(data, &doc)
+		}
+	}
+	for k, v := range map[string]any{
 		"type":     "/problems/" + p.typ,
 		"title":    problemTitles[p.typ],
 		"status":   p.status,
 		"detail":   p.detail,
 		"instance": r.URL.RequestURI(),
+	} {
+		doc[k] = v
 	}
 	if p.param != "" {
 		doc["parameter"] = p.param
