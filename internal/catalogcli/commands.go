@@ -81,7 +81,7 @@ Every command asks all catalogs in priority order unless -c names one.`,
 	_ = root.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(formats, cobra.ShellCompDirectiveNoFileComp))
 
 	root.AddCommand(r.catalogsCmd(), r.packagesCmd(), r.showCmd(), r.channelsCmd(), r.versionsCmd(),
-		r.upgradesCmd(), r.providersCmd(), r.bundleCmd())
+		r.upgradesCmd(), r.providersCmd(), r.bundleCmd(), r.resolveCmd())
 	return root
 }
 
