@@ -464,6 +464,11 @@ func (s *Server) writeJSON(w http.ResponseWriter, r *http.Request, v any, etag s
 	if err != nil {
 		return fmt.Errorf("encode answer: %w", err)
 	}
+	return s.writeBody(w, r, body, etag, modified)
+}
+
+// writeBody answers body, JSON already encoded, as writeJSON does.
+func (s *Server) writeBody(w http.ResponseWriter, r *http.Request, body []byte, etag string, modified time.Time) error {
 	gz := acceptsGzip(r)
 	setValidators(w, representationETag(etag, gz), modified)
 	w.Header().Set("Content-Type", "application/json")
@@ -476,17 +481,13 @@ func (s *Server) writeJSON(w http.ResponseWriter, r *http.Request, v any, etag s
 		w.Header().Set("Content-Encoding", "gzip")
 		body = buf.Bytes()
 	}
-	_, err = w.Write(body)
+	_, err := w.Write(body)
 	return err
 }
 
-// bodyETag derives an ETag from the answer itself, for answers that depend
-// on more than one catalog's content (the catalog list, its states).
-func bodyETag(v any) (string, error) {
-	body, err := json.Marshal(v)
-	if err != nil {
-		return "", fmt.Errorf("encode answer: %w", err)
-	}
+// bodyETag derives an ETag from the encoded answer itself, for answers that
+// depend on more than one catalog's content (the catalog list, its states).
+func bodyETag(body []byte) string {
 	sum := sha256.Sum256(body)
-	return hex.EncodeToString(sum[:12]), nil
+	return hex.EncodeToString(sum[:12])
 }

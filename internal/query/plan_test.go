@@ -30,12 +30,15 @@ var (
 
 // wholePackageByDesign are the statements that read a package whole on
 // purpose: its skipRanges, parsed once per index file and kept, and what
-// resolution judges (every bundle of the package, with its entries).
+// resolution judges (every bundle of the package, with its entries, read
+// once per file), and whether a package without an olm.package blob has a
+// bundle, which stops at the first.
 var wholePackageByDesign = []string{
 	"FROM channel_entries e JOIN bundles b ON b.package = e.package AND b.name = e.bundle WHERE e.package = ? AND e.skip_range != ''",
 	"SELECT name, version, release, image, channels FROM bundles WHERE package = ? ORDER BY version_rank DESC",
 	"SELECT id, channel, bundle, replaces, skip_range FROM channel_entries WHERE package = ? ORDER BY channel, position",
 	"SELECT entry_id, skip FROM channel_entry_skips WHERE package = ?",
+	"SELECT count(*) > 0 FROM (SELECT 1 FROM bundles WHERE package = ? LIMIT 1)",
 }
 
 // wholeTableByDesign are the statements that read every row on purpose: the

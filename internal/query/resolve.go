@@ -127,10 +127,12 @@ func (p PackageCandidates) Choice() *ResolveCandidate {
 	return &p.Candidates[0]
 }
 
-// resolveEntry is a channel entry, as successors need it.
+// resolveEntry is a channel entry, as successors need it, its skipRange
+// parsed (nil when it has none or it does not parse).
 type resolveEntry struct {
-	channel, bundle, replaces, skipRange string
-	skips                                []string
+	channel, replaces string
+	skips             []string
+	skipRange         semver.Range
 }
 
 // resolveBundle is a bundle of the package with its parsed version.
@@ -138,13 +140,41 @@ type resolveBundle struct {
 	name, version, release, image string
 	channels                      []string
 	vr                            versionRelease
+	// entries are the channel entries that list the bundle.
+	entries []resolveEntry
+	// deprecation is the bundle's own deprecation message.
+	deprecation string
 }
 
 // ResolvePackage lists the bundles of req.Package in this catalog with the
-// verdict of each rule on them. It reads the package whole: resolution
-// judges every bundle, and says so for each.
+// verdict of each rule on them. Resolution judges every bundle of the
+// package, so it reads the package whole, once per index file (a live file
+// never changes), and keeps it parsed; a package the catalog does not have
+// is not kept, so asking for made-up names does not grow memory.
 func (c *Catalog) ResolvePackage(ctx context.Context, req ResolveRequest) (PackageCandidates, error) {
 	pkg := req.Package
+	_, err := c.Package(ctx, pkg)
+	if errors.Is(err, ErrNotFound) {
+		var any bool
+		if err := c.get(ctx, &any, `SELECT count(*) > 0 FROM (SELECT 1 FROM bundles WHERE package = ? LIMIT 1)`, pkg); err != nil {
+			return PackageCandidates{}, fmt.Errorf("read bundles of package %q: %w", pkg, err)
+		}
+		if !any {
+			return PackageCandidates{}, nil
+		}
+	} else if err != nil {
+		return PackageCandidates{}, err
+	}
+	bundles, err := memo(c, "resolve\x00"+pkg, func() ([]resolveBundle, error) { return c.resolveBundles(ctx, pkg) })
+	if err != nil {
+		return PackageCandidates{}, err
+	}
+	return judge(req, bundles), nil
+}
+
+// resolveBundles reads every bundle of a package, newest first, with the
+// entries that list it and its deprecation.
+func (c *Catalog) resolveBundles(ctx context.Context, pkg string) ([]resolveBundle, error) {
 	var bundleRows []struct {
 		Name     string `db:"name"`
 		Version  string `db:"version"`
@@ -154,38 +184,31 @@ func (c *Catalog) ResolvePackage(ctx context.Context, req ResolveRequest) (Packa
 	}
 	if err := c.sel(ctx, &bundleRows, `SELECT name, version, release, image, channels FROM bundles
 		WHERE package = ? ORDER BY version_rank DESC`, pkg); err != nil {
-		return PackageCandidates{}, fmt.Errorf("read bundles of package %q: %w", pkg, err)
-	}
-	found := len(bundleRows) > 0
-	if !found {
-		if _, err := c.Package(ctx, pkg); errors.Is(err, ErrNotFound) {
-			return PackageCandidates{}, nil
-		} else if err != nil {
-			return PackageCandidates{}, err
-		}
+		return nil, fmt.Errorf("read bundles of package %q: %w", pkg, err)
 	}
 	entries, err := c.resolveEntries(ctx, pkg)
 	if err != nil {
-		return PackageCandidates{}, err
+		return nil, err
 	}
 	deprecations, err := c.bundleDeprecations(ctx, pkg)
 	if err != nil {
-		return PackageCandidates{}, err
+		return nil, err
 	}
 	bundles := make([]resolveBundle, 0, len(bundleRows))
 	for _, r := range bundleRows {
 		channels := []string{}
 		if err := json.Unmarshal([]byte(r.Channels), &channels); err != nil {
-			return PackageCandidates{}, fmt.Errorf("read channels of bundle %q: %w", r.Name, err)
+			return nil, fmt.Errorf("read channels of bundle %q: %w", r.Name, err)
 		}
-		bundles = append(bundles, resolveBundle{name: r.Name, version: r.Version, release: r.Release,
-			image: r.Image, channels: channels, vr: parseVersionRelease(r.Version, r.Release)})
+		bundles = append(bundles, resolveBundle{name: r.Name, version: r.Version, release: r.Release, image: r.Image,
+			channels: channels, vr: parseVersionRelease(r.Version, r.Release), entries: entries[r.Name], deprecation: deprecations[r.Name]})
 	}
-	return judge(req, bundles, entries, deprecations), nil
+	return bundles, nil
 }
 
-// resolveEntries reads every channel entry of a package with its skips.
-func (c *Catalog) resolveEntries(ctx context.Context, pkg string) ([]resolveEntry, error) {
+// resolveEntries reads every channel entry of a package with its skips,
+// by the bundle each lists.
+func (c *Catalog) resolveEntries(ctx context.Context, pkg string) (map[string][]resolveEntry, error) {
 	var rows []struct {
 		ID        int64  `db:"id"`
 		Channel   string `db:"channel"`
@@ -208,16 +231,25 @@ func (c *Catalog) resolveEntries(ctx context.Context, pkg string) ([]resolveEntr
 	for _, s := range skipRows {
 		skips[s.EntryID] = append(skips[s.EntryID], s.Skip)
 	}
-	out := make([]resolveEntry, 0, len(rows))
+	ranges := map[string]semver.Range{}
+	out := map[string][]resolveEntry{}
 	for _, r := range rows {
-		out = append(out, resolveEntry{channel: r.Channel, bundle: r.Bundle, replaces: r.Replaces,
-			skipRange: r.SkipRange, skips: skips[r.ID]})
+		e := resolveEntry{channel: r.Channel, replaces: r.Replaces, skips: skips[r.ID]}
+		if r.SkipRange != "" {
+			var ok bool
+			if e.skipRange, ok = ranges[r.SkipRange]; !ok {
+				e.skipRange, _ = semver.ParseRange(r.SkipRange)
+				ranges[r.SkipRange] = e.skipRange
+			}
+		}
+		out[r.Bundle] = append(out[r.Bundle], e)
 	}
 	return out, nil
 }
 
-// judge applies the rules to a package's bundles (given newest first).
-func judge(req ResolveRequest, bundles []resolveBundle, entries []resolveEntry, deprecations map[string]string) PackageCandidates {
+// judge applies the rules to a package's bundles (given newest first),
+// which it only reads: they are shared by every request.
+func judge(req ResolveRequest, bundles []resolveBundle) PackageCandidates {
 	considered := func(channel string) bool {
 		return len(req.Channels) == 0 || slices.Contains(req.Channels, channel)
 	}
@@ -234,15 +266,12 @@ func judge(req ResolveRequest, bundles []resolveBundle, entries []resolveEntry, 
 			}
 		}
 	}
-	entriesOf := map[string][]resolveEntry{}
-	for _, e := range entries {
-		entriesOf[e.bundle] = append(entriesOf[e.bundle], e)
-	}
-	skipRanges := map[string]semver.Range{}
 	out := PackageCandidates{Found: true, Candidates: make([]ResolveCandidate, 0, len(bundles))}
+	vrs := make(map[string]versionRelease, len(bundles))
 	for _, b := range bundles {
+		vrs[b.name] = b.vr
 		cand := ResolveCandidate{Name: b.name, Version: b.version, Release: b.release, Image: b.image,
-			Channels: b.channels, Deprecation: deprecations[b.name]}
+			Channels: b.channels, Deprecation: b.deprecation}
 		if !slices.ContainsFunc(b.channels, considered) {
 			cand.Rejections = append(cand.Rejections, NotInChannel)
 		}
@@ -253,7 +282,7 @@ func judge(req ResolveRequest, bundles []resolveBundle, entries []resolveEntry, 
 			if b.vr.valid && b.vr.compare(*installed) == 0 {
 				cand.Successor = append(cand.Successor, SuccessorInstalled)
 			}
-			for _, e := range entriesOf[b.name] {
+			for _, e := range b.entries {
 				if !considered(e.channel) {
 					continue
 				}
@@ -263,15 +292,8 @@ func judge(req ResolveRequest, bundles []resolveBundle, entries []resolveEntry, 
 				if slices.ContainsFunc(e.skips, func(s string) bool { return installedNames[s] }) && !slices.Contains(cand.Successor, SuccessorSkips) {
 					cand.Successor = append(cand.Successor, SuccessorSkips)
 				}
-				if e.skipRange != "" && !slices.Contains(cand.Successor, SuccessorSkipRange) {
-					r, ok := skipRanges[e.skipRange]
-					if !ok {
-						r, _ = semver.ParseRange(e.skipRange)
-						skipRanges[e.skipRange] = r
-					}
-					if r != nil && r(*req.Installed) {
-						cand.Successor = append(cand.Successor, SuccessorSkipRange)
-					}
+				if e.skipRange != nil && !slices.Contains(cand.Successor, SuccessorSkipRange) && e.skipRange(*req.Installed) {
+					cand.Successor = append(cand.Successor, SuccessorSkipRange)
 				}
 			}
 			if !req.SelfCertified && len(cand.Successor) == 0 {
@@ -279,10 +301,6 @@ func judge(req ResolveRequest, bundles []resolveBundle, entries []resolveEntry, 
 			}
 		}
 		out.Candidates = append(out.Candidates, cand)
-	}
-	vrs := map[string]versionRelease{}
-	for _, b := range bundles {
-		vrs[b.name] = b.vr
 	}
 	sort.SliceStable(out.Candidates, func(i, j int) bool {
 		a, b := out.Candidates[i], out.Candidates[j]
