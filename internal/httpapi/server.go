@@ -1,6 +1,6 @@
 // Package httpapi is catalogd's HTTP API (chi): it answers questions about
 // the catalogs (channel heads, upgrade edges, GVK providers,
-// version-filtered bundles) and serves catalogd's /api/v1 endpoints for
+// version-filtered bundles, what a ClusterExtension would install) and serves catalogd's /api/v1 endpoints for
 // existing clients. Handlers only translate HTTP to calls of the typed
 // read API of package query and back; they run no SQL. Answers use the
 // wire types generated from openapi.yaml (package catalogapi), which the
