@@ -1,7 +1,7 @@
 // Package catalogs owns the in-memory table of the catalogs a server knows
 // about and what is known of each beyond its index: where it comes from, its
-// priority, whether its owner switched it off, and why its last rebuild
-// failed. The catalog-sync service (internal/catalogsync) is its one writer;
+// priority and labels, whether its owner switched it off, and why its last
+// rebuild failed. The catalog-sync service (internal/catalogsync) is its one writer;
 // the HTTP API and the readiness check read it.
 //
 // Whether a catalog is Serving is not kept here: the store's live index is
