@@ -140,6 +140,8 @@ type resolveBundle struct {
 	name, version, release, image string
 	channels                      []string
 	vr                            versionRelease
+	// mm is the version as version ranges read it, nil when it does not parse.
+	mm *mmsemver.Version
 	// entries are the channel entries that list the bundle.
 	entries []resolveEntry
 	// deprecation is the bundle's own deprecation message.
@@ -200,8 +202,12 @@ func (c *Catalog) resolveBundles(ctx context.Context, pkg string) ([]resolveBund
 		if err := json.Unmarshal([]byte(r.Channels), &channels); err != nil {
 			return nil, fmt.Errorf("read channels of bundle %q: %w", r.Name, err)
 		}
-		bundles = append(bundles, resolveBundle{name: r.Name, version: r.Version, release: r.Release, image: r.Image,
-			channels: channels, vr: parseVersionRelease(r.Version, r.Release), entries: entries[r.Name], deprecation: deprecations[r.Name]})
+		b := resolveBundle{name: r.Name, version: r.Version, release: r.Release, image: r.Image,
+			channels: channels, vr: parseVersionRelease(r.Version, r.Release), entries: entries[r.Name], deprecation: deprecations[r.Name]}
+		if b.vr.valid {
+			b.mm = b.vr.masterminds()
+		}
+		bundles = append(bundles, b)
 	}
 	return bundles, nil
 }
@@ -275,7 +281,7 @@ func judge(req ResolveRequest, bundles []resolveBundle) PackageCandidates {
 		if !slices.ContainsFunc(b.channels, considered) {
 			cand.Rejections = append(cand.Rejections, NotInChannel)
 		}
-		if req.VersionRange != nil && (!b.vr.valid || !req.VersionRange.Check(b.vr.masterminds())) {
+		if req.VersionRange != nil && (b.mm == nil || !req.VersionRange.Check(b.mm)) {
 			cand.Rejections = append(cand.Rejections, OutsideVersionRange)
 		}
 		if installed != nil {
