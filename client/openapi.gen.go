@@ -23,6 +23,47 @@ const (
 	CatalogStateUnavailable = catalogapi.CatalogStateUnavailable
 )
 
+// Values of ResolveCandidateRanking.
+const (
+	ResolveCandidateRankingChosen       = catalogapi.ResolveCandidateRankingChosen
+	ResolveCandidateRankingDeprecated   = catalogapi.ResolveCandidateRankingDeprecated
+	ResolveCandidateRankingLowerVersion = catalogapi.ResolveCandidateRankingLowerVersion
+)
+
+// Values of ResolveCandidateRejections.
+const (
+	ResolveCandidateRejectionsNotInChannel        = catalogapi.ResolveCandidateRejectionsNotInChannel
+	ResolveCandidateRejectionsNotSuccessor        = catalogapi.ResolveCandidateRejectionsNotSuccessor
+	ResolveCandidateRejectionsOutsideVersionRange = catalogapi.ResolveCandidateRejectionsOutsideVersionRange
+)
+
+// Values of ResolveCandidateSuccessor.
+const (
+	ResolveCandidateSuccessorInstalled = catalogapi.ResolveCandidateSuccessorInstalled
+	ResolveCandidateSuccessorReplaces  = catalogapi.ResolveCandidateSuccessorReplaces
+	ResolveCandidateSuccessorSkipRange = catalogapi.ResolveCandidateSuccessorSkipRange
+	ResolveCandidateSuccessorSkips     = catalogapi.ResolveCandidateSuccessorSkips
+)
+
+// Values of ResolveCatalogOutcome.
+const (
+	ResolveCatalogOutcomeChosen          = catalogapi.ResolveCatalogOutcomeChosen
+	ResolveCatalogOutcomeDeprecated      = catalogapi.ResolveCatalogOutcomeDeprecated
+	ResolveCatalogOutcomeLowerPriority   = catalogapi.ResolveCatalogOutcomeLowerPriority
+	ResolveCatalogOutcomeNoCandidate     = catalogapi.ResolveCatalogOutcomeNoCandidate
+	ResolveCatalogOutcomeNotIndexed      = catalogapi.ResolveCatalogOutcomeNotIndexed
+	ResolveCatalogOutcomeNotSelected     = catalogapi.ResolveCatalogOutcomeNotSelected
+	ResolveCatalogOutcomePackageNotFound = catalogapi.ResolveCatalogOutcomePackageNotFound
+	ResolveCatalogOutcomeSamePriority    = catalogapi.ResolveCatalogOutcomeSamePriority
+	ResolveCatalogOutcomeUnavailable     = catalogapi.ResolveCatalogOutcomeUnavailable
+)
+
+// Values of UpgradeConstraintPolicy.
+const (
+	UpgradeConstraintPolicyCatalogProvided = catalogapi.UpgradeConstraintPolicyCatalogProvided
+	UpgradeConstraintPolicySelfCertified   = catalogapi.UpgradeConstraintPolicySelfCertified
+)
+
 // Values of UpgradeRule.
 const (
 	UpgradeRuleReplaces  = catalogapi.UpgradeRuleReplaces
@@ -138,8 +179,38 @@ type ProviderList = catalogapi.ProviderList
 // RelatedImage is catalogapi.RelatedImage.
 type RelatedImage = catalogapi.RelatedImage
 
+// Resolution is catalogapi.Resolution.
+type Resolution = catalogapi.Resolution
+
+// ResolutionProblem is catalogapi.ResolutionProblem.
+type ResolutionProblem = catalogapi.ResolutionProblem
+
+// ResolveCandidate is catalogapi.ResolveCandidate.
+type ResolveCandidate = catalogapi.ResolveCandidate
+
+// ResolveCandidateRanking is catalogapi.ResolveCandidateRanking.
+type ResolveCandidateRanking = catalogapi.ResolveCandidateRanking
+
+// ResolveCandidateRejections is catalogapi.ResolveCandidateRejections.
+type ResolveCandidateRejections = catalogapi.ResolveCandidateRejections
+
+// ResolveCandidateSuccessor is catalogapi.ResolveCandidateSuccessor.
+type ResolveCandidateSuccessor = catalogapi.ResolveCandidateSuccessor
+
+// ResolveCatalog is catalogapi.ResolveCatalog.
+type ResolveCatalog = catalogapi.ResolveCatalog
+
+// ResolveCatalogOutcome is catalogapi.ResolveCatalogOutcome.
+type ResolveCatalogOutcome = catalogapi.ResolveCatalogOutcome
+
+// ResolvedBundle is catalogapi.ResolvedBundle.
+type ResolvedBundle = catalogapi.ResolvedBundle
+
 // SchemaCount is catalogapi.SchemaCount.
 type SchemaCount = catalogapi.SchemaCount
+
+// UpgradeConstraintPolicy is catalogapi.UpgradeConstraintPolicy.
+type UpgradeConstraintPolicy = catalogapi.UpgradeConstraintPolicy
 
 // UpgradeEdge is catalogapi.UpgradeEdge.
 type UpgradeEdge = catalogapi.UpgradeEdge
@@ -216,6 +287,9 @@ type PreconditionFailed = catalogapi.PreconditionFailed
 // RangeNotSatisfiable is catalogapi.RangeNotSatisfiable.
 type RangeNotSatisfiable = catalogapi.RangeNotSatisfiable
 
+// ResolutionFailed is catalogapi.ResolutionFailed.
+type ResolutionFailed = catalogapi.ResolutionFailed
+
 // VersionGone is catalogapi.VersionGone.
 type VersionGone = catalogapi.VersionGone
 
@@ -264,11 +338,17 @@ type ListUpgradesParams = catalogapi.ListUpgradesParams
 // ListCatalogProvidersParams is catalogapi.ListCatalogProvidersParams.
 type ListCatalogProvidersParams = catalogapi.ListCatalogProvidersParams
 
+// ResolveInCatalogParams is catalogapi.ResolveInCatalogParams.
+type ResolveInCatalogParams = catalogapi.ResolveInCatalogParams
+
 // GetOpenAPISpecParams is catalogapi.GetOpenAPISpecParams.
 type GetOpenAPISpecParams = catalogapi.GetOpenAPISpecParams
 
 // ListProvidersParams is catalogapi.ListProvidersParams.
 type ListProvidersParams = catalogapi.ListProvidersParams
+
+// ResolveParams is catalogapi.ResolveParams.
+type ResolveParams = catalogapi.ResolveParams
 
 // RequestEditorFn is the function signature for the RequestEditor callback function
 type RequestEditorFn func(ctx context.Context, req *http.Request) error
@@ -488,6 +568,15 @@ type ClientInterface interface {
 	// Corresponds with GET /catalogs/{catalog}/providers (the `ListCatalogProviders` operationId).
 	ListCatalogProviders(ctx context.Context, catalog CatalogParam, params *ListCatalogProvidersParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ResolveInCatalog Which bundle of one catalog a ClusterExtension would install
+	//
+	// `/resolve` over this catalog alone, as if it were the only catalog
+	// the selector matched. A catalog that does not exist is `404` with
+	// `parameter: catalog`; one not indexed yet, `503`.
+	//
+	// Corresponds with GET /catalogs/{catalog}/resolve (the `ResolveInCatalog` operationId).
+	ResolveInCatalog(ctx context.Context, catalog CatalogParam, params *ResolveInCatalogParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetHealthz Liveness probe
 	//
 	// Answers `ok` while the process serves HTTP.
@@ -518,6 +607,28 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /readyz (the `GetReadyz` operationId).
 	GetReadyz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// Resolve Which bundle a ClusterExtension would install, and why
+	//
+	// Resolves a ClusterExtension's catalog source as operator-controller
+	// does, over every catalog the selector matches: in each catalog the
+	// bundles of the package listed by a requested channel, in the version
+	// range and (policy `CatalogProvided`, with `installed`) succeeding the
+	// installed version are candidates; a catalog chooses its candidate
+	// that is not deprecated (a bundle's own deprecation), then of the
+	// highest version and release. Across catalogs, a choice that is not
+	// deprecated beats a deprecated one, then the highest priority wins.
+	// Every bundle is listed with the rules it fails, or how it ranked.
+	// Catalogs switched off, not indexed yet, or not matched by the
+	// selector are listed and not considered.
+	//
+	// When no bundle is found the answer is `404`, and when catalogs of the
+	// same priority tie it is `409`: a problem document whose `detail` is
+	// operator-controller's message for the same case, and which carries
+	// the whole resolution beside it.
+	//
+	// Corresponds with GET /resolve (the `Resolve` operationId).
+	Resolve(ctx context.Context, params *ResolveParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
 // GetIndex Where to start
@@ -814,6 +925,25 @@ func (c *Client) ListCatalogProviders(ctx context.Context, catalog CatalogParam,
 	return c.Client.Do(req)
 }
 
+// ResolveInCatalog Which bundle of one catalog a ClusterExtension would install
+//
+// `/resolve` over this catalog alone, as if it were the only catalog
+// the selector matched. A catalog that does not exist is `404` with
+// `parameter: catalog`; one not indexed yet, `503`.
+//
+// Corresponds with GET /catalogs/{catalog}/resolve (the `ResolveInCatalog` operationId).
+func (c *Client) ResolveInCatalog(ctx context.Context, catalog CatalogParam, params *ResolveInCatalogParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewResolveInCatalogRequest(c.Server, catalog, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // GetHealthz Liveness probe
 //
 // Answers `ok` while the process serves HTTP.
@@ -875,6 +1005,38 @@ func (c *Client) ListProviders(ctx context.Context, params *ListProvidersParams,
 // Corresponds with GET /readyz (the `GetReadyz` operationId).
 func (c *Client) GetReadyz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetReadyzRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// Resolve Which bundle a ClusterExtension would install, and why
+//
+// Resolves a ClusterExtension's catalog source as operator-controller
+// does, over every catalog the selector matches: in each catalog the
+// bundles of the package listed by a requested channel, in the version
+// range and (policy `CatalogProvided`, with `installed`) succeeding the
+// installed version are candidates; a catalog chooses its candidate
+// that is not deprecated (a bundle's own deprecation), then of the
+// highest version and release. Across catalogs, a choice that is not
+// deprecated beats a deprecated one, then the highest priority wins.
+// Every bundle is listed with the rules it fails, or how it ranked.
+// Catalogs switched off, not indexed yet, or not matched by the
+// selector are listed and not considered.
+//
+// When no bundle is found the answer is `404`, and when catalogs of the
+// same priority tie it is `409`: a problem document whose `detail` is
+// operator-controller's message for the same case, and which carries
+// the whole resolution beside it.
+//
+// Corresponds with GET /resolve (the `Resolve` operationId).
+func (c *Client) Resolve(ctx context.Context, params *ResolveParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewResolveRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -2289,6 +2451,125 @@ func NewListCatalogProvidersRequest(server string, catalog CatalogParam, params 
 	return req, nil
 }
 
+// NewResolveInCatalogRequest constructs an http.Request for the ResolveInCatalog method
+func NewResolveInCatalogRequest(server string, catalog CatalogParam, params *ResolveInCatalogParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "catalog", catalog, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/catalogs/%s/resolve", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "package", params.Package, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if params.Channels != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "channels", params.Channels, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "array", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "version", params.Version, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "installed", params.Installed, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "upgradeConstraintPolicy", params.UpgradeConstraintPolicy, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IfNoneMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam0)
+		}
+
+		if params.AcceptEncoding != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Accept-Encoding", *params.AcceptEncoding, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Accept-Encoding", headerParam1)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewGetHealthzRequest constructs an http.Request for the GetHealthz method
 func NewGetHealthzRequest(server string) (*http.Request, error) {
 	var err error
@@ -2515,6 +2796,126 @@ func NewGetReadyzRequest(server string) (*http.Request, error) {
 	return req, nil
 }
 
+// NewResolveRequest constructs an http.Request for the Resolve method
+func NewResolveRequest(server string, params *ResolveParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/resolve")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "package", params.Package, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if params.Channels != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "channels", params.Channels, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "array", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "version", params.Version, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "installed", params.Installed, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "upgradeConstraintPolicy", params.UpgradeConstraintPolicy, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "catalogSelector", params.CatalogSelector, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IfNoneMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam0)
+		}
+
+		if params.AcceptEncoding != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Accept-Encoding", *params.AcceptEncoding, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Accept-Encoding", headerParam1)
+		}
+
+	}
+
+	return req, nil
+}
+
 func (c *Client) applyEditors(ctx context.Context, req *http.Request, additionalEditors []RequestEditorFn) error {
 	for _, r := range c.RequestEditors {
 		if err := r(ctx, req); err != nil {
@@ -2733,6 +3134,17 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /catalogs/{catalog}/providers (the `ListCatalogProviders` operationId).
 	ListCatalogProvidersWithResponse(ctx context.Context, catalog CatalogParam, params *ListCatalogProvidersParams, reqEditors ...RequestEditorFn) (*ListCatalogProvidersResponse, error)
 
+	// ResolveInCatalogWithResponse Which bundle of one catalog a ClusterExtension would install
+	//
+	// `/resolve` over this catalog alone, as if it were the only catalog
+	// the selector matched. A catalog that does not exist is `404` with
+	// `parameter: catalog`; one not indexed yet, `503`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /catalogs/{catalog}/resolve (the `ResolveInCatalog` operationId).
+	ResolveInCatalogWithResponse(ctx context.Context, catalog CatalogParam, params *ResolveInCatalogParams, reqEditors ...RequestEditorFn) (*ResolveInCatalogResponse, error)
+
 	// GetHealthzWithResponse Liveness probe
 	//
 	// Answers `ok` while the process serves HTTP.
@@ -2771,6 +3183,30 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /readyz (the `GetReadyz` operationId).
 	GetReadyzWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetReadyzResponse, error)
+
+	// ResolveWithResponse Which bundle a ClusterExtension would install, and why
+	//
+	// Resolves a ClusterExtension's catalog source as operator-controller
+	// does, over every catalog the selector matches: in each catalog the
+	// bundles of the package listed by a requested channel, in the version
+	// range and (policy `CatalogProvided`, with `installed`) succeeding the
+	// installed version are candidates; a catalog chooses its candidate
+	// that is not deprecated (a bundle's own deprecation), then of the
+	// highest version and release. Across catalogs, a choice that is not
+	// deprecated beats a deprecated one, then the highest priority wins.
+	// Every bundle is listed with the rules it fails, or how it ranked.
+	// Catalogs switched off, not indexed yet, or not matched by the
+	// selector are listed and not considered.
+	//
+	// When no bundle is found the answer is `404`, and when catalogs of the
+	// same priority tie it is `409`: a problem document whose `detail` is
+	// operator-controller's message for the same case, and which carries
+	// the whole resolution beside it.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /resolve (the `Resolve` operationId).
+	ResolveWithResponse(ctx context.Context, params *ResolveParams, reqEditors ...RequestEditorFn) (*ResolveResponse, error)
 }
 
 // GetIndexResponse200Headers the declared response headers of an HTTP 200 response for GetIndex
@@ -4173,6 +4609,101 @@ func (r ListCatalogProvidersResponse) ContentType() string {
 	return ""
 }
 
+// ResolveInCatalogResponse200Headers the declared response headers of an HTTP 200 response for ResolveInCatalog
+type ResolveInCatalogResponse200Headers struct {
+	ETag string
+}
+
+// ResolveInCatalogResponse304Headers the declared response headers of an HTTP 304 response for ResolveInCatalog
+type ResolveInCatalogResponse304Headers struct {
+	ETag string
+}
+
+// ResolveInCatalogResponse503Headers the declared response headers of an HTTP 503 response for ResolveInCatalog
+type ResolveInCatalogResponse503Headers struct {
+	RetryAfter int
+}
+
+type ResolveInCatalogResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Resolution
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *ResolutionFailed
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *CatalogNotReady
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ResolveInCatalogResponse200Headers
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *ResolveInCatalogResponse304Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ResolveInCatalogResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ResolveInCatalogResponse) GetJSON200() *Resolution {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ResolveInCatalogResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ResolveInCatalogResponse) GetApplicationproblemJSON404() *ResolutionFailed {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ResolveInCatalogResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ResolveInCatalogResponse) GetApplicationproblemJSON503() *CatalogNotReady {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ResolveInCatalogResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ResolveInCatalogResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ResolveInCatalogResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// Bytes is a convenience method to retrieve the raw bytes from the HTTP response
+func (r ResolveInCatalogResponse) Bytes() []byte {
+	return r.Body
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ResolveInCatalogResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type GetHealthzResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -4401,6 +4932,94 @@ func (r GetReadyzResponse) Bytes() []byte {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetReadyzResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ResolveResponse200Headers the declared response headers of an HTTP 200 response for Resolve
+type ResolveResponse200Headers struct {
+	ETag string
+}
+
+// ResolveResponse304Headers the declared response headers of an HTTP 304 response for Resolve
+type ResolveResponse304Headers struct {
+	ETag string
+}
+
+type ResolveResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Resolution
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *ResolutionFailed
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *ResolutionFailed
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ResolveResponse200Headers
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *ResolveResponse304Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ResolveResponse) GetJSON200() *Resolution {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ResolveResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ResolveResponse) GetApplicationproblemJSON404() *ResolutionFailed {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r ResolveResponse) GetApplicationproblemJSON409() *ResolutionFailed {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ResolveResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r ResolveResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ResolveResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ResolveResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// Bytes is a convenience method to retrieve the raw bytes from the HTTP response
+func (r ResolveResponse) Bytes() []byte {
+	return r.Body
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ResolveResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -4671,6 +5290,23 @@ func (c *ClientWithResponses) ListCatalogProvidersWithResponse(ctx context.Conte
 	return ParseListCatalogProvidersResponse(rsp)
 }
 
+// ResolveInCatalogWithResponse Which bundle of one catalog a ClusterExtension would install
+//
+// `/resolve` over this catalog alone, as if it were the only catalog
+// the selector matched. A catalog that does not exist is `404` with
+// `parameter: catalog`; one not indexed yet, `503`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /catalogs/{catalog}/resolve (the `ResolveInCatalog` operationId).
+func (c *ClientWithResponses) ResolveInCatalogWithResponse(ctx context.Context, catalog CatalogParam, params *ResolveInCatalogParams, reqEditors ...RequestEditorFn) (*ResolveInCatalogResponse, error) {
+	rsp, err := c.ResolveInCatalog(ctx, catalog, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseResolveInCatalogResponse(rsp)
+}
+
 // GetHealthzWithResponse Liveness probe
 //
 // Answers `ok` while the process serves HTTP.
@@ -4732,6 +5368,36 @@ func (c *ClientWithResponses) GetReadyzWithResponse(ctx context.Context, reqEdit
 		return nil, err
 	}
 	return ParseGetReadyzResponse(rsp)
+}
+
+// ResolveWithResponse Which bundle a ClusterExtension would install, and why
+//
+// Resolves a ClusterExtension's catalog source as operator-controller
+// does, over every catalog the selector matches: in each catalog the
+// bundles of the package listed by a requested channel, in the version
+// range and (policy `CatalogProvided`, with `installed`) succeeding the
+// installed version are candidates; a catalog chooses its candidate
+// that is not deprecated (a bundle's own deprecation), then of the
+// highest version and release. Across catalogs, a choice that is not
+// deprecated beats a deprecated one, then the highest priority wins.
+// Every bundle is listed with the rules it fails, or how it ranked.
+// Catalogs switched off, not indexed yet, or not matched by the
+// selector are listed and not considered.
+//
+// When no bundle is found the answer is `404`, and when catalogs of the
+// same priority tie it is `409`: a problem document whose `detail` is
+// operator-controller's message for the same case, and which carries
+// the whole resolution beside it.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /resolve (the `Resolve` operationId).
+func (c *ClientWithResponses) ResolveWithResponse(ctx context.Context, params *ResolveParams, reqEditors ...RequestEditorFn) (*ResolveResponse, error) {
+	rsp, err := c.Resolve(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseResolveResponse(rsp)
 }
 
 // ParseGetIndexResponse parses an HTTP response from a GetIndexWithResponse call
@@ -6158,6 +6824,96 @@ func ParseListCatalogProvidersResponse(rsp *http.Response) (*ListCatalogProvider
 	return response, nil
 }
 
+// ParseResolveInCatalogResponse parses an HTTP response from a ResolveInCatalogWithResponse call
+func ParseResolveInCatalogResponse(rsp *http.Response) (*ResolveInCatalogResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ResolveInCatalogResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Resolution
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case rsp.StatusCode == 304:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest ResolutionFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest CatalogNotReady
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ResolveInCatalogResponse200Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 304:
+		var headers ResolveInCatalogResponse304Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		response.Headers304 = &headers
+	case rsp.StatusCode == 503:
+		var headers ResolveInCatalogResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseGetHealthzResponse parses an HTTP response from a GetHealthzWithResponse call
 func ParseGetHealthzResponse(rsp *http.Response) (*GetHealthzResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -6334,6 +7090,86 @@ func ParseGetReadyzResponse(rsp *http.Response) (*GetReadyzResponse, error) {
 	response := &GetReadyzResponse{
 		Body:         bodyBytes,
 		HTTPResponse: rsp,
+	}
+
+	return response, nil
+}
+
+// ParseResolveResponse parses an HTTP response from a ResolveWithResponse call
+func ParseResolveResponse(rsp *http.Response) (*ResolveResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ResolveResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Resolution
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case rsp.StatusCode == 304:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest ResolutionFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest ResolutionFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ResolveResponse200Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 304:
+		var headers ResolveResponse304Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		response.Headers304 = &headers
 	}
 
 	return response, nil

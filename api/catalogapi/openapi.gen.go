@@ -31,6 +31,129 @@ func (e CatalogState) Valid() bool {
 	}
 }
 
+// Defines values for ResolveCandidateRanking.
+const (
+	ResolveCandidateRankingChosen       ResolveCandidateRanking = "Chosen"
+	ResolveCandidateRankingDeprecated   ResolveCandidateRanking = "Deprecated"
+	ResolveCandidateRankingLowerVersion ResolveCandidateRanking = "LowerVersion"
+)
+
+// Valid indicates whether the value is a known member of the ResolveCandidateRanking enum.
+func (e ResolveCandidateRanking) Valid() bool {
+	switch e {
+	case ResolveCandidateRankingChosen:
+		return true
+	case ResolveCandidateRankingDeprecated:
+		return true
+	case ResolveCandidateRankingLowerVersion:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ResolveCandidateRejections.
+const (
+	ResolveCandidateRejectionsNotInChannel        ResolveCandidateRejections = "NotInChannel"
+	ResolveCandidateRejectionsNotSuccessor        ResolveCandidateRejections = "NotSuccessor"
+	ResolveCandidateRejectionsOutsideVersionRange ResolveCandidateRejections = "OutsideVersionRange"
+)
+
+// Valid indicates whether the value is a known member of the ResolveCandidateRejections enum.
+func (e ResolveCandidateRejections) Valid() bool {
+	switch e {
+	case ResolveCandidateRejectionsNotInChannel:
+		return true
+	case ResolveCandidateRejectionsNotSuccessor:
+		return true
+	case ResolveCandidateRejectionsOutsideVersionRange:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ResolveCandidateSuccessor.
+const (
+	ResolveCandidateSuccessorInstalled ResolveCandidateSuccessor = "Installed"
+	ResolveCandidateSuccessorReplaces  ResolveCandidateSuccessor = "replaces"
+	ResolveCandidateSuccessorSkipRange ResolveCandidateSuccessor = "skipRange"
+	ResolveCandidateSuccessorSkips     ResolveCandidateSuccessor = "skips"
+)
+
+// Valid indicates whether the value is a known member of the ResolveCandidateSuccessor enum.
+func (e ResolveCandidateSuccessor) Valid() bool {
+	switch e {
+	case ResolveCandidateSuccessorInstalled:
+		return true
+	case ResolveCandidateSuccessorReplaces:
+		return true
+	case ResolveCandidateSuccessorSkipRange:
+		return true
+	case ResolveCandidateSuccessorSkips:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ResolveCatalogOutcome.
+const (
+	ResolveCatalogOutcomeChosen          ResolveCatalogOutcome = "Chosen"
+	ResolveCatalogOutcomeDeprecated      ResolveCatalogOutcome = "Deprecated"
+	ResolveCatalogOutcomeLowerPriority   ResolveCatalogOutcome = "LowerPriority"
+	ResolveCatalogOutcomeNoCandidate     ResolveCatalogOutcome = "NoCandidate"
+	ResolveCatalogOutcomeNotIndexed      ResolveCatalogOutcome = "NotIndexed"
+	ResolveCatalogOutcomeNotSelected     ResolveCatalogOutcome = "NotSelected"
+	ResolveCatalogOutcomePackageNotFound ResolveCatalogOutcome = "PackageNotFound"
+	ResolveCatalogOutcomeSamePriority    ResolveCatalogOutcome = "SamePriority"
+	ResolveCatalogOutcomeUnavailable     ResolveCatalogOutcome = "Unavailable"
+)
+
+// Valid indicates whether the value is a known member of the ResolveCatalogOutcome enum.
+func (e ResolveCatalogOutcome) Valid() bool {
+	switch e {
+	case ResolveCatalogOutcomeChosen:
+		return true
+	case ResolveCatalogOutcomeDeprecated:
+		return true
+	case ResolveCatalogOutcomeLowerPriority:
+		return true
+	case ResolveCatalogOutcomeNoCandidate:
+		return true
+	case ResolveCatalogOutcomeNotIndexed:
+		return true
+	case ResolveCatalogOutcomeNotSelected:
+		return true
+	case ResolveCatalogOutcomePackageNotFound:
+		return true
+	case ResolveCatalogOutcomeSamePriority:
+		return true
+	case ResolveCatalogOutcomeUnavailable:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for UpgradeConstraintPolicy.
+const (
+	UpgradeConstraintPolicyCatalogProvided UpgradeConstraintPolicy = "CatalogProvided"
+	UpgradeConstraintPolicySelfCertified   UpgradeConstraintPolicy = "SelfCertified"
+)
+
+// Valid indicates whether the value is a known member of the UpgradeConstraintPolicy enum.
+func (e UpgradeConstraintPolicy) Valid() bool {
+	switch e {
+	case UpgradeConstraintPolicyCatalogProvided:
+		return true
+	case UpgradeConstraintPolicySelfCertified:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for UpgradeRule.
 const (
 	UpgradeRuleReplaces  UpgradeRule = "replaces"
@@ -794,6 +917,147 @@ type RelatedImage struct {
 	Name string `json:"name,omitempty,omitzero"`
 }
 
+// Resolution What a ClusterExtension with this catalog source would install, and why.
+type Resolution struct {
+	// Bundle The bundle that would be installed; `deprecation` is its own
+	// deprecation (it is chosen deprecated only when every candidate is).
+	Bundle ResolvedBundle `json:"bundle,omitempty,omitzero"`
+
+	// Catalogs Every catalog with what became of it: those considered in
+	// priority order (higher first), then by name; then, in the same
+	// order, those not considered.
+	Catalogs []ResolveCatalog `json:"catalogs"`
+
+	// Message Why there is no bundle, worded as operator-controller words it; absent when there is one.
+	//
+	// Example: no bundles found for package "aurora-cache" matching version ">=3.0.0"
+	Message string `json:"message,omitempty,omitzero"`
+	Package string `json:"package"`
+}
+
+// ResolutionProblem A failed resolution, as a problem document carrying the members of
+// the Resolution (`package` and `catalogs` always, `message` equal to
+// `detail`); a 404 for a catalog that does not exist carries none.
+type ResolutionProblem struct {
+	// Candidates The possible values when a name or version was ambiguous.
+	//
+	// Example: ["etcdoperator.v0.9.4","etcdoperator.v0.9.4-1"]
+	Candidates []string         `json:"candidates,omitempty,omitzero"`
+	Catalogs   []ResolveCatalog `json:"catalogs,omitempty,omitzero"`
+
+	// Detail What went wrong in this request and how to fix it.
+	//
+	// Example: limit: must be between 1 and 1000, got 5000
+	Detail string `json:"detail"`
+
+	// Instance The request path (and query) that failed.
+	//
+	// Example: /catalogs/operatorhubio/packages?limit=5000
+	Instance string `json:"instance,omitempty,omitzero"`
+	Message  string `json:"message,omitempty,omitzero"`
+
+	// Oldest For `/problems/version-gone`, the oldest version of the catalog the server still knows.
+	Oldest  string `json:"oldest,omitempty,omitzero"`
+	Package string `json:"package,omitempty,omitzero"`
+
+	// Parameter The name of the offending parameter (path segment, query parameter or header), when one is to blame.
+	//
+	// Example: limit
+	Parameter string `json:"parameter,omitempty,omitzero"`
+
+	// Status The HTTP status code of the answer.
+	//
+	// Example: 400
+	Status int32 `json:"status"`
+
+	// Title Short summary of the problem type; the same for every problem of a type.
+	//
+	// Example: Invalid parameter
+	Title string `json:"title"`
+
+	// Type Identifies the kind of problem; clients branch on this, not on
+	// `title` or `detail`.
+	//
+	//
+	// Example: /problems/invalid-parameter
+	Type string `json:"type"`
+}
+
+// ResolveCandidate A bundle of the package; `deprecation` is the bundle's own (only that
+// ranks a candidate lower, not its channel's or package's).
+type ResolveCandidate struct {
+	Channels []string `json:"channels"`
+
+	// Deprecation The catalog marks this deprecated (olm.deprecations); clients should warn before installing it.
+	Deprecation Deprecation `json:"deprecation,omitempty,omitzero"`
+	Image       string      `json:"image"`
+	Name        string      `json:"name"`
+
+	// Ranking For a candidate, whether it is its catalog's choice or why it ranks lower.
+	Ranking ResolveCandidateRanking `json:"ranking,omitempty,omitzero"`
+
+	// Rejections The rules the bundle fails, empty for a candidate:
+	// `NotInChannel` (no requested channel lists it),
+	// `OutsideVersionRange`, `NotSuccessor` (neither the installed
+	// version nor an upgrade of it in a considered channel).
+	Rejections []ResolveCandidateRejections `json:"rejections"`
+	Release    string                       `json:"release,omitempty,omitzero"`
+
+	// Successor With `installed`, how the bundle follows it (`Installed` is the installed version itself).
+	Successor []ResolveCandidateSuccessor `json:"successor,omitempty,omitzero"`
+	Version   string                      `json:"version"`
+}
+
+// ResolveCandidateRanking For a candidate, whether it is its catalog's choice or why it ranks lower.
+type ResolveCandidateRanking string
+
+// ResolveCandidateRejections defines model for ResolveCandidate.Rejections.
+type ResolveCandidateRejections string
+
+// ResolveCandidateSuccessor defines model for ResolveCandidate.Successor.
+type ResolveCandidateSuccessor string
+
+// ResolveCatalog defines model for ResolveCatalog.
+type ResolveCatalog struct {
+	// Candidates Every bundle of the package in this catalog, the candidates first (best first), then the others, newest first.
+	Candidates []ResolveCandidate `json:"candidates"`
+	Name       string             `json:"name"`
+
+	// Outcome `Chosen`: its choice is the answer. `PackageNotFound`: it lacks the
+	// package. `NoCandidate`: no bundle passes the rules. `Deprecated`:
+	// its choice is deprecated and another catalog's is not.
+	// `LowerPriority`: a catalog of higher priority offers a bundle.
+	// `SamePriority`: it ties with another catalog, which fails the
+	// resolution. `NotSelected`: the selector does not match its labels.
+	// `Unavailable`: switched off. `NotIndexed`: not indexed yet. The
+	// last three are not considered.
+	Outcome  ResolveCatalogOutcome `json:"outcome"`
+	Priority int32                 `json:"priority"`
+}
+
+// ResolveCatalogOutcome `Chosen`: its choice is the answer. `PackageNotFound`: it lacks the
+// package. `NoCandidate`: no bundle passes the rules. `Deprecated`:
+// its choice is deprecated and another catalog's is not.
+// `LowerPriority`: a catalog of higher priority offers a bundle.
+// `SamePriority`: it ties with another catalog, which fails the
+// resolution. `NotSelected`: the selector does not match its labels.
+// `Unavailable`: switched off. `NotIndexed`: not indexed yet. The
+// last three are not considered.
+type ResolveCatalogOutcome string
+
+// ResolvedBundle The bundle that would be installed; `deprecation` is its own
+// deprecation (it is chosen deprecated only when every candidate is).
+type ResolvedBundle struct {
+	Catalog string `json:"catalog"`
+
+	// Deprecation The catalog marks this deprecated (olm.deprecations); clients should warn before installing it.
+	Deprecation Deprecation `json:"deprecation,omitempty,omitzero"`
+	Image       string      `json:"image"`
+	Name        string      `json:"name"`
+	Release     string      `json:"release,omitempty,omitzero"`
+	Version     string      `json:"version"`
+}
+
 // SchemaCount defines model for SchemaCount.
 type SchemaCount struct {
 	// Count How many blobs have this schema.
@@ -814,6 +1078,9 @@ type SchemaCount struct {
 	// Example: olm.bundle
 	Schema string `json:"schema"`
 }
+
+// UpgradeConstraintPolicy How the installed version constrains the candidates.
+type UpgradeConstraintPolicy string
 
 // UpgradeEdge A bundle that can be upgraded to, within one channel.
 type UpgradeEdge struct {
@@ -976,6 +1243,11 @@ type PreconditionFailed = Problem
 // `/problems/precondition-failed` (412), `/problems/version-gone`
 // (410), `/problems/internal` (500).
 type RangeNotSatisfiable = Problem
+
+// ResolutionFailed A failed resolution, as a problem document carrying the members of
+// the Resolution (`package` and `catalogs` always, `message` equal to
+// `detail`); a 404 for a catalog that does not exist carries none.
+type ResolutionFailed = ResolutionProblem
 
 // VersionGone An error, as an RFC 9457 problem details object. Known types:
 // `/problems/invalid-parameter` (400), `/problems/unknown-parameter`
@@ -1294,6 +1566,44 @@ type ListCatalogProvidersParams struct {
 	AcceptEncoding *AcceptEncodingHeader `json:"Accept-Encoding,omitempty"`
 }
 
+// ResolveInCatalogParams defines parameters for ResolveInCatalog.
+type ResolveInCatalogParams struct {
+	// Package The package to install (a ClusterExtension's `packageName`).
+	Package string `form:"package" json:"package"`
+
+	// Channels Only bundles these channels list are candidates (a
+	// ClusterExtension's `channels`). Repeat the parameter or separate
+	// names with commas; absent means every channel.
+	Channels []string `form:"channels,omitempty" json:"channels,omitempty,omitzero"`
+
+	// Version Only versions in this range are candidates (a ClusterExtension's
+	// `version`): Masterminds/semver constraints, such as `>=1.2.0 <2.0.0`,
+	// `~1.2`, `1.x || >=2.1.0`. A range without a pre-release leaves
+	// pre-releases out.
+	Version string `form:"version,omitempty" json:"version,omitempty,omitzero"`
+
+	// Installed The installed version (a semantic version; build metadata is read
+	// as the release, as registry+v1 bundles write it). Under the
+	// `CatalogProvided` policy only this version and its successors
+	// (replaces, skips, skipRange of an entry in a considered channel)
+	// are candidates. The installed bundle is the catalog's bundle of
+	// this version and release.
+	Installed string `form:"installed,omitempty" json:"installed,omitempty,omitzero"`
+
+	// UpgradeConstraintPolicy `CatalogProvided` (the default) keeps only successors of the
+	// installed version; `SelfCertified` allows any version.
+	UpgradeConstraintPolicy UpgradeConstraintPolicy `form:"upgradeConstraintPolicy,omitempty" json:"upgradeConstraintPolicy,omitempty,omitzero"`
+
+	// IfNoneMatch ETag(s) of a representation the client already has; the server answers
+	// `304` when one of them is current.
+	IfNoneMatch *IfNoneMatchHeader `json:"If-None-Match,omitempty"`
+
+	// AcceptEncoding Send `gzip` to get a gzip-compressed body (`Content-Encoding: gzip`).
+	// Go's HTTP client does this, and decompresses, by itself when this is
+	// left unset.
+	AcceptEncoding *AcceptEncodingHeader `json:"Accept-Encoding,omitempty"`
+}
+
 // GetOpenAPISpecParams defines parameters for GetOpenAPISpec.
 type GetOpenAPISpecParams struct {
 	// Range Byte range(s) to fetch (RFC 9110 §14.2), for example `bytes=1024-` to
@@ -1329,6 +1639,50 @@ type ListProvidersParams struct {
 	// IfModifiedSince An HTTP-date; the server answers `304` when the data has not changed
 	// since. Ignored when If-None-Match is sent.
 	IfModifiedSince *IfModifiedSinceHeader `json:"If-Modified-Since,omitempty"`
+
+	// AcceptEncoding Send `gzip` to get a gzip-compressed body (`Content-Encoding: gzip`).
+	// Go's HTTP client does this, and decompresses, by itself when this is
+	// left unset.
+	AcceptEncoding *AcceptEncodingHeader `json:"Accept-Encoding,omitempty"`
+}
+
+// ResolveParams defines parameters for Resolve.
+type ResolveParams struct {
+	// Package The package to install (a ClusterExtension's `packageName`).
+	Package string `form:"package" json:"package"`
+
+	// Channels Only bundles these channels list are candidates (a
+	// ClusterExtension's `channels`). Repeat the parameter or separate
+	// names with commas; absent means every channel.
+	Channels []string `form:"channels,omitempty" json:"channels,omitempty,omitzero"`
+
+	// Version Only versions in this range are candidates (a ClusterExtension's
+	// `version`): Masterminds/semver constraints, such as `>=1.2.0 <2.0.0`,
+	// `~1.2`, `1.x || >=2.1.0`. A range without a pre-release leaves
+	// pre-releases out.
+	Version string `form:"version,omitempty" json:"version,omitempty,omitzero"`
+
+	// Installed The installed version (a semantic version; build metadata is read
+	// as the release, as registry+v1 bundles write it). Under the
+	// `CatalogProvided` policy only this version and its successors
+	// (replaces, skips, skipRange of an entry in a considered channel)
+	// are candidates. The installed bundle is the catalog's bundle of
+	// this version and release.
+	Installed string `form:"installed,omitempty" json:"installed,omitempty,omitzero"`
+
+	// UpgradeConstraintPolicy `CatalogProvided` (the default) keeps only successors of the
+	// installed version; `SelfCertified` allows any version.
+	UpgradeConstraintPolicy UpgradeConstraintPolicy `form:"upgradeConstraintPolicy,omitempty" json:"upgradeConstraintPolicy,omitempty,omitzero"`
+
+	// CatalogSelector Only catalogs whose labels match this Kubernetes label selector
+	// (`tier=prod,region in (eu,us)`) are considered (a
+	// ClusterExtension's `selector`); absent or empty means every
+	// catalog. `catalogd serve` gives catalogs labels with `--label`.
+	CatalogSelector string `form:"catalogSelector,omitempty" json:"catalogSelector,omitempty,omitzero"`
+
+	// IfNoneMatch ETag(s) of a representation the client already has; the server answers
+	// `304` when one of them is current.
+	IfNoneMatch *IfNoneMatchHeader `json:"If-None-Match,omitempty"`
 
 	// AcceptEncoding Send `gzip` to get a gzip-compressed body (`Content-Encoding: gzip`).
 	// Go's HTTP client does this, and decompresses, by itself when this is

@@ -1,7 +1,7 @@
 // Package catalogcli is kubectl-catalog, the command line that explores
 // catalogs from a terminal: catalogs, packages, channels with their heads,
 // versions in a range, upgrades from an installed version, who provides an
-// API, one bundle. It reaches catalogd through the current kubeconfig (the
+// API, one bundle, what a ClusterExtension would install (resolve). It reaches catalogd through the current kubeconfig (the
 // Kubernetes API server's service proxy), a server URL (--server), or no
 // server at all: --dir and --image index the catalog on this machine into
 // a cache and answer with the API's own handler in process. The cache
@@ -93,7 +93,7 @@ Every command asks all catalogs in priority order unless -c names one.`,
 
 	root.AddCommand(r.catalogsCmd(), r.packagesCmd(), r.showCmd(), r.channelsCmd(), r.versionsCmd(),
 		r.upgradesCmd(), r.providersCmd(), r.bundleCmd(), r.cacheCmd())
-	root.AddCommand(r.changesCmd())
+	root.AddCommand(r.changesCmd(), r.resolveCmd())
 	return root
 }
 

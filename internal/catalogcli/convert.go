@@ -94,6 +94,22 @@ func tableOf(obj any) table {
 		return t
 	case *client.Changes:
 		return changesTable(v)
+	case *client.Resolution:
+		t := table{columns: cols("CATALOG", "VERSION", "NAME", "VERDICT", "+CHANNELS", "+SUCCESSOR", "+IMAGE", "+DEPRECATED")}
+		for _, c := range v.Catalogs {
+			if len(c.Candidates) == 0 {
+				t.rows = append(t.rows, []string{c.Name, "<none>", "", "Catalog" + string(c.Outcome), "", "", "", ""})
+			}
+			for _, b := range c.Candidates {
+				successor := make([]string, len(b.Successor))
+				for i, s := range b.Successor {
+					successor[i] = string(s)
+				}
+				t.rows = append(t.rows, []string{c.Name, b.Version, b.Name, resolveVerdict(c, b), strings.Join(b.Channels, ","),
+					strings.Join(successor, ","), b.Image, deprecated(b.Deprecation)})
+			}
+		}
+		return t
 	}
 	panic(fmt.Sprintf("no table for %T", obj))
 }
@@ -135,6 +151,10 @@ func namesOf(obj any) []string {
 	case *client.Changes:
 		for _, row := range changesTable(v).rows {
 			names = append(names, row[0])
+		}
+	case *client.Resolution:
+		if v.Bundle.Name != "" {
+			names = append(names, v.Bundle.Name)
 		}
 	default:
 		panic(fmt.Sprintf("no names for %T", obj))

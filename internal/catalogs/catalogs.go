@@ -1,7 +1,7 @@
 // Package catalogs owns the in-memory table of the catalogs a server knows
 // about and what is known of each beyond its index: where it comes from, its
-// priority, whether its owner switched it off, and why its last rebuild
-// failed. The catalog-sync service (internal/catalogsync) is its one writer;
+// priority and labels, whether its owner switched it off, and why its last
+// rebuild failed. The catalog-sync service (internal/catalogsync) is its one writer;
 // the HTTP API and the readiness check read it.
 //
 // Whether a catalog is Serving is not kept here: the store's live index is
@@ -31,6 +31,9 @@ type Catalog struct {
 	Name     string
 	Source   string
 	Priority int32
+	// Labels are the catalog's labels, which a resolve request's catalog
+	// selector matches; nil when it has none. Read-only once in the table.
+	Labels map[string]string
 	// Unavailable says the catalog's owner switched it off.
 	Unavailable bool
 	// LastError says why the last rebuild failed; empty after a success.

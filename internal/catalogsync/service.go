@@ -19,6 +19,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sort"
 	"sync"
 	"time"
@@ -84,6 +85,8 @@ type Spec struct {
 	// the digest the tag resolved to).
 	Display  string
 	Priority int32
+	// Labels are the catalog's labels, for selectors to match.
+	Labels map[string]string
 	// Unavailable switches the catalog off: its index is removed and it
 	// answers 503 until switched on again.
 	Unavailable bool
@@ -232,7 +235,7 @@ func (s *Service) Set(spec Spec) {
 	}
 	e.spec = spec
 	c, _ := s.opts.Table.Get(spec.Name)
-	c.Name, c.Source, c.Priority = spec.Name, spec.Display, spec.Priority
+	c.Name, c.Source, c.Priority, c.Labels = spec.Name, spec.Display, spec.Priority, maps.Clone(spec.Labels)
 	if c.Source == "" {
 		c.Source = describe(spec.Fetcher)
 	}

@@ -66,7 +66,8 @@ func (c RegistryConfig) unpacker(log logr.Logger) (*unpack.Unpacker, error) {
 	})
 }
 
-// Catalog is one --catalog of `catalogd serve`, with its --priority.
+// Catalog is one --catalog of `catalogd serve`, with its --priority and
+// --label values.
 type Catalog struct {
 	Name string
 	// Value is as given; exactly one of Dir (absolute) and Image is set.
@@ -74,6 +75,9 @@ type Catalog struct {
 	Dir      string
 	Image    name.Reference
 	Priority int32
+	// Labels stand in for a ClusterCatalog's labels, for resolve's
+	// catalog selector; nil when none is given.
+	Labels map[string]string
 }
 
 // ServeConfig is the validated command line of `catalogd serve`.

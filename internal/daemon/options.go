@@ -136,7 +136,7 @@ type ServeOptions struct {
 	PollInterval time.Duration
 
 	// Raw values of the repeatable flags, parsed by Validate.
-	catalogArgs, priorityArgs []string
+	catalogArgs, priorityArgs, labelArgs []string
 }
 
 // BindFlags declares the flags of `catalogd serve` on fs.
@@ -144,6 +144,7 @@ func (o *ServeOptions) BindFlags(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&o.catalogArgs, "catalog", nil, "serve catalog `NAME=DIR|IMAGE`: DIR is a file-based catalog directory, IMAGE a\n"+
 		"catalog image with its registry host (quay.io/org/catalog:tag); repeatable")
 	fs.StringArrayVar(&o.priorityArgs, "priority", nil, "give catalogs priorities as `NAME=N` (int32, default 0; higher answers first); repeatable")
+	fs.StringArrayVar(&o.labelArgs, "label", nil, "label a catalog as `NAME=KEY=VALUE`, as a ClusterCatalog's labels, for the catalog selector of /resolve; repeatable")
 	o.bindFlags(fs)
 	fs.BoolVar(&o.Watch, "watch", false, "re-index a directory catalog when its files change; a broken edit keeps the last good index serving")
 	fs.DurationVar(&o.PollInterval, "poll-interval", 0, "resolve image tags again this often and index new content (0: only at start-up and on failure)")
@@ -197,6 +198,31 @@ func (o *ServeOptions) Validate(args []string) (ServeConfig, error) {
 		}
 		prioritised[n] = true
 		cfg.Catalogs[i].Priority = int32(p)
+	}
+	for _, arg := range o.labelArgs {
+		n, kv, _ := strings.Cut(arg, "=")
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return ServeConfig{}, fmt.Errorf("--label %s: want NAME=KEY=VALUE", arg)
+		}
+		i, known := seen[n]
+		if !known {
+			return ServeConfig{}, fmt.Errorf("--label %s: no --catalog is named %q", arg, n)
+		}
+		if errs := validation.IsQualifiedName(k); len(errs) > 0 {
+			return ServeConfig{}, fmt.Errorf("--label %s: %q is not a label key: %s", arg, k, strings.Join(errs, "; "))
+		}
+		if errs := validation.IsValidLabelValue(v); len(errs) > 0 {
+			return ServeConfig{}, fmt.Errorf("--label %s: %q is not a label value: %s", arg, v, strings.Join(errs, "; "))
+		}
+		c := &cfg.Catalogs[i]
+		if _, dup := c.Labels[k]; dup {
+			return ServeConfig{}, fmt.Errorf("--label %s: catalog %q is given label %q twice", arg, n, k)
+		}
+		if c.Labels == nil {
+			c.Labels = map[string]string{}
+		}
+		c.Labels[k] = v
 	}
 	return cfg, nil
 }

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -41,6 +42,11 @@ func TestParseServeErrors(t *testing.T) {
 		{"priority too big", []string{"--data-dir", data, "--catalog", "a=" + dir, "--priority", "a=3000000000"}, "not a 32-bit integer"},
 		{"priority twice", []string{"--data-dir", data, "--catalog", "a=" + dir, "--priority", "a=1", "--priority", "a=2"}, "a priority twice"},
 		{"priority no equals", []string{"--data-dir", data, "--catalog", "a=" + dir, "--priority", "a"}, "want NAME=N"},
+		{"label without catalog", []string{"--data-dir", data, "--catalog", "a=" + dir, "--label", "b=k=v"}, `no --catalog is named "b"`},
+		{"label without value", []string{"--data-dir", data, "--catalog", "a=" + dir, "--label", "a=k"}, "want NAME=KEY=VALUE"},
+		{"bad label key", []string{"--data-dir", data, "--catalog", "a=" + dir, "--label", "a=-k=v"}, "not a label key"},
+		{"bad label value", []string{"--data-dir", data, "--catalog", "a=" + dir, "--label", "a=k=v w"}, "not a label value"},
+		{"label twice", []string{"--data-dir", data, "--catalog", "a=" + dir, "--label", "a=k=v", "--label", "a=k=w"}, `label "k" twice`},
 		{"stray argument", []string{"--data-dir", data, "--catalog", "a=" + dir, "extra"}, `unexpected argument "extra"`},
 		{"unknown flag", []string{"--data-dir", data, "--catalog", "a=" + dir, "--wacth"}, "unknown flag: --wacth"},
 		{"negative poll interval", []string{"--data-dir", data, "--catalog", "a=" + dir, "--poll-interval", "-1s"}, "--poll-interval -1s"},
@@ -74,6 +80,7 @@ func TestParseServe(t *testing.T) {
 		"--catalog=other.example=" + other,
 		"--catalog", "remote=registry.example.com:5000/catalogs/demo:v1",
 		"--priority", "other.example=-5", "--priority", "remote=10",
+		"--label", "remote=tier=prod", "--label", "remote=example.com/owner=team-a",
 		"--data-dir", "data", "--watch", "--poll-interval", "90s", "--listen", "127.0.0.1:0",
 		"--insecure-registry", "registry.example.com:5000",
 	})
@@ -92,6 +99,9 @@ func TestParseServe(t *testing.T) {
 	}
 	if remote.Dir != "" || remote.Image == nil || remote.Image.Context().RegistryStr() != "registry.example.com:5000" || remote.Priority != 10 {
 		t.Errorf("remote = %+v; want an image reference, priority 10", remote)
+	}
+	if want := map[string]string{"tier": "prod", "example.com/owner": "team-a"}; !maps.Equal(remote.Labels, want) || demo.Labels != nil {
+		t.Errorf("labels: remote %v, demo %v; want remote %v, demo none", remote.Labels, demo.Labels, want)
 	}
 	if cfg.DataDir != "data" || !cfg.Watch || cfg.PollInterval != 90*time.Second || cfg.Listen != "127.0.0.1:0" {
 		t.Errorf("cfg = %+v", cfg)

@@ -49,7 +49,7 @@ func Serve(ctx context.Context, cfg ServeConfig, out io.Writer, log logr.Logger)
 		return err
 	}
 	for _, c := range cfg.Catalogs {
-		spec := catalogsync.Spec{Name: c.Name, Fetcher: fetchers[c.Name], Priority: c.Priority}
+		spec := catalogsync.Spec{Name: c.Name, Fetcher: fetchers[c.Name], Priority: c.Priority, Labels: c.Labels}
 		if c.Image != nil {
 			spec.PollInterval = cfg.PollInterval
 		}

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -73,11 +74,14 @@ func (s *Server) listCatalogs(w http.ResponseWriter, r *http.Request) {
 	s.writeComputed(w, r, list)
 }
 
-// writeComputed answers v with an ETag derived from the answer itself.
+// writeComputed answers v with an ETag derived from the answer itself,
+// encoded once for both.
 func (s *Server) writeComputed(w http.ResponseWriter, r *http.Request, v any) {
-	etag, err := bodyETag(v)
-	if err == nil && !notModified(w, r, etag, time.Time{}) {
-		err = s.writeJSON(w, r, v, etag, time.Time{})
+	body, err := json.Marshal(v)
+	if err != nil {
+		err = fmt.Errorf("encode answer: %w", err)
+	} else if etag := bodyETag(body); !notModified(w, r, etag, time.Time{}) {
+		err = s.writeBody(w, r, body, etag, time.Time{})
 	}
 	if err != nil {
 		s.writeProblem(w, r, err)

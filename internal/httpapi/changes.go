@@ -31,7 +31,7 @@ func (s *Server) getChanges(r *http.Request, snap *store.Snapshot) (any, error) 
 	changes, err := snap.Changes(r.Context(), since)
 	var gone *store.GoneError
 	if errors.As(err, &gone) {
-		return nil, &problem{status: http.StatusGone, typ: "version-gone", param: "since", oldest: gone.Oldest,
+		return nil, &problem{status: http.StatusGone, typ: "version-gone", param: "since", members: map[string]string{"oldest": gone.Oldest},
 			detail: "version " + quoteShort(since) + " of catalog " + quoteShort(chi.URLParam(r, "catalog")) +
 				" is unknown or expired; the oldest version known is " + quoteShort(gone.Oldest)}
 	}

@@ -200,3 +200,30 @@ func apiPackageChange(c query.PackageChange) catalogapi.PackageChange {
 func apiDeprecationEntry(d query.DeprecationFact) catalogapi.DeprecationEntry {
 	return catalogapi.DeprecationEntry{Schema: d.Schema, Name: d.Name, Message: d.Message}
 }
+
+// apiResolution is a resolution as the API shows it.
+func apiResolution(req query.ResolveRequest, res query.Resolution) catalogapi.Resolution {
+	out := catalogapi.Resolution{Package: req.Package, Message: res.Error, Catalogs: make([]catalogapi.ResolveCatalog, 0, len(res.Catalogs))}
+	if b, catalog := res.Bundle(); b != nil {
+		out.Bundle = catalogapi.ResolvedBundle{Catalog: catalog, Name: b.Name, Version: b.Version, Release: b.Release,
+			Image: b.Image, Deprecation: apiDeprecation(b.Deprecation)}
+	}
+	for _, c := range res.Catalogs {
+		rc := catalogapi.ResolveCatalog{Name: c.Catalog, Priority: c.Priority, Outcome: catalogapi.ResolveCatalogOutcome(c.Outcome),
+			Candidates: make([]catalogapi.ResolveCandidate, 0, len(c.Candidates))}
+		for _, b := range c.Candidates {
+			cand := catalogapi.ResolveCandidate{Name: b.Name, Version: b.Version, Release: b.Release, Image: b.Image,
+				Channels: b.Channels, Deprecation: apiDeprecation(b.Deprecation), Ranking: catalogapi.ResolveCandidateRanking(b.Ranking),
+				Rejections: make([]catalogapi.ResolveCandidateRejections, 0, len(b.Rejections))}
+			for _, r := range b.Rejections {
+				cand.Rejections = append(cand.Rejections, catalogapi.ResolveCandidateRejections(r))
+			}
+			for _, s := range b.Successor {
+				cand.Successor = append(cand.Successor, catalogapi.ResolveCandidateSuccessor(s))
+			}
+			rc.Candidates = append(rc.Candidates, cand)
+		}
+		out.Catalogs = append(out.Catalogs, rc)
+	}
+	return out
+}

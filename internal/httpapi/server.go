@@ -1,6 +1,6 @@
 // Package httpapi is catalogd's HTTP API (chi): it answers questions about
 // the catalogs (channel heads, upgrade edges, GVK providers,
-// version-filtered bundles) and serves catalogd's /api/v1 endpoints for
+// version-filtered bundles, what a ClusterExtension would install) and serves catalogd's /api/v1 endpoints for
 // existing clients. Handlers only translate HTTP to calls of the typed
 // read API of package query and back; they run no SQL. Answers use the
 // wire types generated from openapi.yaml (package catalogapi), which the
@@ -101,6 +101,7 @@ func New(cats Catalogs, idx Indexes, opts Options) *Server {
 	r.Get("/openapi.yaml", s.serveSpec)
 	r.Get("/catalogs", s.listCatalogs)
 	r.Get("/providers", s.listAllProviders)
+	r.Get("/resolve", s.resolveAll)
 	r.Route("/catalogs/{catalog}", func(r chi.Router) {
 		r.Get("/", s.getCatalog)
 		r.Get("/packages", s.catalogJSON(s.listPackages, "name", "q", "limit", "continue"))
@@ -113,6 +114,7 @@ func New(cats Catalogs, idx Indexes, opts Options) *Server {
 		r.Get("/packages/{package}/upgrades", s.packageJSON(s.listUpgrades, "from", "channel"))
 		r.Get("/providers", s.catalogJSON(s.listProviders, "group", "version", "kind", "latest"))
 		r.Get("/changes", s.catalogJSON(s.getChanges, "since"))
+		r.Get("/resolve", s.resolveOne)
 		r.Get("/api/v1/all", s.catalogHandler(s.serveAll))
 		r.Get("/api/v1/metas", s.catalogHandler(s.serveMetas, "schema", "package", "name"))
 	})
@@ -151,8 +153,10 @@ type problem struct {
 	param      string
 	candidates []string
 	retryAfter string
-	// oldest is the oldest version still known, for version-gone.
-	oldest string
+	// members, if set, is an object whose fields the document carries
+	// beside its own (a failed resolution carries the resolution,
+	// version-gone the oldest version still known).
+	members any
 }
 
 func (p *problem) Error() string { return p.detail }
@@ -169,6 +173,8 @@ var problemTitles = map[string]string{
 	"internal":               "Internal error",
 	"channel-head-ambiguous": "Channel head is ambiguous",
 	"version-gone":           "Catalog version unknown or expired",
+	"no-bundle":              "No bundle found",
+	"ambiguous-resolution":   "Resolution is ambiguous",
 }
 
 func badParam(param, format string, args ...any) *problem {
@@ -187,21 +193,26 @@ func (s *Server) writeProblem(w http.ResponseWriter, r *http.Request, err error)
 		s.log.Error(err, "request failed", "method", r.Method, "path", r.URL.Path)
 		p = &problem{status: http.StatusInternalServerError, typ: "internal", detail: "the server failed to answer; see its log"}
 	}
-	doc := map[string]any{
+	doc := map[string]any{}
+	if p.members != nil {
+		if data, err := json.Marshal(p.members); err == nil {
+			_ = json.Unmarshal(data, &doc)
+		}
+	}
+	for k, v := range map[string]any{
 		"type":     "/problems/" + p.typ,
 		"title":    problemTitles[p.typ],
 		"status":   p.status,
 		"detail":   p.detail,
 		"instance": r.URL.RequestURI(),
+	} {
+		doc[k] = v
 	}
 	if p.param != "" {
 		doc["parameter"] = p.param
 	}
 	if len(p.candidates) > 0 {
 		doc["candidates"] = p.candidates
-	}
-	if p.oldest != "" {
-		doc["oldest"] = p.oldest
 	}
 	body, _ := json.Marshal(doc)
 	h := w.Header()
@@ -456,6 +467,11 @@ func (s *Server) writeJSON(w http.ResponseWriter, r *http.Request, v any, etag s
 	if err != nil {
 		return fmt.Errorf("encode answer: %w", err)
 	}
+	return s.writeBody(w, r, body, etag, modified)
+}
+
+// writeBody answers body, JSON already encoded, as writeJSON does.
+func (s *Server) writeBody(w http.ResponseWriter, r *http.Request, body []byte, etag string, modified time.Time) error {
 	gz := acceptsGzip(r)
 	setValidators(w, representationETag(etag, gz), modified)
 	w.Header().Set("Content-Type", "application/json")
@@ -468,17 +484,13 @@ func (s *Server) writeJSON(w http.ResponseWriter, r *http.Request, v any, etag s
 		w.Header().Set("Content-Encoding", "gzip")
 		body = buf.Bytes()
 	}
-	_, err = w.Write(body)
+	_, err := w.Write(body)
 	return err
 }
 
-// bodyETag derives an ETag from the answer itself, for answers that depend
-// on more than one catalog's content (the catalog list, its states).
-func bodyETag(v any) (string, error) {
-	body, err := json.Marshal(v)
-	if err != nil {
-		return "", fmt.Errorf("encode answer: %w", err)
-	}
+// bodyETag derives an ETag from the encoded answer itself, for answers that
+// depend on more than one catalog's content (the catalog list, its states).
+func bodyETag(body []byte) string {
 	sum := sha256.Sum256(body)
-	return hex.EncodeToString(sum[:12]), nil
+	return hex.EncodeToString(sum[:12])
 }

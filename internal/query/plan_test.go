@@ -29,11 +29,18 @@ var (
 )
 
 // wholePackageByDesign are the statements that read a package whole on
-// purpose: its skipRanges, parsed once per index file and kept.
+// purpose: its skipRanges, parsed once per index file and kept, and what
+// resolution judges (every bundle of the package, with its entries, read
+// once per file), and whether a package without an olm.package blob has a
+// bundle, which stops at the first.
 var wholePackageByDesign = []string{
 	"FROM channel_entries e JOIN bundles b ON b.package = e.package AND b.name = e.bundle WHERE e.package = ? AND e.skip_range != ''",
 	// The names of a changed package's bundles, for a changes answer.
 	"SELECT name FROM bundles WHERE package = ? ORDER BY name",
+	"SELECT name, version, release, image, channels FROM bundles WHERE package = ? ORDER BY version_rank DESC",
+	"SELECT id, channel, bundle, replaces, skip_range FROM channel_entries WHERE package = ? ORDER BY channel, position",
+	"SELECT entry_id, skip FROM channel_entry_skips WHERE package = ?",
+	"SELECT count(*) > 0 FROM (SELECT 1 FROM bundles WHERE package = ? LIMIT 1)",
 }
 
 // wholeTableByDesign are the statements that read every row on purpose: the
@@ -91,6 +98,17 @@ func TestQueryPlans(t *testing.T) {
 		{"upgrades in a channel", func() error { _, err := c.UpgradesFrom(ctx, "aurora-cache", src, "fast"); return err }},
 		{"providers", func() error {
 			_, err := c.Providers(ctx, query.GVK{Group: "observability.example.com", Version: "v1", Kind: "ServiceProbe"}, false)
+			return err
+		}},
+		{"resolve", func() error {
+			req, err := query.NewResolveRequest("aurora-cache", []string{"stable"}, ">=1.0.0", "1.1.0", false)
+			if err == nil {
+				_, err = c.ResolvePackage(ctx, req)
+			}
+			return err
+		}},
+		{"resolve an unknown package", func() error {
+			_, err := c.ResolvePackage(ctx, query.ResolveRequest{Package: "nope"})
 			return err
 		}},
 		{"all blobs", func() error { _, err := c.BlobRanges(ctx, query.BlobFilter{}); return err }},

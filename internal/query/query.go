@@ -1,6 +1,9 @@
 // Package query owns every read query of a catalog index file: the
 // typed API the HTTP handlers call (packages, channels, bundles, upgrade
-// edges, GVK providers, counts, blobs), next to the SQL it runs. It answers
+// edges, GVK providers, counts, blobs, resolution), next to the SQL it runs.
+// Resolution (resolve.go) is operator-controller's choice of a bundle:
+// ResolvePackage judges one catalog's bundles, and Choose, which needs no
+// index, picks across the catalogs a caller gathered. It answers
 // in plain Go types; what the API shows of them is the handlers' business.
 // Blobs themselves live in the index's content file (see package index):
 // the database says where, and whole blobs are answered as byte ranges of

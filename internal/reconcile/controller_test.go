@@ -316,11 +316,14 @@ func TestReconciler(t *testing.T) {
 		heads := e.requests("same", http.MethodHead, "/manifests/")
 
 		// A priority change must only update the registry.
-		e.change(t, "same", func(cat *catalogdv1.ClusterCatalog) { cat.Spec.Priority = 7 })
-		await.Until(t, "priority in the registry", waitTimeout, func() error {
+		e.change(t, "same", func(cat *catalogdv1.ClusterCatalog) {
+			cat.Spec.Priority = 7
+			cat.Labels = map[string]string{"tier": "prod"}
+		})
+		await.Until(t, "priority and labels in the registry", waitTimeout, func() error {
 			c, _ := e.cats.Get("same")
-			if c.Priority != 7 {
-				return fmt.Errorf("registry priority is %d, want 7", c.Priority)
+			if c.Priority != 7 || c.Labels["tier"] != "prod" {
+				return fmt.Errorf("registry priority is %d and labels %v, want 7 and tier=prod", c.Priority, c.Labels)
 			}
 			return nil
 		})

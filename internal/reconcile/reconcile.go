@@ -57,6 +57,7 @@ package reconcile
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -110,6 +111,7 @@ func SpecFor(cat *catalogdv1.ClusterCatalog, fetcher ImageFetcherFunc) catalogsy
 	spec := catalogsync.Spec{
 		Name:        cat.Name,
 		Priority:    cat.Spec.Priority,
+		Labels:      maps.Clone(cat.Labels),
 		Unavailable: cat.Spec.AvailabilityMode == catalogdv1.AvailabilityModeUnavailable,
 	}
 	if img := cat.Spec.Source.Image; img != nil {

@@ -1,0 +1,629 @@
+package query
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	mmsemver "github.com/Masterminds/semver/v3"
+	"github.com/blang/semver/v4"
+)
+
+// Resolution answers "if I created this ClusterExtension, what would I
+// get?" the way operator-controller's catalog resolver does, so that the
+// question can be asked without installing anything. The rules (as of
+// operator-controller's internal/operator-controller/resolve/catalog.go
+// and catalogmetadata/filter/successors.go, v1.5 / main of 2025):
+//
+//   - In each catalog, a bundle of the package is a candidate when it is
+//     listed by one of the requested channels (any channel if none), its
+//     version is in the requested range (Masterminds constraints), and,
+//     when an installed version is given and the policy is CatalogProvided,
+//     it is the installed version itself or a successor of it: an entry of a
+//     considered channel that replaces or skips the installed bundle, or
+//     whose skipRange (blang ranges, as OLM v0) holds the installed version.
+//   - Within a catalog, candidates that are not deprecated come first, then
+//     higher version and release; the first is the catalog's choice.
+//   - Across catalogs, catalogs offering a non-deprecated choice beat those
+//     offering only deprecated ones; then the highest priority wins, and a
+//     tie at the top is an error.
+
+// ResolveRequest is a ClusterExtension's catalog source, as resolution
+// reads it.
+type ResolveRequest struct {
+	Package string
+	// Channels restrict candidates to bundles these channels list; none
+	// means every channel.
+	Channels []string
+	// VersionRange, if set, keeps only versions it accepts; VersionRangeText
+	// is how it was written, for messages.
+	VersionRange     *mmsemver.Constraints
+	VersionRangeText string
+	// Installed, if set, is the installed version; InstalledText is how it
+	// was written. Under the CatalogProvided policy only that version and
+	// its successors are candidates.
+	Installed     *semver.Version
+	InstalledText string
+	// SelfCertified lifts the successor rule (policy SelfCertified).
+	SelfCertified bool
+}
+
+// Rejection says why a bundle of the package is not a candidate.
+type Rejection string
+
+// The reasons a bundle is not a candidate, each a rule of resolution.
+const (
+	// NotInChannel: no requested channel lists the bundle.
+	NotInChannel Rejection = "NotInChannel"
+	// OutsideVersionRange: its version is not in the requested range, or
+	// does not parse.
+	OutsideVersionRange Rejection = "OutsideVersionRange"
+	// NotSuccessor: it is neither the installed version nor an upgrade of it
+	// by replaces, skips or skipRange in a considered channel.
+	NotSuccessor Rejection = "NotSuccessor"
+)
+
+// Ranking says why a candidate was not its catalog's choice.
+type Ranking string
+
+// The reasons a candidate ranks below the choice.
+const (
+	// Chosen: the catalog's choice.
+	Chosen Ranking = "Chosen"
+	// RankedDeprecated: deprecated, while a candidate that is not exists.
+	RankedDeprecated Ranking = "Deprecated"
+	// RankedLowerVersion: a higher version (or release) is a candidate.
+	RankedLowerVersion Ranking = "LowerVersion"
+)
+
+// SuccessorRule is how a candidate follows the installed version.
+type SuccessorRule string
+
+// The successor rules; the upgrade rules are those of UpgradeRule.
+const (
+	// SuccessorInstalled: it is the installed version (staying is allowed).
+	SuccessorInstalled SuccessorRule = "Installed"
+	SuccessorReplaces  SuccessorRule = SuccessorRule(RuleReplaces)
+	SuccessorSkips     SuccessorRule = SuccessorRule(RuleSkips)
+	SuccessorSkipRange SuccessorRule = SuccessorRule(RuleSkipRange)
+)
+
+// ResolveCandidate is a bundle of the package as resolution saw it.
+type ResolveCandidate struct {
+	Name, Version, Release, Image string
+	// Channels are the channels that list the bundle, by name.
+	Channels []string
+	// Deprecation is the bundle's own deprecation message: only a bundle's
+	// own deprecation ranks it lower, not its channel's or package's.
+	Deprecation string
+	// Rejections are the rules the bundle fails, empty for a candidate.
+	Rejections []Rejection
+	// Ranking is set for candidates: Chosen, or why it ranks lower.
+	Ranking Ranking
+	// Successor lists how it follows the installed version, when one is given.
+	Successor []SuccessorRule
+}
+
+// PackageCandidates is one catalog's part of a resolution.
+type PackageCandidates struct {
+	// Found says the catalog has the package.
+	Found bool
+	// Candidates are every bundle of the package: the candidates first,
+	// best first, then the rejected ones, newest first.
+	Candidates []ResolveCandidate
+	// Accepted counts the candidates at the head of Candidates.
+	Accepted int
+}
+
+// Choice is the catalog's chosen bundle, nil when it has no candidate.
+func (p PackageCandidates) Choice() *ResolveCandidate {
+	if p.Accepted == 0 {
+		return nil
+	}
+	return &p.Candidates[0]
+}
+
+// resolveEntry is a channel entry, as successors need it, its skipRange
+// parsed (nil when it has none or it does not parse).
+type resolveEntry struct {
+	channel, replaces string
+	skips             []string
+	skipRange         semver.Range
+}
+
+// resolveBundle is a bundle of the package with its parsed version.
+type resolveBundle struct {
+	name, version, release, image string
+	channels                      []string
+	vr                            versionRelease
+	// mm is the version as version ranges read it, nil when it does not parse.
+	mm *mmsemver.Version
+	// entries are the channel entries that list the bundle.
+	entries []resolveEntry
+	// deprecation is the bundle's own deprecation message.
+	deprecation string
+}
+
+// ResolvePackage lists the bundles of req.Package in this catalog with the
+// verdict of each rule on them. Resolution judges every bundle of the
+// package, so it reads the package whole, once per index file (a live file
+// never changes), and keeps it parsed; a package the catalog does not have
+// is not kept, so asking for made-up names does not grow memory.
+func (c *Catalog) ResolvePackage(ctx context.Context, req ResolveRequest) (PackageCandidates, error) {
+	pkg := req.Package
+	_, err := c.Package(ctx, pkg)
+	if errors.Is(err, ErrNotFound) {
+		var any bool
+		if err := c.get(ctx, &any, `SELECT count(*) > 0 FROM (SELECT 1 FROM bundles WHERE package = ? LIMIT 1)`, pkg); err != nil {
+			return PackageCandidates{}, fmt.Errorf("read bundles of package %q: %w", pkg, err)
+		}
+		if !any {
+			return PackageCandidates{}, nil
+		}
+	} else if err != nil {
+		return PackageCandidates{}, err
+	}
+	bundles, err := memo(c, "resolve\x00"+pkg, func() ([]resolveBundle, error) { return c.resolveBundles(ctx, pkg) })
+	if err != nil {
+		return PackageCandidates{}, err
+	}
+	return judge(req, bundles), nil
+}
+
+// resolveBundles reads every bundle of a package, newest first, with the
+// entries that list it and its deprecation.
+func (c *Catalog) resolveBundles(ctx context.Context, pkg string) ([]resolveBundle, error) {
+	var bundleRows []struct {
+		Name     string `db:"name"`
+		Version  string `db:"version"`
+		Release  string `db:"release"`
+		Image    string `db:"image"`
+		Channels string `db:"channels"`
+	}
+	if err := c.sel(ctx, &bundleRows, `SELECT name, version, release, image, channels FROM bundles
+		WHERE package = ? ORDER BY version_rank DESC`, pkg); err != nil {
+		return nil, fmt.Errorf("read bundles of package %q: %w", pkg, err)
+	}
+	entries, err := c.resolveEntries(ctx, pkg)
+	if err != nil {
+		return nil, err
+	}
+	deprecations, err := c.bundleDeprecations(ctx, pkg)
+	if err != nil {
+		return nil, err
+	}
+	bundles := make([]resolveBundle, 0, len(bundleRows))
+	for _, r := range bundleRows {
+		channels := []string{}
+		if err := json.Unmarshal([]byte(r.Channels), &channels); err != nil {
+			return nil, fmt.Errorf("read channels of bundle %q: %w", r.Name, err)
+		}
+		b := resolveBundle{name: r.Name, version: r.Version, release: r.Release, image: r.Image,
+			channels: channels, vr: parseVersionRelease(r.Version, r.Release), entries: entries[r.Name], deprecation: deprecations[r.Name]}
+		if b.vr.valid {
+			b.mm = b.vr.masterminds()
+		}
+		bundles = append(bundles, b)
+	}
+	return bundles, nil
+}
+
+// resolveEntries reads every channel entry of a package with its skips,
+// by the bundle each lists.
+func (c *Catalog) resolveEntries(ctx context.Context, pkg string) (map[string][]resolveEntry, error) {
+	var rows []struct {
+		ID        int64  `db:"id"`
+		Channel   string `db:"channel"`
+		Bundle    string `db:"bundle"`
+		Replaces  string `db:"replaces"`
+		SkipRange string `db:"skip_range"`
+	}
+	if err := c.sel(ctx, &rows, `SELECT id, channel, bundle, replaces, skip_range FROM channel_entries
+		WHERE package = ? ORDER BY channel, position`, pkg); err != nil {
+		return nil, fmt.Errorf("read channel entries of package %q: %w", pkg, err)
+	}
+	var skipRows []struct {
+		EntryID int64  `db:"entry_id"`
+		Skip    string `db:"skip"`
+	}
+	if err := c.sel(ctx, &skipRows, `SELECT entry_id, skip FROM channel_entry_skips WHERE package = ?`, pkg); err != nil {
+		return nil, fmt.Errorf("read skips of package %q: %w", pkg, err)
+	}
+	skips := map[int64][]string{}
+	for _, s := range skipRows {
+		skips[s.EntryID] = append(skips[s.EntryID], s.Skip)
+	}
+	ranges := map[string]semver.Range{}
+	out := map[string][]resolveEntry{}
+	for _, r := range rows {
+		e := resolveEntry{channel: r.Channel, replaces: r.Replaces, skips: skips[r.ID]}
+		if r.SkipRange != "" {
+			var ok bool
+			if e.skipRange, ok = ranges[r.SkipRange]; !ok {
+				e.skipRange, _ = semver.ParseRange(r.SkipRange)
+				ranges[r.SkipRange] = e.skipRange
+			}
+		}
+		out[r.Bundle] = append(out[r.Bundle], e)
+	}
+	return out, nil
+}
+
+// judge applies the rules to a package's bundles (given newest first),
+// which it only reads: they are shared by every request.
+func judge(req ResolveRequest, bundles []resolveBundle) PackageCandidates {
+	considered := func(channel string) bool {
+		return len(req.Channels) == 0 || slices.Contains(req.Channels, channel)
+	}
+	var installed *versionRelease
+	installedNames := map[string]bool{}
+	if req.Installed != nil {
+		vr := legacyVersionRelease(*req.Installed)
+		installed = &vr
+		// The installed bundle is named by the catalog: every bundle of the
+		// installed version and release counts as the one installed.
+		for _, b := range bundles {
+			if b.vr.valid && b.vr.compare(vr) == 0 {
+				installedNames[b.name] = true
+			}
+		}
+	}
+	out := PackageCandidates{Found: true, Candidates: make([]ResolveCandidate, 0, len(bundles))}
+	vrs := make(map[string]versionRelease, len(bundles))
+	for _, b := range bundles {
+		vrs[b.name] = b.vr
+		cand := ResolveCandidate{Name: b.name, Version: b.version, Release: b.release, Image: b.image,
+			Channels: b.channels, Deprecation: b.deprecation}
+		if !slices.ContainsFunc(b.channels, considered) {
+			cand.Rejections = append(cand.Rejections, NotInChannel)
+		}
+		if req.VersionRange != nil && (b.mm == nil || !req.VersionRange.Check(b.mm)) {
+			cand.Rejections = append(cand.Rejections, OutsideVersionRange)
+		}
+		if installed != nil {
+			if b.vr.valid && b.vr.compare(*installed) == 0 {
+				cand.Successor = append(cand.Successor, SuccessorInstalled)
+			}
+			for _, e := range b.entries {
+				if !considered(e.channel) {
+					continue
+				}
+				if installedNames[e.replaces] && !slices.Contains(cand.Successor, SuccessorReplaces) {
+					cand.Successor = append(cand.Successor, SuccessorReplaces)
+				}
+				if slices.ContainsFunc(e.skips, func(s string) bool { return installedNames[s] }) && !slices.Contains(cand.Successor, SuccessorSkips) {
+					cand.Successor = append(cand.Successor, SuccessorSkips)
+				}
+				if e.skipRange != nil && !slices.Contains(cand.Successor, SuccessorSkipRange) && e.skipRange(*req.Installed) {
+					cand.Successor = append(cand.Successor, SuccessorSkipRange)
+				}
+			}
+			if !req.SelfCertified && len(cand.Successor) == 0 {
+				cand.Rejections = append(cand.Rejections, NotSuccessor)
+			}
+		}
+		out.Candidates = append(out.Candidates, cand)
+	}
+	sort.SliceStable(out.Candidates, func(i, j int) bool {
+		a, b := out.Candidates[i], out.Candidates[j]
+		if ra, rb := len(a.Rejections) == 0, len(b.Rejections) == 0; ra != rb {
+			return ra
+		}
+		if len(a.Rejections) == 0 {
+			if da, db := a.Deprecation != "", b.Deprecation != ""; da != db {
+				return !da
+			}
+		}
+		if c := vrs[a.Name].compare(vrs[b.Name]); c != 0 {
+			return c > 0
+		}
+		return a.Name < b.Name
+	})
+	for i := range out.Candidates {
+		cand := &out.Candidates[i]
+		if len(cand.Rejections) > 0 {
+			break
+		}
+		out.Accepted++
+		switch {
+		case i == 0:
+			cand.Ranking = Chosen
+		case cand.Deprecation != "" && out.Candidates[0].Deprecation == "":
+			cand.Ranking = RankedDeprecated
+		default:
+			cand.Ranking = RankedLowerVersion
+		}
+	}
+	return out
+}
+
+// versionRelease is a bundle's version and release in the order
+// resolution compares them: the semantic version, then the release. An
+// invalid one (the version does not parse) ranks below every valid one.
+type versionRelease struct {
+	valid   bool
+	version semver.Version
+	release []semver.PRVersion
+}
+
+// parseVersionRelease reads a bundle's version and release. A bundle
+// without a release of its own takes its version's build metadata as its
+// release when that parses as one, as registry+v1 bundles write it.
+func parseVersionRelease(version, release string) versionRelease {
+	v, err := semver.Parse(version)
+	if err != nil {
+		return versionRelease{}
+	}
+	if release == "" {
+		return legacyVersionRelease(v)
+	}
+	rel, err := parseRelease(release)
+	if err != nil {
+		return versionRelease{valid: true, version: v}
+	}
+	return versionRelease{valid: true, version: v, release: rel}
+}
+
+// legacyVersionRelease splits a version's build metadata off as its
+// release when it parses as one.
+func legacyVersionRelease(v semver.Version) versionRelease {
+	if len(v.Build) == 0 {
+		return versionRelease{valid: true, version: v}
+	}
+	rel, err := parseRelease(strings.Join(v.Build, "."))
+	if err != nil {
+		return versionRelease{valid: true, version: v}
+	}
+	v.Build = nil
+	return versionRelease{valid: true, version: v, release: rel}
+}
+
+// parseRelease parses dot-separated release segments, each as a semver
+// pre-release identifier (numbers without leading zeros, or alphanumerics).
+func parseRelease(s string) ([]semver.PRVersion, error) {
+	var out []semver.PRVersion
+	for _, part := range strings.Split(s, ".") {
+		pr, err := semver.NewPRVersion(part)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, pr)
+	}
+	return out, nil
+}
+
+// compare orders by validity, then version (build metadata ignored, as
+// semver says; bundles equal but for it tie), then release: no release is below any release, and
+// releases compare segment by segment as pre-release identifiers do.
+func (a versionRelease) compare(b versionRelease) int {
+	switch {
+	case !a.valid && !b.valid:
+		return 0
+	case !a.valid:
+		return -1
+	case !b.valid:
+		return 1
+	}
+	if c := a.version.Compare(b.version); c != 0 {
+		return c
+	}
+	return compareRelease(a.release, b.release)
+}
+
+func compareRelease(a, b []semver.PRVersion) int {
+	for i := 0; i < len(a) && i < len(b); i++ {
+		if c := a[i].Compare(b[i]); c != 0 {
+			return c
+		}
+	}
+	switch {
+	case len(a) < len(b):
+		return -1
+	case len(a) > len(b):
+		return 1
+	}
+	return 0
+}
+
+// masterminds is the version as Masterminds/semver reads it, release
+// included as build metadata, for the requested range.
+func (a versionRelease) masterminds() *mmsemver.Version {
+	pre := make([]string, len(a.version.Pre))
+	for i, p := range a.version.Pre {
+		pre[i] = p.String()
+	}
+	build := strings.Join(a.version.Build, ".")
+	if len(a.release) > 0 {
+		rel := make([]string, len(a.release))
+		for i, p := range a.release {
+			rel[i] = p.String()
+		}
+		build = strings.Join(rel, ".")
+	}
+	return mmsemver.New(a.version.Major, a.version.Minor, a.version.Patch, strings.Join(pre, "."), build)
+}
+
+// CatalogCandidates is one catalog's candidates, with what choosing
+// between catalogs needs to know of it.
+type CatalogCandidates struct {
+	Catalog  string
+	Priority int32
+	PackageCandidates
+}
+
+// CatalogOutcome says what became of a catalog's choice.
+type CatalogOutcome string
+
+// The outcomes of a catalog in a resolution.
+const (
+	// CatalogChosen: its choice is the answer.
+	CatalogChosen CatalogOutcome = "Chosen"
+	// CatalogPackageNotFound: it does not have the package.
+	CatalogPackageNotFound CatalogOutcome = "PackageNotFound"
+	// CatalogNoCandidate: it has the package, but no bundle passes the rules.
+	CatalogNoCandidate CatalogOutcome = "NoCandidate"
+	// CatalogDeprecated: its choice is deprecated, and another catalog
+	// offers one that is not.
+	CatalogDeprecated CatalogOutcome = "Deprecated"
+	// CatalogLowerPriority: another catalog of higher priority offers one.
+	CatalogLowerPriority CatalogOutcome = "LowerPriority"
+	// CatalogSamePriority: it ties with another catalog for the answer,
+	// which makes resolution fail.
+	CatalogSamePriority CatalogOutcome = "SamePriority"
+)
+
+// CatalogResult is a catalog's candidates and what became of its choice.
+type CatalogResult struct {
+	CatalogCandidates
+	Outcome CatalogOutcome
+}
+
+// Resolution is the answer across catalogs.
+type Resolution struct {
+	// Catalogs are the catalogs considered, in the order given to Choose.
+	Catalogs []CatalogResult
+	// Chosen indexes Catalogs: the catalog whose choice is the answer, -1
+	// when there is none, and then Error says why.
+	Chosen int
+	// Error is operator-controller's message when resolution fails.
+	Error string
+	// Ambiguous says it failed because catalogs of the same priority tie.
+	Ambiguous bool
+}
+
+// Bundle is the chosen bundle and its catalog, or nil and "".
+func (r Resolution) Bundle() (*ResolveCandidate, string) {
+	if r.Chosen < 0 {
+		return nil, ""
+	}
+	c := r.Catalogs[r.Chosen]
+	return c.Choice(), c.Catalog
+}
+
+// Choose picks the answer among the catalogs' choices: catalogs whose
+// choice is not deprecated beat those whose choice is; among the rest the
+// highest priority wins, and a tie at the top fails with the message
+// operator-controller gives, naming every catalog still in the running.
+func Choose(req ResolveRequest, offers []CatalogCandidates) Resolution {
+	out := Resolution{Catalogs: make([]CatalogResult, len(offers)), Chosen: -1}
+	anyCurrent := false
+	for i, o := range offers {
+		out.Catalogs[i] = CatalogResult{CatalogCandidates: o}
+		if ch := o.Choice(); ch != nil && ch.Deprecation == "" {
+			anyCurrent = true
+		}
+	}
+	var running []int
+	for i := range out.Catalogs {
+		c := &out.Catalogs[i]
+		switch ch := c.Choice(); {
+		case !c.Found:
+			c.Outcome = CatalogPackageNotFound
+		case ch == nil:
+			c.Outcome = CatalogNoCandidate
+		case anyCurrent && ch.Deprecation != "":
+			c.Outcome = CatalogDeprecated
+		default:
+			running = append(running, i)
+		}
+	}
+	top := int32(0)
+	for k, i := range running {
+		if p := out.Catalogs[i].Priority; k == 0 || p > top {
+			top = p
+		}
+	}
+	var best []int
+	for _, i := range running {
+		if out.Catalogs[i].Priority == top {
+			best = append(best, i)
+		}
+	}
+	switch {
+	case len(best) == 1:
+		out.Chosen = best[0]
+		for _, i := range running {
+			out.Catalogs[i].Outcome = CatalogLowerPriority
+		}
+		out.Catalogs[best[0]].Outcome = CatalogChosen
+		return out
+	case len(best) > 1:
+		// operator-controller names every catalog still in the running,
+		// those of lower priority too.
+		names := make([]string, 0, len(running))
+		for _, i := range running {
+			names = append(names, out.Catalogs[i].Catalog)
+			out.Catalogs[i].Outcome = CatalogLowerPriority
+		}
+		for _, i := range best {
+			out.Catalogs[i].Outcome = CatalogSamePriority
+		}
+		slices.Sort(names)
+		out.Ambiguous = true
+		out.Error = resolutionMessage(req, names)
+		return out
+	}
+	out.Error = resolutionMessage(req, nil)
+	return out
+}
+
+// resolutionMessage words a failed resolution as operator-controller does,
+// so that what a user reads here is what the ClusterExtension would say.
+func resolutionMessage(req ResolveRequest, tied []string) string {
+	var sb strings.Builder
+	if req.Installed != nil {
+		fmt.Fprintf(&sb, "error upgrading from currently installed version %q: ", req.InstalledText)
+	}
+	if len(tied) > 1 {
+		fmt.Fprintf(&sb, "found bundles for package %q ", req.Package)
+	} else {
+		fmt.Fprintf(&sb, "no bundles found for package %q ", req.Package)
+	}
+	if req.VersionRangeText != "" {
+		fmt.Fprintf(&sb, "matching version %q ", req.VersionRangeText)
+	}
+	if len(req.Channels) > 0 {
+		fmt.Fprintf(&sb, "in channels %v ", req.Channels)
+	}
+	if len(tied) > 1 {
+		fmt.Fprintf(&sb, "in multiple catalogs with the same priority %v ", tied)
+	}
+	return strings.TrimSpace(sb.String())
+}
+
+// ResolveParamError says which part of a resolve request is malformed.
+type ResolveParamError struct {
+	// Param is the request field: "version" or "installed".
+	Param string
+	Err   error
+}
+
+func (e *ResolveParamError) Error() string { return e.Err.Error() }
+func (e *ResolveParamError) Unwrap() error { return e.Err }
+
+// NewResolveRequest parses a resolve request's version range (Masterminds
+// constraints, as a ClusterExtension's version field) and installed version
+// (a semantic version, as operator-controller records it); "" leaves either
+// unset.
+func NewResolveRequest(pkg string, channels []string, versionRange, installed string, selfCertified bool) (ResolveRequest, error) {
+	req := ResolveRequest{Package: pkg, Channels: channels, VersionRangeText: versionRange, InstalledText: installed, SelfCertified: selfCertified}
+	if versionRange != "" {
+		r, err := mmsemver.NewConstraint(versionRange)
+		if err != nil {
+			return req, &ResolveParamError{Param: "version", Err: fmt.Errorf("version range %q is invalid: %w", versionRange, err)}
+		}
+		req.VersionRange = r
+	}
+	if installed != "" {
+		v, err := semver.Parse(installed)
+		if err != nil {
+			return req, &ResolveParamError{Param: "installed", Err: fmt.Errorf("installed version %q is not a semantic version: %w", installed, err)}
+		}
+		req.Installed = &v
+	}
+	return req, nil
+}

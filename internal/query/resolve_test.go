@@ -1,0 +1,221 @@
+package query_test
+
+import (
+	"context"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/catalogd/catalogd/internal/query"
+)
+
+const resolveDir = "testdata/resolve"
+
+// resolveCatalog is a test catalog with its name and priority.
+type resolveCatalog struct {
+	name     string
+	priority int32
+	cat      *query.Catalog
+}
+
+// resolveAcross resolves req over the catalogs, in the order given.
+func resolveAcross(t *testing.T, req query.ResolveRequest, cats []resolveCatalog) query.Resolution {
+	t.Helper()
+	var offers []query.CatalogCandidates
+	for _, c := range cats {
+		pc, err := c.cat.ResolvePackage(context.Background(), req)
+		if err != nil {
+			t.Fatalf("resolve in %s: %v", c.name, err)
+		}
+		offers = append(offers, query.CatalogCandidates{Catalog: c.name, Priority: c.priority, PackageCandidates: pc})
+	}
+	return query.Choose(req, offers)
+}
+
+// verdict words what resolution made of a bundle: its ranking, or its
+// rejections joined by "+".
+func verdict(c query.ResolveCandidate) string {
+	if len(c.Rejections) == 0 {
+		return string(c.Ranking)
+	}
+	parts := make([]string, len(c.Rejections))
+	for i, r := range c.Rejections {
+		parts[i] = string(r)
+	}
+	return strings.Join(parts, "+")
+}
+
+// TestResolve checks every rule of resolution on the hand-written catalogs
+// of testdata/resolve (see its README): the expected answers were worked
+// out from those files by hand.
+func TestResolve(t *testing.T) {
+	a, _, _ := openIndex(t, os.DirFS(resolveDir+"/a"))
+	b, _, _ := openIndex(t, os.DirFS(resolveDir+"/b"))
+	onlyA := []resolveCatalog{{"a", 0, a}}
+	tests := []struct {
+		name      string
+		cats      []resolveCatalog
+		pkg       string
+		channels  []string
+		version   string
+		installed string
+		self      bool
+		// wantCatalog and wantBundle are the answer; wantError the message
+		// when there is none.
+		wantCatalog, wantBundle, wantError string
+		// verdicts are what resolution says of some bundles, in wantCatalog
+		// (or the first catalog).
+		verdicts map[string]string
+		// outcomes are what became of each catalog.
+		outcomes map[string]query.CatalogOutcome
+		// order is the order of the first candidates, if checked.
+		order []string
+	}{
+		{name: "no constraint: highest version, pre-releases included", cats: onlyA, pkg: "ferry",
+			wantCatalog: "a", wantBundle: "ferry.v2.1.0-rc.1",
+			verdicts: map[string]string{"ferry.v2.1.0-rc.1": "Chosen", "ferry.v2.0.0": "LowerVersion", "ferry.v1.3.0": "Deprecated"},
+			order:    []string{"ferry.v2.1.0-rc.1", "ferry.v2.0.0", "ferry.v1.2.0", "ferry.v1.1.0", "ferry.v1.0.0", "ferry.v1.3.0"}},
+		{name: "channel: deprecated head ranks below older", cats: onlyA, pkg: "ferry", channels: []string{"stable"},
+			wantCatalog: "a", wantBundle: "ferry.v1.2.0",
+			verdicts: map[string]string{"ferry.v1.3.0": "Deprecated", "ferry.v1.0.0": "LowerVersion", "ferry.v2.0.0": "NotInChannel", "ferry.v2.1.0-rc.1": "NotInChannel"}},
+		{name: "two channels", cats: onlyA, pkg: "ferry", channels: []string{"stable", "fast"},
+			wantCatalog: "a", wantBundle: "ferry.v2.0.0",
+			verdicts: map[string]string{"ferry.v2.1.0-rc.1": "NotInChannel", "ferry.v1.3.0": "Deprecated"}},
+		{name: "only a deprecated bundle left is chosen", cats: onlyA, pkg: "ferry", channels: []string{"stable"}, version: "1.3.0",
+			wantCatalog: "a", wantBundle: "ferry.v1.3.0",
+			verdicts: map[string]string{"ferry.v1.3.0": "Chosen", "ferry.v1.2.0": "OutsideVersionRange"}},
+		{name: "range", cats: onlyA, pkg: "ferry", version: ">=1.0.0 <2.0.0",
+			wantCatalog: "a", wantBundle: "ferry.v1.2.0",
+			verdicts: map[string]string{"ferry.v2.0.0": "OutsideVersionRange", "ferry.v2.1.0-rc.1": "OutsideVersionRange", "ferry.v1.3.0": "Deprecated"}},
+		{name: "a range without pre-release leaves pre-releases out", cats: onlyA, pkg: "ferry", version: ">=2.0.0",
+			wantCatalog: "a", wantBundle: "ferry.v2.0.0",
+			verdicts: map[string]string{"ferry.v2.1.0-rc.1": "OutsideVersionRange"}},
+		{name: "channel and range both fail", cats: onlyA, pkg: "ferry", channels: []string{"candidate"}, version: ">=1.5.0 <2.0.0",
+			wantError: `no bundles found for package "ferry" matching version ">=1.5.0 <2.0.0" in channels [candidate]`,
+			verdicts:  map[string]string{"ferry.v1.0.0": "NotInChannel+OutsideVersionRange", "ferry.v2.1.0-rc.1": "OutsideVersionRange", "ferry.v2.0.0": "OutsideVersionRange"},
+			outcomes:  map[string]query.CatalogOutcome{"a": query.CatalogNoCandidate}},
+		{name: "installed: replaces, skipRange and staying", cats: onlyA, pkg: "ferry", installed: "1.0.0",
+			wantCatalog: "a", wantBundle: "ferry.v1.2.0",
+			verdicts: map[string]string{"ferry.v1.0.0": "LowerVersion", "ferry.v1.1.0": "LowerVersion",
+				"ferry.v1.3.0": "NotSuccessor", "ferry.v2.0.0": "NotSuccessor", "ferry.v2.1.0-rc.1": "NotSuccessor"}},
+		{name: "installed: skips beats a deprecated replacement", cats: onlyA, pkg: "ferry", installed: "1.2.0",
+			wantCatalog: "a", wantBundle: "ferry.v2.0.0",
+			verdicts: map[string]string{"ferry.v1.3.0": "Deprecated", "ferry.v1.2.0": "LowerVersion", "ferry.v1.1.0": "NotSuccessor"}},
+		{name: "installed: successors only in the channels asked", cats: onlyA, pkg: "ferry", installed: "1.2.0", channels: []string{"stable"},
+			wantCatalog: "a", wantBundle: "ferry.v1.2.0",
+			verdicts: map[string]string{"ferry.v1.3.0": "Deprecated", "ferry.v2.0.0": "NotInChannel+NotSuccessor"}},
+		{name: "installed: a successor outside the range", cats: onlyA, pkg: "ferry", installed: "1.1.0", version: "<1.2.0",
+			wantCatalog: "a", wantBundle: "ferry.v1.1.0",
+			verdicts: map[string]string{"ferry.v1.2.0": "OutsideVersionRange", "ferry.v1.0.0": "NotSuccessor"}},
+		{name: "SelfCertified ignores successors", cats: onlyA, pkg: "ferry", installed: "1.2.0", self: true,
+			wantCatalog: "a", wantBundle: "ferry.v2.1.0-rc.1",
+			verdicts: map[string]string{"ferry.v1.0.0": "LowerVersion"}},
+		{name: "installed version without successors", cats: onlyA, pkg: "ferry", installed: "9.9.9",
+			wantError: `error upgrading from currently installed version "9.9.9": no bundles found for package "ferry"`,
+			verdicts:  map[string]string{"ferry.v2.0.0": "NotSuccessor"}},
+		{name: "unknown package", cats: onlyA, pkg: "nope",
+			wantError: `no bundles found for package "nope"`,
+			outcomes:  map[string]query.CatalogOutcome{"a": query.CatalogPackageNotFound}},
+		{name: "unknown channel", cats: onlyA, pkg: "ferry", channels: []string{"nosuch"},
+			wantError: `no bundles found for package "ferry" in channels [nosuch]`},
+		{name: "deprecation ranking within a package", cats: onlyA, pkg: "skiff",
+			wantCatalog: "a", wantBundle: "skiff.v0.1.0",
+			verdicts: map[string]string{"skiff.v0.2.0": "Deprecated"}},
+		{name: "release orders one version", cats: onlyA, pkg: "raft", channels: []string{"stable"},
+			wantCatalog: "a", wantBundle: "raft-v1.0.0-2",
+			order: []string{"raft-v1.0.0-2", "raft-v1.0.0-1", "raft.v1.0.0", "raft.v1.0.0+3"}},
+		{name: "build metadata is a release", cats: onlyA, pkg: "raft",
+			wantCatalog: "a", wantBundle: "raft.v1.0.0+3",
+			order: []string{"raft.v1.0.0+3", "raft-v1.0.0-2", "raft-v1.0.0-1", "raft.v1.0.0"}},
+		{name: "installed with a release in build metadata", cats: onlyA, pkg: "raft", installed: "1.0.0+1",
+			wantCatalog: "a", wantBundle: "raft-v1.0.0-2",
+			verdicts: map[string]string{"raft-v1.0.0-1": "LowerVersion", "raft.v1.0.0": "NotSuccessor", "raft.v1.0.0+3": "NotSuccessor"}},
+		{name: "same priority is ambiguous", cats: []resolveCatalog{{"a", 0, a}, {"b", 0, b}}, pkg: "ferry", channels: []string{"stable"},
+			wantError: `found bundles for package "ferry" in channels [stable] in multiple catalogs with the same priority [a b]`,
+			outcomes:  map[string]query.CatalogOutcome{"a": query.CatalogSamePriority, "b": query.CatalogSamePriority}},
+		{name: "higher priority wins", cats: []resolveCatalog{{"b", 1, b}, {"a", 0, a}}, pkg: "ferry", channels: []string{"stable"},
+			wantCatalog: "b", wantBundle: "ferry.v1.4.0",
+			outcomes: map[string]query.CatalogOutcome{"a": query.CatalogLowerPriority, "b": query.CatalogChosen}},
+		{name: "higher priority wins with a lower version", cats: []resolveCatalog{{"a", 5, a}, {"b", -1, b}}, pkg: "ferry", channels: []string{"stable"},
+			wantCatalog: "a", wantBundle: "ferry.v1.2.0",
+			outcomes: map[string]query.CatalogOutcome{"a": query.CatalogChosen, "b": query.CatalogLowerPriority}},
+		{name: "a catalog offering only deprecated bundles loses whatever its priority", cats: []resolveCatalog{{"b", 9, b}, {"a", 0, a}}, pkg: "skiff",
+			wantCatalog: "a", wantBundle: "skiff.v0.1.0",
+			outcomes: map[string]query.CatalogOutcome{"a": query.CatalogChosen, "b": query.CatalogDeprecated}},
+		{name: "installed across catalogs", cats: []resolveCatalog{{"a", 0, a}, {"b", 0, b}}, pkg: "ferry", installed: "1.1.0", channels: []string{"stable"},
+			wantCatalog: "a", wantBundle: "ferry.v1.2.0",
+			outcomes: map[string]query.CatalogOutcome{"a": query.CatalogChosen, "b": query.CatalogNoCandidate}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req, err := query.NewResolveRequest(tt.pkg, tt.channels, tt.version, tt.installed, tt.self)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res := resolveAcross(t, req, tt.cats)
+			got, catalog := res.Bundle()
+			switch {
+			case tt.wantError != "":
+				if got != nil || res.Error != tt.wantError {
+					t.Errorf("got %v from %q, error %q; want error %q", got, catalog, res.Error, tt.wantError)
+				}
+			case got == nil:
+				t.Fatalf("no answer (%s); want %s from %s", res.Error, tt.wantBundle, tt.wantCatalog)
+			case got.Name != tt.wantBundle || catalog != tt.wantCatalog:
+				t.Errorf("got %s from %s, want %s from %s", got.Name, catalog, tt.wantBundle, tt.wantCatalog)
+			}
+			for _, c := range res.Catalogs {
+				if want, ok := tt.outcomes[c.Catalog]; ok && c.Outcome != want {
+					t.Errorf("catalog %s: outcome %s, want %s", c.Catalog, c.Outcome, want)
+				}
+			}
+			in := res.Catalogs[0]
+			for _, c := range res.Catalogs {
+				if c.Catalog == tt.wantCatalog {
+					in = c
+				}
+			}
+			seen := map[string]string{}
+			var order []string
+			for _, c := range in.Candidates {
+				seen[c.Name] = verdict(c)
+				order = append(order, c.Name)
+			}
+			for name, want := range tt.verdicts {
+				if seen[name] != want {
+					t.Errorf("%s in %s: %q, want %q", name, in.Catalog, seen[name], want)
+				}
+			}
+			if tt.order != nil && !slices.Equal(order[:min(len(order), len(tt.order))], tt.order) {
+				t.Errorf("order %v, want %v", order, tt.order)
+			}
+		})
+	}
+}
+
+// TestNewResolveRequest checks that malformed parameters name themselves.
+func TestNewResolveRequest(t *testing.T) {
+	for _, tt := range []struct{ version, installed, param string }{
+		{version: ">=1.0.0 <<2", param: "version"},
+		{version: "banana", param: "version"},
+		{installed: "1.0", param: "installed"},
+		{installed: "v1.0.0", param: "installed"},
+		{version: ">=1.0.0, <2.0.0 || 3.x", installed: "1.0.0-rc.1+build.5"},
+	} {
+		_, err := query.NewResolveRequest("p", nil, tt.version, tt.installed, false)
+		var perr *query.ResolveParamError
+		switch {
+		case tt.param == "" && err != nil:
+			t.Errorf("%q %q: %v", tt.version, tt.installed, err)
+		case tt.param != "" && (!asParamError(err, &perr) || perr.Param != tt.param):
+			t.Errorf("%q %q: error %v, want one naming %s", tt.version, tt.installed, err, tt.param)
+		}
+	}
+}
+
+func asParamError(err error, target **query.ResolveParamError) bool {
+	p, ok := err.(*query.ResolveParamError)
+	*target = p
+	return ok
+}
