@@ -79,6 +79,7 @@ func snapshot(t *testing.T, root string) tree {
 
 // storeTree is an index store as internal/store leaves it: one catalog
 // with its live database, content file and gzip copy, the current link,
+// the history of its versions,
 // and a build a crash cut short.
 func storeTree(prefix string) tree {
 	return tree{
@@ -86,6 +87,7 @@ func storeTree(prefix string) tree {
 		prefix + "demo/sha256-aa.0f1e.db.all":    "all",
 		prefix + "demo/sha256-aa.0f1e.db.all.gz": "gz",
 		prefix + "demo/current":                  "@sha256-aa.0f1e.db",
+		prefix + "demo/history.json":             "{}",
 		prefix + "demo/.build-1a2b.db":           "partial",
 	}
 }

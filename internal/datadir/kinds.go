@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+
+	"github.com/catalogd/catalogd/internal/store"
 )
 
 // The names catalogd gives inside its directories.
@@ -116,9 +118,7 @@ func isCacheEntry(dir string) bool {
 }
 
 // isStore reports whether dir looks like an index store: one directory per
-// catalog, each holding only the store's files (databases with their
-// content files and SQLite's side files, the current link, files being
-// built or linked).
+// catalog, each holding only files the store names (store.IsOwnFile).
 func isStore(dir string) bool {
 	catalogs, err := os.ReadDir(dir)
 	if err != nil {
@@ -134,7 +134,7 @@ func isStore(dir string) bool {
 		}
 		for _, f := range files {
 			n := f.Name()
-			if f.IsDir() || !(n == "current" || strings.HasPrefix(n, ".build-") || strings.HasPrefix(n, ".current-") || strings.Contains(n, ".db")) {
+			if f.IsDir() || !store.IsOwnFile(n) {
 				return false
 			}
 		}

@@ -177,7 +177,7 @@ func writeHistory(cdir string, h *History) error {
 	if err != nil {
 		return fmt.Errorf("encode history: %w", err)
 	}
-	tmp := filepath.Join(cdir, ".history-"+randomSuffix())
+	tmp := filepath.Join(cdir, historyPrefix+randomSuffix())
 	if err := os.WriteFile(tmp, data, 0o644); err != nil {
 		return fmt.Errorf("write history: %w", err)
 	}

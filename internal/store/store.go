@@ -39,6 +39,29 @@ var ErrNotIndexed = errors.New("catalog is not indexed")
 // disk, so a restart finds either the old or the new index, never a mix.
 const currentLink = "current"
 
+// Prefixes of the files the store writes under a temporary name before
+// renaming them into place.
+const (
+	buildPrefix   = ".build-"
+	currentPrefix = ".current-"
+	historyPrefix = ".history-"
+)
+
+// IsOwnFile reports whether name is one the store gives a file in a
+// catalog's directory: index files, the current link, the history, and
+// their temporary forms. internal/datadir adopts the data directory of an
+// earlier catalogd only when every file there is one of these, so this is
+// the one list of them.
+func IsOwnFile(name string) bool {
+	switch {
+	case name == currentLink, name == historyFile:
+		return true
+	case strings.HasPrefix(name, buildPrefix), strings.HasPrefix(name, currentPrefix), strings.HasPrefix(name, historyPrefix):
+		return true
+	}
+	return strings.Contains(name, ".db")
+}
+
 // Info describes a live index.
 type Info struct {
 	index.Info
@@ -349,7 +372,7 @@ func (s *Store) Update(ctx context.Context, catalog string, src index.Content) (
 	if err := os.MkdirAll(cdir, 0o755); err != nil {
 		return Info{}, index.Stats{}, false, fmt.Errorf("index catalog %q: %w", catalog, err)
 	}
-	tmp := filepath.Join(cdir, ".build-"+randomSuffix()+".db")
+	tmp := filepath.Join(cdir, buildPrefix+randomSuffix()+".db")
 	start := s.now()
 	stats, err = index.Build(ctx, tmp, src, start)
 	if err != nil {
@@ -427,7 +450,7 @@ func (s *Store) publish(cdir, tmp, digest string) (string, error) {
 		index.RemoveFiles(filepath.Join(cdir, final))
 		return "", fmt.Errorf("sync index directory: %w", err)
 	}
-	link := filepath.Join(cdir, ".current-"+randomSuffix())
+	link := filepath.Join(cdir, currentPrefix+randomSuffix())
 	if err := os.Symlink(final, link); err != nil {
 		index.RemoveFiles(filepath.Join(cdir, final))
 		return "", fmt.Errorf("link live index: %w", err)
