@@ -1528,15 +1528,26 @@ func NewGetChangesRequest(server string, catalog CatalogParam, params *GetChange
 			req.Header.Set("If-None-Match", headerParam0)
 		}
 
-		if params.AcceptEncoding != nil {
+		if params.IfModifiedSince != nil {
 			var headerParam1 string
 
-			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Accept-Encoding", *params.AcceptEncoding, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "If-Modified-Since", *params.IfModifiedSince, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
 			if err != nil {
 				return nil, err
 			}
 
-			req.Header.Set("Accept-Encoding", headerParam1)
+			req.Header.Set("If-Modified-Since", headerParam1)
+		}
+
+		if params.AcceptEncoding != nil {
+			var headerParam2 string
+
+			headerParam2, err = runtime.StyleParamWithOptions("simple", false, "Accept-Encoding", *params.AcceptEncoding, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Accept-Encoding", headerParam2)
 		}
 
 	}
@@ -2554,15 +2565,26 @@ func NewResolveInCatalogRequest(server string, catalog CatalogParam, params *Res
 			req.Header.Set("If-None-Match", headerParam0)
 		}
 
-		if params.AcceptEncoding != nil {
+		if params.IfModifiedSince != nil {
 			var headerParam1 string
 
-			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Accept-Encoding", *params.AcceptEncoding, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "If-Modified-Since", *params.IfModifiedSince, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
 			if err != nil {
 				return nil, err
 			}
 
-			req.Header.Set("Accept-Encoding", headerParam1)
+			req.Header.Set("If-Modified-Since", headerParam1)
+		}
+
+		if params.AcceptEncoding != nil {
+			var headerParam2 string
+
+			headerParam2, err = runtime.StyleParamWithOptions("simple", false, "Accept-Encoding", *params.AcceptEncoding, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Accept-Encoding", headerParam2)
 		}
 
 	}
@@ -2900,15 +2922,26 @@ func NewResolveRequest(server string, params *ResolveParams) (*http.Request, err
 			req.Header.Set("If-None-Match", headerParam0)
 		}
 
-		if params.AcceptEncoding != nil {
+		if params.IfModifiedSince != nil {
 			var headerParam1 string
 
-			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Accept-Encoding", *params.AcceptEncoding, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "If-Modified-Since", *params.IfModifiedSince, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
 			if err != nil {
 				return nil, err
 			}
 
-			req.Header.Set("Accept-Encoding", headerParam1)
+			req.Header.Set("If-Modified-Since", headerParam1)
+		}
+
+		if params.AcceptEncoding != nil {
+			var headerParam2 string
+
+			headerParam2, err = runtime.StyleParamWithOptions("simple", false, "Accept-Encoding", *params.AcceptEncoding, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Accept-Encoding", headerParam2)
 		}
 
 	}
@@ -3652,7 +3685,8 @@ func (r GetCatalogMetasResponse) ContentType() string {
 
 // GetChangesResponse200Headers the declared response headers of an HTTP 200 response for GetChanges
 type GetChangesResponse200Headers struct {
-	ETag string
+	ETag         string
+	LastModified string
 }
 
 // GetChangesResponse304Headers the declared response headers of an HTTP 304 response for GetChanges
@@ -4611,7 +4645,8 @@ func (r ListCatalogProvidersResponse) ContentType() string {
 
 // ResolveInCatalogResponse200Headers the declared response headers of an HTTP 200 response for ResolveInCatalog
 type ResolveInCatalogResponse200Headers struct {
-	ETag string
+	ETag         string
+	LastModified string
 }
 
 // ResolveInCatalogResponse304Headers the declared response headers of an HTTP 304 response for ResolveInCatalog
@@ -4940,7 +4975,8 @@ func (r GetReadyzResponse) ContentType() string {
 
 // ResolveResponse200Headers the declared response headers of an HTTP 200 response for Resolve
 type ResolveResponse200Headers struct {
-	ETag string
+	ETag         string
+	LastModified string
 }
 
 // ResolveResponse304Headers the declared response headers of an HTTP 304 response for Resolve
@@ -5932,6 +5968,13 @@ func ParseGetChangesResponse(rsp *http.Response) (*GetChangesResponse, error) {
 			}
 			headers.ETag = value
 		}
+		if values := rsp.Header.Values("Last-Modified"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Last-Modified", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.LastModified = value
+		}
 		response.Headers200 = &headers
 	case rsp.StatusCode == 304:
 		var headers GetChangesResponse304Headers
@@ -6888,6 +6931,13 @@ func ParseResolveInCatalogResponse(rsp *http.Response) (*ResolveInCatalogRespons
 			}
 			headers.ETag = value
 		}
+		if values := rsp.Header.Values("Last-Modified"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Last-Modified", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.LastModified = value
+		}
 		response.Headers200 = &headers
 	case rsp.StatusCode == 304:
 		var headers ResolveInCatalogResponse304Headers
@@ -7158,6 +7208,13 @@ func ParseResolveResponse(rsp *http.Response) (*ResolveResponse, error) {
 				return nil, err
 			}
 			headers.ETag = value
+		}
+		if values := rsp.Header.Values("Last-Modified"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Last-Modified", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.LastModified = value
 		}
 		response.Headers200 = &headers
 	case rsp.StatusCode == 304:

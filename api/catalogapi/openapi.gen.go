@@ -1366,6 +1366,10 @@ type GetChangesParams struct {
 	// `304` when one of them is current.
 	IfNoneMatch *IfNoneMatchHeader `json:"If-None-Match,omitempty"`
 
+	// IfModifiedSince An HTTP-date; the server answers `304` when the data has not changed
+	// since. Ignored when If-None-Match is sent.
+	IfModifiedSince *IfModifiedSinceHeader `json:"If-Modified-Since,omitempty"`
+
 	// AcceptEncoding Send `gzip` to get a gzip-compressed body (`Content-Encoding: gzip`).
 	// Go's HTTP client does this, and decompresses, by itself when this is
 	// left unset.
@@ -1598,6 +1602,10 @@ type ResolveInCatalogParams struct {
 	// `304` when one of them is current.
 	IfNoneMatch *IfNoneMatchHeader `json:"If-None-Match,omitempty"`
 
+	// IfModifiedSince An HTTP-date; the server answers `304` when the data has not changed
+	// since. Ignored when If-None-Match is sent.
+	IfModifiedSince *IfModifiedSinceHeader `json:"If-Modified-Since,omitempty"`
+
 	// AcceptEncoding Send `gzip` to get a gzip-compressed body (`Content-Encoding: gzip`).
 	// Go's HTTP client does this, and decompresses, by itself when this is
 	// left unset.
@@ -1683,6 +1691,10 @@ type ResolveParams struct {
 	// IfNoneMatch ETag(s) of a representation the client already has; the server answers
 	// `304` when one of them is current.
 	IfNoneMatch *IfNoneMatchHeader `json:"If-None-Match,omitempty"`
+
+	// IfModifiedSince An HTTP-date; the server answers `304` when the data has not changed
+	// since. Ignored when If-None-Match is sent.
+	IfModifiedSince *IfModifiedSinceHeader `json:"If-Modified-Since,omitempty"`
 
 	// AcceptEncoding Send `gzip` to get a gzip-compressed body (`Content-Encoding: gzip`).
 	// Go's HTTP client does this, and decompresses, by itself when this is
