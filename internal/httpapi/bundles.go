@@ -6,7 +6,6 @@ import (
 	"strconv"
 
 	"github.com/Masterminds/semver/v3"
-	"github.com/go-chi/chi/v5"
 
 	"github.com/catalogd/catalogd/api/catalogapi"
 	"github.com/catalogd/catalogd/internal/query"
@@ -24,7 +23,7 @@ func parseConstraint(v string) (*semver.Constraints, error) {
 func (s *Server) listBundles(r *http.Request, snap *store.Snapshot) (any, error) {
 	ctx := r.Context()
 	q := r.URL.Query()
-	pkg, err := lookupPackage(ctx, snap, chi.URLParam(r, "package"))
+	pkg, err := lookupPackage(ctx, snap, pathParam(r, "package"))
 	if err != nil {
 		return nil, err
 	}
@@ -95,11 +94,11 @@ func (s *Server) listBundles(r *http.Request, snap *store.Snapshot) (any, error)
 
 func (s *Server) getBundle(r *http.Request, snap *store.Snapshot) (any, error) {
 	ctx := r.Context()
-	pkg, err := lookupPackage(ctx, snap, chi.URLParam(r, "package"))
+	pkg, err := lookupPackage(ctx, snap, pathParam(r, "package"))
 	if err != nil {
 		return nil, err
 	}
-	name := chi.URLParam(r, "bundle")
+	name := pathParam(r, "bundle")
 	b, err := snap.Catalog.BundleDetail(ctx, pkg.Name, name)
 	if errors.Is(err, query.ErrNotFound) {
 		return nil, notFound("bundle", "package %q has no bundle %q", pkg.Name, name)

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-chi/chi/v5"
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
 	"k8s.io/apimachinery/pkg/util/validation"
 
@@ -93,7 +92,7 @@ func (s *Server) getCatalog(w http.ResponseWriter, r *http.Request) {
 		s.writeProblem(w, r, err)
 		return
 	}
-	name := chi.URLParam(r, "catalog")
+	name := pathParam(r, "catalog")
 	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
 		s.writeProblem(w, r, badParam("catalog", "catalog name %q is not a DNS-1123 subdomain: %s", name, strings.Join(errs, "; ")))
 		return

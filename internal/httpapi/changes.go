@@ -8,8 +8,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/catalogd/catalogd/internal/store"
 )
 
@@ -32,7 +30,7 @@ func (s *Server) getChanges(r *http.Request, snap *store.Snapshot) (any, error) 
 	var gone *store.GoneError
 	if errors.As(err, &gone) {
 		return nil, &problem{status: http.StatusGone, typ: "version-gone", param: "since", members: map[string]string{"oldest": gone.Oldest},
-			detail: "version " + quoteShort(since) + " of catalog " + quoteShort(chi.URLParam(r, "catalog")) +
+			detail: "version " + quoteShort(since) + " of catalog " + quoteShort(pathParam(r, "catalog")) +
 				" is unknown or expired; the oldest version known is " + quoteShort(gone.Oldest)}
 	}
 	if err != nil {
@@ -50,7 +48,7 @@ func (s *Server) getChanges(r *http.Request, snap *store.Snapshot) (any, error) 
 // and would contradict the ETag.
 func (s *Server) packageJSON(fn func(*http.Request, *store.Snapshot) (any, error), params ...string) http.HandlerFunc {
 	return s.catalogHandler(func(w http.ResponseWriter, r *http.Request, snap *store.Snapshot) error {
-		etag, modified, err := packageETag(r.Context(), snap, chi.URLParam(r, "package"), r)
+		etag, modified, err := packageETag(r.Context(), snap, pathParam(r, "package"), r)
 		if err != nil {
 			return err
 		}

@@ -4,15 +4,13 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/catalogd/catalogd/api/catalogapi"
 	"github.com/catalogd/catalogd/internal/query"
 	"github.com/catalogd/catalogd/internal/store"
 )
 
 func (s *Server) listChannels(r *http.Request, snap *store.Snapshot) (any, error) {
-	pkg, err := lookupPackage(r.Context(), snap, chi.URLParam(r, "package"))
+	pkg, err := lookupPackage(r.Context(), snap, pathParam(r, "package"))
 	if err != nil {
 		return nil, err
 	}
@@ -24,11 +22,11 @@ func (s *Server) listChannels(r *http.Request, snap *store.Snapshot) (any, error
 }
 
 func (s *Server) getChannel(r *http.Request, snap *store.Snapshot) (any, error) {
-	pkg, err := lookupPackage(r.Context(), snap, chi.URLParam(r, "package"))
+	pkg, err := lookupPackage(r.Context(), snap, pathParam(r, "package"))
 	if err != nil {
 		return nil, err
 	}
-	name := chi.URLParam(r, "channel")
+	name := pathParam(r, "channel")
 	ch, err := snap.Catalog.Channel(r.Context(), pkg, name)
 	if errors.Is(err, query.ErrNotFound) {
 		return nil, notFound("channel", "package %q has no channel %q", pkg.Name, name)

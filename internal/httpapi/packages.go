@@ -11,8 +11,6 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/catalogd/catalogd/api/catalogapi"
 	"github.com/catalogd/catalogd/internal/query"
 	"github.com/catalogd/catalogd/internal/store"
@@ -156,7 +154,7 @@ func lookupPackage(ctx context.Context, snap *store.Snapshot, name string) (quer
 
 func (s *Server) getPackage(r *http.Request, snap *store.Snapshot) (any, error) {
 	ctx := r.Context()
-	pkg, err := lookupPackage(ctx, snap, chi.URLParam(r, "package"))
+	pkg, err := lookupPackage(ctx, snap, pathParam(r, "package"))
 	if err != nil {
 		return nil, err
 	}
@@ -176,7 +174,7 @@ func (s *Server) getPackage(r *http.Request, snap *store.Snapshot) (any, error) 
 }
 
 func (s *Server) getIcon(w http.ResponseWriter, r *http.Request, snap *store.Snapshot) error {
-	name := chi.URLParam(r, "package")
+	name := pathParam(r, "package")
 	etag, modified, err := packageETag(r.Context(), snap, name, r)
 	if err != nil {
 		return err

@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/go-chi/chi/v5"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/catalogd/catalogd/api/catalogapi"
@@ -61,7 +60,7 @@ func (s *Server) listProviders(r *http.Request, snap *store.Snapshot) (any, erro
 	if err != nil {
 		return nil, err
 	}
-	return catalogapi.ProviderList{Items: apiProviders(chi.URLParam(r, "catalog"), providers)}, nil
+	return catalogapi.ProviderList{Items: apiProviders(pathParam(r, "catalog"), providers)}, nil
 }
 
 // listAllProviders asks every serving catalog, higher priority first, then

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/go-chi/chi/v5"
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/catalogd/catalogd/api/catalogapi"
@@ -125,7 +124,7 @@ func (s *Server) resolveOne(w http.ResponseWriter, r *http.Request) {
 		s.writeProblem(w, r, err)
 		return
 	}
-	c, _ := s.cats.Get(chi.URLParam(r, "catalog"))
+	c, _ := s.cats.Get(pathParam(r, "catalog"))
 	pc, err := snap.Catalog.ResolvePackage(r.Context(), req)
 	snap.Release()
 	if err != nil {

@@ -145,6 +145,21 @@ func (s *Server) serveSpec(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// pathParam is the path parameter key as the client meant it. chi matches
+// on the path as sent whenever the client escaped a character net/http
+// would have left alone (a ';', ',' or '/' inside a name), and then hands
+// back the segment still escaped: a name is found only once unescaped.
+func pathParam(r *http.Request, key string) string {
+	v := chi.URLParam(r, key)
+	if r.URL.RawPath == "" {
+		return v
+	}
+	if unescaped, err := url.PathUnescape(v); err == nil {
+		return unescaped
+	}
+	return v
+}
+
 // problem is an error answered as an RFC 9457 problem document.
 type problem struct {
 	status     int
@@ -269,7 +284,7 @@ func checkParams(q url.Values, allowed []string) error {
 
 // openCatalog resolves the {catalog} of a request to a snapshot of its index.
 func (s *Server) openCatalog(r *http.Request) (*store.Snapshot, error) {
-	name := chi.URLParam(r, "catalog")
+	name := pathParam(r, "catalog")
 	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
 		return nil, badParam("catalog", "catalog name %q is not a DNS-1123 subdomain: %s", name, strings.Join(errs, "; "))
 	}

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/catalogd/catalogd/internal/query"
 	"github.com/catalogd/catalogd/internal/store"
 )
@@ -20,7 +18,7 @@ func (s *Server) listUpgrades(r *http.Request, snap *store.Snapshot) (any, error
 	if from == "" {
 		return nil, badParam("from", "from is required: the name or the version of the installed bundle")
 	}
-	pkg, err := lookupPackage(ctx, snap, chi.URLParam(r, "package"))
+	pkg, err := lookupPackage(ctx, snap, pathParam(r, "package"))
 	if err != nil {
 		return nil, err
 	}

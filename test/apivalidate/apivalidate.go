@@ -155,6 +155,17 @@ func (v *Validator) Validate(req *http.Request, status int, header http.Header, 
 		routed = req.Clone(req.Context())
 		routed.Method = http.MethodGet
 	}
+	// A name holding '/' travels escaped (%2F) in its segment; the router
+	// matches on the decoded path, where that '/' would split the name, so
+	// route on the path as sent.
+	if req.URL.RawPath != "" {
+		u := *routed.URL
+		u.Path, u.RawPath = req.URL.EscapedPath(), ""
+		if routed == req {
+			routed = req.Clone(req.Context())
+		}
+		routed.URL = &u
+	}
 	route, pathParams, err := v.router.FindRoute(routed)
 	if err != nil {
 		return fmt.Errorf("%s: no operation in openapi.yaml matches %s %s: %v", what, routed.Method, req.URL.Path, err)
