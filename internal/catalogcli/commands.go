@@ -11,7 +11,7 @@
 // and -o json|yaml prints the API's own objects. convert.go is the one place
 // that turns those objects into tables and descriptions. Everything printed
 // for a person, errors included, has the catalog's control characters
-// escaped (terminalSafe), so that a catalog cannot drive the terminal.
+// escaped (termtext.Safe), so that a catalog cannot drive the terminal.
 package catalogcli
 
 import (
@@ -26,17 +26,18 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/catalogd/catalogd/client"
+	"github.com/catalogd/catalogd/internal/termtext"
 	"github.com/catalogd/catalogd/internal/version"
 )
 
 // Run runs kubectl-catalog with args and returns the exit code: 0, or 1
-// after printing one line saying what went wrong; the line is terminalSafe,
+// after printing one line saying what went wrong; the line is termtext.Safe,
 // as errors quote catalog text (bundle names, the server's problem details).
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cmd := newRoot(stdout, stderr)
 	cmd.SetArgs(args)
 	if err := cmd.ExecuteContext(ctx); err != nil {
-		fmt.Fprintf(stderr, "error: %s\n", terminalSafe(err.Error()))
+		fmt.Fprintf(stderr, "error: %s\n", termtext.Safe(err.Error()))
 		return 1
 	}
 	return 0

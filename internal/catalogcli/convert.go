@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 
 	"github.com/catalogd/catalogd/client"
+	"github.com/catalogd/catalogd/internal/termtext"
 )
 
 // This file is the one place that turns the API's wire types into what a
@@ -204,7 +205,7 @@ func describe(w io.Writer, catalog string, obj any) {
 		if v.Description != "" {
 			fmt.Fprintln(w, "Description:")
 			for _, line := range strings.Split(strings.TrimSpace(v.Description), "\n") {
-				fmt.Fprintf(w, "  %s\n", terminalSafe(strings.TrimSuffix(line, "\r")))
+				fmt.Fprintf(w, "  %s\n", termtext.Safe(strings.TrimSuffix(line, "\r")))
 			}
 		}
 	case *client.Bundle:
@@ -254,12 +255,12 @@ type describer struct{ w io.Writer }
 
 // field writes "Name: value"; an empty value is left out, as the API
 // leaves out what the catalog does not say. Values and list items are
-// catalog text, printed terminalSafe.
+// catalog text, printed termtext.Safe.
 func (d describer) field(name, value string) {
 	if value == "" {
 		return
 	}
-	fmt.Fprintf(d.w, "%s:\t%s\n", name, terminalSafe(value))
+	fmt.Fprintf(d.w, "%s:\t%s\n", name, termtext.Safe(value))
 }
 
 func (d describer) list(name string, n int, item func(int) string) {
@@ -268,7 +269,7 @@ func (d describer) list(name string, n int, item func(int) string) {
 	}
 	fmt.Fprintf(d.w, "%s:\n", name)
 	for i := range n {
-		fmt.Fprintf(d.w, "  %s\n", terminalSafe(item(i)))
+		fmt.Fprintf(d.w, "  %s\n", termtext.Safe(item(i)))
 	}
 }
 

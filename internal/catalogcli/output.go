@@ -4,14 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/spf13/pflag"
 	"k8s.io/cli-runtime/pkg/printers"
 	"sigs.k8s.io/yaml"
+
+	"github.com/catalogd/catalogd/internal/termtext"
 )
 
 // answer is one catalog's answer: a wire type of the API.
@@ -76,7 +75,7 @@ func (o *outputFlags) print(w io.Writer, answers []answer, catalogColumn bool) e
 	case "name":
 		for _, a := range answers {
 			for _, n := range namesOf(a.obj) {
-				fmt.Fprintln(w, terminalSafe(n))
+				fmt.Fprintln(w, termtext.Safe(n))
 			}
 		}
 		return nil
@@ -113,10 +112,10 @@ func (o *outputFlags) print(w io.Writer, answers []answer, catalogColumn bool) e
 		for _, row := range t.rows {
 			var cells []string
 			if catalogColumn {
-				cells = append(cells, terminalSafe(a.catalog))
+				cells = append(cells, termtext.Safe(a.catalog))
 			}
 			for _, i := range keep {
-				cells = append(cells, terminalSafe(orNone(row[i])))
+				cells = append(cells, termtext.Safe(orNone(row[i])))
 			}
 			fmt.Fprintln(tw, strings.Join(cells, "\t"))
 		}
@@ -129,35 +128,4 @@ func orNone(s string) string {
 		return "<none>"
 	}
 	return s
-}
-
-// terminalSafe makes text that may come from a catalog fit to print on a
-// terminal. A third-party image can put control sequences in any string: a
-// description that retitles the window or clears the screen, a hyperlink
-// whose text hides its target. kubectl's own escaping
-// (printers.EscapeTerminal) shows ESC as ^[ and CR as \r; every other
-// control character is shown as a Go escape, since it leaves BEL (which
-// ends an OSC sequence), the C1 controls some terminals obey as sequences,
-// and newlines and tabs, which would forge rows and columns of a table.
-// Bytes that are not UTF-8 are shown as \xNN for the same reason as C1.
-func terminalSafe(s string) string {
-	s = printers.EscapeTerminal(s)
-	if !strings.ContainsFunc(s, func(r rune) bool { return r == utf8.RuneError || unicode.IsControl(r) }) {
-		return s
-	}
-	var b strings.Builder
-	for len(s) > 0 {
-		r, size := utf8.DecodeRuneInString(s)
-		switch {
-		case r == utf8.RuneError && size == 1:
-			fmt.Fprintf(&b, "\\x%02x", s[0])
-		case unicode.IsControl(r):
-			q := strconv.QuoteRune(r)
-			b.WriteString(q[1 : len(q)-1])
-		default:
-			b.WriteString(s[:size])
-		}
-		s = s[size:]
-	}
-	return b.String()
 }

@@ -1,4 +1,4 @@
-package catalogcli
+package termtext
 
 import (
 	"strings"
@@ -7,10 +7,10 @@ import (
 	"unicode/utf8"
 )
 
-// TestTerminalSafe covers what the end-to-end test of hostile catalog text
+// TestSafe covers what the end-to-end test of hostile catalog text
 // does not reach: the control characters kubectl's escaping leaves, bytes
 // that are not UTF-8, and text that must pass unchanged.
-func TestTerminalSafe(t *testing.T) {
+func TestSafe(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
 		{"", ""},
 		{"plain text, é, 日本, 🙂", "plain text, é, 日本, 🙂"},
@@ -23,22 +23,22 @@ func TestTerminalSafe(t *testing.T) {
 		{"C1 CSI \u009b31m", `C1 CSI \u009b31m`},
 		{"raw byte \x9b31m and \xff", `raw byte \x9b31m and \xff`},
 	} {
-		if got := terminalSafe(tc.in); got != tc.want {
-			t.Errorf("terminalSafe(%q) = %q; want %q", tc.in, got, tc.want)
+		if got := Safe(tc.in); got != tc.want {
+			t.Errorf("Safe(%q) = %q; want %q", tc.in, got, tc.want)
 		}
 	}
 }
 
-// FuzzTerminalSafe: whatever the input, the output is valid UTF-8 without
+// FuzzSafe: whatever the input, the output is valid UTF-8 without
 // a control character.
-func FuzzTerminalSafe(f *testing.F) {
+func FuzzSafe(f *testing.F) {
 	for _, s := range []string{"\x1b]8;;https://x/\x1b\\t\x1b]8;;\x1b\\", "\xc2\x9b", "\xe2\x80", "a\r\nb"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		got := terminalSafe(s)
+		got := Safe(s)
 		if !utf8.ValidString(got) || strings.ContainsFunc(got, unicode.IsControl) {
-			t.Fatalf("terminalSafe(%q) = %q", s, got)
+			t.Fatalf("Safe(%q) = %q", s, got)
 		}
 	})
 }
