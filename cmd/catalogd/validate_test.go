@@ -164,3 +164,53 @@ func TestValidate(t *testing.T) {
 		}
 	})
 }
+
+// TestValidateEscapesCatalogText validates a catalog whose file, package,
+// channel and bundle names carry terminal control sequences (a colour, a
+// window title ended by BEL, an OSC 8 hyperlink): every problem line
+// quotes some of them, and none may reach the terminal raw. -o json keeps
+// them exact, for tools.
+func TestValidateEscapesCatalogText(t *testing.T) {
+	const (
+		pkg     = "evil\x1b[31mpkg"
+		channel = "ch\x1b]0;owned\x07"
+		bundle  = "evil\x1b]8;;https://x/\x1b\\pkg.v1.0.0"
+	)
+	dir := t.TempDir()
+	quote := func(s string) string { b, _ := json.Marshal(s); return string(b) }
+	// The channel names a bundle that is not there and replaces another
+	// that is not either: problems that quote the names.
+	fbc := `{"schema":"olm.package","name":` + quote(pkg) + `,"defaultChannel":` + quote(channel) + `}
+{"schema":"olm.channel","package":` + quote(pkg) + `,"name":` + quote(channel) + `,"entries":[{"name":` + quote(bundle) + `,"replaces":` + quote(bundle+"\x07") + `}]}
+`
+	if err := os.WriteFile(filepath.Join(dir, "cat\x1b[2Jalog.json"), []byte(fbc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"validate", dir}, &stdout, &stderr); code != 1 {
+		t.Fatalf("exit code %d, want 1; stderr: %s", code, stderr.String())
+	}
+	out := stdout.String()
+	if out == "" {
+		t.Fatal("no problem printed")
+	}
+	if i := strings.IndexFunc(out, func(r rune) bool { return r == 0x1b || r == 0x07 }); i >= 0 {
+		t.Errorf("problem lines carry a raw control character at byte %d: %q", i, out)
+	}
+	if !strings.Contains(out, `evil^[[31mpkg`) {
+		t.Errorf("problem lines do not name the package, escaped: %q", out)
+	}
+
+	stdout.Reset()
+	stderr.Reset()
+	if code := run([]string{"validate", "-o", "json", dir}, &stdout, &stderr); code != 1 {
+		t.Fatalf("-o json: exit code %d, want 1; stderr: %s", code, stderr.String())
+	}
+	var report daemon.Report
+	if err := json.Unmarshal(stdout.Bytes(), &report); err != nil {
+		t.Fatal(err)
+	}
+	if len(report.Problems) == 0 || report.Problems[0].Package != pkg {
+		t.Errorf("-o json does not keep the package name exact: %+v", report.Problems)
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/catalogd/catalogd/internal/datadir"
 	"github.com/catalogd/catalogd/internal/fbc"
 	"github.com/catalogd/catalogd/internal/index"
+	"github.com/catalogd/catalogd/internal/termtext"
 )
 
 // ValidateOptions are the flags of `catalogd validate`.
@@ -129,7 +130,8 @@ func Validate(ctx context.Context, cfg ValidateConfig, out io.Writer, log logr.L
 	return len(report.Problems), nil
 }
 
-// writeReport writes r as text lines, or as one JSON document.
+// writeReport writes r as text lines, fit for a terminal, or as one JSON
+// document.
 func writeReport(out io.Writer, r Report, asJSON bool) error {
 	if asJSON {
 		enc := json.NewEncoder(out)
@@ -144,7 +146,10 @@ func writeReport(out io.Writer, r Report, asJSON bool) error {
 		if p.Position != "" {
 			line = p.Position + ": " + line
 		}
-		if _, err := fmt.Fprintln(out, line); err != nil {
+		// A problem line names the catalog's files, packages and bundles,
+		// which a third-party image can fill with terminal control
+		// sequences; -o json keeps them exact for tools.
+		if _, err := fmt.Fprintln(out, termtext.Safe(line)); err != nil {
 			return err
 		}
 	}
