@@ -16,7 +16,7 @@ import (
 // The history of a catalog is the per-package digests of the last versions
 // the store served, so that a changes answer can say what changed since any
 // of them without their index files, which are removed once replaced. It is
-// kept in a file of its own beside the index files (historyFile, written
+// kept in a file of its own beside the index files (HistoryFile, written
 // atomically right after each swap and read again at start), not inside the
 // index files: it then survives restarts, and an index file stays a pure
 // function of its content, which a later build may reuse.
@@ -30,8 +30,9 @@ import (
 // store did not see happen (a crash between the swap and the history
 // write), are only known to have changed.
 
-// historyFile names, inside a catalog's directory, its history.
-const historyFile = "history.json"
+// HistoryFile names, inside a catalog's directory, its history: part of
+// a live catalog beside its current index, kept by every cleanup.
+const HistoryFile = "history.json"
 
 // DefaultHistory is how many versions of each catalog the history keeps.
 const DefaultHistory = 20
@@ -92,7 +93,7 @@ type Option func(*Store)
 // is an empty history (the history is a convenience, never a reason not to
 // serve).
 func readHistory(cdir string) *History {
-	data, err := os.ReadFile(filepath.Join(cdir, historyFile))
+	data, err := os.ReadFile(filepath.Join(cdir, HistoryFile))
 	if err != nil {
 		return &History{}
 	}
@@ -185,7 +186,7 @@ func writeHistory(cdir string, h *History) error {
 		_ = os.Remove(tmp)
 		return fmt.Errorf("sync history: %w", err)
 	}
-	if err := os.Rename(tmp, filepath.Join(cdir, historyFile)); err != nil {
+	if err := os.Rename(tmp, filepath.Join(cdir, HistoryFile)); err != nil {
 		_ = os.Remove(tmp)
 		return fmt.Errorf("move history into place: %w", err)
 	}

@@ -98,14 +98,14 @@ func TestHistory(t *testing.T) {
 		dir := t.TempDir()
 		s := openStore(t, dir)
 		update(s, v1, "sha256:v1")
-		saved, err := os.ReadFile(filepath.Join(dir, "demo", historyFile))
+		saved, err := os.ReadFile(filepath.Join(dir, "demo", HistoryFile))
 		if err != nil {
 			t.Fatal(err)
 		}
 		update(s, v2, "sha256:v2")
 		s.Close()
 		// The history as it was before the swap: v2 is live but unknown.
-		if err := os.WriteFile(filepath.Join(dir, "demo", historyFile), saved, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, "demo", HistoryFile), saved, 0o644); err != nil {
 			t.Fatal(err)
 		}
 		s = openStore(t, dir)
@@ -159,7 +159,7 @@ func TestHistory(t *testing.T) {
 		if c := changed(got); err != nil || !slices.Equal(c, []string{"b:detailed", long + ":undetailed"}) {
 			t.Errorf("changes: %v, %v; want b detailed and the long package past the bound", c, err)
 		}
-		if fi, err := os.Stat(filepath.Join(dir, "demo", historyFile)); err != nil || fi.Size() > 2*maxBeforeBytes {
+		if fi, err := os.Stat(filepath.Join(dir, "demo", HistoryFile)); err != nil || fi.Size() > 2*maxBeforeBytes {
 			t.Errorf("history file: %v, %v", fi, err)
 		}
 	})

@@ -54,7 +54,7 @@ const (
 // the one list of them.
 func IsOwnFile(name string) bool {
 	switch {
-	case name == currentLink, name == historyFile:
+	case name == currentLink, name == HistoryFile:
 		return true
 	case strings.HasPrefix(name, buildPrefix), strings.HasPrefix(name, currentPrefix), strings.HasPrefix(name, historyPrefix):
 		return true
@@ -217,7 +217,7 @@ func (s *Store) cleanup(catalog, keep string) {
 	if err != nil {
 		return
 	}
-	kept := append(index.Files(keep), currentLink, historyFile)
+	kept := append(index.Files(keep), currentLink, HistoryFile)
 	for _, e := range entries {
 		if !slices.Contains(kept, e.Name()) {
 			_ = os.Remove(filepath.Join(cdir, e.Name()))
@@ -479,7 +479,7 @@ func (s *Store) Remove(catalog string) error {
 		s.retire(h)
 	}
 	cdir := filepath.Join(s.dir, catalog)
-	if err := os.Remove(filepath.Join(cdir, historyFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := os.Remove(filepath.Join(cdir, HistoryFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("remove history of %q: %w", catalog, err)
 	}
 	if err := os.Remove(filepath.Join(cdir, currentLink)); err != nil && !errors.Is(err, os.ErrNotExist) {

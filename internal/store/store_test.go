@@ -87,7 +87,7 @@ func dirEntries(t *testing.T, dir, catalog string) []string {
 // liveFiles are the entries of a catalog's directory when the index at
 // path is live and nothing else is left, in name order.
 func liveFiles(path string) []string {
-	want := []string{currentLink, historyFile}
+	want := []string{currentLink, HistoryFile}
 	for _, f := range index.Files(path) {
 		want = append(want, filepath.Base(f))
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 
 	"github.com/catalogd/catalogd/internal/index"
+	"github.com/catalogd/catalogd/internal/store"
 	"github.com/catalogd/catalogd/test/fbcgen"
 	"github.com/catalogd/catalogd/test/registrytest"
 )
@@ -197,7 +198,7 @@ func killPhase(t *testing.T, cdir, liveTarget string) string {
 	for _, e := range entries {
 		name := e.Name()
 		switch {
-		case name == "current" || slices.Contains(index.Files(liveTarget), name):
+		case name == "current" || name == store.HistoryFile || slices.Contains(index.Files(liveTarget), name):
 		case strings.HasPrefix(name, ".build-"):
 			phase = inBuild
 		case strings.HasPrefix(name, ".current-") || isIndexFile(name):

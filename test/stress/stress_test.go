@@ -30,6 +30,7 @@ import (
 
 	"github.com/catalogd/catalogd/internal/datadir"
 	"github.com/catalogd/catalogd/internal/index"
+	"github.com/catalogd/catalogd/internal/store"
 	"github.com/catalogd/catalogd/test/catalogdproc"
 	"github.com/catalogd/catalogd/test/fbcfacts"
 	"github.com/catalogd/catalogd/test/fbcgen"
@@ -184,8 +185,9 @@ func getAll(ctx context.Context, c *http.Client, base, catalog string, gzip bool
 }
 
 // leftovers lists what under the data directory is not a live index: every
-// file but index/<catalog>/current and the files of the index it points at
-// (index.Files) and the data directory's mark (datadir.LayoutFile), and
+// file but index/<catalog>/current, the files of the index it points at
+// (index.Files), the catalog's history (store.HistoryFile) and the data
+// directory's mark (datadir.LayoutFile), and
 // anything in unpack/. A crash or a failed build must leave nothing else once the
 // server has started again and finished its syncs.
 func leftovers(t testing.TB, dataDir string) []string {
@@ -202,7 +204,7 @@ func leftovers(t testing.TB, dataDir string) []string {
 			return nil
 		case parts[0] == "index" && len(parts) == 2 && d.IsDir():
 			return nil
-		case parts[0] == "index" && len(parts) == 3 && parts[2] == "current":
+		case parts[0] == "index" && len(parts) == 3 && (parts[2] == "current" || parts[2] == store.HistoryFile):
 			return nil
 		case parts[0] == "index" && len(parts) == 3:
 			target, err := os.Readlink(filepath.Join(dataDir, "index", parts[1], "current"))
@@ -228,7 +230,7 @@ func TestLeftovers(t *testing.T) {
 	files := []string{
 		"index/c/sha256-aa.1.db", "index/c/.build-1.db", "index/c/.build-1.db-journal",
 		"index/c/sha256-bb.2.db", "index/c/sha256-aa.1.db-wal", "index/d/.build-2.db",
-		"unpack/unpack-3/fbc/catalog.json",
+		"unpack/unpack-3/fbc/catalog.json", "index/c/" + store.HistoryFile, "index/c/.history-4",
 	}
 	for _, f := range index.Files("sha256-aa.1.db")[1:] {
 		files = append(files, "index/c/"+f, "index/c/"+strings.Replace(f, "aa.1", "bb.2", 1))
@@ -248,6 +250,7 @@ func TestLeftovers(t *testing.T) {
 	want := []string{
 		"index/c/.build-1.db", "index/c/.build-1.db-journal", "index/c/sha256-aa.1.db-wal", "index/c/sha256-bb.2.db",
 		"index/d/.build-2.db", "unpack/unpack-3", "unpack/unpack-3/fbc", "unpack/unpack-3/fbc/catalog.json",
+		"index/c/.history-4",
 	}
 	for _, f := range index.Files("sha256-bb.2.db")[1:] {
 		want = append(want, "index/c/"+f)
