@@ -47,6 +47,10 @@ type Config struct {
 	// Metrics is where catalogd's own metrics are registered; nil registers
 	// none.
 	Metrics prometheus.Registerer
+	// IndexMemory bounds what SQLite keeps per live index (the process's
+	// memory budget, internal/memlimit); zero fields take the store's
+	// defaults.
+	IndexMemory store.Memory
 }
 
 // RegistryConfig is how registries are reached.
@@ -139,7 +143,7 @@ func (c Config) Complete(log logr.Logger) (_ *Core, err error) {
 	if err := os.MkdirAll(c.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("create data directory: %w", err)
 	}
-	if core.Store, err = store.New(filepath.Join(c.DataDir, indexDirName), log.WithName("index")); err != nil {
+	if core.Store, err = store.New(filepath.Join(c.DataDir, indexDirName), log.WithName("index"), store.WithMemory(c.IndexMemory)); err != nil {
 		return nil, fmt.Errorf("open index store: %w", err)
 	}
 	if core.unpacker, err = c.RegistryConfig.unpacker(log); err != nil {
