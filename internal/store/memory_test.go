@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime/metrics"
 	"testing"
 
 	"github.com/go-logr/logr/testr"
@@ -104,5 +105,20 @@ func TestSmallPodHeapLimit(t *testing.T) {
 	}
 	if soft != smallPod.SQLite.SoftHeapLimit || hard != smallPod.SQLite.HardHeapLimit {
 		t.Errorf("heap limits %d and %d, want %d and %d", soft, hard, smallPod.SQLite.SoftHeapLimit, smallPod.SQLite.HardHeapLimit)
+	}
+}
+
+// TestUpdateGivesBackTheBuildsHeap checks that what a build left on the Go
+// heap is returned to the kernel once the new index serves, rather than
+// held as free heap for the runtime's background scavenger to return over
+// the following minutes.
+func TestUpdateGivesBackTheBuildsHeap(t *testing.T) {
+	s, _ := newTestStore(t)
+	mustUpdate(t, s, "c", index.Content{FS: tinyCatalog("pkg", 3000), Digest: "sha256:1"})
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/free:bytes"}}
+	metrics.Read(sample)
+	// Free heap pages still held: a build of this catalog leaves MBs.
+	if free := sample[0].Value.Uint64(); free > 1<<20 {
+		t.Errorf("%.1f MiB of free heap kept after the build, want it given back", float64(free)/(1<<20))
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -386,6 +387,12 @@ func (s *Store) Update(ctx context.Context, catalog string, src index.Content) (
 	if old != nil {
 		s.retire(old)
 	}
+	// A build leaves tens of MB of garbage on the Go heap (the parsed
+	// catalog, validation's graphs), which the runtime gives back to the
+	// kernel only gradually, keeping a serving process's resident set near
+	// the build's peak for a while after it; builds are rare, so collecting
+	// and returning it at once costs little.
+	debug.FreeOSMemory()
 	s.log.Info("index swapped in", "catalog", catalog, "digest", stats.Digest,
 		"bundles", stats.Bundles, "problems", stats.Problems, "duration", s.now().Sub(start).String())
 	return h.info, stats, true, nil
