@@ -15,10 +15,10 @@
 //     set, which the runtime applies itself), so that the collector works
 //     harder as the heap nears it instead of the kernel killing the pod;
 //   - SQLitePercent to SQLite as its soft heap limit, past which SQLite
-//     frees page cache before it allocates more; twice that as its hard
-//     heap limit, past which an allocation fails, so that a runaway query
-//     or build fails with "out of memory" instead of the whole process
-//     being killed. The allocator rounds small blocks up to a power of two,
+//     frees page cache before it allocates more; and, as a backstop past
+//     the budget, twice that as its hard heap limit, past which an
+//     allocation fails, so that a runaway query or build fails with "out
+//     of memory" instead of the whole process being killed. The allocator rounds small blocks up to a power of two,
 //     so a cached 8 KiB page occupies up to 16 KiB: the resident share of
 //     SQLite is up to twice what its heap limit counts;
 //   - the rest to what neither counts: goroutine stacks being grown, the
