@@ -28,6 +28,7 @@ import (
 
 	"github.com/catalogd/catalogd/internal/daemon"
 	"github.com/catalogd/catalogd/internal/memlimit"
+	"github.com/catalogd/catalogd/internal/store"
 	"github.com/catalogd/catalogd/internal/version"
 )
 
@@ -80,21 +81,28 @@ func (l *logFlags) logger(w io.Writer) (logr.Logger, error) {
 	), nil
 }
 
-// applyMemoryLimit gives the Go runtime a soft memory limit below the
-// container's (package memlimit) and logs it, so that an operator can see
-// which limit the collector works to. It is done here, once per process,
-// and not in the composition root, which tests run many times in one
-// process.
-func applyMemoryLimit(log logr.Logger) {
-	limit, from, err := memlimit.Apply(os.DirFS("/"), os.Getenv)
-	switch {
-	case err != nil:
-		log.Error(err, "cannot read the memory limit of this container; the Go runtime collects by GOGC alone")
-	case from == memlimit.None:
-		log.Info("no memory limit found; the Go runtime collects by GOGC alone")
-	default:
-		log.Info("Go runtime memory limit set", "bytes", limit, "from", string(from))
+// applyMemoryLimit shares the container's memory limit between the Go
+// runtime and SQLite (package memlimit), applies both shares, and logs
+// them, so that an operator can see what each allocator works to. It
+// returns what each live index may keep. It is done here, once per process
+// and before any SQLite connection opens, and not in the composition root,
+// which tests run many times in one process.
+func applyMemoryLimit(log logr.Logger) store.Memory {
+	budget, err := memlimit.Apply(os.DirFS("/"), os.Getenv)
+	if err != nil {
+		log.Error(err, "cannot read the memory limit of this container")
 	}
+	if budget.Source == memlimit.None {
+		log.Info("no memory limit found; the Go runtime collects by GOGC alone, SQLite keeps to fixed bounds")
+	}
+	sq := budget.SQLite
+	if err := memlimit.ApplySQLite(sq); err != nil {
+		log.Error(err, "SQLite's memory is bounded only by the page cache of each connection")
+	}
+	log.Info("memory budget", "limit", budget.Limit, "from", string(budget.Source), "goLimit", budget.Go,
+		"sqliteSoftHeapLimit", sq.SoftHeapLimit, "sqliteHardHeapLimit", sq.HardHeapLimit,
+		"connsPerIndex", sq.Conns, "cacheKiBPerConn", sq.CacheKiB)
+	return store.Memory{Conns: sq.Conns, CacheKiB: sq.CacheKiB}
 }
 
 // signalContext ends on SIGINT or SIGTERM; after the first signal, a second
@@ -154,7 +162,7 @@ the reason in lastError while the others serve.`,
 				return err
 			}
 			log.Info("catalogd serve starting", "version", version.String())
-			applyMemoryLimit(log)
+			cfg.IndexMemory = applyMemoryLimit(log)
 			ctx, stop := signalContext()
 			defer stop()
 			return daemon.Serve(ctx, cfg, cmd.OutOrStdout(), log)
@@ -186,7 +194,7 @@ func newManagerCommand(logs *logFlags) *cobra.Command {
 				return fmt.Errorf("load kubeconfig: %w", err)
 			}
 			log.Info("catalogd manager starting", "version", version.String())
-			applyMemoryLimit(log)
+			cfg.IndexMemory = applyMemoryLimit(log)
 			ctx, stop := signalContext()
 			defer stop()
 			return daemon.RunManager(ctx, restCfg, cfg, log)

@@ -41,6 +41,10 @@ type Config struct {
 	// Metrics is where catalogd's own metrics are registered; nil registers
 	// none.
 	Metrics prometheus.Registerer
+	// IndexMemory bounds what SQLite keeps per live index (the process's
+	// memory budget, internal/memlimit); zero fields take the store's
+	// defaults.
+	IndexMemory store.Memory
 }
 
 // RegistryConfig is how registries are reached.
@@ -147,7 +151,7 @@ func (c Config) Complete(log logr.Logger) (_ *Core, err error) {
 	if removed > 0 {
 		log.V(1).Info("removed unpack directories a stopped catalogd left", "count", removed)
 	}
-	if core.Store, err = store.New(filepath.Join(c.DataDir, datadir.IndexDir), log.WithName("index"), store.WithHistory(c.History)); err != nil {
+	if core.Store, err = store.New(filepath.Join(c.DataDir, datadir.IndexDir), log.WithName("index"), store.WithHistory(c.History), store.WithMemory(c.IndexMemory)); err != nil {
 		return nil, fmt.Errorf("open index store: %w", err)
 	}
 	if core.unpacker, err = c.RegistryConfig.unpacker(log); err != nil {

@@ -86,9 +86,6 @@ func WithHistory(n int) Option {
 	}
 }
 
-// Option configures a Store.
-type Option func(*Store)
-
 // readHistory reads the history of a catalog; a missing or unreadable file
 // is an empty history (the history is a convenience, never a reason not to
 // serve).

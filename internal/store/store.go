@@ -18,6 +18,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -79,6 +80,7 @@ type Store struct {
 	dir string
 	log logr.Logger
 	now func() time.Time
+	mem Memory
 
 	// historyLen is how many versions each catalog's history keeps.
 	historyLen int
@@ -151,13 +153,49 @@ func (s *Snapshot) Release() {
 	}
 }
 
+// Memory bounds the SQLite memory each live index keeps: SQLite's pages
+// are allocated outside the Go heap (see internal/memlimit), so nothing
+// else bounds them. Zero fields take the defaults.
+type Memory struct {
+	// Conns is the number of connections the index is read through; a
+	// reader beyond them waits for one. Default 8.
+	Conns int
+	// CacheKiB is each connection's page cache (PRAGMA cache_size).
+	// Default 512: the files are read through the kernel's page cache, so
+	// a connection needs to keep little more than the upper levels of the
+	// B-trees it walks.
+	CacheKiB int
+}
+
+func (m Memory) withDefaults() Memory {
+	if m.Conns <= 0 {
+		m.Conns = 8
+	}
+	if m.CacheKiB <= 0 {
+		m.CacheKiB = 512
+	}
+	return m
+}
+
+// connMaxIdle is how long a connection stays open unused: a server that
+// was busy and is now idle gives back what the connections it no longer
+// needs cached, and reopening one costs little next to a burst of
+// requests.
+const connMaxIdle = time.Minute
+
+// Option sets up a Store.
+type Option func(*Store)
+
+// WithMemory bounds the memory each live index keeps.
+func WithMemory(m Memory) Option { return func(s *Store) { s.mem = m.withDefaults() } }
+
 // New opens the store in dir, reopening the live index of every catalog
 // found there and removing files a crash or an earlier swap left behind.
 func New(dir string, log logr.Logger, opts ...Option) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create index directory: %w", err)
 	}
-	s := &Store{dir: dir, log: log, now: time.Now, historyLen: DefaultHistory,
+	s := &Store{dir: dir, log: log, now: time.Now, historyLen: DefaultHistory, mem: Memory{}.withDefaults(),
 		live: map[string]*handle{}, building: map[string]*sync.Mutex{}, history: map[string]*History{}}
 	for _, o := range opts {
 		o(s)
@@ -188,7 +226,7 @@ func (s *Store) reopen(catalog string) error {
 	if err != nil {
 		return fmt.Errorf("read live index of %q: %w", catalog, err)
 	}
-	h, err := openHandle(filepath.Join(cdir, target))
+	h, err := openHandle(filepath.Join(cdir, target), s.mem)
 	if err != nil {
 		return err
 	}
@@ -225,15 +263,17 @@ func (s *Store) cleanup(catalog, keep string) {
 	}
 }
 
-func openHandle(path string) (*handle, error) {
+func openHandle(path string, mem Memory) (*handle, error) {
 	// The file never changes once it is live (a rebuild writes a new file),
 	// so SQLite may skip all locking: immutable=1.
-	db, err := sqlx.Open("sqlite", index.FileURI(path, url.Values{"mode": {"ro"}, "immutable": {"1"}, "_pragma": {"query_only(1)"}}))
+	db, err := sqlx.Open("sqlite", index.FileURI(path, url.Values{"mode": {"ro"}, "immutable": {"1"},
+		"_pragma": {"query_only(1)", fmt.Sprintf("cache_size(-%d)", mem.CacheKiB)}}))
 	if err != nil {
 		return nil, fmt.Errorf("open index %s: %w", path, err)
 	}
-	db.SetMaxOpenConns(8)
-	db.SetMaxIdleConns(8)
+	db.SetMaxOpenConns(mem.Conns)
+	db.SetMaxIdleConns(mem.Conns)
+	db.SetConnMaxIdleTime(connMaxIdle)
 	info, err := index.ReadInfo(context.Background(), db)
 	if err != nil {
 		db.Close()
@@ -387,7 +427,7 @@ func (s *Store) Update(ctx context.Context, catalog string, src index.Content) (
 		index.RemoveFiles(tmp)
 		return Info{}, index.Stats{}, false, fmt.Errorf("index catalog %q: %w", catalog, err)
 	}
-	h, err := openHandle(filepath.Join(cdir, final))
+	h, err := openHandle(filepath.Join(cdir, final), s.mem)
 	if err != nil {
 		return Info{}, index.Stats{}, false, fmt.Errorf("index catalog %q: %w", catalog, err)
 	}
@@ -420,6 +460,12 @@ func (s *Store) Update(ctx context.Context, catalog string, src index.Content) (
 	if old != nil {
 		s.retire(old)
 	}
+	// A build leaves tens of MB of garbage on the Go heap (the parsed
+	// catalog, validation's graphs), which the runtime gives back to the
+	// kernel only gradually, keeping a serving process's resident set near
+	// the build's peak for a while after it; builds are rare, so collecting
+	// and returning it at once costs little.
+	debug.FreeOSMemory()
 	s.log.Info("index swapped in", "catalog", catalog, "digest", stats.Digest,
 		"bundles", stats.Bundles, "problems", stats.Problems, "duration", s.now().Sub(start).String())
 	return h.info, stats, true, nil

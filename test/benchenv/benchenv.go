@@ -41,6 +41,9 @@ func ResetPeakRSS() { _ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) 
 // PeakRSSMiB is the peak resident set size since the last reset.
 func PeakRSSMiB() float64 { return statusMiB("self", "VmHWM") }
 
+// RSSMiB is the resident set size now.
+func RSSMiB() float64 { return statusMiB("self", "VmRSS") }
+
 // ProcessPeakRSSMiB is the peak resident set size of the running process
 // pid. Read while it runs: a child's rusage maxrss, read after it exits,
 // can count memory of the parent it was forked from.

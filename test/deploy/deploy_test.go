@@ -267,7 +267,7 @@ func TestDefaultStatic(t *testing.T) {
 				t.Errorf("container %s requests no %s", c.Name, r)
 			}
 		}
-		// The process sets the Go runtime's soft limit from this one
+		// The process shares this one between the Go runtime and SQLite
 		// (internal/memlimit), so it must be there.
 		if lim, ok := c.Resources.Limits[corev1.ResourceMemory]; !ok || lim.IsZero() {
 			t.Errorf("container %s sets no memory limit", c.Name)
