@@ -27,6 +27,7 @@ require (
 	k8s.io/apimachinery v0.36.6
 	k8s.io/cli-runtime v0.36.6
 	k8s.io/client-go v0.36.6
+	modernc.org/libc v1.75.6
 	modernc.org/sqlite v1.58.0
 	sigs.k8s.io/controller-runtime v0.24.1
 	sigs.k8s.io/kustomize/api v0.21.2
@@ -124,7 +125,6 @@ require (
 	k8s.io/klog/v2 v2.140.0 // indirect
 	k8s.io/kube-openapi v0.0.0-20260721132016-d427ff9ee9ad // indirect
 	k8s.io/utils v0.0.0-20260626114624-be93311217bd // indirect
-	modernc.org/libc v1.75.6 // indirect
 	modernc.org/mathutil v1.7.1 // indirect
 	modernc.org/memory v1.12.1 // indirect
 	sigs.k8s.io/json v0.0.0-20250730193827-2d320260d730 // indirect
