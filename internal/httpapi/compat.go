@@ -5,13 +5,13 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math"
 	"net/http"
 	"os"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/catalogd/catalogd/internal/chunkcopy"
 	"github.com/catalogd/catalogd/internal/query"
 	"github.com/catalogd/catalogd/internal/store"
 )
@@ -130,26 +130,7 @@ func (w *contentWriter) ReadFrom(src io.Reader) (int64, error) {
 	if !ok {
 		return io.Copy(struct{ io.Writer }{w}, src)
 	}
-	lr, ok := src.(*io.LimitedReader)
-	if !ok {
-		lr = &io.LimitedReader{R: src, N: math.MaxInt64}
-	}
-	var total int64
-	for lr.N > 0 {
-		if err := w.ctx.Err(); err != nil {
-			return total, err
-		}
-		chunk := min(lr.N, copyChunk)
-		// One LimitedReader directly over the file: net/http looks no
-		// deeper for one it can send with sendfile.
-		n, err := rf.ReadFrom(&io.LimitedReader{R: lr.R, N: chunk})
-		total += n
-		lr.N -= n
-		if err != nil || n < chunk {
-			return total, err
-		}
-	}
-	return total, nil
+	return chunkcopy.ReadFrom(rf, src, copyChunk, w.ctx.Err)
 }
 
 func (w *contentWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

@@ -13,13 +13,14 @@ import (
 	"fmt"
 	"io"
 	stdlog "log"
-	"math"
 	"net"
 	"net/http"
 	"time"
 
 	"github.com/go-logr/logr"
 	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
+
+	"github.com/catalogd/catalogd/internal/chunkcopy"
 )
 
 // Limits every connection is held to. A catalog server answers anyone on
@@ -239,23 +240,14 @@ func (w *progressWriter) ReadFrom(src io.Reader) (int64, error) {
 	if !ok {
 		return io.Copy(struct{ io.Writer }{w}, src)
 	}
-	lr, ok := src.(*io.LimitedReader)
-	if !ok {
-		lr = &io.LimitedReader{R: src, N: math.MaxInt64}
-	}
-	var total int64
-	for lr.N > 0 {
-		chunk := min(lr.N, progressChunk)
+	// Each piece starts a period; the end of one is the start of the next,
+	// and the last is marked once the copy returns.
+	n, err := chunkcopy.ReadFrom(rf, src, progressChunk, func() error {
 		w.progress(time.Now())
-		n, err := rf.ReadFrom(&io.LimitedReader{R: lr.R, N: chunk})
-		w.progress(time.Now())
-		total += n
-		lr.N -= n
-		if err != nil || n < chunk {
-			return total, err
-		}
-	}
-	return total, nil
+		return nil
+	})
+	w.progress(time.Now())
+	return n, err
 }
 
 // Flush sends what is buffered, which is a write too.
