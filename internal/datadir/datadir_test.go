@@ -3,7 +3,6 @@ package datadir_test
 import (
 	"encoding/json"
 	"errors"
-	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -12,77 +11,15 @@ import (
 	"time"
 
 	"github.com/catalogd/catalogd/internal/datadir"
+	"github.com/catalogd/catalogd/test/dirtree"
 )
-
-// tree is a directory laid out by hand: a path ending in "/" is a
-// directory, one ending in "@" followed by a target a symlink, anything
-// else a file with the given content.
-type tree map[string]string
-
-func (tr tree) write(t *testing.T, root string) {
-	t.Helper()
-	for p, content := range tr {
-		full := filepath.Join(root, p)
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		switch {
-		case strings.HasSuffix(p, "/"):
-			if err := os.MkdirAll(full, 0o755); err != nil {
-				t.Fatal(err)
-			}
-		case strings.HasPrefix(content, "@"):
-			if err := os.Symlink(content[1:], full); err != nil {
-				t.Fatal(err)
-			}
-		default:
-			if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-}
-
-// snapshot reads root back as a tree: every directory, link and file with
-// its bytes; a missing root is an empty tree.
-func snapshot(t *testing.T, root string) tree {
-	t.Helper()
-	got := tree{}
-	if _, err := os.Lstat(root); errors.Is(err, fs.ErrNotExist) {
-		return got
-	}
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || path == root {
-			return err
-		}
-		rel, _ := filepath.Rel(root, path)
-		rel = filepath.ToSlash(rel)
-		switch {
-		case d.IsDir():
-			got[rel+"/"] = ""
-		case d.Type()&fs.ModeSymlink != 0:
-			target, err := os.Readlink(path)
-			got[rel] = "@" + target
-			return err
-		default:
-			b, err := os.ReadFile(path)
-			got[rel] = string(b)
-			return err
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return got
-}
 
 // storeTree is an index store as internal/store leaves it: one catalog
 // with its live database, content file and gzip copy, the current link,
 // the history of its versions,
 // and a build a crash cut short.
-func storeTree(prefix string) tree {
-	return tree{
+func storeTree(prefix string) dirtree.Tree {
+	return dirtree.Tree{
 		prefix + "demo/sha256-aa.0f1e.db":        "db",
 		prefix + "demo/sha256-aa.0f1e.db.all":    "all",
 		prefix + "demo/sha256-aa.0f1e.db.all.gz": "gz",
@@ -92,33 +29,33 @@ func storeTree(prefix string) tree {
 	}
 }
 
-func merge(trees ...tree) tree {
-	out := tree{}
+func merge(trees ...dirtree.Tree) dirtree.Tree {
+	out := dirtree.Tree{}
 	for _, tr := range trees {
 		maps.Copy(out, tr)
 	}
 	return out
 }
 
-func markOf(kind string, layout int) tree {
+func markOf(kind string, layout int) dirtree.Tree {
 	b, _ := json.Marshal(map[string]any{"kind": kind, "layout": layout})
-	return tree{datadir.LayoutFile: string(b)}
+	return dirtree.Tree{datadir.LayoutFile: string(b)}
 }
 
 func TestOpen(t *testing.T) {
-	earlierData := merge(storeTree("index/"), tree{
+	earlierData := merge(storeTree("index/"), dirtree.Tree{
 		"unpack/unpack-123/fbc/catalog.json": "{}",
 		"tmp/unpack-456/fbc/catalog.json":    "{}",
 	})
 	earlierCache := merge(
-		storeTree("0123456789abcdef01234567/index/"), tree{"0123456789abcdef01234567/lock": ""},
-		tree{"unpack/unpack-9/fbc/catalog.json": "{}"},
+		storeTree("0123456789abcdef01234567/index/"), dirtree.Tree{"0123456789abcdef01234567/lock": ""},
+		dirtree.Tree{"unpack/unpack-9/fbc/catalog.json": "{}"},
 	)
 	tests := []struct {
 		name    string
 		kind    datadir.Kind
 		missing bool
-		tree    tree
+		tree    dirtree.Tree
 		want    datadir.State
 		wantErr error
 		// wantMsg are parts of the error message a person acts on.
@@ -126,57 +63,57 @@ func TestOpen(t *testing.T) {
 	}{
 		{name: "missing", kind: datadir.Data, missing: true, want: datadir.Created},
 		{name: "empty", kind: datadir.Data, want: datadir.Created},
-		{name: "a new filesystem's root", kind: datadir.Data, tree: tree{"lost+found/": ""}, want: datadir.Created},
-		{name: "an earlier catalogd's on a filesystem's root", kind: datadir.Data, tree: merge(storeTree("index/"), tree{"lost+found/": ""}), want: datadir.Adopted},
-		{name: "only a stopped process's temporary mark", kind: datadir.Data, tree: tree{".catalogd-layout-0a0b": "x"}, want: datadir.Created},
+		{name: "a new filesystem's root", kind: datadir.Data, tree: dirtree.Tree{"lost+found/": ""}, want: datadir.Created},
+		{name: "an earlier catalogd's on a filesystem's root", kind: datadir.Data, tree: merge(storeTree("index/"), dirtree.Tree{"lost+found/": ""}), want: datadir.Adopted},
+		{name: "only a stopped process's temporary mark", kind: datadir.Data, tree: dirtree.Tree{".catalogd-layout-0a0b": "x"}, want: datadir.Created},
 		{name: "marked", kind: datadir.Data, tree: merge(markOf("data", datadir.Layout), storeTree("index/")), want: datadir.Marked},
-		{name: "marked, with a file a person put there", kind: datadir.Data, tree: merge(markOf("data", datadir.Layout), tree{"notes.txt": "mine"}), want: datadir.Marked},
+		{name: "marked, with a file a person put there", kind: datadir.Data, tree: merge(markOf("data", datadir.Layout), dirtree.Tree{"notes.txt": "mine"}), want: datadir.Marked},
 		{name: "earlier catalogd's data directory", kind: datadir.Data, tree: earlierData, want: datadir.Adopted},
 		{name: "earlier catalogd's data directory, index only", kind: datadir.Data, tree: storeTree("index/"), want: datadir.Adopted},
-		{name: "earlier catalogd's empty index", kind: datadir.Data, tree: tree{"index/": ""}, want: datadir.Adopted},
+		{name: "earlier catalogd's empty index", kind: datadir.Data, tree: dirtree.Tree{"index/": ""}, want: datadir.Adopted},
 		{name: "earlier kubectl-catalog cache", kind: datadir.Cache, tree: earlierCache, want: datadir.Adopted},
 		{
 			name: "a home directory", kind: datadir.Data,
-			tree:    tree{".bashrc": "alias ll='ls -l'", "tmp/notes.txt": "keep me", "unpack/photos/a.jpg": "jpeg", "src/main.go": "package main"},
+			tree:    dirtree.Tree{".bashrc": "alias ll='ls -l'", "tmp/notes.txt": "keep me", "unpack/photos/a.jpg": "jpeg", "src/main.go": "package main"},
 			wantErr: datadir.ErrNotCatalogds, wantMsg: []string{"data directory", "is not empty", `".bashrc"`, "and 1 more", "--data-dir"},
 		},
 		{
-			name: "one file", kind: datadir.Data, tree: tree{"notes.txt": "mine"},
+			name: "one file", kind: datadir.Data, tree: dirtree.Tree{"notes.txt": "mine"},
 			wantErr: datadir.ErrNotCatalogds, wantMsg: []string{`"notes.txt"`, "new or empty directory"},
 		},
 		{
 			name: "catalogd's names holding a person's files", kind: datadir.Data,
-			tree:    merge(storeTree("index/"), tree{"tmp/notes.txt": "keep me", "unpack/unpack-1/fbc/catalog.json": "{}"}),
+			tree:    merge(storeTree("index/"), dirtree.Tree{"tmp/notes.txt": "keep me", "unpack/unpack-1/fbc/catalog.json": "{}"}),
 			wantErr: datadir.ErrNotCatalogds,
 		},
 		{
 			name: "a person's file in an unpack directory's place", kind: datadir.Data,
-			tree:    merge(storeTree("index/"), tree{"unpack/unpack-notes.txt": "keep me"}),
+			tree:    merge(storeTree("index/"), dirtree.Tree{"unpack/unpack-notes.txt": "keep me"}),
 			wantErr: datadir.ErrNotCatalogds,
 		},
 		{
 			name: "tmp and unpack without an index", kind: datadir.Data,
-			tree:    tree{"tmp/unpack-1/fbc/catalog.json": "{}", "unpack/unpack-2/": ""},
+			tree:    dirtree.Tree{"tmp/unpack-1/fbc/catalog.json": "{}", "unpack/unpack-2/": ""},
 			wantErr: datadir.ErrNotCatalogds,
 		},
 		{
 			name: "a file in the index directory", kind: datadir.Data,
-			tree:    merge(storeTree("index/"), tree{"index/README": "mine"}),
+			tree:    merge(storeTree("index/"), dirtree.Tree{"index/README": "mine"}),
 			wantErr: datadir.ErrNotCatalogds,
 		},
 		{
 			name: "a directory inside a catalog's index", kind: datadir.Data,
-			tree:    merge(storeTree("index/"), tree{"index/demo/backup/": ""}),
+			tree:    merge(storeTree("index/"), dirtree.Tree{"index/demo/backup/": ""}),
 			wantErr: datadir.ErrNotCatalogds,
 		},
 		{
 			name: "a file in a catalog's index that the store does not name", kind: datadir.Data,
-			tree:    merge(storeTree("index/"), tree{"index/demo/notes.txt": "mine"}),
+			tree:    merge(storeTree("index/"), dirtree.Tree{"index/demo/notes.txt": "mine"}),
 			wantErr: datadir.ErrNotCatalogds,
 		},
 		{
 			name: "a cache entry with a file of a person's", kind: datadir.Cache,
-			tree:    merge(earlierCache, tree{"0123456789abcdef01234567/notes.txt": "mine"}),
+			tree:    merge(earlierCache, dirtree.Tree{"0123456789abcdef01234567/notes.txt": "mine"}),
 			wantErr: datadir.ErrNotCatalogds, wantMsg: []string{"cache directory", "XDG_CACHE_HOME"},
 		},
 		{
@@ -196,7 +133,7 @@ func TestOpen(t *testing.T) {
 		},
 		{
 			name: "a mark that is not JSON", kind: datadir.Data,
-			tree:    tree{datadir.LayoutFile: "layout: 1"},
+			tree:    dirtree.Tree{datadir.LayoutFile: "layout: 1"},
 			wantMsg: []string{"is not catalogd's mark"},
 		},
 	}
@@ -208,8 +145,8 @@ func TestOpen(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			tc.tree.write(t, dir)
-			before := snapshot(t, dir)
+			tc.tree.Write(t, dir)
+			before := dirtree.Read(t, dir)
 
 			state, err := datadir.Open(dir, tc.kind)
 			if tc.wantErr != nil || tc.wantMsg != nil {
@@ -227,7 +164,7 @@ func TestOpen(t *testing.T) {
 				if strings.Contains(err.Error(), "\n") {
 					t.Errorf("error %q is more than one line", err)
 				}
-				if after := snapshot(t, dir); !maps.Equal(after, before) {
+				if after := dirtree.Read(t, dir); !maps.Equal(after, before) {
 					t.Errorf("a refused directory changed:\nbefore %v\nafter  %v", before, after)
 				}
 				return
@@ -240,7 +177,7 @@ func TestOpen(t *testing.T) {
 			}
 			// Everything that was there is still there, and the mark says
 			// which kind of directory this is.
-			after := snapshot(t, dir)
+			after := dirtree.Read(t, dir)
 			for p, content := range before {
 				if got, ok := after[p]; !ok || got != content {
 					if !strings.HasPrefix(p, ".catalogd-layout-") {
@@ -268,28 +205,28 @@ func TestOpen(t *testing.T) {
 func TestRemoveDataLeftovers(t *testing.T) {
 	tests := []struct {
 		name        string
-		tree        tree
+		tree        dirtree.Tree
 		wantRemoved int
-		wantLeft    tree
+		wantLeft    dirtree.Tree
 	}{
 		{
 			name:        "earlier layout",
-			tree:        merge(storeTree("index/"), tree{"unpack/unpack-1/fbc/catalog.json": "{}", "tmp/unpack-2/fbc/catalog.json": "{}"}),
+			tree:        merge(storeTree("index/"), dirtree.Tree{"unpack/unpack-1/fbc/catalog.json": "{}", "tmp/unpack-2/fbc/catalog.json": "{}"}),
 			wantRemoved: 2,
-			wantLeft:    merge(storeTree("index/"), tree{"index/": "", "index/demo/": "", "unpack/": ""}),
+			wantLeft:    merge(storeTree("index/"), dirtree.Tree{"index/": "", "index/demo/": "", "unpack/": ""}),
 		},
 		{
 			name:        "a person's files beside leftovers",
-			tree:        tree{"unpack/unpack-1/x": "", "unpack/mine.txt": "keep", "tmp/unpack-2/": "", "tmp/mine.txt": "keep"},
+			tree:        dirtree.Tree{"unpack/unpack-1/x": "", "unpack/mine.txt": "keep", "tmp/unpack-2/": "", "tmp/mine.txt": "keep"},
 			wantRemoved: 2,
-			wantLeft:    tree{"unpack/": "", "unpack/mine.txt": "keep", "tmp/": "", "tmp/mine.txt": "keep"},
+			wantLeft:    dirtree.Tree{"unpack/": "", "unpack/mine.txt": "keep", "tmp/": "", "tmp/mine.txt": "keep"},
 		},
-		{name: "nothing to remove", tree: tree{}, wantLeft: tree{}},
+		{name: "nothing to remove", tree: dirtree.Tree{}, wantLeft: dirtree.Tree{}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			tc.tree.write(t, dir)
+			tc.tree.Write(t, dir)
 			n, err := datadir.RemoveDataLeftovers(dir)
 			if err != nil {
 				t.Fatal(err)
@@ -297,7 +234,7 @@ func TestRemoveDataLeftovers(t *testing.T) {
 			if n != tc.wantRemoved {
 				t.Errorf("removed %d, want %d", n, tc.wantRemoved)
 			}
-			if got := snapshot(t, dir); !maps.Equal(got, tc.wantLeft) {
+			if got := dirtree.Read(t, dir); !maps.Equal(got, tc.wantLeft) {
 				t.Errorf("left\n %v\nwant\n %v", got, tc.wantLeft)
 			}
 		})
@@ -308,7 +245,7 @@ func TestRemoveDataLeftovers(t *testing.T) {
 // another process may be writing, stays.
 func TestRemoveLeftoversAge(t *testing.T) {
 	dir := t.TempDir()
-	tree{"unpack-old/fbc/a": "", "unpack-new/fbc/a": "", "other-old/": ""}.write(t, dir)
+	dirtree.Tree{"unpack-old/fbc/a": "", "unpack-new/fbc/a": "", "other-old/": ""}.Write(t, dir)
 	old := time.Now().Add(-2 * time.Hour)
 	for _, n := range []string{"unpack-old", "other-old"} {
 		if err := os.Chtimes(filepath.Join(dir, n), old, old); err != nil {
@@ -319,8 +256,8 @@ func TestRemoveLeftoversAge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := tree{"unpack-new/": "", "unpack-new/fbc/": "", "unpack-new/fbc/a": "", "other-old/": ""}
-	if got := snapshot(t, dir); n != 1 || !maps.Equal(got, want) {
+	want := dirtree.Tree{"unpack-new/": "", "unpack-new/fbc/": "", "unpack-new/fbc/a": "", "other-old/": ""}
+	if got := dirtree.Read(t, dir); n != 1 || !maps.Equal(got, want) {
 		t.Errorf("removed %d, left %v; want 1 removed, %v left", n, got, want)
 	}
 }
@@ -336,11 +273,11 @@ func FuzzOpenMark(f *testing.F) {
 	f.Add([]byte(``))
 	f.Fuzz(func(t *testing.T, mark []byte) {
 		dir := t.TempDir()
-		tree{"index/": ""}.write(t, dir)
+		dirtree.Tree{"index/": ""}.Write(t, dir)
 		if err := os.WriteFile(filepath.Join(dir, datadir.LayoutFile), mark, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		before := snapshot(t, dir)
+		before := dirtree.Read(t, dir)
 		state, err := datadir.Open(dir, datadir.Data)
 		if err == nil && state != datadir.Marked {
 			t.Errorf("a marked directory opened as %v", state)
@@ -348,7 +285,7 @@ func FuzzOpenMark(f *testing.F) {
 		if err != nil && strings.Contains(err.Error(), "\n") {
 			t.Errorf("error %q is more than one line", err)
 		}
-		if after := snapshot(t, dir); !maps.Equal(after, before) {
+		if after := dirtree.Read(t, dir); !maps.Equal(after, before) {
 			t.Errorf("Open changed a marked directory: %v, was %v", after, before)
 		}
 	})

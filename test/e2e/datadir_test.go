@@ -6,13 +6,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/catalogd/catalogd/internal/datadir"
 	"github.com/catalogd/catalogd/test/catalogdproc"
+	"github.com/catalogd/catalogd/test/dirtree"
 )
 
 // TestDataDirRefused runs catalogd serve on data directories that are not
@@ -56,7 +56,7 @@ func TestDataDirRefused(t *testing.T) {
 			for p, content := range tc.files {
 				writeFileAt(t, filepath.Join(dir, p), content)
 			}
-			before := readTree(t, dir)
+			before := dirtree.Read(t, dir)
 
 			p := catalogdproc.Start(t, binary, "serve", "--listen", "127.0.0.1:0", "--data-dir", dir, "--catalog", "demo="+demoDir)
 			// The old behaviour was to clear tmp/ and unpack/ and serve: stop
@@ -88,7 +88,7 @@ func TestDataDirRefused(t *testing.T) {
 			if p.Stdout.String() != "" {
 				t.Errorf("catalogd printed %q; it should not have started", p.Stdout)
 			}
-			if lost, added := treeDiff(before, readTree(t, dir)); len(lost)+len(added) > 0 {
+			if lost, added := dirtree.Diff(before, dirtree.Read(t, dir)); len(lost)+len(added) > 0 {
 				t.Errorf("the refused directory changed: lost or changed %q, added %q", lost, added)
 			}
 		})
@@ -111,7 +111,7 @@ func TestDataDirAdopted(t *testing.T) {
 	for _, p := range leftovers {
 		writeFileAt(t, filepath.Join(dir, p), "{}")
 	}
-	index := readTree(t, filepath.Join(dir, "index"))
+	index := dirtree.Read(t, filepath.Join(dir, "index"))
 
 	again := startServer(t, "--data-dir", dir, "--catalog", "demo="+demoDir)
 	if !strings.Contains(again.Stdout.String(), "unchanged since the last run") {
@@ -129,27 +129,9 @@ func TestDataDirAdopted(t *testing.T) {
 			t.Errorf("leftover %s is still there: %v", p, err)
 		}
 	}
-	if lost, added := treeDiff(index, readTree(t, filepath.Join(dir, "index"))); len(lost)+len(added) > 0 {
+	if lost, added := dirtree.Diff(index, dirtree.Read(t, filepath.Join(dir, "index"))); len(lost)+len(added) > 0 {
 		t.Errorf("the adopted index changed: lost or changed %q, added %q", lost, added)
 	}
-}
-
-// treeDiff lists the paths of before that are gone or differ in after, and
-// the paths after added.
-func treeDiff(before, after map[string]string) (lost, added []string) {
-	for p, content := range before {
-		if got, ok := after[p]; !ok || got != content {
-			lost = append(lost, p)
-		}
-	}
-	for p := range after {
-		if _, ok := before[p]; !ok {
-			added = append(added, p)
-		}
-	}
-	slices.Sort(lost)
-	slices.Sort(added)
-	return lost, added
 }
 
 func writeFileAt(t *testing.T, path, content string) {
@@ -160,34 +142,4 @@ func writeFileAt(t *testing.T, path, content string) {
 	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// readTree maps each path under root to its bytes (a link to its target,
-// a directory to "/").
-func readTree(t *testing.T, root string) map[string]string {
-	t.Helper()
-	got := map[string]string{}
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, path)
-		switch {
-		case d.IsDir():
-			got[rel] = "/"
-		case d.Type()&fs.ModeSymlink != 0:
-			target, err := os.Readlink(path)
-			got[rel] = "-> " + target
-			return err
-		default:
-			b, err := os.ReadFile(path)
-			got[rel] = string(b)
-			return err
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return got
 }
