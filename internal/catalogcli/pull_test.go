@@ -1,7 +1,6 @@
 package catalogcli_test
 
 import (
-	"net/http"
 	"strings"
 	"testing"
 
@@ -15,13 +14,7 @@ import (
 func TestImagePullTimeout(t *testing.T) {
 	reg := registrytest.New(t)
 	reg.PushCatalog(t, "catalogs/demo:v1", demoDir, registrytest.PushOptions{})
-	reg.Intercept(func(w http.ResponseWriter, r *http.Request) bool {
-		if r.Method != http.MethodGet || !strings.Contains(r.URL.Path, "/blobs/") {
-			return false
-		}
-		<-r.Context().Done()
-		return true
-	})
+	reg.StallBlobs()
 	for _, tc := range []struct {
 		timeout, wantErr string
 	}{

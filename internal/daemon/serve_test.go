@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io/fs"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -148,13 +147,7 @@ func TestServeImageNotInsecure(t *testing.T) {
 func TestServeImagePullTimeout(t *testing.T) {
 	reg := registrytest.New(t)
 	reg.PushCatalog(t, "catalogs/demo:v1", demoDir, registrytest.PushOptions{})
-	reg.Intercept(func(w http.ResponseWriter, r *http.Request) bool {
-		if r.Method != http.MethodGet || !strings.Contains(r.URL.Path, "/blobs/") {
-			return false
-		}
-		<-r.Context().Done()
-		return true
-	})
+	reg.StallBlobs()
 	srv := startServe(t, "--data-dir", t.TempDir(), "--listen", "127.0.0.1:0", "--catalog", "demo="+reg.Host+"/catalogs/demo:v1",
 		"--insecure-registry", reg.Host, "--pull-timeout", "1s")
 	got := getCatalog(t, apivalidate.NewClient(t, srv.base), "demo")

@@ -171,6 +171,19 @@ func (r *Registry) Intercept(f func(w http.ResponseWriter, req *http.Request) bo
 	r.intercept = f
 }
 
+// StallBlobs makes every blob download hang without a byte until the
+// client gives up: a registry that stops answering mid-pull, which only a
+// deadline on the pull can end.
+func (r *Registry) StallBlobs() {
+	r.Intercept(func(_ http.ResponseWriter, req *http.Request) bool {
+		if req.Method != http.MethodGet || !strings.Contains(req.URL.Path, "/blobs/") {
+			return false
+		}
+		<-req.Context().Done()
+		return true
+	})
+}
+
 func (r *Registry) wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		r.mu.Lock()
