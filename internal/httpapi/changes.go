@@ -2,8 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"net/http"
 	"time"
@@ -41,7 +39,7 @@ func (s *Server) getChanges(r *http.Request, snap *store.Snapshot) (any, error) 
 
 // packageJSON is catalogJSON for answers that depend on one package only,
 // the {package} of the path: their ETag is derived from the package's
-// version (packageVersion) instead of the catalog's, so a client's copy
+// version (query's PackageVersion) instead of the catalog's, so a client's copy
 // stays current (304) across catalog versions that leave the package
 // alone. They carry no Last-Modified, and ignore If-Modified-Since: the
 // time the catalog was indexed says nothing of when the package changed,
@@ -68,33 +66,9 @@ func (s *Server) packageJSON(fn func(*http.Request, *store.Snapshot) (any, error
 // package, without a time; from the catalog's otherwise (an answer that
 // the package is missing changes when the catalog does).
 func packageETag(ctx context.Context, snap *store.Snapshot, pkg string, r *http.Request) (string, time.Time, error) {
-	version, ok, err := packageVersion(ctx, snap, pkg)
+	version, ok, err := snap.Catalog.PackageVersion(ctx, pkg)
 	if err != nil || !ok {
 		return requestETag(snap.Info.Digest, r), snap.Info.BuiltAt, err
 	}
 	return requestETag(version, r), time.Time{}, nil
-}
-
-// packageVersion names what a package's answers are made of: its digest,
-// which covers its blobs, and its validation problems, which quote file
-// positions that a new layout of the same content changes.
-func packageVersion(ctx context.Context, snap *store.Snapshot, pkg string) (string, bool, error) {
-	digests, err := snap.Catalog.PackageDigests(ctx)
-	if err != nil {
-		return "", false, err
-	}
-	digest, ok := digests[pkg]
-	if !ok {
-		return "", false, nil
-	}
-	problems, err := snap.Catalog.Problems(ctx, pkg)
-	if err != nil {
-		return "", false, err
-	}
-	h := sha256.New()
-	h.Write([]byte("package\x00" + digest))
-	for _, p := range problems {
-		h.Write([]byte("\x00" + p.Position + "\x00" + p.Message))
-	}
-	return hex.EncodeToString(h.Sum(nil)), true, nil
 }

@@ -3,6 +3,8 @@ package query
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"slices"
 )
@@ -71,6 +73,44 @@ func (c *Catalog) PackageDigests(ctx context.Context) (map[string]string, error)
 		}
 		return out, nil
 	})
+}
+
+// PackageVersion names what the answers about package pkg are made of:
+// its digest, which covers its blobs, and its validation problems, whose
+// file positions a new layout of the same content changes. ok is false
+// when the catalog has no such package. Every package's version is
+// computed once per index file, from what the file keeps already, so that
+// answering a conditional request costs no query.
+func (c *Catalog) PackageVersion(ctx context.Context, pkg string) (version string, ok bool, err error) {
+	versions, err := memo(c, "packageVersions", func() (map[string]string, error) {
+		digests, err := c.PackageDigests(ctx)
+		if err != nil {
+			return nil, err
+		}
+		problems, err := c.Problems(ctx, "")
+		if err != nil {
+			return nil, err
+		}
+		byPackage := map[string][]Problem{}
+		for _, p := range problems {
+			byPackage[p.Package] = append(byPackage[p.Package], p)
+		}
+		out := make(map[string]string, len(digests))
+		for name, digest := range digests {
+			h := sha256.New()
+			h.Write([]byte("package\x00" + digest))
+			for _, p := range byPackage[name] {
+				h.Write([]byte("\x00" + p.Position + "\x00" + p.Message))
+			}
+			out[name] = hex.EncodeToString(h.Sum(nil))
+		}
+		return out, nil
+	})
+	if err != nil {
+		return "", false, err
+	}
+	version, ok = versions[pkg]
+	return version, ok, nil
 }
 
 // Changes are the differences between an earlier version of a catalog and
