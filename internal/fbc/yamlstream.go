@@ -285,7 +285,7 @@ func decodeYAMLMeta(text []byte, d yamlDoc) (*declcfg.Meta, error) {
 	}
 	var tree any
 	if yamlv2.Unmarshal(text, &tree) == nil {
-		if fast, ok := treeMeta(tree); ok {
+		if fast, ok := treeMeta(tree, len(text)); ok {
 			return fast, nil
 		}
 	}

@@ -29,12 +29,15 @@ import (
 // field that is not a string, a top-level key that is not ASCII or repeats
 // another when folded); the caller then takes operator-registry's own path,
 // which gives the answer or the error.
-func treeMeta(doc any) (*declcfg.Meta, bool) {
+//
+// sizeHint is the length of the document's text, about that of its
+// encoding, which is written into a buffer of that size as long as it fits.
+func treeMeta(doc any, sizeHint int) (*declcfg.Meta, bool) {
 	top, ok := doc.(map[any]any)
 	if !ok {
 		return nil, false
 	}
-	e := treeEncoder{}
+	e := treeEncoder{out: make([]byte, 0, sizeHint+1)}
 	meta := &declcfg.Meta{}
 	if !e.mapping(top, meta) {
 		return nil, false

@@ -96,7 +96,7 @@ func FuzzTreeMeta(f *testing.F) {
 		if yamlv2.Unmarshal(text, &tree) != nil {
 			return
 		}
-		got, ok := treeMeta(tree)
+		got, ok := treeMeta(tree, len(text))
 		if !ok {
 			return
 		}
@@ -123,7 +123,7 @@ func TestTreeMetaTakesCommunity(t *testing.T) {
 		if err := yamlv2.Unmarshal(doc, &tree); err != nil {
 			t.Fatalf("yaml.v2 rejects a document of the catalog: %v", err)
 		}
-		if _, ok := treeMeta(tree); !ok {
+		if _, ok := treeMeta(tree, len(doc)); !ok {
 			t.Errorf("treeMeta declines a document of the catalog:\n%.500s", doc)
 		}
 	}
