@@ -11,9 +11,10 @@
 // JSON stream: it is cut into values by their brackets and each is encoded
 // as declcfg.Meta encodes it, in one pass (canonicalMeta), with bundles
 // decoded without copies (scanBundle). Anything else is YAML, cut into
-// documents by lines as operator-registry cuts them and each decoded by
-// the YAML parser operator-registry uses (go.yaml.in/yaml/v2), whose tree is
-// encoded as operator-registry would encode it (treeMeta). Up to two YAML
+// documents by lines as operator-registry cuts them and each decoded into
+// the tree the YAML parser operator-registry uses (go.yaml.in/yaml/v2)
+// gives, by blockTree where it can and by that parser where it cannot; the
+// tree is encoded as operator-registry would encode it (treeMeta). Up to two YAML
 // files are parsed at once, a JSON file alone (walkOptions). The scanners
 // share the primitives of scan.go.
 //

@@ -3,6 +3,7 @@ package fbc
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -164,5 +165,110 @@ func TestWalkCommunityMatchesDeclcfg(t *testing.T) {
 		if g := got[p]; !slices.Equal(g, w) {
 			t.Errorf("%s: the walk gives %d blobs that differ from operator-registry's %d", p, len(g), len(w))
 		}
+	}
+}
+
+// dumpTree writes a decoded YAML tree with the type of every value and the
+// keys of every map sorted, so that two trees compare as text (NaN too).
+func dumpTree(v any) string {
+	switch v := v.(type) {
+	case map[any]any:
+		entries := make([]string, 0, len(v))
+		for k, e := range v {
+			entries = append(entries, dumpTree(k)+": "+dumpTree(e))
+		}
+		slices.Sort(entries)
+		return "{" + strings.Join(entries, ", ") + "}"
+	case []any:
+		items := make([]string, len(v))
+		for i, e := range v {
+			items[i] = dumpTree(e)
+		}
+		return "[" + strings.Join(items, ", ") + "]"
+	default:
+		return fmt.Sprintf("%T(%#v)", v, v)
+	}
+}
+
+// FuzzBlockTree: whatever blockTree decodes, go.yaml.in/yaml/v2 decodes to
+// the same tree. Without -fuzz it checks every document of the community
+// catalog, where present, beside the seeds.
+func FuzzBlockTree(f *testing.F) {
+	for _, seed := range []string{
+		"schema: olm.bundle\nname: b\npackage: p\nproperties:\n- type: olm.gvk\n  value:\n    group: g\n    kind: K\n    version: v1\n",
+		"a: [1, 2]\nb: {}\nc: []\n",
+		"n: [-0, 1.5, 1e400, .inf, -.inf, .nan, 0x1F, 0o17, 017, 1_000, 0b101, -0b11, 12345678901234567890, 9007199254740993, 1.2.3, 2001-12-14, 2001-12-14t21:59:43.10-05:00, +1, .5, 5., 1e5]\n",
+		"a: 1\nb: 1.5\nc: .inf\nd: .NaN\ne: 0x1F\nf: 017\ng: 1_000\nh: 0b101\ni: 12345678901234567890\nj: 1.2.3\nk: 2001-12-14\nl: 2001-12-14t21:59:43.10-05:00\nm: +1\nn: .5\no: 5.\np: 1e5\nq: 99999999999999999999999\n",
+		"b: yes\nc: No\nd: on\ne: OFF\nf: y\ng: n\nh: true\ni: False\nj: ~\nk: null\nl: ''\nm: \"\"\n",
+		"1: a\n1.5: b\ntrue: c\n2001-12-14: d\n\"1\": e\n'q''s': f\n\"\\u00e9\\x41\": g\n~: h\n",
+		"d: \"<&>\\u2028\\t\\x01é \\U0001F431\\N\\_\\L\\P\\e\\0\\ \\/\"\ns: 'it''s'\n",
+		"l: |\n  line\n   more\n\n  last\nm: |-\n  strip\n\n\nk: |+\n  keep\n\n\nz: 1\n",
+		"s:\n- |\n  in a sequence\n- - nested\n",
+		"p: a plain\n  scalar over\n\n  lines   \n    and more\nq: after\n",
+		"q: \"a double\n  quoted \\\n  scalar\n\n   over lines \"\nr: 'single\n\n  quoted  '\n",
+		"m:\n  k: v\n  l:\n  - a\n  - b: c\n    d: e\n  n: ~\nx:\n- 1\n-   2\n",
+		"a: b # comment\n",
+		"a: &x 1\nb: *x\n",
+		"a: !!str 1\n",
+		"a: >\n  folded\n",
+		"a: |2\n   indented\n",
+		"a:\n\tb: 1\n",
+		"a: 'unterminated\n",
+		"a: \"bad \\q escape\"\n",
+		"a: b: c\n",
+		"a:\n  b\n",
+		"- a\n",
+		"  a: 1\n",
+		"a: 1\n a: 2\n",
+		"a:\n  - 1\n  b: 2\n",
+		"a: x\n- y\n",
+		"a: 'x'y\n",
+		"a: \"\\ud800\"\n",
+		"a: |\n\n  leading blank\n",
+		"a: |\nnot indented\n",
+		"a: \"x\n---\n\"\n",
+		"a: x\n  #y\n",
+		"<<: {a: 1}\n",
+		"a: 1\na: 2\n",
+	} {
+		f.Add([]byte(seed))
+	}
+	for _, doc := range communityDocuments(f) {
+		f.Add(doc)
+	}
+	f.Fuzz(func(t *testing.T, text []byte) {
+		got, ok := blockTree(text)
+		if !ok {
+			return
+		}
+		var want any
+		if err := yamlv2.Unmarshal(text, &want); err != nil {
+			t.Fatalf("blockTree decoded what go.yaml.in/yaml/v2 rejects (%v):\n%q", err, text)
+		}
+		if g, w := dumpTree(got), dumpTree(want); g != w {
+			t.Fatalf("blockTree gives\n%s\ngo.yaml.in/yaml/v2\n%s\nfrom %q", g, w, text)
+		}
+	})
+}
+
+// TestBlockTreeTakesCommunity: blockTree must decode nearly every document
+// of the real catalog, or the fast path is not the one catalogs take.
+func TestBlockTreeTakesCommunity(t *testing.T) {
+	docs := communityDocuments(t)
+	if docs == nil {
+		t.Skip("../shared/catalogs/community-v4.20 is absent (a clone on its own): skipping the real-catalog test")
+	}
+	declined, declinedBytes, total := 0, 0, 0
+	for _, doc := range docs {
+		total += len(doc)
+		if _, ok := blockTree(doc); !ok {
+			declined++
+			declinedBytes += len(doc)
+			t.Logf("declined:\n%.300s", doc)
+		}
+	}
+	t.Logf("blockTree declined %d of %d documents, %d of %d bytes", declined, len(docs), declinedBytes, total)
+	if declinedBytes > total/20 {
+		t.Errorf("blockTree declined %d of %d bytes, more than 5%%", declinedBytes, total)
 	}
 }
