@@ -447,8 +447,24 @@ const sniffBytes = 4096
 // parseYAMLStream sends the blobs of a YAML stream.
 func parseYAMLStream(in *input, limits Limits, budget fileBudget, send func(Blob) bool) error {
 	split := &yamlSplitter{in: in, limit: limits.BlobBytes}
-	grow := func(n int) bool { return budget.reserve(int64(n)) }
+	// The document's text is reserved as the splitter keeps it, in steps
+	// of reserveStep rather than line by line: the budget's lock and maps
+	// cost more than reading a line. What a step reserves beyond the text
+	// is given back when the blob is sent (settle).
+	var credit int64
+	grow := func(n int) bool {
+		if int64(n) > credit {
+			step := max(int64(n), reserveStep)
+			if !budget.reserve(step) {
+				return false
+			}
+			credit += step
+		}
+		credit -= int64(n)
+		return true
+	}
 	for {
+		credit = 0
 		text, doc, err := split.nextDoc(grow)
 		if err == io.EOF {
 			return nil
@@ -472,6 +488,10 @@ func parseYAMLStream(in *input, limits Limits, budget fileBudget, send func(Blob
 		}
 	}
 }
+
+// reserveStep is how much of the byte budget a YAML document's text takes
+// at a time: about the size of a bundle's document in published catalogs.
+const reserveStep = 16 << 10
 
 // newBlob checks a parsed blob, which starts at pos, and decodes its typed
 // value.
