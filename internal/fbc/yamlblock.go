@@ -278,10 +278,6 @@ func quotedLine(body []byte) (string, int, bool) {
 			if s, i, ok = appendEscape(s, body, i); !ok {
 				return "", 0, false
 			}
-		case c == ' ':
-			// Spaces inside a line are kept; only line breaks fold.
-			s = append(s, c)
-			i++
 		default:
 			s = append(s, c)
 			i++
@@ -621,12 +617,12 @@ func resolvePlain(in string) any {
 	switch in[0] {
 	case 'y', 'Y', 'n', 'N', 't', 'T', 'f', 'F', 'o', 'O', '~':
 		if v, ok := yamlWords[in]; ok {
-			return v.value
+			return v
 		}
 		return in
 	case '.':
 		if v, ok := yamlWords[in]; ok {
-			return v.value
+			return v
 		}
 		if f, err := strconv.ParseFloat(in, 64); err == nil {
 			return f
@@ -634,7 +630,7 @@ func resolvePlain(in string) any {
 		return in
 	case '+', '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
 		if v, ok := yamlWords[in]; ok {
-			return v.value
+			return v
 		}
 		if isTimestamp(in) {
 			return in
@@ -667,28 +663,23 @@ func resolvePlain(in string) any {
 	return in
 }
 
-type yamlWord struct{ value any }
-
-// yamlWords are the plain scalars yaml.v2 resolves by name.
-var yamlWords = func() map[string]yamlWord {
-	m := map[string]yamlWord{}
-	for v, words := range map[yamlWord][]string{
-		{true}:  {"y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON"},
-		{false}: {"n", "N", "no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF"},
-		{nil}:   {"~", "null", "Null", "NULL"},
+// yamlWords are the plain scalars yaml.v2 resolves by name, and what to.
+var yamlWords = func() map[string]any {
+	m := map[string]any{}
+	for _, group := range []struct {
+		value any
+		words []string
+	}{
+		{true, []string{"y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON"}},
+		{false, []string{"n", "N", "no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF"}},
+		{nil, []string{"~", "null", "Null", "NULL"}},
+		{math.NaN(), []string{".nan", ".NaN", ".NAN"}},
+		{math.Inf(1), []string{".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF"}},
+		{math.Inf(-1), []string{"-.inf", "-.Inf", "-.INF"}},
 	} {
-		for _, w := range words {
-			m[w] = v
+		for _, w := range group.words {
+			m[w] = group.value
 		}
-	}
-	for _, w := range []string{".nan", ".NaN", ".NAN"} {
-		m[w] = yamlWord{math.NaN()}
-	}
-	for _, w := range []string{".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF"} {
-		m[w] = yamlWord{math.Inf(1)}
-	}
-	for _, w := range []string{"-.inf", "-.Inf", "-.INF"} {
-		m[w] = yamlWord{math.Inf(-1)}
 	}
 	return m
 }()
