@@ -98,11 +98,9 @@ type parsed struct {
 // SQLite on one goroutine, is the slower side (an 8,000-bundle catalog
 // built in the same time with one worker as with two), and each worker is
 // one more blob of many MB held in two copies (as read and as encoded)
-// while it parses. YAML is the other way round: the YAML parser takes
-// several times as long per byte as the loader, so two files parse at
-// once, one per core of a small machine, which is what makes `catalogd
-// validate` of a YAML catalog faster than operator-registry's (which
-// parses on every core). The budget is a few MB for the same reason: it is
+// while it parses. YAML is the other way round: decoding YAML takes longer
+// per byte than the loader, so two files parse at once, one per core of a
+// small machine (operator-registry parses on every core). The budget is a few MB for the same reason: it is
 // what lets a parser run ahead of the consumer, which small blobs need and
 // large ones only pay for in memory.
 type walkOptions struct {
