@@ -292,6 +292,19 @@ func plainString(tok []byte) bool {
 	return ascii || (utf8.Valid(body) && !bytes.Contains(body, []byte("\u2028")) && !bytes.Contains(body, []byte("\u2029")))
 }
 
+// plainText says of a string what plainString says of its token.
+func plainText(s string) bool {
+	ascii := true
+	for i := 0; i < len(s); i++ {
+		if b := s[i]; b < 0x20 || b == '\\' || b == '"' {
+			return false
+		} else if b >= utf8.RuneSelf {
+			ascii = false
+		}
+	}
+	return ascii || (utf8.ValidString(s) && !strings.Contains(s, "\u2028") && !strings.Contains(s, "\u2029"))
+}
+
 func (c *canonicalizer) decodeString(tok []byte) (string, bool) {
 	if plainString(tok) {
 		return string(tok[1 : len(tok)-1]), true
@@ -319,9 +332,10 @@ func (c *canonicalizer) string(tok []byte) bool {
 // appendString appends s as encoding/json encodes it, HTML characters as
 // they are.
 func (c *canonicalizer) appendString(dst []byte, s string) []byte {
-	tok := append(append([]byte{'"'}, s...), '"')
-	if plainString(tok) {
-		return append(dst, tok...)
+	if plainText(s) {
+		dst = append(dst, '"')
+		dst = append(dst, s...)
+		return append(dst, '"')
 	}
 	c.scratch.Reset()
 	enc := json.NewEncoder(&c.scratch)

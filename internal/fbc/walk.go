@@ -11,9 +11,12 @@
 // JSON stream: it is cut into values by their brackets and each is encoded
 // as declcfg.Meta encodes it, in one pass (canonicalMeta), with bundles
 // decoded without copies (scanBundle). Anything else is YAML, cut into
-// documents by lines as operator-registry cuts them and each converted by
-// sigs.k8s.io/yaml, as operator-registry converts it. The scanners share
-// the primitives of scan.go.
+// documents by lines as operator-registry cuts them and each decoded into
+// the tree the YAML parser operator-registry uses (go.yaml.in/yaml/v2)
+// gives, by blockTree where it can and by that parser where it cannot; the
+// tree is encoded as operator-registry would encode it (treeMeta). Up to two YAML
+// files are parsed at once, a JSON file alone (walkOptions). The scanners
+// share the primitives of scan.go.
 //
 // Memory is bounded by a constant independent of a file's size and shape:
 // about 2×Limits.BlobBytes + 8 MiB per parsing worker, more only while a
@@ -29,9 +32,8 @@
 // constant 0.2 MiB of heap however long it is (TestBombsTakeBoundedMemory;
 // test/stress's BenchmarkBombs feeds a GB of each to the binary). Deep
 // nesting costs stack, not heap: the canonical encoder stops at 64 levels
-// and encoding/json at 10,000. Converting a YAML document to JSON
-// (operator-registry's sigs.k8s.io/yaml) takes several times its text, at
-// most once per worker.
+// and encoding/json at 10,000. Decoding a YAML document (go.yaml.in/yaml/v2's
+// tree) takes several times its text, at most once per worker.
 package fbc
 
 import (
@@ -84,25 +86,29 @@ type parsed struct {
 	err  error
 }
 
-// walkOptions bound a walk: it parses workers files at once, up to
-// aheadFiles files ahead of the consumer, and holds about aheadBytes of
-// parsed blobs (see byteBudget). A file's blobs wait in a channel of
-// fileBuffer, so that a worker rarely blocks on a long file and leaves its
-// core idle; the byte budget, not the channel, bounds the memory a walk
-// holds, whatever the catalog's size.
+// walkOptions bound a walk: it parses up to workers YAML files at once,
+// and a JSON file alone (it takes every worker), up to aheadFiles files
+// ahead of the consumer, and holds about aheadBytes of parsed blobs (see
+// byteBudget). A file's blobs wait in a channel of fileBuffer, so that a
+// worker rarely blocks on a long file and leaves its core idle; the byte
+// budget, not the channel, bounds the memory a walk holds, whatever the
+// catalog's size.
 //
-// One worker: the index's loader, which writes SQLite on one goroutine, is
-// the slower side (an 8,000-bundle catalog built in the same time with one
-// worker as with two), and each worker is one more blob of many MB held in
-// two copies (as read and as encoded) while it parses. The budget is a few
-// MB for the same reason: it is what lets a parser run ahead of the
-// consumer, which small blobs need and large ones only pay for in memory.
+// JSON files are parsed one at a time: the index's loader, which writes
+// SQLite on one goroutine, is the slower side (an 8,000-bundle catalog
+// built in the same time with one worker as with two), and each worker is
+// one more blob of many MB held in two copies (as read and as encoded)
+// while it parses. YAML is the other way round: decoding YAML takes longer
+// per byte than the loader, so two files parse at once, one per core of a
+// small machine (operator-registry parses on every core). The budget is a few MB for the same reason: it is
+// what lets a parser run ahead of the consumer, which small blobs need and
+// large ones only pay for in memory.
 type walkOptions struct {
 	workers, aheadFiles, fileBuffer int
 	aheadBytes                      int64
 }
 
-var defaultWalk = walkOptions{workers: 1, aheadFiles: 32, fileBuffer: 1024, aheadBytes: 4 << 20}
+var defaultWalk = walkOptions{workers: 2, aheadFiles: 32, fileBuffer: 1024, aheadBytes: 4 << 20}
 
 // Walk reads the catalog in fsys and calls yield with each blob, in walk
 // order, until yield fails. Content that is not a catalog, or breaks
@@ -142,15 +148,27 @@ func walk(ctx context.Context, fsys fs.FS, limits Limits, opts walkOptions, yiel
 			case <-ctx.Done():
 				return
 			}
-			select {
-			case workers <- struct{}{}:
-			case <-ctx.Done():
-				close(file) // the consumer may be waiting on it; it finds ctx done
-				return
+			src := openSource(fsys, path, limits)
+			weight := 1
+			if src.json {
+				weight = opts.workers
+			}
+			for range weight {
+				select {
+				case workers <- struct{}{}:
+				case <-ctx.Done():
+					src.close()
+					close(file) // the consumer may be waiting on it; it finds ctx done
+					return
+				}
 			}
 			parsers.Go(func() {
-				defer func() { <-workers }()
-				parseFile(ctx, fsys, path, limits, file, fileBudget{budget, i})
+				defer func() {
+					for range weight {
+						<-workers
+					}
+				}()
+				parseFile(ctx, fsys, src, limits, file, fileBudget{budget, i})
 			})
 		}
 	})
@@ -307,18 +325,51 @@ func catalogFiles(fsys fs.FS, limits Limits) ([]string, error) {
 	return slices.DeleteFunc(paths, func(p string) bool { return matcher.Match(p, false) }), nil
 }
 
-// parseFile streams one file's blobs into out and closes it; a failure is
-// sent last. Each blob's bytes are reserved in budget while it is read and
-// decoded, so that the walk's memory stays within the budget whatever the
-// size of single blobs.
+// source is a catalog file opened, with what its first bytes say it is.
+type source struct {
+	path string
+	f    fs.File
+	in   *input
+	// json says the file is read as a JSON stream, at least at first.
+	json bool
+	// err is why the file could not be opened.
+	err error
+}
+
+// openSource opens a catalog file and looks at its start as
+// operator-registry's parser (apimachinery's YAMLOrJSONDecoder) does: it
+// is a JSON stream if its first non-space byte within 4 KiB is '{', YAML
+// otherwise.
+func openSource(fsys fs.FS, path string, limits Limits) source {
+	f, err := fsys.Open(path)
+	if err != nil {
+		return source{path: path, err: err}
+	}
+	in := newInput(f, path, limits)
+	in.ensure(sniffBytes)
+	json := in.err == nil && bytes.HasPrefix(bytes.TrimLeftFunc(in.buf[:min(len(in.buf), sniffBytes)], unicode.IsSpace), []byte("{"))
+	return source{path: path, f: f, in: in, json: json}
+}
+
+// close closes the file, if it was opened.
+func (s source) close() {
+	if s.f != nil {
+		s.f.Close()
+	}
+}
+
+// parseFile streams the blobs of src, which it closes, into out and closes
+// out; a failure is sent last. Each blob's bytes are reserved in budget
+// while it is read and decoded, so that the walk's memory stays within the
+// budget whatever the size of single blobs.
 //
-// A file is read as operator-registry's parser (apimachinery's
-// YAMLOrJSONDecoder) reads it: as a JSON stream if its first non-space
-// byte within 4 KiB is '{', as YAML otherwise; a JSON stream whose first
-// two values do not both parse is read on as YAML after the first value
-// that did (see jsonFallback).
-func parseFile(ctx context.Context, fsys fs.FS, path string, limits Limits, out chan<- parsed, budget fileBudget) {
+// A file is read as operator-registry's parser reads it: as a JSON stream
+// or as YAML, as openSource found; a JSON stream whose first two values do
+// not both parse is read on as YAML after the first value that did (see
+// jsonFallback).
+func parseFile(ctx context.Context, fsys fs.FS, src source, limits Limits, out chan<- parsed, budget fileBudget) {
 	defer close(out)
+	path := src.path
 	send := func(b Blob) bool {
 		budget.settle(b.size())
 		select {
@@ -343,14 +394,12 @@ func parseFile(ctx context.Context, fsys fs.FS, path string, limits Limits, out 
 		}
 	}
 
-	f, err := fsys.Open(path)
-	if err != nil {
-		fail(err)
+	if src.err != nil {
+		fail(src.err)
 		return
 	}
-	in := newInput(f, path, limits)
-	in.ensure(sniffBytes)
-	if in.err == nil && bytes.HasPrefix(bytes.TrimLeftFunc(in.buf[:min(len(in.buf), sniffBytes)], unicode.IsSpace), []byte("{")) {
+	f, in := src.f, src.in
+	if src.json {
 		fallback, err := parseJSONStream(in, limits, budget, send)
 		if fallback == nil {
 			f.Close()
@@ -382,7 +431,7 @@ func parseFile(ctx context.Context, fsys fs.FS, path string, limits Limits, out 
 			return
 		}
 	}
-	err = parseYAMLStream(in, limits, budget, send)
+	err := parseYAMLStream(in, limits, budget, send)
 	f.Close()
 	if err != nil {
 		fail(err)
@@ -396,8 +445,24 @@ const sniffBytes = 4096
 // parseYAMLStream sends the blobs of a YAML stream.
 func parseYAMLStream(in *input, limits Limits, budget fileBudget, send func(Blob) bool) error {
 	split := &yamlSplitter{in: in, limit: limits.BlobBytes}
-	grow := func(n int) bool { return budget.reserve(int64(n)) }
+	// The document's text is reserved as the splitter keeps it, in steps
+	// of reserveStep rather than line by line: the budget's lock and maps
+	// cost more than reading a line. What a step reserves beyond the text
+	// is given back when the blob is sent (settle).
+	var credit int64
+	grow := func(n int) bool {
+		if int64(n) > credit {
+			step := max(int64(n), reserveStep)
+			if !budget.reserve(step) {
+				return false
+			}
+			credit += step
+		}
+		credit -= int64(n)
+		return true
+	}
 	for {
+		credit = 0
 		text, doc, err := split.nextDoc(grow)
 		if err == io.EOF {
 			return nil
@@ -421,6 +486,10 @@ func parseYAMLStream(in *input, limits Limits, budget fileBudget, send func(Blob
 		}
 	}
 }
+
+// reserveStep is how much of the byte budget a YAML document's text takes
+// at a time: about the size of a bundle's document in published catalogs.
+const reserveStep = 16 << 10
 
 // newBlob checks a parsed blob, which starts at pos, and decodes its typed
 // value.

@@ -3,26 +3,44 @@ package fbc
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"testing/fstest"
 	"testing/iotest"
 	"time"
 
+	"sigs.k8s.io/yaml"
+
 	"github.com/catalogd/catalogd/test/fbcfacts"
 )
 
-// TestWalkLimits walks a generated catalog under limits from the tightest
-// (one blob buffered, a one-byte budget) to the build's own, and checks that
-// every blob arrives once and in walk order: the stream equals the catalogd
-// encoding of the files, read by fbcfacts.
+// TestWalkLimits walks a generated catalog, as JSON and as YAML, under
+// limits from the tightest (one blob buffered, a one-byte budget) to the
+// build's own, and checks that every blob arrives once and in walk order:
+// the stream equals the catalogd encoding of the files, read by fbcfacts.
 func TestWalkLimits(t *testing.T) {
-	dir := fbcfacts.Generated(t)
+	for _, format := range []struct {
+		name string
+		dir  func(*testing.T) string
+	}{
+		{"JSON", func(t *testing.T) string { return fbcfacts.Generated(t) }},
+		{"YAML", generatedYAML},
+	} {
+		t.Run(format.name, func(t *testing.T) { testWalkLimits(t, format.dir(t)) })
+	}
+}
+
+func testWalkLimits(t *testing.T, dir string) {
 	want := fbcfacts.Load(t, dir).JSONLines()
 	tests := []struct {
 		name string
@@ -54,7 +72,11 @@ func TestWalkLimits(t *testing.T) {
 // that error and leaves no parsing goroutine behind, whatever it was
 // waiting on (a full channel, the byte budget, a free worker).
 func TestWalkStops(t *testing.T) {
-	dir := fbcfacts.Generated(t)
+	t.Run("JSON", func(t *testing.T) { testWalkStops(t, fbcfacts.Generated(t)) })
+	t.Run("YAML", func(t *testing.T) { testWalkStops(t, generatedYAML(t)) })
+}
+
+func testWalkStops(t *testing.T, dir string) {
 	errLoad := errors.New("load failed")
 	tests := []struct {
 		name   string
@@ -209,5 +231,147 @@ func TestWalkBlobLimit(t *testing.T) {
 				})
 			}
 		}
+	}
+}
+
+// generatedYAML writes the generated catalog of fbcfacts.Generated again as
+// YAML, a document per blob, as opm renders catalogs to YAML.
+func generatedYAML(t *testing.T) string {
+	t.Helper()
+	src := fbcfacts.Generated(t)
+	dir := t.TempDir()
+	err := fs.WalkDir(os.DirFS(src), ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(filepath.Join(src, p))
+		if err != nil {
+			return err
+		}
+		var out bytes.Buffer
+		dec := json.NewDecoder(bytes.NewReader(data))
+		for {
+			var raw json.RawMessage
+			if err := dec.Decode(&raw); err == io.EOF {
+				break
+			} else if err != nil {
+				return err
+			}
+			doc, err := yaml.JSONToYAML(raw)
+			if err != nil {
+				return err
+			}
+			out.WriteString("---\n")
+			out.Write(doc)
+		}
+		dst := filepath.Join(dir, strings.TrimSuffix(p, filepath.Ext(p))+".yaml")
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return err
+		}
+		return os.WriteFile(dst, out.Bytes(), 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// gatedFS holds every Read past a file's first until release is closed,
+// counting the readers it holds at once: files the walk parses at the same
+// time. (The first Read is the launcher's look at the file's start.)
+type gatedFS struct {
+	fs.FS
+	release chan struct{}
+	mu      sync.Mutex
+	held    int
+	most    int
+}
+
+func (g *gatedFS) Open(name string) (fs.File, error) {
+	f, err := g.FS.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	if fi, err := f.Stat(); err != nil || fi.IsDir() {
+		return f, err
+	}
+	return &gatedFile{File: f, fs: g}, nil
+}
+
+// holding reports how many readers are held now.
+func (g *gatedFS) holding() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.held
+}
+
+type gatedFile struct {
+	fs.File
+	fs    *gatedFS
+	reads int
+}
+
+func (f *gatedFile) Read(p []byte) (int, error) {
+	if f.reads++; f.reads > 1 {
+		g := f.fs
+		g.mu.Lock()
+		g.held++
+		g.most = max(g.most, g.held)
+		g.mu.Unlock()
+		<-g.release
+		g.mu.Lock()
+		g.held--
+		g.mu.Unlock()
+	}
+	return f.File.Read(p)
+}
+
+// TestWalkWorkers: a walk parses two YAML files at once, the YAML parser
+// being the slow side of reading YAML, and JSON files one at a time, the
+// loader being the slow side there.
+func TestWalkWorkers(t *testing.T) {
+	// Each file is over sniffBytes and within a chunk, so that the look at
+	// its start is one Read and the parser's reads are held.
+	filler := strings.Repeat("\n", sniffBytes)
+	files := func(ext, doc string) fstest.MapFS {
+		fsys := fstest.MapFS{}
+		for i := range 4 {
+			fsys[fmt.Sprintf("p%d/c.%s", i, ext)] = &fstest.MapFile{Data: []byte(strings.Replace(doc, "N", strconv.Itoa(i), 1) + filler)}
+		}
+		return fsys
+	}
+	tests := []struct {
+		name string
+		fsys fstest.MapFS
+		want int
+	}{
+		{"YAML", files("yaml", "schema: olm.package\nname: pN\n"), 2},
+		{"JSON", files("json", `{"schema":"olm.package","name":"pN"}`+"\n"), 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := &gatedFS{FS: tt.fsys, release: make(chan struct{})}
+			done := make(chan error, 1)
+			n := 0
+			go func() {
+				done <- Walk(t.Context(), g, Limits{}, func(context.Context, Blob) error { n++; return nil })
+			}()
+			// Wait for the walk to hold as many parsers as it will: the
+			// expected count, or a while longer than it takes to start them.
+			for deadline := time.Now().Add(10 * time.Second); g.holding() < tt.want && time.Now().Before(deadline); {
+				time.Sleep(time.Millisecond)
+			}
+			time.Sleep(100 * time.Millisecond)
+			close(g.release)
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			if n != len(tt.fsys) {
+				t.Errorf("walk gave %d blobs of %d files", n, len(tt.fsys))
+			}
+			if g.most != tt.want {
+				t.Errorf("%d files parsed at once, want %d", g.most, tt.want)
+			}
+		})
 	}
 }
