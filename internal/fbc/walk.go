@@ -47,8 +47,9 @@ import (
 	"unicode"
 
 	"github.com/joelanford/ignore"
-	"github.com/operator-framework/operator-registry/alpha/declcfg"
 	"github.com/operator-framework/operator-registry/alpha/property"
+
+	"github.com/catalogd/catalogd/internal/declcfg"
 )
 
 // Blob is one blob of a catalog.

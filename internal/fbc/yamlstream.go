@@ -8,8 +8,9 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/operator-framework/operator-registry/alpha/declcfg"
 	"sigs.k8s.io/yaml"
+
+	"github.com/catalogd/catalogd/internal/declcfg"
 )
 
 // yamlSplitter cuts a YAML stream into documents the way operator-registry's
@@ -273,8 +274,8 @@ var yamlLine = regexp.MustCompile(`yaml: line (\d+): `)
 // goes through canonicalMeta, the JSON reader's equivalent of
 // Meta.UnmarshalJSON without its decoding into a map and encoding again,
 // which cost a third of reading a YAML catalog; what canonicalMeta
-// declines, and any error, takes operator-registry's own path, so that
-// errors are its own. (For a Meta, a json.Unmarshaler, sigs.k8s.io/yaml
+// declines, and any error, takes Meta.UnmarshalJSON's path, so that
+// errors are operator-registry's. (For a Meta, a json.Unmarshaler, sigs.k8s.io/yaml
 // converts the document exactly as YAMLToJSON does.)
 func decodeYAMLMeta(text []byte, d yamlDoc) (*declcfg.Meta, error) {
 	meta := &declcfg.Meta{}
