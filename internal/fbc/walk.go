@@ -16,11 +16,11 @@
 // the primitives of scan.go.
 //
 // Memory is bounded by a constant independent of a file's size and shape:
-// about 2×Limits.BlobBytes + 8 MiB per parsing worker, more only while a
+// about 2×Limits.BlobBytes + 2 MiB per parsing worker, more only while a
 // YAML document is converted (below). A walk holds the blob being read (its
 // buffer never grows past Limits.BlobBytes, and a blob is refused once
 // over it, so a GB-long string costs the limit) and its encoding, the byte
-// budget of parsed blobs waiting for the consumer (walkOptions: 4 MiB),
+// budget of parsed blobs waiting for the consumer (walkOptions: 1 MiB),
 // and a 64 KiB chunk per open file. What is not a blob is dropped as it is
 // read, never held: space between JSON values, and before a YAML
 // document's first line the separator that opens it and lines of spaces,
@@ -95,15 +95,19 @@ type parsed struct {
 // One worker: the index's loader, which writes SQLite on one goroutine, is
 // the slower side (an 8,000-bundle catalog built in the same time with one
 // worker as with two), and each worker is one more blob of many MB held in
-// two copies (as read and as encoded) while it parses. The budget is a few
-// MB for the same reason: it is what lets a parser run ahead of the
-// consumer, which small blobs need and large ones only pay for in memory.
+// two copies (as read and as encoded) while it parses. The budget is 1 MiB
+// for the same reason: it is what lets a parser run ahead of the consumer,
+// which small blobs need and large ones only pay for in memory. 1 MiB is
+// still about a hundred bundles of a typical catalog ahead, and a build of
+// the bench catalog took as long as with 4 MiB within the noise of a
+// shared machine (BenchmarkBuild, alternating runs), while 4 MiB raised
+// the server's peak by 8 MiB (make bench-memory).
 type walkOptions struct {
 	workers, aheadFiles, fileBuffer int
 	aheadBytes                      int64
 }
 
-var defaultWalk = walkOptions{workers: 1, aheadFiles: 32, fileBuffer: 1024, aheadBytes: 4 << 20}
+var defaultWalk = walkOptions{workers: 1, aheadFiles: 32, fileBuffer: 1024, aheadBytes: 1 << 20}
 
 // Walk reads the catalog in fsys and calls yield with each blob, in walk
 // order, until yield fails. Content that is not a catalog, or breaks
