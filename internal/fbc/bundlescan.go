@@ -4,8 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 
-	"github.com/operator-framework/operator-registry/alpha/declcfg"
 	"github.com/operator-framework/operator-registry/alpha/property"
+
+	"github.com/catalogd/catalogd/internal/declcfg"
 )
 
 // scanBundle decodes a bundle blob in one pass, without copying: property

@@ -10,15 +10,17 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/operator-framework/operator-registry/alpha/declcfg"
+	ordeclcfg "github.com/operator-framework/operator-registry/alpha/declcfg"
 
+	"github.com/catalogd/catalogd/internal/declcfg"
 	"github.com/catalogd/catalogd/test/fbcfacts"
 )
 
-// metaBlob gives a blob as the walk hands it over: declcfg.Meta's encoding.
+// metaBlob gives a blob as the walk hands it over: operator-registry's
+// Meta encoding.
 func metaBlob(t testing.TB, doc string) ([]byte, bool) {
 	t.Helper()
-	var m declcfg.Meta
+	var m ordeclcfg.Meta
 	if err := json.Unmarshal([]byte(doc), &m); err != nil {
 		return nil, false
 	}
@@ -110,8 +112,8 @@ func TestScanBundleCatalogs(t *testing.T) {
 		t.Run(tt.Name, func(t *testing.T) {
 			// WalkMetasFS calls back from several goroutines at once.
 			var bundles atomic.Int64
-			err := declcfg.WalkMetasFS(context.Background(), os.DirFS(tt.Dir(t)), func(path string, m *declcfg.Meta, err error) error {
-				if err != nil || m.Schema != declcfg.SchemaBundle {
+			err := ordeclcfg.WalkMetasFS(context.Background(), os.DirFS(tt.Dir(t)), func(path string, m *ordeclcfg.Meta, err error) error {
+				if err != nil || m.Schema != ordeclcfg.SchemaBundle {
 					return err
 				}
 				bundles.Add(1)

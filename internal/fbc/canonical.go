@@ -8,7 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/operator-framework/operator-registry/alpha/declcfg"
+	"github.com/catalogd/catalogd/internal/declcfg"
 )
 
 // canonicalMeta makes of raw, one JSON object, the declcfg.Meta that

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/operator-framework/operator-registry/alpha/declcfg"
+	"github.com/catalogd/catalogd/internal/declcfg"
 )
 
 // jsonSplitter cuts a JSON stream into its top-level values, as raw bytes.

@@ -19,11 +19,11 @@
 // share the primitives of scan.go.
 //
 // Memory is bounded by a constant independent of a file's size and shape:
-// about 2×Limits.BlobBytes + 8 MiB per parsing worker, more only while a
+// about 2×Limits.BlobBytes + 2 MiB per parsing worker, more only while a
 // YAML document is converted (below). A walk holds the blob being read (its
 // buffer never grows past Limits.BlobBytes, and a blob is refused once
 // over it, so a GB-long string costs the limit) and its encoding, the byte
-// budget of parsed blobs waiting for the consumer (walkOptions: 4 MiB),
+// budget of parsed blobs waiting for the consumer (walkOptions: 1 MiB),
 // and a 64 KiB chunk per open file. What is not a blob is dropped as it is
 // read, never held: space between JSON values, and before a YAML
 // document's first line the separator that opens it and lines of spaces,
@@ -49,8 +49,9 @@ import (
 	"unicode"
 
 	"github.com/joelanford/ignore"
-	"github.com/operator-framework/operator-registry/alpha/declcfg"
 	"github.com/operator-framework/operator-registry/alpha/property"
+
+	"github.com/catalogd/catalogd/internal/declcfg"
 )
 
 // Blob is one blob of a catalog.
@@ -94,21 +95,25 @@ type parsed struct {
 // budget, not the channel, bounds the memory a walk holds, whatever the
 // catalog's size.
 //
-// JSON files are parsed one at a time: the index's loader, which writes
-// SQLite on one goroutine, is the slower side (an 8,000-bundle catalog
-// built in the same time with one worker as with two), and each worker is
-// one more blob of many MB held in two copies (as read and as encoded)
-// while it parses. YAML is the other way round: decoding YAML takes longer
-// per byte than the loader, so two files parse at once, one per core of a
-// small machine (operator-registry parses on every core). The budget is a few MB for the same reason: it is
-// what lets a parser run ahead of the consumer, which small blobs need and
-// large ones only pay for in memory.
+// YAML is parsed two files at once, JSON one file at a time: the index's
+// loader, which writes SQLite on one goroutine, is the slower side for JSON
+// (an 8,000-bundle catalog built in the same time with one worker as with
+// two), and each worker is one more blob of many MB held in two copies (as
+// read and as encoded) while it parses; decoding YAML takes longer per byte
+// than the loader, so two files parse at once, one per core of a small
+// machine (operator-registry parses on every core). The budget is 1 MiB for
+// the same reason: it is what lets a parser run ahead of the consumer,
+// which small blobs need and large ones only pay for in memory. 1 MiB is
+// still about a hundred bundles of a typical catalog ahead, and a build of
+// the bench catalog took as long as with 4 MiB within the noise of a
+// shared machine (BenchmarkBuild, alternating runs), while 4 MiB raised
+// the server's peak by 8 MiB (make bench-memory).
 type walkOptions struct {
 	workers, aheadFiles, fileBuffer int
 	aheadBytes                      int64
 }
 
-var defaultWalk = walkOptions{workers: 2, aheadFiles: 32, fileBuffer: 1024, aheadBytes: 4 << 20}
+var defaultWalk = walkOptions{workers: 2, aheadFiles: 32, fileBuffer: 1024, aheadBytes: 1 << 20}
 
 // Walk reads the catalog in fsys and calls yield with each blob, in walk
 // order, until yield fails. Content that is not a catalog, or breaks

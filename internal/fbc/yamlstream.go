@@ -8,9 +8,10 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/operator-framework/operator-registry/alpha/declcfg"
 	yamlv2 "go.yaml.in/yaml/v2"
 	"sigs.k8s.io/yaml"
+
+	"github.com/catalogd/catalogd/internal/declcfg"
 )
 
 // yamlSplitter cuts a YAML stream into documents the way operator-registry's

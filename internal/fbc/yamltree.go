@@ -8,7 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/operator-framework/operator-registry/alpha/declcfg"
+	"github.com/catalogd/catalogd/internal/declcfg"
 )
 
 // treeMeta makes of doc, what go.yaml.in/yaml/v2 decodes a YAML document

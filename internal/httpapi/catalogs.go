@@ -9,11 +9,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/operator-framework/operator-registry/alpha/declcfg"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/catalogd/catalogd/api/catalogapi"
 	"github.com/catalogd/catalogd/internal/catalogs"
+	"github.com/catalogd/catalogd/internal/declcfg"
 	"github.com/catalogd/catalogd/internal/query"
 	"github.com/catalogd/catalogd/internal/store"
 )

@@ -7,7 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 
-	"github.com/operator-framework/operator-registry/alpha/declcfg"
+	"github.com/catalogd/catalogd/internal/declcfg"
 )
 
 // A package's digest (packages.digest) identifies its content, so that a

@@ -12,8 +12,9 @@ import (
 	"strings"
 
 	"github.com/blang/semver/v4"
-	"github.com/operator-framework/operator-registry/alpha/declcfg"
 	"github.com/operator-framework/operator-registry/alpha/property"
+
+	"github.com/catalogd/catalogd/internal/declcfg"
 )
 
 // finish does what needs a whole package: validation, version ranks,

@@ -12,9 +12,9 @@ import (
 	"strings"
 
 	"github.com/jmoiron/sqlx"
-	"github.com/operator-framework/operator-registry/alpha/declcfg"
 	"github.com/operator-framework/operator-registry/alpha/property"
 
+	"github.com/catalogd/catalogd/internal/declcfg"
 	"github.com/catalogd/catalogd/internal/fbc"
 )
 

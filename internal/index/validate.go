@@ -9,11 +9,11 @@ import (
 
 	"github.com/blang/semver/v4"
 	"github.com/distribution/reference"
-	"github.com/operator-framework/operator-registry/alpha/declcfg"
 	"github.com/operator-framework/operator-registry/alpha/model"
 	"github.com/operator-framework/operator-registry/alpha/property"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/catalogd/catalogd/internal/declcfg"
 	"github.com/catalogd/catalogd/internal/fbc"
 )
 

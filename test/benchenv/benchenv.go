@@ -49,6 +49,11 @@ func RSSMiB() float64 { return statusMiB("self", "VmRSS") }
 // can count memory of the parent it was forked from.
 func ProcessPeakRSSMiB(pid int) float64 { return statusMiB(strconv.Itoa(pid), "VmHWM") }
 
+// ProcessMemoryMiB is the figure field of /proc/<pid>/status of the
+// running process pid, in MiB: VmRSS, VmHWM, RssAnon (its heaps and
+// stacks) or RssFile (the pages of its binary and other mapped files).
+func ProcessMemoryMiB(pid int, field string) float64 { return statusMiB(strconv.Itoa(pid), field) }
+
 // statusMiB reads a memory figure of /proc/<proc>/status, 0 if unavailable.
 func statusMiB(proc, field string) float64 {
 	f, err := os.Open("/proc/" + proc + "/status")

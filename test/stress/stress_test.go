@@ -73,7 +73,13 @@ var servingLine = regexp.MustCompile(`catalogd serving (http://\S+?),`)
 // catalogs' first sync; waitSynced does.
 func start(t testing.TB, args ...string) *server {
 	t.Helper()
-	s := &server{Process: catalogdproc.Start(t, binary, append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...)}
+	return startBinary(t, binary, args...)
+}
+
+// startBinary is start with another copy of the binary.
+func startBinary(t testing.TB, bin string, args ...string) *server {
+	t.Helper()
+	s := &server{Process: catalogdproc.Start(t, bin, append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...)}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("catalogd stdout:\n%s\ncatalogd stderr (last 4 KB):\n%s", s.Stdout, tail(s.Stderr.String(), 4096))
