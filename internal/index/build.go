@@ -13,10 +13,18 @@
 // itself (ReadInfo) is read here, beside the code that writes it. Check
 // runs the same reading and validation for a verdict alone (catalogd
 // validate), without the files only serving reads.
+//
+// An index records each catalog file it was built from (the files table:
+// its hash, and where its part of the index lies), and the gzip copy
+// compresses each file apart, so that the next build of the same catalog
+// (Content.Previous) can parse only the files that changed and copy the
+// rest, rows and bytes, into the same files a full build writes
+// (incremental.go).
 package index
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -60,6 +68,36 @@ type Content struct {
 	// Limits bound the size of the content's files and blobs; zero fields
 	// take the defaults.
 	Limits fbc.Limits
+	// Previous is the database path of the live index of the same catalog
+	// (its content and gzip files beside it, see Files), whose unchanged
+	// parts Build may reuse: an incremental build. "" builds from scratch.
+	// Build only reads the previous files; the caller keeps them in place
+	// until Build returns.
+	Previous string
+	// FileHash returns the SHA-256 of the named file of FS as the source
+	// already computed it (catalogdir while taking its digest, unpack while
+	// extracting), so that an incremental build tells unchanged files
+	// without reading them; ok false makes Build hash the file itself.
+	// May be nil.
+	FileHash func(name string) (sum [sha256.Size]byte, ok bool)
+}
+
+// Build modes (BuildMode.Mode).
+const (
+	ModeFull        = "full"
+	ModeIncremental = "incremental"
+)
+
+// BuildMode says how an index was built; Stats.Build and Info.Build carry it.
+type BuildMode struct {
+	Mode string `json:"mode"` // "full" or "incremental"
+	// Reason says why a build was full although Content.Previous was set
+	// ("no previous index", "schema changed", "62 of 300 packages changed",
+	// "previous index inconsistent: ..."); empty otherwise.
+	Reason string `json:"reason,omitempty"`
+	// PackagesRebuilt counts the packages parsed and validated anew: every
+	// package for a full build.
+	PackagesRebuilt int `json:"packagesRebuilt"`
 }
 
 // Stats describes a built index.
@@ -74,6 +112,8 @@ type Stats struct {
 	Problems int            `json:"problems"`
 	// AllBytes is the size of the catalogd-compatible /all stream.
 	AllBytes int64 `json:"allBytes"`
+	// Build says how the index was built.
+	Build BuildMode `json:"build"`
 }
 
 // Build writes the index of src into a new SQLite file at path, the blobs
@@ -84,12 +124,55 @@ type Stats struct {
 // beforehand. Every file Build opens in src.FS is closed by the time it
 // returns, whatever the outcome, so that src.ReadDigest then covers all
 // Build read.
-func Build(ctx context.Context, path string, src Content, builtAt time.Time) (stats Stats, err error) {
+//
+// With src.Previous set, Build reuses what did not change of that index
+// (see plan) and makes the files a full build makes, or builds in full
+// and says why in Stats.Build.
+func Build(ctx context.Context, path string, src Content, builtAt time.Time) (Stats, error) {
 	for _, p := range Files(path) {
 		if _, statErr := os.Lstat(p); statErr == nil {
 			return Stats{}, fmt.Errorf("build index: %s already exists", p)
 		}
 	}
+	mode := BuildMode{Mode: ModeFull}
+	if src.Previous == "" {
+		return build(ctx, path, src, builtAt, nil, mode)
+	}
+	extra := map[string]bool{}
+	for restarts := 0; ; restarts++ {
+		p, err := newPlan(ctx, src, extra)
+		var stats Stats
+		if err == nil {
+			stats, err = build(ctx, path, src, builtAt, p, BuildMode{Mode: ModeIncremental})
+			p.close()
+		}
+		var fb *fallbackError
+		var rs *restartError
+		switch {
+		case err == nil:
+			return stats, nil
+		case errors.As(err, &rs) && restarts < maxRestarts:
+			extra[rs.group] = true
+			continue
+		case errors.As(err, &rs):
+			mode.Reason = fmt.Sprintf("more than %d packages spread over changed and unchanged files", maxRestarts)
+		case errors.As(err, &fb):
+			mode.Reason = fb.reason
+		default:
+			return Stats{}, err
+		}
+		return build(ctx, path, src, builtAt, nil, mode)
+	}
+}
+
+// maxRestarts bounds how often an incremental build starts over having
+// met a package in a changed file that it did not expect there (see
+// restartError).
+const maxRestarts = 8
+
+// build builds the index at path, incrementally along p, or in full when
+// p is nil.
+func build(ctx context.Context, path string, src Content, builtAt time.Time, p *plan, mode BuildMode) (stats Stats, err error) {
 	defer func() {
 		if err != nil {
 			RemoveFiles(path)
@@ -124,7 +207,7 @@ func Build(ctx context.Context, path string, src Content, builtAt time.Time) (st
 	// the load writes it.
 	gz := startCompress(ctx, content, GzipPath(path))
 	defer gz.stop()
-	stats, err = load(ctx, db, content, gz, src, builtAt)
+	stats, records, err := load(ctx, db, content, gz, src, builtAt, p, mode)
 	if err != nil {
 		return Stats{}, err
 	}
@@ -134,7 +217,11 @@ func Build(ctx context.Context, path string, src Content, builtAt time.Time) (st
 	if err := migrations.Apply(ctx, db, migrations.Indexes); err != nil {
 		return Stats{}, fmt.Errorf("create indexes: %w", err)
 	}
-	if err := gz.wait(); err != nil {
+	segments, err := gz.wait()
+	if err != nil {
+		return Stats{}, err
+	}
+	if err := writeFiles(ctx, db, records, segments); err != nil {
 		return Stats{}, err
 	}
 	if err := check(ctx, db, content, stats); err != nil {
@@ -167,38 +254,72 @@ func openForBuild(path string) (*sqlx.DB, error) {
 
 // load streams the catalog into the database in one transaction, and the
 // blobs' bytes into content, telling gz how much of it is written.
-func load(ctx context.Context, db *sqlx.DB, content *os.File, gz *compressor, src Content, builtAt time.Time) (Stats, error) {
+func load(ctx context.Context, db *sqlx.DB, content *os.File, gz *compressor, src Content, builtAt time.Time, p *plan, mode BuildMode) (Stats, []fileRecord, error) {
+	if p != nil {
+		if _, err := db.ExecContext(ctx, `ATTACH DATABASE ? AS prev`, previousURI(p.prev)); err != nil {
+			return Stats{}, nil, fallback("previous index unreadable: %v", err)
+		}
+		// Its rows are read once, in order: a cache saves nothing, and
+		// would count against the build's memory as the main file's does
+		// (see openForBuild).
+		if _, err := db.ExecContext(ctx, `PRAGMA prev.cache_size = -256`); err != nil {
+			return Stats{}, nil, fmt.Errorf("attach previous index: %w", err)
+		}
+		// Attached, it would be checked with the new file (check).
+		defer db.ExecContext(context.Background(), `DETACH DATABASE prev`) //nolint:errcheck // closing the file detaches it too
+	}
 	tx, err := db.BeginTxx(ctx, nil)
 	if err != nil {
-		return Stats{}, fmt.Errorf("begin load: %w", err)
+		return Stats{}, nil, fmt.Errorf("begin load: %w", err)
 	}
 	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
 
 	l, err := newLoader(ctx, tx, content, gz)
 	if err != nil {
-		return Stats{}, err
+		return Stats{}, nil, err
 	}
 	defer l.close()
+	l.plan = p
 
+	hashes := newHashFS(src.FS, src.FileHash)
+	l.sums = &fileSums{fsys: src.FS, given: src.FileHash, hashes: hashes}
+	src.FS = hashes
 	if err := walk(ctx, l, src); err != nil {
-		return Stats{}, err
+		return Stats{}, nil, err
 	}
+	l.stats.Build = mode
+	l.stats.Build.PackagesRebuilt = len(l.pkgs)
 	if _, err := tx.ExecContext(ctx,
-		`INSERT INTO catalog_info (id, source_ref, content_digest, built_at, all_size, schema_digest) VALUES (1, ?, ?, ?, ?, ?)`,
-		src.Ref, l.stats.Digest, builtAt.UTC().Format(time.RFC3339Nano), l.stats.AllBytes, migrations.Digest()); err != nil {
-		return Stats{}, fmt.Errorf("record catalog info: %w", err)
+		`INSERT INTO catalog_info (id, source_ref, content_digest, built_at, all_size, schema_digest, build_mode, build_reason, packages_rebuilt) VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		src.Ref, l.stats.Digest, builtAt.UTC().Format(time.RFC3339Nano), l.stats.AllBytes, migrations.Digest(),
+		l.stats.Build.Mode, l.stats.Build.Reason, l.stats.Build.PackagesRebuilt); err != nil {
+		return Stats{}, nil, fmt.Errorf("record catalog info: %w", err)
 	}
 	if err := tx.Commit(); err != nil {
-		return Stats{}, fmt.Errorf("commit load: %w", err)
+		return Stats{}, nil, fmt.Errorf("commit load: %w", err)
 	}
-	return l.stats, nil
+	return l.stats, l.records, nil
 }
 
 // walk reads src into l and finishes every package: what Build and Check
 // share.
 func walk(ctx context.Context, l *loader, src Content) error {
-	if err := fbc.Walk(ctx, src.FS, src.Limits, l.add); err != nil {
+	var paths []string
+	if l.plan != nil {
+		paths = l.plan.parse
+	} else {
+		var err error
+		if paths, err = fbc.Files(src.FS, src.Limits); err != nil {
+			return err
+		}
+	}
+	if err := fbc.WalkFiles(ctx, src.FS, src.Limits, paths, fbc.FileHooks{Start: l.fileStart, Blob: l.add, End: l.fileEnd}); err != nil {
 		return err
+	}
+	if l.plan != nil {
+		if err := l.copyUpTo(ctx, ""); err != nil {
+			return err
+		}
 	}
 	// finish reads blobs back from the file.
 	if err := l.content.Flush(); err != nil {
@@ -292,6 +413,8 @@ type Info struct {
 	BuiltAt   time.Time
 	// AllBytes is the size of the catalogd-compatible /all stream.
 	AllBytes int64
+	// Build says how the index was built.
+	Build BuildMode
 }
 
 // ErrOtherSchema marks an index built by another version of the schema
@@ -305,12 +428,17 @@ var ErrOtherSchema = errors.New("index was built with another schema")
 func ReadInfo(ctx context.Context, db *sqlx.DB) (Info, error) {
 	var info Info
 	var builtAt, schema string
-	row := db.QueryRowxContext(ctx, `SELECT source_ref, content_digest, all_size, built_at, schema_digest FROM catalog_info WHERE id = 1`)
-	if err := row.Scan(&info.SourceRef, &info.Digest, &info.AllBytes, &builtAt, &schema); err != nil {
+	// The schema is read first and alone: a file of another schema may lack
+	// the other columns.
+	if err := db.GetContext(ctx, &schema, `SELECT schema_digest FROM catalog_info WHERE id = 1`); err != nil {
 		return Info{}, fmt.Errorf("read catalog info: %w", err)
 	}
 	if schema != migrations.Digest() {
 		return Info{}, fmt.Errorf("%w (%s)", ErrOtherSchema, schema)
+	}
+	row := db.QueryRowxContext(ctx, `SELECT source_ref, content_digest, all_size, built_at, build_mode, build_reason, packages_rebuilt FROM catalog_info WHERE id = 1`)
+	if err := row.Scan(&info.SourceRef, &info.Digest, &info.AllBytes, &builtAt, &info.Build.Mode, &info.Build.Reason, &info.Build.PackagesRebuilt); err != nil {
+		return Info{}, fmt.Errorf("read catalog info: %w", err)
 	}
 	var err error
 	if info.BuiltAt, err = time.Parse(time.RFC3339Nano, builtAt); err != nil {
