@@ -291,15 +291,17 @@ func (c *cache) find(name string) []*entry {
 	return out
 }
 
-// watch registers w to receive the changes after resourceVersion from
-// (0: after the current state, which w first receives as ADDED events).
+// watch registers w to receive the changes after resourceVersion from.
+// From 0, or when the client asked for initial events (sendInitialEvents,
+// where from is only the oldest state it accepts), w first receives the
+// current state as ADDED events, then the changes after it.
 func (c *cache) watch(w *watcher, from uint64, initial bool) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch {
 	case from > c.rv:
 		return storage.NewTooLargeResourceVersionError(from, c.rv, 1)
-	case from != 0 && from < c.floor:
+	case from != 0 && !initial && from < c.floor:
 		return apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", from, c.floor))
 	}
 	if from == 0 || initial {
@@ -309,8 +311,7 @@ func (c *cache) watch(w *watcher, from uint64, initial bool) error {
 		if initial {
 			w.initialEventsEnd(c.rv)
 		}
-	}
-	if from != 0 {
+	} else {
 		i, _ := slices.BinarySearchFunc(c.events, from, func(ev event, rv uint64) int { return cmp.Compare(ev.rv, rv+1) })
 		for _, ev := range c.events[i:] {
 			w.send(ev)

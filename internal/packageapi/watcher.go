@@ -49,8 +49,12 @@ func (w *watcher) send(ev event) {
 }
 
 // initialEventsEnd queues the bookmark that ends the initial events of a
-// watch that asked for them (sendInitialEvents, as informers do).
+// watch that asked for them with bookmarks (sendInitialEvents, as
+// informers streaming their list do).
 func (w *watcher) initialEventsEnd(rv uint64) {
+	if !w.bookmarks {
+		return
+	}
 	mark := &pkgv1.PackageManifest{
 		TypeMeta: metav1.TypeMeta{Kind: "PackageManifest", APIVersion: pkgv1.SchemeGroupVersion.String()},
 		ObjectMeta: metav1.ObjectMeta{
