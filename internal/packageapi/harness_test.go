@@ -54,10 +54,16 @@ type testCatalog struct {
 // the package API over them until the test ends.
 func startEnv(t testing.TB, cats map[string]testCatalog) *env {
 	t.Helper()
-	kube := kubetest.Start(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
+	e := startEnvNoServer(t, cats)
+	e.startServer(t)
+	return e
+}
 
+// startEnvNoServer is startEnv without the package API: envtest, its users
+// and the indexed catalogs.
+func startEnvNoServer(t testing.TB, cats map[string]testCatalog) *env {
+	t.Helper()
+	kube := kubetest.Start(t)
 	st, err := store.New(t.TempDir(), testr.NewWithInterface(t, testr.Options{}))
 	if err != nil {
 		t.Fatal(err)
@@ -69,9 +75,17 @@ func startEnv(t testing.TB, cats map[string]testCatalog) *env {
 		e.index(t, name, c)
 	}
 	table.MarkLoaded()
+	e.reader, e.outsder = makeUsers(t, kube)
+	return e
+}
 
-	srv, err := New(Config{BindAddress: "127.0.0.1:0", Kube: kube, HomeNamespace: "catalogd-system", Log: testr.NewWithInterface(t, testr.Options{})}, st, table)
+// startServer serves the package API over e's store until the test ends.
+func (e *env) startServer(t testing.TB) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	srv, err := New(Config{BindAddress: "127.0.0.1:0", Kube: e.kube, HomeNamespace: "catalogd-system", Log: testr.NewWithInterface(t, testr.Options{})}, e.store, e.table)
 	if err != nil {
+		cancel()
 		t.Fatal(err)
 	}
 	e.srv = srv
@@ -89,9 +103,7 @@ func startEnv(t testing.TB, cats map[string]testCatalog) *env {
 			t.Errorf("package API server did not stop")
 		}
 	})
-	e.reader, e.outsder = makeUsers(t, kube)
 	e.waitReady(t)
-	return e
 }
 
 // index makes c the live index of catalog name (a swap when it has one).
