@@ -50,12 +50,14 @@ generate: generate-packageapi
 generate-packageapi: $(BIN)/openapi-gen
 	$(BIN)/openapi-gen --output-dir $(PACKAGEAPI_OPENAPI_DIR) --report-filename /dev/null $(PACKAGEAPI_OPENAPI_ARGS)
 	$(PACKAGEAPI_OPENAPI_UNTAG) $(PACKAGEAPI_OPENAPI_DIR)/zz_generated.openapi.go
+	gofmt -w $(PACKAGEAPI_OPENAPI_DIR)/zz_generated.openapi.go
 
 ## verify-generate-packageapi: fail when the PackageManifest API's OpenAPI definitions are stale.
 verify-generate-packageapi: $(BIN)/openapi-gen
 	tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
 	$(BIN)/openapi-gen --output-dir "$$tmp" --report-filename /dev/null $(PACKAGEAPI_OPENAPI_ARGS); \
 	$(PACKAGEAPI_OPENAPI_UNTAG) "$$tmp/zz_generated.openapi.go"; \
+	gofmt -w "$$tmp/zz_generated.openapi.go"; \
 	if ! diff -u $(PACKAGEAPI_OPENAPI_DIR)/zz_generated.openapi.go "$$tmp/zz_generated.openapi.go" >/dev/null; then \
 		echo "$(PACKAGEAPI_OPENAPI_DIR) is stale with respect to api/packages/v1. Run 'make generate-packageapi' and commit the result." >&2; \
 		exit 1; \
