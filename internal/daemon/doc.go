@@ -7,7 +7,9 @@
 // the HTTP server (a Core). The modes differ only in what feeds the sync
 // service: Serve gives it the directories and images of its command line;
 // RunManager adds the ClusterCatalog controllers (internal/reconcile) in a
-// controller-runtime manager, which give it what the cluster lists.
+// controller-runtime manager, which give it what the cluster lists, and,
+// with --package-api, the PackageManifest API (internal/packageapi) over
+// the same store and table, run by every replica.
 //
 // # The data directory
 //

@@ -38,6 +38,9 @@ func TestParseManagerFlags(t *testing.T) {
 	notPEM := filepath.Join(t.TempDir(), "not.pem")
 	writeFile(t, caFile, string(caPEM))
 	writeFile(t, notPEM, "not a certificate")
+	certDir := t.TempDir()
+	writeFile(t, filepath.Join(certDir, "tls.crt"), string(caPEM))
+	writeFile(t, filepath.Join(certDir, "tls.key"), "key")
 	for _, tc := range []struct {
 		name    string
 		args    []string
@@ -88,6 +91,26 @@ func TestParseManagerFlags(t *testing.T) {
 		{name: "unknown flag", args: []string{"--data-dir", "/d", "--nope"}, wantErr: "nope"},
 		{name: "CA file without a certificate", args: []string{"--data-dir", "/d", "--ca-file", notPEM}, wantErr: "holds no PEM certificate"},
 		{name: "bad insecure registry", args: []string{"--data-dir", "/d", "--insecure-registry", "http://x"}, wantErr: "want host or host:port"},
+		{
+			name: "package API off by default, on at the contract's port",
+			args: []string{"--data-dir", "/d"},
+			check: func(t *testing.T, cfg ManagerConfig) {
+				if cfg.PackageAPI || cfg.PackageAPIBindAddress != ":7443" || cfg.PackageAPICertDir != "" {
+					t.Errorf("package API settings %v %q %q, want off, :7443, no cert dir", cfg.PackageAPI, cfg.PackageAPIBindAddress, cfg.PackageAPICertDir)
+				}
+			},
+		},
+		{
+			name: "package API with its certificate",
+			args: []string{"--data-dir", "/d", "--package-api", "--package-api-bind-address", "127.0.0.1:9443", "--package-api-cert-dir", certDir},
+			check: func(t *testing.T, cfg ManagerConfig) {
+				if !cfg.PackageAPI || cfg.PackageAPIBindAddress != "127.0.0.1:9443" || cfg.PackageAPICertDir != certDir {
+					t.Errorf("package API settings %v %q %q", cfg.PackageAPI, cfg.PackageAPIBindAddress, cfg.PackageAPICertDir)
+				}
+			},
+		},
+		{name: "package API on a bare port", args: []string{"--data-dir", "/d", "--package-api", "--package-api-bind-address", "7443"}, wantErr: "--package-api-bind-address"},
+		{name: "package API cert dir without the key", args: []string{"--data-dir", "/d", "--package-api", "--package-api-cert-dir", t.TempDir()}, wantErr: "tls.crt"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg, err := parseFlags(tc.args)
