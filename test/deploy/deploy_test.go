@@ -743,6 +743,90 @@ func TestRBAC(t *testing.T) {
 	}
 }
 
+// TestPackageAPIRBAC applies the package API overlay's RBAC for real and
+// asks the API server's RBAC authorizer, whose bootstrap roles
+// system:auth-delegator and extension-apiserver-authentication-reader the
+// overlay binds to, what the manager's service account may do: review
+// tokens and access, and read the one ConfigMap in kube-system that holds
+// the front-proxy CA, nothing more there. The view ClusterRole, bound in one
+// namespace, lets a user read packagemanifests and icons there and nowhere
+// else. (Aggregation into the built-in view role needs the controller
+// manager, which envtest lacks: test/cluster checks it.)
+func TestPackageAPIRBAC(t *testing.T) {
+	cfg := kubetest.Start(t)
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	objs := render(t, "overlays/package-api")
+	dep := only[appsv1.Deployment](t, objs, "Deployment")
+	sa := "system:serviceaccount:" + dep.Namespace + ":" + dep.Spec.Template.Spec.ServiceAccountName
+	var viewRole string
+	for _, kinds := range [][]string{{"Namespace"}, {"ServiceAccount", "ClusterRole", "Role", "ClusterRoleBinding", "RoleBinding"}} {
+		for _, o := range objs {
+			if !slices.Contains(kinds, o.GetKind()) {
+				continue
+			}
+			if o.GetKind() == "ClusterRole" && o.GetLabels()["rbac.authorization.k8s.io/aggregate-to-view"] == "true" {
+				viewRole = o.GetName()
+			}
+			if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o.DeepCopy()), client.FieldOwner("deploy-test")); err != nil {
+				t.Fatalf("applying %s %s: %v", o.GetKind(), o.GetName(), err)
+			}
+		}
+	}
+	if viewRole == "" {
+		t.Fatal("the overlay has no ClusterRole aggregated to view")
+	}
+	if err := c.Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "pkg-viewer", Namespace: "default"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: viewRole},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "pkg-viewer"}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	allowed := func(user string, groups []string, attr authzv1.ResourceAttributes) bool {
+		t.Helper()
+		sar := &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{User: user, Groups: groups, ResourceAttributes: &attr}}
+		if err := c.Create(ctx, sar); err != nil {
+			t.Fatalf("subject access review %+v: %v", attr, err)
+		}
+		return sar.Status.Allowed
+	}
+	saGroups := []string{"system:serviceaccounts", "system:serviceaccounts:" + dep.Namespace, "system:authenticated"}
+	const pkgGroup = "packages.operators.coreos.com"
+	tests := []struct {
+		user string
+		attr authzv1.ResourceAttributes
+		want bool
+	}{
+		{sa, authzv1.ResourceAttributes{Group: "authentication.k8s.io", Resource: "tokenreviews", Verb: "create"}, true},
+		{sa, authzv1.ResourceAttributes{Group: "authorization.k8s.io", Resource: "subjectaccessreviews", Verb: "create"}, true},
+		{sa, authzv1.ResourceAttributes{Namespace: "kube-system", Resource: "configmaps", Name: "extension-apiserver-authentication", Verb: "get"}, true},
+		{sa, authzv1.ResourceAttributes{Namespace: "kube-system", Resource: "configmaps", Name: "extension-apiserver-authentication", Verb: "watch"}, true},
+		{sa, authzv1.ResourceAttributes{Namespace: "kube-system", Resource: "configmaps", Name: "kubeadm-config", Verb: "get"}, false},
+		{sa, authzv1.ResourceAttributes{Namespace: "kube-system", Resource: "configmaps", Name: "extension-apiserver-authentication", Verb: "update"}, false},
+		{sa, authzv1.ResourceAttributes{Namespace: "kube-system", Resource: "secrets", Verb: "list"}, false},
+		{"pkg-viewer", authzv1.ResourceAttributes{Namespace: "default", Group: pkgGroup, Resource: "packagemanifests", Verb: "list"}, true},
+		{"pkg-viewer", authzv1.ResourceAttributes{Namespace: "default", Group: pkgGroup, Resource: "packagemanifests", Verb: "watch"}, true},
+		{"pkg-viewer", authzv1.ResourceAttributes{Namespace: "default", Group: pkgGroup, Resource: "packagemanifests", Name: "etcd", Verb: "get"}, true},
+		{"pkg-viewer", authzv1.ResourceAttributes{Namespace: "default", Group: pkgGroup, Resource: "packagemanifests", Subresource: "icon", Name: "etcd", Verb: "get"}, true},
+		{"pkg-viewer", authzv1.ResourceAttributes{Namespace: "default", Group: pkgGroup, Resource: "packagemanifests", Verb: "create"}, false},
+		{"pkg-viewer", authzv1.ResourceAttributes{Namespace: "kube-public", Group: pkgGroup, Resource: "packagemanifests", Verb: "list"}, false},
+		{"pkg-viewer", authzv1.ResourceAttributes{Namespace: "default", Resource: "configmaps", Verb: "list"}, false},
+	}
+	for _, tt := range tests {
+		groups := []string{"system:authenticated"}
+		if tt.user == sa {
+			groups = saGroups
+		}
+		if got := allowed(tt.user, groups, tt.attr); got != tt.want {
+			t.Errorf("%s may %s %s/%s %q in %q: %v, want %v", tt.user, tt.attr.Verb, tt.attr.Resource, tt.attr.Subresource, tt.attr.Name, tt.attr.Namespace, got, tt.want)
+		}
+	}
+}
+
 // grants says whether the role named key in generated, or any cluster role
 // in it (which applies in every namespace too), allows verb on
 // group/resource; key "" asks about the cluster roles alone.
