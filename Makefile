@@ -28,7 +28,7 @@ TEST_DEPS :=
 include $(wildcard mk/*.mk)
 
 ## tools: code generators and the linter pinned in hack/tools/go.mod, built once into bin/.
-TOOLS := $(BIN)/controller-gen $(BIN)/oapi-codegen $(BIN)/staticcheck
+TOOLS := $(BIN)/controller-gen $(BIN)/oapi-codegen $(BIN)/openapi-gen $(BIN)/staticcheck
 tools: $(TOOLS)
 $(TOOLS): hack/tools/go.mod hack/tools/go.sum
 	cd hack/tools && GOBIN=$(BIN) $(GO) install tool

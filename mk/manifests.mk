@@ -7,7 +7,7 @@
 .PHONY: manifests verify-manifests
 
 MANIFESTS_CRD := config/crd/bases/olm.operatorframework.io_clustercatalogs.yaml
-MANIFESTS_DEEPCOPY := api/v1/zz_generated.deepcopy.go
+MANIFESTS_DEEPCOPY := api/v1/zz_generated.deepcopy.go api/packages/v1/zz_generated.deepcopy.go
 MANIFESTS_GENERATED := $(MANIFESTS_CRD) $(MANIFESTS_DEEPCOPY)
 CONTROLLER_GEN_ARGS := object crd paths=./api/... output:crd:artifacts:config=config/crd/bases
 MANIFESTS_RBAC := config/rbac/role.yaml
@@ -27,7 +27,7 @@ verify-manifests: $(BIN)/controller-gen
 	@tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
 	cp go.mod go.sum "$$tmp"/; \
 	cp -R api "$$tmp"/api; \
-	rm -f "$$tmp/$(MANIFESTS_DEEPCOPY)"; \
+	for f in $(MANIFESTS_DEEPCOPY); do rm -f "$$tmp/$$f"; done; \
 	mkdir -p "$$tmp/config/crd/bases"; \
 	(cd "$$tmp" && $(BIN)/controller-gen $(CONTROLLER_GEN_ARGS)); \
 	$(BIN)/controller-gen $(RBAC_GEN_ARGS) output:rbac:artifacts:config="$$tmp/$(dir $(MANIFESTS_RBAC))"; \

@@ -310,6 +310,13 @@ type managerSettings struct {
 	LeaderElectionNamespace string
 	ShutdownGracePeriod     time.Duration
 	MaxConcurrentReconciles int
+	// PackageAPI serves packages.operators.coreos.com/v1 (PackageManifest)
+	// as an aggregated API on PackageAPIBindAddress, with the certificate
+	// in PackageAPICertDir (tls.crt, tls.key) or, when it is empty, a
+	// self-signed one generated at start.
+	PackageAPI            bool
+	PackageAPIBindAddress string
+	PackageAPICertDir     string
 }
 
 // BindFlags declares the flags of `catalogd manager` on fs.
@@ -325,6 +332,9 @@ func (o *ManagerOptions) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.serviceAccount, "service-account", "", "namespace/name of the service account whose imagePullSecrets are used for pulls (catalogd's own, in a cluster)")
 	fs.DurationVar(&o.ShutdownGracePeriod, "shutdown-grace-period", server.ShutdownGrace, "how long in-flight queries may take at shutdown")
 	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", 4, "catalogs reconciled at once, so one slow registry delays no other catalog")
+	fs.BoolVar(&o.PackageAPI, "package-api", false, "serve packages.operators.coreos.com/v1 (PackageManifest, as OLM v0's packageserver) as an aggregated API; conflicts with OLM v0's packageserver")
+	fs.StringVar(&o.PackageAPIBindAddress, "package-api-bind-address", ":7443", "`host:port` the package API serves HTTPS on")
+	fs.StringVar(&o.PackageAPICertDir, "package-api-cert-dir", "", "`DIR` holding the package API's tls.crt and tls.key, reloaded when they change (default: a self-signed certificate generated at start)")
 }
 
 // Validate checks the flags of `catalogd manager` and fills in the defaults
@@ -335,6 +345,18 @@ func (o *ManagerOptions) Validate() (ManagerConfig, error) {
 		return ManagerConfig{}, err
 	}
 	cfg := ManagerConfig{Config: shared, managerSettings: o.managerSettings, ExternalBaseURL: o.ExternalBaseURL}
+	if cfg.PackageAPI {
+		if err := checkListen(cfg.PackageAPIBindAddress); err != nil {
+			return ManagerConfig{}, fmt.Errorf("--package-api-bind-address: %w", err)
+		}
+		if cfg.PackageAPICertDir != "" {
+			for _, f := range []string{"tls.crt", "tls.key"} {
+				if _, err := os.Stat(filepath.Join(cfg.PackageAPICertDir, f)); err != nil {
+					return ManagerConfig{}, fmt.Errorf("--package-api-cert-dir: %w", err)
+				}
+			}
+		}
+	}
 	if cfg.GlobalPullSecret, err = namespacedName("--global-pull-secret", o.pullSecret); err != nil {
 		return ManagerConfig{}, err
 	}

@@ -94,6 +94,9 @@ type Store struct {
 	building map[string]*sync.Mutex
 	// history holds each live catalog's history (see History).
 	history map[string]*History
+	// watchers are told the name of each catalog whose live index was
+	// swapped or removed (see Watch).
+	watchers []func(catalog string)
 }
 
 // handle is one open index with a count of the readers using it.
@@ -325,6 +328,28 @@ func (h *handle) close() error {
 	return errors.Join(h.db.Close(), h.content.Close())
 }
 
+// Watch registers fn to be told, after the fact, the name of each catalog
+// whose live index was swapped in or removed, so that a surface which keeps
+// something derived from the indexes (the PackageManifest API's watch) can
+// follow them without the store knowing it. fn runs on the goroutine that
+// made the change, after it is visible to Acquire: it must return quickly
+// (signal a channel, say) and must not call back into the store's writers.
+func (s *Store) Watch(fn func(catalog string)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.watchers = append(s.watchers, fn)
+}
+
+// changed tells the watchers that catalog's live index changed.
+func (s *Store) changed(catalog string) {
+	s.mu.Lock()
+	watchers := slices.Clone(s.watchers)
+	s.mu.Unlock()
+	for _, fn := range watchers {
+		fn(catalog)
+	}
+}
+
 // Info returns the live index of catalog, if there is one.
 func (s *Store) Info(catalog string) (Info, bool) {
 	s.mu.Lock()
@@ -464,6 +489,7 @@ func (s *Store) Update(ctx context.Context, catalog string, src index.Content) (
 	if old != nil {
 		s.retire(old)
 	}
+	s.changed(catalog)
 	// A build leaves tens of MB of garbage on the Go heap (the parsed
 	// catalog, validation's graphs), which the runtime gives back to the
 	// kernel only gradually, keeping a serving process's resident set near
@@ -527,6 +553,7 @@ func (s *Store) Remove(catalog string) error {
 	s.mu.Unlock()
 	if h != nil {
 		s.retire(h)
+		s.changed(catalog)
 	}
 	cdir := filepath.Join(s.dir, catalog)
 	if err := os.Remove(filepath.Join(cdir, HistoryFile)); err != nil && !errors.Is(err, os.ErrNotExist) {

@@ -453,3 +453,65 @@ func TestUnusableIndexIsRebuilt(t *testing.T) {
 		})
 	}
 }
+
+// TestWatchSeesSwapsAndRemovals checks that a watcher is told of exactly
+// the changes of the live index, each once and after Acquire sees it: a
+// swap, an update with the same digest (no swap, no call), and a removal.
+func TestWatchSeesSwapsAndRemovals(t *testing.T) {
+	s, _ := newTestStore(t)
+	type call struct {
+		catalog string
+		indexed bool
+		digest  string
+	}
+	var (
+		mu    sync.Mutex
+		calls []call
+	)
+	s.Watch(func(catalog string) {
+		c := call{catalog: catalog}
+		if info, ok := s.Info(catalog); ok {
+			c.indexed, c.digest = true, info.Digest
+		}
+		mu.Lock()
+		calls = append(calls, c)
+		mu.Unlock()
+	})
+	steps := []struct {
+		name string
+		do   func()
+		want []call
+	}{
+		{"first index", func() {
+			mustUpdate(t, s, "demo", index.Content{FS: tinyCatalog("foo", 1), Ref: "v1", Digest: "sha256:aaa"})
+		}, []call{{"demo", true, "sha256:aaa"}}},
+		{"same digest", func() {
+			mustUpdate(t, s, "demo", index.Content{FS: tinyCatalog("foo", 1), Ref: "v1", Digest: "sha256:aaa"})
+		}, nil},
+		{"swap", func() {
+			mustUpdate(t, s, "demo", index.Content{FS: tinyCatalog("foo", 2), Ref: "v2", Digest: "sha256:bbb"})
+		}, []call{{"demo", true, "sha256:bbb"}}},
+		{"removal", func() {
+			if err := s.Remove("demo"); err != nil {
+				t.Fatal(err)
+			}
+		}, []call{{"demo", false, ""}}},
+		{"removal of nothing", func() {
+			if err := s.Remove("demo"); err != nil {
+				t.Fatal(err)
+			}
+		}, nil},
+	}
+	for _, step := range steps {
+		mu.Lock()
+		calls = nil
+		mu.Unlock()
+		step.do()
+		mu.Lock()
+		got := slices.Clone(calls)
+		mu.Unlock()
+		if !slices.Equal(got, step.want) {
+			t.Errorf("%s: watcher saw %+v, want %+v", step.name, got, step.want)
+		}
+	}
+}
