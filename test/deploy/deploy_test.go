@@ -37,6 +37,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
 	"github.com/catalogd/catalogd/test/kubetest"
+	"github.com/catalogd/catalogd/test/tlstest"
 )
 
 func repoRoot() string {
@@ -895,21 +896,40 @@ func equalRules(a, b []rbacv1.PolicyRule) bool {
 }
 
 // TestManagerAcceptsTheArgs runs the real binary with the Deployment's
-// arguments: it must get past flag parsing (exit code 2 is a usage error)
-// and fail only where a cluster is needed, loading the kubeconfig.
+// arguments, of config/default and of the package API overlay: it must get
+// past flag parsing and validation (exit code 2 is a usage error) and fail
+// only where a cluster is needed, loading the kubeconfig.
 func TestManagerAcceptsTheArgs(t *testing.T) {
-	dep := only[appsv1.Deployment](t, render(t, "default"), "Deployment")
-	mgr := dep.Spec.Template.Spec.Containers[0]
 	bin := filepath.Join(t.TempDir(), "catalogd")
 	build := exec.Command("go", "build", "-o", bin, "github.com/catalogd/catalogd/cmd/catalogd")
 	build.Dir = repoRoot()
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
+	for _, dir := range []string{"default", "overlays/package-api"} {
+		t.Run(dir, func(t *testing.T) { testManagerAcceptsTheArgs(t, bin, dir) })
+	}
+}
+
+func testManagerAcceptsTheArgs(t *testing.T, bin, dir string) {
+	dep := only[appsv1.Deployment](t, render(t, dir), "Deployment")
+	mgr := dep.Spec.Template.Spec.Containers[0]
+	// The package API's certificate directory is checked at start-up: the
+	// secret's files, as the kubelet would mount them.
+	certDir := t.TempDir()
+	certPEM, keyPEM := tlstest.SelfSigned(t, "catalogd-package-api.olmv1-system.svc")
+	for name, data := range map[string][]byte{"tls.crt": certPEM, "tls.key": keyPEM} {
+		if err := os.WriteFile(filepath.Join(certDir, name), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 	args := make([]string, len(mgr.Args))
 	for i, a := range mgr.Args {
 		// What the kubelet does with $(VAR) from the container's env.
 		args[i] = strings.ReplaceAll(a, "$(POD_NAMESPACE)", dep.Namespace)
+		if strings.HasPrefix(a, "--package-api-cert-dir=") {
+			args[i] = "--package-api-cert-dir=" + certDir
+		}
 	}
 	args = append(args, "--kubeconfig", filepath.Join(t.TempDir(), "missing-kubeconfig"))
 	cmd := exec.Command(bin, args...)
