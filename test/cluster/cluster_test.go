@@ -589,11 +589,21 @@ func names(items []packageManifest) []string {
 	return out
 }
 
-// packageNames returns the sorted package names of a catalog.
+// packageNames returns the sorted names of the packages of a catalog that
+// packageserver shows: those with a channel whose head describes its
+// ClusterServiceVersion (an olm.bundle.object or olm.csv.metadata property).
 func packageNames(c *fbcfacts.Catalog) []string {
 	var out []string
 	for name := range c.Packages {
-		out = append(out, name)
+		for ch := range c.Channels[name] {
+			head := c.Bundles[name][c.Head(name, ch)]
+			if slices.ContainsFunc(head.Properties, func(p fbcfacts.Property) bool {
+				return p.Type == "olm.bundle.object" || p.Type == "olm.csv.metadata"
+			}) {
+				out = append(out, name)
+				break
+			}
+		}
 	}
 	sort.Strings(out)
 	return out
@@ -699,6 +709,11 @@ properties:
   value:
     packageName: watch-probe
     version: 0.1.0
+- type: olm.csv.metadata
+  value:
+    displayName: Watch Probe
+    provider:
+      name: catalogd tests
 `
 
 // testPackageAPI checks the package API through the kube-apiserver's
@@ -897,7 +912,9 @@ func (e *env) testPackageAPI(t *testing.T, reg *registrytest.Registry, registry 
 				}
 				break wait
 			case <-deadline:
-				t.Fatalf("no %s event for watch-probe within 3 minutes; events: %q", step.event, log)
+				ref, err := e.servedRef()
+				t.Fatalf("no %s event for watch-probe within 3 minutes; events: %q; the catalog serves %s (%v) and lists %q",
+					step.event, log, ref, err, names(e.packageManifests(t, "-n", "default")))
 			}
 		}
 		eventually(t, 3*time.Minute, "the catalog serving "+step.ref, func() error {
