@@ -1,5 +1,6 @@
 # envtest binaries: the real kube-apiserver and etcd that
-# sigs.k8s.io/controller-runtime/pkg/envtest starts, built from source through
+# sigs.k8s.io/controller-runtime/pkg/envtest starts, and the real kubectl that
+# tests of the package API run against it, built from source through
 # the Go module proxy (hack/envtest/go.mod pins the versions), because release
 # tarballs cannot be downloaded here. The first build takes minutes
 # (kube-apiserver is large); after that the binaries are reused until
@@ -21,13 +22,19 @@ ENVTEST_VERSION_LDFLAGS := $(foreach pkg,k8s.io/component-base/version k8s.io/cl
 	-X $(pkg).gitMinor=$(ENVTEST_K8S_MINOR) \
 	-X $(pkg).gitTreeState=clean)
 
-## envtest-bins: kube-apiserver and etcd in bin/k8s for envtest.
-envtest-bins: $(ENVTEST_BIN)/kube-apiserver $(ENVTEST_BIN)/etcd
+## envtest-bins: kube-apiserver and etcd in bin/k8s for envtest, and the kubectl of the same version that tests run against servers they start.
+envtest-bins: $(ENVTEST_BIN)/kube-apiserver $(ENVTEST_BIN)/etcd $(ENVTEST_BIN)/kubectl
 
 $(ENVTEST_BIN)/kube-apiserver: $(ENVTEST_MOD)
 	@mkdir -p $(@D)
 	cd hack/envtest && CGO_ENABLED=0 $(GO) build -o $@ \
 		-ldflags '-s -w $(ENVTEST_VERSION_LDFLAGS)' k8s.io/kubernetes/cmd/kube-apiserver
+	touch $@
+
+$(ENVTEST_BIN)/kubectl: $(ENVTEST_MOD)
+	@mkdir -p $(@D)
+	cd hack/envtest && CGO_ENABLED=0 $(GO) build -o $@ \
+		-ldflags '-s -w $(ENVTEST_VERSION_LDFLAGS)' k8s.io/kubernetes/cmd/kubectl
 	touch $@
 
 $(ENVTEST_BIN)/etcd: $(ENVTEST_MOD)
