@@ -82,6 +82,18 @@ if [ ! -e "$pki/ca.crt" ]; then
 	openssl genrsa -out "$pki/sa.key" 2048 2>/dev/null
 	openssl rsa -in "$pki/sa.key" -pubout -out "$pki/sa.pub" 2>/dev/null
 fi
+# The aggregator's own identity towards aggregated API servers (catalogd's
+# package API): a client certificate from a CA of its own, which those
+# servers read from the extension-apiserver-authentication ConfigMap.
+if [ ! -e "$pki/front-proxy-ca.crt" ]; then
+	openssl req -x509 -newkey rsa:2048 -nodes -days 30 -subj "/CN=catalogd-test-front-proxy-ca" \
+		-keyout "$pki/front-proxy-ca.key" -out "$pki/front-proxy-ca.crt" 2>/dev/null
+	printf 'basicConstraints=CA:FALSE\nkeyUsage=digitalSignature,keyEncipherment\nextendedKeyUsage=clientAuth\n' >"$pki/front-proxy-client.ext"
+	openssl req -newkey rsa:2048 -nodes -subj "/CN=front-proxy-client" \
+		-keyout "$pki/front-proxy-client.key" -out "$pki/front-proxy-client.csr" 2>/dev/null
+	openssl x509 -req -in "$pki/front-proxy-client.csr" -CA "$pki/front-proxy-ca.crt" -CAkey "$pki/front-proxy-ca.key" \
+		-CAcreateserial -days 30 -extfile "$pki/front-proxy-client.ext" -out "$pki/front-proxy-client.crt" 2>/dev/null
+fi
 for who in admin kubelet controller-manager scheduler proxy; do
 	"$CLUSTER_BIN/kubectl" config set-cluster test --server="https://$NODE_IP:$API_PORT" \
 		--certificate-authority="$pki/ca.crt" --embed-certs --kubeconfig="$STATE/$who.kubeconfig" >/dev/null
@@ -115,7 +127,11 @@ start kube-apiserver "$K8S_BIN/kube-apiserver" \
 	--kubelet-certificate-authority "$pki/ca.crt" \
 	--service-account-issuer https://kubernetes.default.svc --service-account-key-file "$pki/sa.pub" \
 	--service-account-signing-key-file "$pki/sa.key" \
-	--authorization-mode Node,RBAC --enable-admission-plugins NodeRestriction --allow-privileged
+	--authorization-mode Node,RBAC --enable-admission-plugins NodeRestriction --allow-privileged \
+	--requestheader-client-ca-file "$pki/front-proxy-ca.crt" --requestheader-allowed-names front-proxy-client \
+	--requestheader-username-headers X-Remote-User --requestheader-group-headers X-Remote-Group \
+	--requestheader-extra-headers-prefix X-Remote-Extra- \
+	--proxy-client-cert-file "$pki/front-proxy-client.crt" --proxy-client-key-file "$pki/front-proxy-client.key"
 wait_for "kube-apiserver" 180 kc get --raw /readyz
 
 start kube-controller-manager "$CLUSTER_BIN/kube-controller-manager" \

@@ -11,7 +11,10 @@
 //
 // Apply order: Namespaces and CustomResourceDefinitions first, waiting until
 // each CRD is established, then everything else. Deletion skips Namespaces:
-// olmv1-system is shared with the rest of OLM v1.
+// olmv1-system is shared with the rest of OLM v1. An APIService that
+// another server already holds (OLM v0's packageserver holds the one of
+// config/overlays/package-api) stops deploy before anything is applied, and
+// undeploy leaves it alone.
 package main
 
 import (
@@ -210,6 +213,46 @@ func checkOwners(ctx context.Context, c client.Client, objs []*unstructured.Unst
 	return nil
 }
 
+// foreignAPIServices returns, by name, the rendered APIServices that exist in
+// the cluster pointing at a Service other than the rendered one, with a
+// description of what serves them there. OLM v0's packageserver registers
+// v1.packages.operators.coreos.com for its own Service: replacing it would
+// take the group away from OLM v0 (which would then fight to take it back),
+// so make deploy stops, whatever ADOPT says, and make undeploy leaves it.
+func foreignAPIServices(ctx context.Context, c client.Client, objs []*unstructured.Unstructured) (map[string]string, error) {
+	foreign := map[string]string{}
+	for _, obj := range objs {
+		gvk := obj.GroupVersionKind()
+		if gvk.Kind != "APIService" || gvk.Group != "apiregistration.k8s.io" {
+			continue
+		}
+		got := &unstructured.Unstructured{}
+		got.SetGroupVersionKind(gvk)
+		err := c.Get(ctx, client.ObjectKeyFromObject(obj), got)
+		if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("checking who serves %s: %w", describe(obj), err)
+		}
+		if want, have := apiServiceBackend(obj), apiServiceBackend(got); have != want {
+			foreign[obj.GetName()] = have
+		}
+	}
+	return foreign, nil
+}
+
+// apiServiceBackend says what an APIService sends its group to: "service
+// NAMESPACE/NAME", or "the kube-apiserver itself" for a local one.
+func apiServiceBackend(obj *unstructured.Unstructured) string {
+	ns, _, _ := unstructured.NestedString(obj.Object, "spec", "service", "namespace")
+	name, _, _ := unstructured.NestedString(obj.Object, "spec", "service", "name")
+	if name == "" {
+		return "the kube-apiserver itself"
+	}
+	return "service " + ns + "/" + name
+}
+
 // waitEstablished waits until the API server serves the CRD's resource.
 func waitEstablished(ctx context.Context, c client.Client, crd string) error {
 	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
@@ -310,8 +353,26 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 			return err
 		}
 	}
+	foreign, err := foreignAPIServices(ctx, c, objs)
+	if err != nil {
+		return err
+	}
 	if *del {
+		objs = slices.DeleteFunc(objs, func(obj *unstructured.Unstructured) bool {
+			have, ok := foreign[obj.GetName()]
+			if ok && obj.GetKind() == "APIService" {
+				fmt.Fprintf(out, "%s kept (served by %s, not catalogd)\n", describe(obj), have)
+			}
+			return ok && obj.GetKind() == "APIService"
+		})
 		return Delete(ctx, c, objs, out)
+	}
+	for _, obj := range objs {
+		if have, ok := foreign[obj.GetName()]; ok && obj.GetKind() == "APIService" {
+			return fmt.Errorf("%s is served by %s, not by catalogd's %s: another server owns %s "+
+				"(OLM v0's packageserver, most likely); nothing was applied. Remove it first, or deploy without the package API (config/default)",
+				describe(obj), have, strings.TrimPrefix(apiServiceBackend(obj), "service "), obj.GetName())
+		}
 	}
 	return Apply(ctx, c, objs, *dryRun, out)
 }

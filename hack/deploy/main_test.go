@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -17,7 +18,10 @@ import (
 	"github.com/catalogd/catalogd/test/kubetest"
 )
 
-const defaultDir = "../../config/default"
+const (
+	defaultDir    = "../../config/default"
+	packageAPIDir = "../../config/overlays/package-api"
+)
 
 func TestImageOverride(t *testing.T) {
 	tests := []struct {
@@ -80,18 +84,27 @@ func containerImages(t *testing.T, objs []*unstructured.Unstructured) []string {
 // be a no-op success), check every object exists and is owned by this
 // tool's field manager, then delete twice and check everything but the
 // shared namespace is gone.
+// The package API overlay adds cluster-scoped objects (an APIService,
+// cluster roles) and one in kube-system, each of which must be applied,
+// owned and deleted the same way.
 func TestDeployUndeploy(t *testing.T) {
+	for _, dir := range []string{defaultDir, packageAPIDir} {
+		t.Run(filepath.Base(dir), func(t *testing.T) { testDeployUndeploy(t, dir) })
+	}
+}
+
+func testDeployUndeploy(t *testing.T, dir string) {
 	c, kubeconfig := startAPIServer(t)
 	ctx := context.Background()
 	const image = "registry.example/olm/catalogd:v9"
-	objs, err := Render(defaultDir, image)
+	objs, err := Render(dir, image)
 	if err != nil {
 		t.Fatal(err)
 	}
 
 	for i := range 2 {
 		var out bytes.Buffer
-		if err := run(ctx, []string{"-kubeconfig", kubeconfig, "-image", image, defaultDir}, &out); err != nil {
+		if err := run(ctx, []string{"-kubeconfig", kubeconfig, "-image", image, dir}, &out); err != nil {
 			t.Fatalf("deploy run %d: %v\n%s", i+1, err, out.String())
 		}
 	}
@@ -122,7 +135,7 @@ func TestDeployUndeploy(t *testing.T) {
 
 	for i := range 2 {
 		var out bytes.Buffer
-		if err := run(ctx, []string{"-kubeconfig", kubeconfig, "-delete", defaultDir}, &out); err != nil {
+		if err := run(ctx, []string{"-kubeconfig", kubeconfig, "-delete", dir}, &out); err != nil {
 			t.Fatalf("undeploy run %d: %v\n%s", i+1, err, out.String())
 		}
 	}
@@ -177,6 +190,98 @@ func TestDeployRefusesAnotherOwner(t *testing.T) {
 	}
 	if err := run(ctx, []string{"-kubeconfig", kubeconfig, "-adopt", defaultDir}, &out); err != nil {
 		t.Fatalf("deploy -adopt: %v\n%s", err, out.String())
+	}
+}
+
+// TestDeployRefusesForeignAPIService registers packages.operators.coreos.com/v1
+// for another Service, as OLM v0 does for its packageserver, and checks that
+// deploying the package API overlay stops before applying anything, with or
+// without ADOPT, saying who serves the group; that undeploy leaves that
+// APIService alone; and that an APIService already pointing at catalogd's
+// Service (a second make deploy) is not refused.
+func TestDeployRefusesForeignAPIService(t *testing.T) {
+	c, kubeconfig := startAPIServer(t)
+	ctx := context.Background()
+	objs, err := Render(packageAPIDir, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ours *unstructured.Unstructured
+	for _, o := range objs {
+		if o.GetKind() == "APIService" {
+			ours = o
+		}
+	}
+	if ours == nil {
+		t.Fatalf("%s renders no APIService", packageAPIDir)
+	}
+	foreign := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apiregistration.k8s.io/v1",
+		"kind":       "APIService",
+		"metadata":   map[string]any{"name": ours.GetName()},
+		"spec": map[string]any{
+			"group": "packages.operators.coreos.com", "version": "v1",
+			"groupPriorityMinimum": int64(2000), "versionPriority": int64(15),
+			"service": map[string]any{"namespace": "olm", "name": "packageserver-service", "port": int64(5443)},
+		},
+	}}
+	if err := c.Create(ctx, foreign); err != nil {
+		t.Fatal(err)
+	}
+	before := foreign.DeepCopy()
+
+	for _, args := range [][]string{{packageAPIDir}, {"-adopt", packageAPIDir}} {
+		var out bytes.Buffer
+		err := run(ctx, append([]string{"-kubeconfig", kubeconfig}, args...), &out)
+		if err == nil || !strings.Contains(err.Error(), "apiservice/v1.packages.operators.coreos.com") ||
+			!strings.Contains(err.Error(), "olm/packageserver-service") || strings.Contains(err.Error(), "\n") {
+			t.Fatalf("deploy %q over OLM v0's APIService: %v, want a one-line refusal naming the APIService and its Service", args, err)
+		}
+		if out.Len() != 0 {
+			t.Errorf("deploy %q printed before refusing:\n%s", args, out.String())
+		}
+	}
+	// Nothing was applied: not even the namespace, which comes first.
+	for _, o := range objs {
+		if o.GetKind() == "APIService" {
+			continue
+		}
+		got := &unstructured.Unstructured{}
+		got.SetGroupVersionKind(o.GroupVersionKind())
+		if err := c.Get(ctx, client.ObjectKeyFromObject(o), got); !apierrors.IsNotFound(err) && !strings.Contains(o.GetName(), "clustercatalogs") {
+			t.Errorf("after the refusal, %s: %v, want not found", describe(o), err)
+		}
+	}
+
+	var out bytes.Buffer
+	if err := run(ctx, []string{"-kubeconfig", kubeconfig, "-delete", packageAPIDir}, &out); err != nil {
+		t.Fatalf("undeploy: %v\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), "apiservice/v1.packages.operators.coreos.com kept (served by service olm/packageserver-service") {
+		t.Errorf("undeploy did not say it kept the foreign APIService:\n%s", out.String())
+	}
+	got := &unstructured.Unstructured{}
+	got.SetGroupVersionKind(foreign.GroupVersionKind())
+	if err := c.Get(ctx, client.ObjectKeyFromObject(foreign), got); err != nil {
+		t.Fatalf("after undeploy, OLM v0's APIService: %v", err)
+	}
+	// Its status changes (the API server finds the Service missing), its
+	// spec and labels must not.
+	if !equality.Semantic.DeepEqual(got.Object["spec"], before.Object["spec"]) || len(got.GetLabels()) != 0 || got.GetDeletionTimestamp() != nil {
+		t.Errorf("deploy or undeploy changed OLM v0's APIService: spec %v (was %v), labels %v, deletion %v",
+			got.Object["spec"], before.Object["spec"], got.GetLabels(), got.GetDeletionTimestamp())
+	}
+
+	// Once OLM v0 is gone and catalogd's own APIService is there, deploying
+	// again goes ahead.
+	if err := c.Delete(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		out.Reset()
+		if err := run(ctx, []string{"-kubeconfig", kubeconfig, packageAPIDir}, &out); err != nil {
+			t.Fatalf("deploy run %d without OLM v0: %v\n%s", i+1, err, out.String())
+		}
 	}
 }
 

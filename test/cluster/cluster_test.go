@@ -12,9 +12,12 @@
 package cluster
 
 import (
+	"bufio"
 	"bytes"
+	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -23,6 +26,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -48,6 +52,12 @@ type env struct {
 	state, kubectl, image, nodeIP string
 	// certPEM and keyPEM are the serving certificate of the Service.
 	certPEM, keyPEM []byte
+	// pkgCertPEM and pkgKeyPEM are the package API's serving certificate,
+	// its own CA, which the APIService's caBundle names.
+	pkgCertPEM, pkgKeyPEM []byte
+	// artifacts, when set, is a directory where the package API's answers
+	// are saved for a human to read.
+	artifacts string
 }
 
 func newEnv(t *testing.T) *env {
@@ -62,6 +72,8 @@ func newEnv(t *testing.T) *env {
 		t.Skip("CATALOGD_CLUSTER_STATE, _KUBECTL, _IMAGE and _NODE_IP are unset: run `make test-cluster`")
 	}
 	e.certPEM, e.keyPEM = newServingCert(t)
+	e.pkgCertPEM, e.pkgKeyPEM = tlstest.SelfSigned(t, packageAPIName)
+	e.artifacts = os.Getenv("CATALOGD_CLUSTER_ARTIFACTS")
 	return e
 }
 
@@ -134,13 +146,16 @@ func eventually(t *testing.T, timeout time.Duration, what string, f func() error
 	}
 }
 
-// deploy applies config/default through an overlay that runs two replicas
-// of the image under test (never pulled: it was imported into containerd)
-// and trusts the relayed registry over plain HTTP, then waits for the rollout.
+// deploy applies config/overlays/package-api (config/default plus the
+// package API) through an overlay that runs two replicas of the image under
+// test (never pulled: it was imported into containerd) and trusts the
+// relayed registry over plain HTTP, creates both serving certificates and
+// sets the APIService's caBundle as config/README.md says, then waits for
+// the rollout.
 func (e *env) deploy(t *testing.T, registry string) {
 	t.Helper()
 	overlay := t.TempDir()
-	base, err := filepath.Abs("../../config/default")
+	base, err := filepath.Abs("../../config/overlays/package-api")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,12 +194,29 @@ patches:
 	}
 	e.kc(t, nil, "-n", namespace, "create", "secret", "tls", "catalogd-service-cert",
 		"--cert", filepath.Join(dir, "tls.crt"), "--key", filepath.Join(dir, "tls.key"))
+	for name, data := range map[string][]byte{"pkg.crt": e.pkgCertPEM, "pkg.key": e.pkgKeyPEM} {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.kc(t, nil, "-n", namespace, "create", "secret", "tls", "catalogd-package-api-cert",
+		"--cert", filepath.Join(dir, "pkg.crt"), "--key", filepath.Join(dir, "pkg.key"))
+	e.kc(t, nil, "patch", "apiservice", apiServiceName, "--type=merge",
+		"-p", fmt.Sprintf(`{"spec":{"caBundle":%q}}`, base64.StdEncoding.EncodeToString(e.pkgCertPEM)))
 	e.kc(t, nil, "-n", namespace, "rollout", "status", "deployment/"+deployment, "--timeout=5m")
 }
 
 // serviceName is the name the serving certificate is for, and the one
 // operator-controller uses for catalogd.
 const serviceName = service + "." + namespace + ".svc"
+
+const (
+	apiServiceName = "v1.packages.operators.coreos.com"
+	// packageAPIName is the name the aggregator checks the package API's
+	// certificate against: its Service's.
+	packageAPIName = "catalogd-package-api." + namespace + ".svc"
+	packageAPIPort = "7443"
+)
 
 // newServingCert makes a self-signed serving certificate for serviceName.
 func newServingCert(t *testing.T) (certPEM, keyPEM []byte) {
@@ -509,4 +541,405 @@ func TestCluster(t *testing.T) {
 		close(stop)
 		l.check(t, "rolling restart")
 	})
+
+	t.Run("package API", func(t *testing.T) { e.testPackageAPI(t, reg, registry, facts) })
+}
+
+// packageManifest is what the test reads of a PackageManifest.
+type packageManifest struct {
+	Metadata struct {
+		Name      string            `json:"name"`
+		Namespace string            `json:"namespace"`
+		Labels    map[string]string `json:"labels"`
+	} `json:"metadata"`
+	Status struct {
+		CatalogSource  string `json:"catalogSource"`
+		PackageName    string `json:"packageName"`
+		DefaultChannel string `json:"defaultChannel"`
+		Channels       []struct {
+			Name       string `json:"name"`
+			CurrentCSV string `json:"currentCSV"`
+		} `json:"channels"`
+	} `json:"status"`
+}
+
+// packageManifests runs kubectl get packagemanifests with args and returns
+// the items.
+func (e *env) packageManifests(t *testing.T, args ...string) []packageManifest {
+	t.Helper()
+	out := e.kc(t, nil, append([]string{"get", "packagemanifests", "-o", "json"}, args...)...)
+	var list struct {
+		Items []packageManifest `json:"items"`
+	}
+	if err := json.Unmarshal([]byte(out), &list); err != nil {
+		t.Fatalf("decode kubectl get packagemanifests %q: %v", args, err)
+	}
+	return list.Items
+}
+
+// names returns the sorted distinct package names of items.
+func names(items []packageManifest) []string {
+	var out []string
+	for _, pm := range items {
+		if !slices.Contains(out, pm.Metadata.Name) {
+			out = append(out, pm.Metadata.Name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// packageNames returns the sorted names of the packages of a catalog that
+// packageserver shows: those with a channel whose head describes its
+// ClusterServiceVersion (an olm.bundle.object or olm.csv.metadata property).
+func packageNames(c *fbcfacts.Catalog) []string {
+	var out []string
+	for name := range c.Packages {
+		for ch := range c.Channels[name] {
+			head := c.Bundles[name][c.Head(name, ch)]
+			if slices.ContainsFunc(head.Properties, func(p fbcfacts.Property) bool {
+				return p.Type == "olm.bundle.object" || p.Type == "olm.csv.metadata"
+			}) {
+				out = append(out, name)
+				break
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// save writes an answer of the package API under $CATALOGD_CLUSTER_ARTIFACTS
+// (when set) for a human to read.
+func (e *env) save(t *testing.T, name, content string) {
+	t.Helper()
+	if e.artifacts == "" {
+		return
+	}
+	if err := os.MkdirAll(e.artifacts, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(e.artifacts, name), []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// watchEvent is one line of kubectl get --watch --output-watch-events -o json.
+type watchEvent struct {
+	Type   string          `json:"type"`
+	Object packageManifest `json:"object"`
+	at     time.Time
+}
+
+// watchPackages runs kubectl's watch on packagemanifests in ns as a client
+// would, and returns its events once the watch request is open (kubectl
+// logs it at -v=6).
+func (e *env) watchPackages(t *testing.T, ns string) <-chan watchEvent {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, e.kubectl, "--kubeconfig", filepath.Join(e.state, "admin.kubeconfig"), "-v=6",
+		"-n", ns, "get", "packagemanifests", "--watch-only", "--output-watch-events", "-o", "json")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		_ = cmd.Wait()
+	})
+	open := make(chan struct{})
+	go func() {
+		s := bufio.NewScanner(stderr)
+		s.Buffer(make([]byte, 1<<20), 1<<20)
+		once := false
+		for s.Scan() {
+			if !once && strings.Contains(s.Text(), "watch=true") && strings.Contains(s.Text(), "200 OK") {
+				once = true
+				close(open)
+			}
+		}
+	}()
+	events := make(chan watchEvent, 100)
+	go func() {
+		defer close(events)
+		dec := json.NewDecoder(stdout)
+		for {
+			var ev watchEvent
+			if err := dec.Decode(&ev); err != nil {
+				return
+			}
+			ev.at = time.Now()
+			events <- ev
+		}
+	}()
+	select {
+	case <-open:
+	case <-time.After(time.Minute):
+		t.Fatal("kubectl's watch of packagemanifests did not open within a minute")
+	}
+	return events
+}
+
+// watchProbe is a package of its own, added to the demo catalog to see the
+// watch report it.
+const watchProbe = `---
+schema: olm.package
+name: watch-probe
+defaultChannel: stable
+---
+schema: olm.channel
+name: stable
+package: watch-probe
+entries:
+- name: watch-probe.v0.1.0
+---
+schema: olm.bundle
+name: watch-probe.v0.1.0
+package: watch-probe
+image: registry.example.com/watch-probe/bundle:v0.1.0
+properties:
+- type: olm.package
+  value:
+    packageName: watch-probe
+    version: 0.1.0
+- type: olm.csv.metadata
+  value:
+    displayName: Watch Probe
+    provider:
+      name: catalogd tests
+`
+
+// testPackageAPI checks the package API through the kube-apiserver's
+// aggregator, as OLM v0's clients use it, and on each replica: the
+// APIService becomes Available; kubectl lists, selects by catalog label,
+// prints and gets every package of the catalog as the catalog's files say;
+// the icon subresource serves the package's icon; namespace viewers may
+// read packages and others may not; a watch sees exactly the package a new
+// catalog image adds, then removes.
+func (e *env) testPackageAPI(t *testing.T, reg *registrytest.Registry, registry string, facts *fbcfacts.Catalog) {
+	e.kc(t, nil, "wait", "apiservice/"+apiServiceName, "--for=condition=Available", "--timeout=3m")
+	want := packageNames(facts)
+
+	table := e.kc(t, nil, "get", "packagemanifests", "-A")
+	e.save(t, "get-packagemanifests-A.txt", table)
+	t.Logf("kubectl get packagemanifests -A:\n%s", table)
+	// packageserver's columns.
+	if header, _, _ := strings.Cut(table, "\n"); !slices.Equal(strings.Fields(header), []string{"NAMESPACE", "NAME", "CATALOG", "AGE"}) {
+		t.Errorf("kubectl get packagemanifests -A prints the columns %q, packageserver's are NAMESPACE NAME CATALOG AGE", header)
+	}
+	if got := names(e.packageManifests(t, "-A")); !slices.Equal(got, want) {
+		t.Errorf("kubectl get packagemanifests -A lists %q, the catalog has %q", got, want)
+	}
+	selected := e.packageManifests(t, "-n", "default", "-l", "catalog=demo")
+	if got := names(selected); !slices.Equal(got, want) {
+		t.Errorf("-n default -l catalog=demo lists %q, the catalog has %q", got, want)
+	}
+	for _, pm := range selected {
+		if pm.Metadata.Namespace != "default" || pm.Metadata.Labels["catalog"] != "demo" || pm.Status.CatalogSource != "demo" {
+			t.Errorf("package %s: namespace %q, label catalog %q, catalogSource %q; want default, demo, demo",
+				pm.Metadata.Name, pm.Metadata.Namespace, pm.Metadata.Labels["catalog"], pm.Status.CatalogSource)
+		}
+	}
+	e.save(t, "get-packagemanifests-l-catalog.txt", e.kc(t, nil, "-n", "default", "get", "packagemanifests", "-l", "catalog=demo"))
+	if got := e.packageManifests(t, "-n", "default", "-l", "catalog=no-such-catalog"); len(got) != 0 {
+		t.Errorf("-l catalog=no-such-catalog lists %q", names(got))
+	}
+
+	// One package in full, against the catalog's files.
+	const pkg = "aurora-cache"
+	e.save(t, "get-packagemanifest-o-yaml.yaml", e.kc(t, nil, "-n", "default", "get", "packagemanifest", pkg, "-o", "yaml"))
+	var pm packageManifest
+	if err := json.Unmarshal([]byte(e.kc(t, nil, "-n", "default", "get", "packagemanifest", pkg, "-o", "json")), &pm); err != nil {
+		t.Fatal(err)
+	}
+	if pm.Status.PackageName != pkg || pm.Status.DefaultChannel != facts.Packages[pkg].DefaultChannel {
+		t.Errorf("%s: packageName %q, defaultChannel %q; the catalog says %s, %s",
+			pkg, pm.Status.PackageName, pm.Status.DefaultChannel, pkg, facts.Packages[pkg].DefaultChannel)
+	}
+	var channels []string
+	for _, ch := range pm.Status.Channels {
+		channels = append(channels, ch.Name)
+		if head := facts.Head(pkg, ch.Name); head != "" && ch.CurrentCSV != head {
+			t.Errorf("%s channel %s: currentCSV %q, the catalog's head is %s", pkg, ch.Name, ch.CurrentCSV, head)
+		}
+	}
+	sort.Strings(channels)
+	var wantChannels []string
+	for name := range facts.Channels[pkg] {
+		wantChannels = append(wantChannels, name)
+	}
+	sort.Strings(wantChannels)
+	if !slices.Equal(channels, wantChannels) {
+		t.Errorf("%s channels %q, the catalog has %q", pkg, channels, wantChannels)
+	}
+
+	// The icon subresource: the package's icon, byte for byte.
+	icons := 0
+	for name, p := range facts.Packages {
+		if p.Icon == nil {
+			continue
+		}
+		icons++
+		got := e.kc(t, nil, "get", "--raw", "/apis/packages.operators.coreos.com/v1/namespaces/default/packagemanifests/"+name+"/icon")
+		if !bytes.Equal([]byte(got), p.Icon.Data) {
+			t.Errorf("icon of %s: %d bytes that differ from the catalog's %d-byte %s icon", name, len(got), len(p.Icon.Data), p.Icon.MediaType)
+		}
+	}
+	if icons == 0 {
+		t.Error("the demo catalog has no icon to check")
+	}
+
+	// Namespace viewers read packages there through the view role the
+	// overlay's ClusterRole is aggregated into; nowhere else.
+	e.kc(t, nil, "create", "namespace", "team-a")
+	t.Cleanup(func() { _, _ = e.kcErr(nil, "delete", "namespace", "team-a", "--wait=false") })
+	e.kc(t, nil, "-n", "team-a", "create", "serviceaccount", "pkg-reader")
+	e.kc(t, nil, "-n", "team-a", "create", "rolebinding", "pkg-reader-view", "--clusterrole=view", "--serviceaccount=team-a:pkg-reader")
+	const reader = "system:serviceaccount:team-a:pkg-reader"
+	eventually(t, time.Minute, "a team-a viewer listing packagemanifests", func() error {
+		out, err := e.kcErr(nil, "--as", reader, "-n", "team-a", "get", "packagemanifests", "-o", "name")
+		if err == nil && strings.Count(out, "\n") != len(want) {
+			err = fmt.Errorf("listed %q, want %d packages", out, len(want))
+		}
+		return err
+	})
+	if _, err := e.kcErr(nil, "--as", reader, "-n", "team-a", "get", "--raw",
+		"/apis/packages.operators.coreos.com/v1/namespaces/team-a/packagemanifests/"+pkg+"/icon"); err != nil {
+		t.Errorf("a team-a viewer getting an icon: %v", err)
+	}
+	if out, err := e.kcErr(nil, "--as", reader, "-n", "kube-public", "get", "packagemanifests"); err == nil || !strings.Contains(err.Error(), "Forbidden") {
+		t.Errorf("a team-a viewer listing packagemanifests in kube-public: %v (%s), want Forbidden", err, out)
+	}
+
+	// Every replica serves the API itself, with the viewer's token checked
+	// by the replica (TokenReview, SubjectAccessReview).
+	token := strings.TrimSpace(e.kc(t, nil, "-n", "team-a", "create", "token", "pkg-reader"))
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(e.pkgCertPEM)
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{RootCAs: pool, ServerName: packageAPIName, MinVersion: tls.VersionTLS12},
+	}}
+	askPod := func(ip, ns string) (int, []byte, error) {
+		req, err := http.NewRequest(http.MethodGet, "https://"+net.JoinHostPort(ip, packageAPIPort)+
+			"/apis/packages.operators.coreos.com/v1/namespaces/"+ns+"/packagemanifests", nil)
+		if err != nil {
+			return 0, nil, err
+		}
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := client.Do(req)
+		if err != nil {
+			return 0, nil, err
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		return resp.StatusCode, body, err
+	}
+	pods := e.podIPs(t)
+	if len(pods) != 2 {
+		t.Fatalf("ready pods %v, want 2", pods)
+	}
+	var answers []string
+	for name, ip := range pods {
+		code, body, err := askPod(ip, "team-a")
+		if err != nil || code != http.StatusOK {
+			t.Errorf("pod %s: %d %v: %s", name, code, err, body)
+			continue
+		}
+		var list struct {
+			Items []packageManifest `json:"items"`
+		}
+		if err := json.Unmarshal(body, &list); err != nil {
+			t.Fatalf("pod %s: %v", name, err)
+		}
+		if got := names(list.Items); !slices.Equal(got, want) {
+			t.Errorf("pod %s lists %q, the catalog has %q", name, got, want)
+		}
+		answers = append(answers, fmt.Sprintf("pod %s (%s): %d packages: %s", name, ip, len(list.Items), strings.Join(names(list.Items), " ")))
+		if code, body, err := askPod(ip, "kube-public"); err != nil || code != http.StatusForbidden {
+			t.Errorf("pod %s, the viewer in kube-public: %d %v: %s, want 403", name, code, err, body)
+		}
+	}
+	e.save(t, "replicas.txt", strings.Join(answers, "\n")+"\n")
+
+	// A watch sees the package a new image adds, and only it; then its
+	// removal when the catalog goes back to the image without it.
+	events := e.watchPackages(t, "default")
+	var log []string
+	record := func(ev watchEvent, since time.Time) {
+		log = append(log, fmt.Sprintf("%s %s (%.1fs after the ClusterCatalog changed)", ev.Type, ev.Object.Metadata.Name, ev.at.Sub(since).Seconds()))
+	}
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS(demoDir)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "watch-probe"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "watch-probe", "catalog.yaml"), []byte(watchProbe), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	oldRef, err := e.servedRef()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range []struct {
+		ref, event string
+	}{
+		{registry + "/demo@" + digest(registrytest.PushCatalog(t, reg.Host, "demo:v3", dir, registrytest.PushOptions{})), "ADDED"},
+		{oldRef, "DELETED"},
+	} {
+		since := time.Now()
+		e.applyCatalog(t, step.ref)
+		deadline := time.After(3 * time.Minute)
+	wait:
+		for {
+			select {
+			case ev, ok := <-events:
+				if !ok {
+					t.Fatal("kubectl's watch ended")
+				}
+				record(ev, since)
+				if ev.Type != step.event || ev.Object.Metadata.Name != "watch-probe" {
+					t.Errorf("watch event %s %s, want only %s watch-probe", ev.Type, ev.Object.Metadata.Name, step.event)
+					continue
+				}
+				break wait
+			case <-deadline:
+				ref, err := e.servedRef()
+				t.Fatalf("no %s event for watch-probe within 3 minutes; events: %q; the catalog serves %s (%v) and lists %q",
+					step.event, log, ref, err, names(e.packageManifests(t, "-n", "default")))
+			}
+		}
+		eventually(t, 3*time.Minute, "the catalog serving "+step.ref, func() error {
+			ref, err := e.servedRef()
+			if err == nil && !strings.HasSuffix(ref, digest(step.ref)) {
+				err = fmt.Errorf("resolved %s, want %s", ref, step.ref)
+			}
+			return err
+		})
+	}
+	// Nothing else arrives: no other package changed.
+	quiet := time.After(10 * time.Second)
+	for done := false; !done; {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				done = true
+				break
+			}
+			record(ev, time.Now())
+			t.Errorf("unexpected watch event %s %s", ev.Type, ev.Object.Metadata.Name)
+		case <-quiet:
+			done = true
+		}
+	}
+	e.save(t, "watch-events.txt", strings.Join(log, "\n")+"\n")
+	t.Logf("watch events:\n%s", strings.Join(log, "\n"))
 }

@@ -37,6 +37,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
 	"github.com/catalogd/catalogd/test/kubetest"
+	"github.com/catalogd/catalogd/test/tlstest"
 )
 
 func repoRoot() string {
@@ -339,6 +340,224 @@ func TestCertManagerOverlay(t *testing.T) {
 	}
 }
 
+// named returns the rendered object of kind and name, converted to T.
+func named[T any](t *testing.T, objs []*unstructured.Unstructured, kind, name string) *T {
+	t.Helper()
+	for _, o := range objs {
+		if o.GetKind() != kind || o.GetName() != name {
+			continue
+		}
+		v := new(T)
+		if err := kruntime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(o.Object, v, true); err != nil {
+			t.Fatalf("%s %s: %v", kind, name, err)
+		}
+		return v
+	}
+	t.Fatalf("no %s %s rendered", kind, name)
+	return nil
+}
+
+// apiService is the part of an APIService (k8s.io/kube-aggregator, not a
+// dependency of this module) that the overlay sets.
+type apiService struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata"`
+	Spec              struct {
+		Group                 string `json:"group"`
+		Version               string `json:"version"`
+		GroupPriorityMinimum  int32  `json:"groupPriorityMinimum"`
+		VersionPriority       int32  `json:"versionPriority"`
+		InsecureSkipTLSVerify bool   `json:"insecureSkipTLSVerify"`
+		CABundle              []byte `json:"caBundle"`
+		Service               *struct {
+			Namespace string `json:"namespace"`
+			Name      string `json:"name"`
+			Port      *int32 `json:"port"`
+		} `json:"service"`
+	} `json:"spec"`
+}
+
+// TestPackageAPIOverlay checks, without a cluster, that the package API
+// overlay wires the aggregator to the manager: the APIService names the
+// group and version it is called after and points at a Service and port
+// that reach, through a named target port, the port --package-api-bind-address
+// listens on, on the manager's pods, admitted by the NetworkPolicy; the
+// certificate directory is the mounted secret; the manager's service
+// account is bound to what delegated authentication and authorization
+// need; and a ClusterRole aggregated to view, edit and admin grants
+// reading packagemanifests and their icons. Both overlays (certificate
+// by hand or by cert-manager) must agree on all of it.
+func TestPackageAPIOverlay(t *testing.T) {
+	for _, dir := range []string{"overlays/package-api", "overlays/package-api-cert-manager"} {
+		t.Run(dir, func(t *testing.T) { testPackageAPIOverlay(t, dir) })
+	}
+}
+
+func testPackageAPIOverlay(t *testing.T, dir string) {
+	objs := render(t, dir)
+	dep := only[appsv1.Deployment](t, objs, "Deployment")
+	np := only[networkingv1.NetworkPolicy](t, objs, "NetworkPolicy")
+	as := only[apiService](t, objs, "APIService")
+	mgr := dep.Spec.Template.Spec.Containers[0]
+	if !slices.Contains(mgr.Args, "--package-api") {
+		t.Errorf("manager args %q lack --package-api", mgr.Args)
+	}
+
+	if as.Name != as.Spec.Version+"."+as.Spec.Group || as.Name != "v1.packages.operators.coreos.com" {
+		t.Errorf("APIService %s serves %s/%s, want v1.packages.operators.coreos.com", as.Name, as.Spec.Group, as.Spec.Version)
+	}
+	if as.Spec.GroupPriorityMinimum != 2000 || as.Spec.VersionPriority != 15 {
+		t.Errorf("APIService priorities %d/%d, want OLM v0's 2000/15", as.Spec.GroupPriorityMinimum, as.Spec.VersionPriority)
+	}
+	if as.Spec.InsecureSkipTLSVerify {
+		t.Error("APIService skips TLS verification")
+	}
+	if as.Spec.Service == nil {
+		t.Fatal("APIService has no service: it would be served by the kube-apiserver itself")
+	}
+	svc := named[corev1.Service](t, objs, "Service", as.Spec.Service.Name)
+	if svc.Namespace != as.Spec.Service.Namespace {
+		t.Errorf("APIService points at %s/%s, the Service is in %s", as.Spec.Service.Namespace, as.Spec.Service.Name, svc.Namespace)
+	}
+	if svc.Namespace != dep.Namespace {
+		t.Errorf("Service %s is in %s, the manager in %s", svc.Name, svc.Namespace, dep.Namespace)
+	}
+	s, err := metav1.LabelSelectorAsSelector(&metav1.LabelSelector{MatchLabels: svc.Spec.Selector})
+	if err != nil || s.Empty() || !s.Matches(labels.Set(dep.Spec.Template.Labels)) {
+		t.Errorf("Service %s selector %v does not select the manager's pods (%v)", svc.Name, svc.Spec.Selector, dep.Spec.Template.Labels)
+	}
+	port := int32(443) // the APIService's default
+	if as.Spec.Service.Port != nil {
+		port = *as.Spec.Service.Port
+	}
+	var target *intstr.IntOrString
+	for _, p := range svc.Spec.Ports {
+		if p.Port == port {
+			target = &p.TargetPort
+		}
+	}
+	if target == nil {
+		t.Fatalf("APIService sends to port %d, Service %s has none", port, svc.Name)
+	}
+	if target.Type != intstr.String {
+		t.Fatalf("Service %s port %d targets %v, want a named container port", svc.Name, port, target)
+	}
+	listen := portOf(t, flagValue(t, mgr.Args, "package-api-bind-address"))
+	if got := containerPort(t, mgr, target.StrVal); got != listen {
+		t.Errorf("Service %s port %d reaches container port %s (%d), --package-api-bind-address listens on %d", svc.Name, port, target.StrVal, got, listen)
+	}
+	admitted := false
+	for _, rule := range np.Spec.Ingress {
+		for _, p := range rule.Ports {
+			admitted = admitted || len(rule.From) == 0 && p.Port != nil && int32(p.Port.IntValue()) == listen
+		}
+	}
+	if !admitted {
+		t.Errorf("NetworkPolicy does not admit the package API's port %d", listen)
+	}
+
+	// The certificate directory is the secret, with both files.
+	certDir := flagValue(t, mgr.Args, "package-api-cert-dir")
+	var secret *corev1.SecretVolumeSource
+	for _, m := range mgr.VolumeMounts {
+		if m.MountPath != certDir {
+			continue
+		}
+		if !m.ReadOnly {
+			t.Errorf("--package-api-cert-dir=%s is mounted writable", certDir)
+		}
+		for _, v := range dep.Spec.Template.Spec.Volumes {
+			if v.Name == m.Name {
+				secret = v.Secret
+			}
+		}
+	}
+	if secret == nil || secret.SecretName != "catalogd-package-api-cert" {
+		t.Fatalf("--package-api-cert-dir=%s is not a mount of the secret catalogd-package-api-cert", certDir)
+	}
+	for _, f := range []string{"tls.crt", "tls.key"} {
+		if !slices.ContainsFunc(secret.Items, func(k corev1.KeyToPath) bool { return k.Path == f && k.Key == f }) {
+			t.Errorf("the package API's secret volume has no %s", f)
+		}
+	}
+	// With cert-manager, a Certificate issues that secret for the name the
+	// aggregator checks, and its CA is injected into the APIService.
+	if strings.Contains(dir, "cert-manager") {
+		dnsName := svc.Name + "." + svc.Namespace + ".svc"
+		var issued string
+		for _, o := range objs {
+			secretName, _, _ := unstructured.NestedString(o.Object, "spec", "secretName")
+			names, _, _ := unstructured.NestedStringSlice(o.Object, "spec", "dnsNames")
+			if o.GetKind() == "Certificate" && secretName == secret.SecretName && o.GetNamespace() == dep.Namespace && slices.Contains(names, dnsName) {
+				issued = o.GetNamespace() + "/" + o.GetName()
+			}
+		}
+		if issued == "" {
+			t.Errorf("no Certificate issues %s for %s", secret.SecretName, dnsName)
+		}
+		if got := as.Annotations["cert-manager.io/inject-ca-from"]; issued == "" || got != issued {
+			t.Errorf("APIService inject-ca-from %q, want the Certificate %s", got, issued)
+		}
+	}
+
+	// RBAC: the manager's service account, wherever it is bound.
+	sa := dep.Spec.Template.Spec.ServiceAccountName
+	boundToSA := func(subjects []rbacv1.Subject) bool {
+		return slices.ContainsFunc(subjects, func(s rbacv1.Subject) bool {
+			return s.Kind == "ServiceAccount" && s.Name == sa && s.Namespace == dep.Namespace
+		})
+	}
+	var delegator, authReader bool
+	for _, o := range objs {
+		switch o.GetKind() {
+		case "ClusterRoleBinding":
+			b := named[rbacv1.ClusterRoleBinding](t, objs, "ClusterRoleBinding", o.GetName())
+			delegator = delegator || b.RoleRef.Kind == "ClusterRole" && b.RoleRef.Name == "system:auth-delegator" && boundToSA(b.Subjects)
+		case "RoleBinding":
+			b := named[rbacv1.RoleBinding](t, objs, "RoleBinding", o.GetName())
+			authReader = authReader || b.Namespace == "kube-system" && b.RoleRef.Kind == "Role" &&
+				b.RoleRef.Name == "extension-apiserver-authentication-reader" && boundToSA(b.Subjects)
+		}
+	}
+	if !delegator {
+		t.Errorf("no ClusterRoleBinding of system:auth-delegator to %s/%s", dep.Namespace, sa)
+	}
+	if !authReader {
+		t.Errorf("no RoleBinding in kube-system of extension-apiserver-authentication-reader to %s/%s", dep.Namespace, sa)
+	}
+	var viewers []string
+	for _, o := range objs {
+		if o.GetKind() != "ClusterRole" {
+			continue
+		}
+		role := named[rbacv1.ClusterRole](t, objs, "ClusterRole", o.GetName())
+		if role.Labels["rbac.authorization.k8s.io/aggregate-to-view"] != "true" {
+			continue
+		}
+		viewers = append(viewers, role.Name)
+		for _, res := range []string{"packagemanifests", "packagemanifests/icon"} {
+			for _, verb := range []string{"get", "list", "watch"} {
+				if !grants(map[string][]rbacv1.PolicyRule{"ClusterRole/" + role.Name: role.Rules}, "", as.Spec.Group, res, verb) {
+					t.Errorf("ClusterRole %s does not grant %s on %s", role.Name, verb, res)
+				}
+			}
+		}
+		for _, verb := range []string{"create", "update", "patch", "delete"} {
+			if grants(map[string][]rbacv1.PolicyRule{"ClusterRole/" + role.Name: role.Rules}, "", as.Spec.Group, "packagemanifests", verb) {
+				t.Errorf("ClusterRole %s, aggregated to view, grants %s", role.Name, verb)
+			}
+		}
+		for _, to := range []string{"edit", "admin"} {
+			if role.Labels["rbac.authorization.k8s.io/aggregate-to-"+to] != "true" {
+				t.Errorf("ClusterRole %s is not aggregated to %s, as OLM v0's view role is", role.Name, to)
+			}
+		}
+	}
+	if len(viewers) != 1 {
+		t.Errorf("ClusterRoles aggregated to view: %q, want one", viewers)
+	}
+}
+
 // warnings collects the API server's warning headers.
 type warnings struct {
 	mu   sync.Mutex
@@ -359,13 +578,20 @@ func (w *warnings) take() []string {
 	return m
 }
 
-// TestDefaultDryRun offers every object of config/default to a real API
-// server with server-side apply in dry-run mode (only the Namespace is
-// created for real, since namespaced objects need it; envtest installs the
-// CRD). Each must be accepted without warnings. It then creates the service
-// account and dry-runs a Pod from the Deployment's template, which the
-// restricted pod security profile enforced on the namespace must admit.
+// TestDefaultDryRun offers every object of config/default, and of the
+// package API overlay, to a real API server with server-side apply in
+// dry-run mode (only the Namespace is created for real, since namespaced
+// objects need it; envtest installs the CRD). Each must be accepted without
+// warnings. It then creates the service account and dry-runs a Pod from the
+// Deployment's template, which the restricted pod security profile enforced
+// on the namespace must admit.
 func TestDefaultDryRun(t *testing.T) {
+	for _, dir := range []string{"default", "overlays/package-api"} {
+		t.Run(dir, func(t *testing.T) { testDryRun(t, dir) })
+	}
+}
+
+func testDryRun(t *testing.T, dir string) {
 	cfg := kubetest.Start(t)
 	w := &warnings{}
 	cfg = rest.CopyConfig(cfg)
@@ -375,7 +601,7 @@ func TestDefaultDryRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	objs := render(t, "default")
+	objs := render(t, dir)
 	apply := func(o *unstructured.Unstructured, dryRun bool) error {
 		opts := []client.ApplyOption{client.FieldOwner("deploy-test"), client.ForceOwnership}
 		if dryRun {
@@ -518,6 +744,90 @@ func TestRBAC(t *testing.T) {
 	}
 }
 
+// TestPackageAPIRBAC applies the package API overlay's RBAC for real and
+// asks the API server's RBAC authorizer, whose bootstrap roles
+// system:auth-delegator and extension-apiserver-authentication-reader the
+// overlay binds to, what the manager's service account may do: review
+// tokens and access, and read the one ConfigMap in kube-system that holds
+// the front-proxy CA, nothing more there. The view ClusterRole, bound in one
+// namespace, lets a user read packagemanifests and icons there and nowhere
+// else. (Aggregation into the built-in view role needs the controller
+// manager, which envtest lacks: test/cluster checks it.)
+func TestPackageAPIRBAC(t *testing.T) {
+	cfg := kubetest.Start(t)
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	objs := render(t, "overlays/package-api")
+	dep := only[appsv1.Deployment](t, objs, "Deployment")
+	sa := "system:serviceaccount:" + dep.Namespace + ":" + dep.Spec.Template.Spec.ServiceAccountName
+	var viewRole string
+	for _, kinds := range [][]string{{"Namespace"}, {"ServiceAccount", "ClusterRole", "Role", "ClusterRoleBinding", "RoleBinding"}} {
+		for _, o := range objs {
+			if !slices.Contains(kinds, o.GetKind()) {
+				continue
+			}
+			if o.GetKind() == "ClusterRole" && o.GetLabels()["rbac.authorization.k8s.io/aggregate-to-view"] == "true" {
+				viewRole = o.GetName()
+			}
+			if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o.DeepCopy()), client.FieldOwner("deploy-test")); err != nil {
+				t.Fatalf("applying %s %s: %v", o.GetKind(), o.GetName(), err)
+			}
+		}
+	}
+	if viewRole == "" {
+		t.Fatal("the overlay has no ClusterRole aggregated to view")
+	}
+	if err := c.Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "pkg-viewer", Namespace: "default"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: viewRole},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "pkg-viewer"}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	allowed := func(user string, groups []string, attr authzv1.ResourceAttributes) bool {
+		t.Helper()
+		sar := &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{User: user, Groups: groups, ResourceAttributes: &attr}}
+		if err := c.Create(ctx, sar); err != nil {
+			t.Fatalf("subject access review %+v: %v", attr, err)
+		}
+		return sar.Status.Allowed
+	}
+	saGroups := []string{"system:serviceaccounts", "system:serviceaccounts:" + dep.Namespace, "system:authenticated"}
+	const pkgGroup = "packages.operators.coreos.com"
+	tests := []struct {
+		user string
+		attr authzv1.ResourceAttributes
+		want bool
+	}{
+		{sa, authzv1.ResourceAttributes{Group: "authentication.k8s.io", Resource: "tokenreviews", Verb: "create"}, true},
+		{sa, authzv1.ResourceAttributes{Group: "authorization.k8s.io", Resource: "subjectaccessreviews", Verb: "create"}, true},
+		{sa, authzv1.ResourceAttributes{Namespace: "kube-system", Resource: "configmaps", Name: "extension-apiserver-authentication", Verb: "get"}, true},
+		{sa, authzv1.ResourceAttributes{Namespace: "kube-system", Resource: "configmaps", Name: "extension-apiserver-authentication", Verb: "watch"}, true},
+		{sa, authzv1.ResourceAttributes{Namespace: "kube-system", Resource: "configmaps", Name: "kubeadm-config", Verb: "get"}, false},
+		{sa, authzv1.ResourceAttributes{Namespace: "kube-system", Resource: "configmaps", Name: "extension-apiserver-authentication", Verb: "update"}, false},
+		{sa, authzv1.ResourceAttributes{Namespace: "kube-system", Resource: "secrets", Verb: "list"}, false},
+		{"pkg-viewer", authzv1.ResourceAttributes{Namespace: "default", Group: pkgGroup, Resource: "packagemanifests", Verb: "list"}, true},
+		{"pkg-viewer", authzv1.ResourceAttributes{Namespace: "default", Group: pkgGroup, Resource: "packagemanifests", Verb: "watch"}, true},
+		{"pkg-viewer", authzv1.ResourceAttributes{Namespace: "default", Group: pkgGroup, Resource: "packagemanifests", Name: "etcd", Verb: "get"}, true},
+		{"pkg-viewer", authzv1.ResourceAttributes{Namespace: "default", Group: pkgGroup, Resource: "packagemanifests", Subresource: "icon", Name: "etcd", Verb: "get"}, true},
+		{"pkg-viewer", authzv1.ResourceAttributes{Namespace: "default", Group: pkgGroup, Resource: "packagemanifests", Verb: "create"}, false},
+		{"pkg-viewer", authzv1.ResourceAttributes{Namespace: "kube-public", Group: pkgGroup, Resource: "packagemanifests", Verb: "list"}, false},
+		{"pkg-viewer", authzv1.ResourceAttributes{Namespace: "default", Resource: "configmaps", Verb: "list"}, false},
+	}
+	for _, tt := range tests {
+		groups := []string{"system:authenticated"}
+		if tt.user == sa {
+			groups = saGroups
+		}
+		if got := allowed(tt.user, groups, tt.attr); got != tt.want {
+			t.Errorf("%s may %s %s/%s %q in %q: %v, want %v", tt.user, tt.attr.Verb, tt.attr.Resource, tt.attr.Subresource, tt.attr.Name, tt.attr.Namespace, got, tt.want)
+		}
+	}
+}
+
 // grants says whether the role named key in generated, or any cluster role
 // in it (which applies in every namespace too), allows verb on
 // group/resource; key "" asks about the cluster roles alone.
@@ -586,21 +896,40 @@ func equalRules(a, b []rbacv1.PolicyRule) bool {
 }
 
 // TestManagerAcceptsTheArgs runs the real binary with the Deployment's
-// arguments: it must get past flag parsing (exit code 2 is a usage error)
-// and fail only where a cluster is needed, loading the kubeconfig.
+// arguments, of config/default and of the package API overlay: it must get
+// past flag parsing and validation (exit code 2 is a usage error) and fail
+// only where a cluster is needed, loading the kubeconfig.
 func TestManagerAcceptsTheArgs(t *testing.T) {
-	dep := only[appsv1.Deployment](t, render(t, "default"), "Deployment")
-	mgr := dep.Spec.Template.Spec.Containers[0]
 	bin := filepath.Join(t.TempDir(), "catalogd")
 	build := exec.Command("go", "build", "-o", bin, "github.com/catalogd/catalogd/cmd/catalogd")
 	build.Dir = repoRoot()
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
+	for _, dir := range []string{"default", "overlays/package-api"} {
+		t.Run(dir, func(t *testing.T) { testManagerAcceptsTheArgs(t, bin, dir) })
+	}
+}
+
+func testManagerAcceptsTheArgs(t *testing.T, bin, dir string) {
+	dep := only[appsv1.Deployment](t, render(t, dir), "Deployment")
+	mgr := dep.Spec.Template.Spec.Containers[0]
+	// The package API's certificate directory is checked at start-up: the
+	// secret's files, as the kubelet would mount them.
+	certDir := t.TempDir()
+	certPEM, keyPEM := tlstest.SelfSigned(t, "catalogd-package-api.olmv1-system.svc")
+	for name, data := range map[string][]byte{"tls.crt": certPEM, "tls.key": keyPEM} {
+		if err := os.WriteFile(filepath.Join(certDir, name), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 	args := make([]string, len(mgr.Args))
 	for i, a := range mgr.Args {
 		// What the kubelet does with $(VAR) from the container's env.
 		args[i] = strings.ReplaceAll(a, "$(POD_NAMESPACE)", dep.Namespace)
+		if strings.HasPrefix(a, "--package-api-cert-dir=") {
+			args[i] = "--package-api-cert-dir=" + certDir
+		}
 	}
 	args = append(args, "--kubeconfig", filepath.Join(t.TempDir(), "missing-kubeconfig"))
 	cmd := exec.Command(bin, args...)
