@@ -187,7 +187,7 @@ func TestReadDigestIsWhatTheBuildRead(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			digestTree.write(t, dir)
-			src, err := Read(context.Background(), dir)
+			src, err := Read(context.Background(), dir, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -313,7 +313,7 @@ func TestReadDigestOfPartialReads(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			writeTree(t, dir, map[string]string{"big.json": big, "small.json": "{}"})
-			src, err := Read(context.Background(), dir)
+			src, err := Read(context.Background(), dir, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -153,3 +153,13 @@ func (t *trackedFile) Close() error {
 	t.snap.closed(t.seq, e)
 	return t.f.Close()
 }
+
+// fileHash returns the walk's hash of the regular file name (a link to one
+// counts as that file): the hash the digest holds for it.
+func (s *snapshot) fileHash(name string) ([sha256.Size]byte, bool) {
+	i, ok := s.at[name]
+	if !ok || s.entries[i].kind != 'f' {
+		return [sha256.Size]byte{}, false
+	}
+	return s.entries[i].sum, true
+}
