@@ -11,7 +11,13 @@ CREATE TABLE catalog_info (
     all_size       INTEGER NOT NULL DEFAULT 0,
     -- Digest of the migrations that built this file: a file built by another
     -- schema is rebuilt rather than read, even for the same content.
-    schema_digest  TEXT    NOT NULL
+    schema_digest  TEXT    NOT NULL,
+    -- How the file was built (index.BuildMode): "full" or "incremental",
+    -- why a build was full although a previous index was offered, and how
+    -- many packages were parsed and validated anew.
+    build_mode       TEXT    NOT NULL DEFAULT 'full',
+    build_reason     TEXT    NOT NULL DEFAULT '',
+    packages_rebuilt INTEGER NOT NULL DEFAULT 0
 );
 
 -- Every blob in walk order. The blobs' bytes are not here: the build writes

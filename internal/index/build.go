@@ -17,6 +17,7 @@ package index
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -60,6 +61,36 @@ type Content struct {
 	// Limits bound the size of the content's files and blobs; zero fields
 	// take the defaults.
 	Limits fbc.Limits
+	// Previous is the database path of the live index of the same catalog
+	// (its content and gzip files beside it, see Files), whose unchanged
+	// parts Build may reuse: an incremental build. "" builds from scratch.
+	// Build only reads the previous files; the caller keeps them in place
+	// until Build returns.
+	Previous string
+	// FileHash returns the SHA-256 of the named file of FS as the source
+	// already computed it (catalogdir while taking its digest, unpack while
+	// extracting), so that an incremental build tells unchanged files
+	// without reading them; ok false makes Build hash the file itself.
+	// May be nil.
+	FileHash func(name string) (sum [sha256.Size]byte, ok bool)
+}
+
+// Build modes (BuildMode.Mode).
+const (
+	ModeFull        = "full"
+	ModeIncremental = "incremental"
+)
+
+// BuildMode says how an index was built; Stats.Build and Info.Build carry it.
+type BuildMode struct {
+	Mode string `json:"mode"` // "full" or "incremental"
+	// Reason says why a build was full although Content.Previous was set
+	// ("no previous index", "schema changed", "62 of 300 packages changed",
+	// "previous index inconsistent: ..."); empty otherwise.
+	Reason string `json:"reason,omitempty"`
+	// PackagesRebuilt counts the packages parsed and validated anew: every
+	// package for a full build.
+	PackagesRebuilt int `json:"packagesRebuilt"`
 }
 
 // Stats describes a built index.
@@ -74,6 +105,8 @@ type Stats struct {
 	Problems int            `json:"problems"`
 	// AllBytes is the size of the catalogd-compatible /all stream.
 	AllBytes int64 `json:"allBytes"`
+	// Build says how the index was built.
+	Build BuildMode `json:"build"`
 }
 
 // Build writes the index of src into a new SQLite file at path, the blobs
@@ -183,9 +216,14 @@ func load(ctx context.Context, db *sqlx.DB, content *os.File, gz *compressor, sr
 	if err := walk(ctx, l, src); err != nil {
 		return Stats{}, err
 	}
+	l.stats.Build = BuildMode{Mode: ModeFull, PackagesRebuilt: len(l.pkgs)}
+	if src.Previous != "" {
+		l.stats.Build.Reason = "incremental build not available"
+	}
 	if _, err := tx.ExecContext(ctx,
-		`INSERT INTO catalog_info (id, source_ref, content_digest, built_at, all_size, schema_digest) VALUES (1, ?, ?, ?, ?, ?)`,
-		src.Ref, l.stats.Digest, builtAt.UTC().Format(time.RFC3339Nano), l.stats.AllBytes, migrations.Digest()); err != nil {
+		`INSERT INTO catalog_info (id, source_ref, content_digest, built_at, all_size, schema_digest, build_mode, build_reason, packages_rebuilt) VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		src.Ref, l.stats.Digest, builtAt.UTC().Format(time.RFC3339Nano), l.stats.AllBytes, migrations.Digest(),
+		l.stats.Build.Mode, l.stats.Build.Reason, l.stats.Build.PackagesRebuilt); err != nil {
 		return Stats{}, fmt.Errorf("record catalog info: %w", err)
 	}
 	if err := tx.Commit(); err != nil {
@@ -292,6 +330,8 @@ type Info struct {
 	BuiltAt   time.Time
 	// AllBytes is the size of the catalogd-compatible /all stream.
 	AllBytes int64
+	// Build says how the index was built.
+	Build BuildMode
 }
 
 // ErrOtherSchema marks an index built by another version of the schema
@@ -305,12 +345,17 @@ var ErrOtherSchema = errors.New("index was built with another schema")
 func ReadInfo(ctx context.Context, db *sqlx.DB) (Info, error) {
 	var info Info
 	var builtAt, schema string
-	row := db.QueryRowxContext(ctx, `SELECT source_ref, content_digest, all_size, built_at, schema_digest FROM catalog_info WHERE id = 1`)
-	if err := row.Scan(&info.SourceRef, &info.Digest, &info.AllBytes, &builtAt, &schema); err != nil {
+	// The schema is read first and alone: a file of another schema may lack
+	// the other columns.
+	if err := db.GetContext(ctx, &schema, `SELECT schema_digest FROM catalog_info WHERE id = 1`); err != nil {
 		return Info{}, fmt.Errorf("read catalog info: %w", err)
 	}
 	if schema != migrations.Digest() {
 		return Info{}, fmt.Errorf("%w (%s)", ErrOtherSchema, schema)
+	}
+	row := db.QueryRowxContext(ctx, `SELECT source_ref, content_digest, all_size, built_at, build_mode, build_reason, packages_rebuilt FROM catalog_info WHERE id = 1`)
+	if err := row.Scan(&info.SourceRef, &info.Digest, &info.AllBytes, &builtAt, &info.Build.Mode, &info.Build.Reason, &info.Build.PackagesRebuilt); err != nil {
+		return Info{}, fmt.Errorf("read catalog info: %w", err)
 	}
 	var err error
 	if info.BuiltAt, err = time.Parse(time.RFC3339Nano, builtAt); err != nil {

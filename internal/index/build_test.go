@@ -583,22 +583,28 @@ func TestRepeatsIndexedOnce(t *testing.T) {
 	}
 }
 
-// TestCatalogInfo: the file records its schema digest, source, digest and
-// build time; the digest is the source's ReadDigest when it has one.
+// TestCatalogInfo: the file records its schema digest, source, digest,
+// build time and build mode; the digest is the source's ReadDigest when it
+// has one. ReadInfo reads the same record back.
 func TestCatalogInfo(t *testing.T) {
 	tests := []struct {
 		name       string
 		readDigest func() string
+		previous   string
 		want       string
+		wantBuild  BuildMode
 	}{
-		{name: "digest", want: "sha256:abc"},
-		{name: "digest of what was read", readDigest: func() string { return "sha256:read" }, want: "sha256:read"},
+		{name: "digest", want: "sha256:abc", wantBuild: BuildMode{Mode: ModeFull, PackagesRebuilt: 1}},
+		{name: "digest of what was read", readDigest: func() string { return "sha256:read" }, want: "sha256:read",
+			wantBuild: BuildMode{Mode: ModeFull, PackagesRebuilt: 1}},
+		{name: "previous index missing", previous: "/nonexistent/index.db", want: "sha256:abc",
+			wantBuild: BuildMode{Mode: ModeFull, Reason: "incremental build not available", PackagesRebuilt: 1}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "index.db")
 			built := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
-			src := Content{FS: fbcgen.ReplacesChain("x", 1, false), Ref: "quay.io/x:1", Digest: "sha256:abc", ReadDigest: tc.readDigest}
+			src := Content{FS: fbcgen.ReplacesChain("x", 1, false), Ref: "quay.io/x:1", Digest: "sha256:abc", ReadDigest: tc.readDigest, Previous: tc.previous}
 			stats, err := Build(context.Background(), path, src, built)
 			if err != nil {
 				t.Fatal(err)
@@ -619,6 +625,17 @@ func TestCatalogInfo(t *testing.T) {
 			}
 			if stats.Digest != tc.want {
 				t.Errorf("stats digest %s, want %s", stats.Digest, tc.want)
+			}
+			if stats.Build != tc.wantBuild {
+				t.Errorf("stats build %+v, want %+v", stats.Build, tc.wantBuild)
+			}
+			read, err := ReadInfo(context.Background(), db)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantInfo := Info{SourceRef: "quay.io/x:1", Digest: tc.want, BuiltAt: built, AllBytes: stats.AllBytes, Build: tc.wantBuild}
+			if read != wantInfo {
+				t.Errorf("ReadInfo = %+v, want %+v", read, wantInfo)
 			}
 		})
 	}
