@@ -136,6 +136,7 @@ func Read(ctx context.Context, path string, cache *Cache) (index.Content, error)
 		Ref:        abs,
 		Digest:     digestEntries(snap.entries),
 		ReadDigest: snap.readDigest,
+		FileHash:   snap.fileHash,
 	}, nil
 }
 

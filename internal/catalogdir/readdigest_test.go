@@ -350,3 +350,38 @@ func readSome(t *testing.T, fsys fs.FS, name string, n int, close bool) {
 		t.Cleanup(func() { f.Close() })
 	}
 }
+
+// FileHash gives the SHA-256 of each regular file (a link to one counting
+// as that file) and nothing for links, pipes and names that are not
+// there, whether the Read hashed the file or took its hash from the cache.
+func TestFileHash(t *testing.T) {
+	dir := t.TempDir()
+	digestTree.write(t, dir)
+	mustSymlink(t, "catalog.json", filepath.Join(dir, "pkg-a", "alias.json"))
+	want := map[string]string{"pkg-a/alias.json": digestTree.files["pkg-a/catalog.json"]}
+	maps.Copy(want, digestTree.files)
+	absent := []string{"pkg-link", ".#catalog.json", "pkg-b/fifo.json", "pkg-b", "nothing.json", "."}
+	c := NewCache()
+	c.racyWindow = testRacyWindow
+	time.Sleep(2 * testRacyWindow)
+	for _, read := range []string{"hashed", "cached"} {
+		src, err := Read(context.Background(), dir, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, content := range want {
+			sum, ok := src.FileHash(name)
+			if !ok || sum != sha256.Sum256([]byte(content)) {
+				t.Errorf("%s: FileHash(%q) = %x, %v; want the SHA-256 of its content", read, name, sum, ok)
+			}
+		}
+		for _, name := range absent {
+			if sum, ok := src.FileHash(name); ok {
+				t.Errorf("%s: FileHash(%q) = %x; want none", read, name, sum)
+			}
+		}
+	}
+	if len(c.files) != len(want) {
+		t.Errorf("the second Read found %d files in the cache; want all %d", len(c.files), len(want))
+	}
+}
