@@ -129,7 +129,7 @@ func (s ImageFetcher) Fetch(ctx context.Context, skip func(string) bool) (Fetche
 	return Fetched{
 		// catalogdir.FS, not os.DirFS: links to directories and dangling links
 		// that unpack lets through are hidden, as for a directory catalog.
-		Content: index.Content{FS: catalogdir.FS(dst), Ref: digestRef, Digest: digest},
+		Content: index.Content{FS: catalogdir.FS(dst), Ref: digestRef, Digest: digest, FileHash: res.FileHash},
 		Pulled:  true,
 		Bytes:   res.Bytes,
 		Cleanup: cleanup,
