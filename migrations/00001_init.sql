@@ -167,11 +167,13 @@ CREATE TABLE required_packages (
 ) WITHOUT ROWID;
 
 -- schema is olm.package, olm.channel or olm.bundle; name is empty for olm.package.
+-- blob_id is the olm.deprecations blob the entry comes from.
 CREATE TABLE deprecations (
-    package TEXT NOT NULL,
-    schema  TEXT NOT NULL,
-    name    TEXT NOT NULL DEFAULT '',
-    message TEXT NOT NULL
+    package TEXT    NOT NULL,
+    schema  TEXT    NOT NULL,
+    name    TEXT    NOT NULL DEFAULT '',
+    message TEXT    NOT NULL,
+    blob_id INTEGER NOT NULL
 );
 
 -- Validation problems found while building: the package still answers.
@@ -188,4 +190,31 @@ CREATE TABLE problems (
 CREATE VIRTUAL TABLE package_search USING fts5(
     name, display_name, keywords, provider, description,
     tokenize = 'porter unicode61'
+);
+
+-- Every catalog file, in walk order (id), with what of this index came
+-- from it, so that the next build of the catalog tells the files that did
+-- not change (same path, same sha256) and reuses their part of this index
+-- rather than parsing them again (an incremental build, see index.Build).
+-- A file's blobs, bundles and channel entries have consecutive ids,
+-- first_* and the counts after them (first_* is where the next id
+-- stood when the file began, also for none); content_* is its blobs'
+-- byte range of the content file, gzip_* its segment of the gzip copy
+-- (which compresses each file apart) and gzip_crc the CRC-32 of the
+-- bytes that segment holds.
+CREATE TABLE files (
+    id             INTEGER PRIMARY KEY,
+    path           TEXT    NOT NULL,
+    sha256         BLOB    NOT NULL,
+    content_offset INTEGER NOT NULL,
+    content_length INTEGER NOT NULL,
+    gzip_offset    INTEGER NOT NULL,
+    gzip_length    INTEGER NOT NULL,
+    gzip_crc       INTEGER NOT NULL,
+    first_blob     INTEGER NOT NULL,
+    blobs          INTEGER NOT NULL,
+    first_bundle   INTEGER NOT NULL,
+    bundles        INTEGER NOT NULL,
+    first_entry    INTEGER NOT NULL,
+    entries        INTEGER NOT NULL
 );

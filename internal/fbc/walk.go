@@ -110,17 +110,52 @@ var defaultWalk = walkOptions{workers: 1, aheadFiles: 32, fileBuffer: 1024, ahea
 // ErrInvalidCatalog and, where it stands in a file, an *Error. Walk returns
 // once every file it opened is closed, even when it stops early.
 func Walk(ctx context.Context, fsys fs.FS, limits Limits, yield func(context.Context, Blob) error) error {
-	return walk(ctx, fsys, limits, defaultWalk, yield)
+	return walk(ctx, fsys, limits, defaultWalk, nil, FileHooks{Blob: yield})
 }
 
-func walk(ctx context.Context, fsys fs.FS, limits Limits, opts walkOptions, yield func(context.Context, Blob) error) error {
+// FileHooks are what WalkFiles calls: Start before a file's first blob,
+// Blob with each blob, End after a file's last blob (Start and End also
+// for a file without blobs). Start and End may be nil.
+type FileHooks struct {
+	Start, End func(ctx context.Context, path string) error
+	Blob       func(context.Context, Blob) error
+}
+
+// Files lists the catalog files of fsys in walk order, with the ignore
+// rules and limits of Walk: the files Walk reads.
+func Files(fsys fs.FS, limits Limits) ([]string, error) {
+	if fsys == nil {
+		return nil, errors.New("list catalog files: no filesystem given")
+	}
+	paths, err := catalogFiles(fsys, limits.withDefaults())
+	if err != nil {
+		return nil, fmt.Errorf("list catalog files: %w", err)
+	}
+	return paths, nil
+}
+
+// WalkFiles is Walk over the named files of fsys only, in the order given
+// (a subsequence of Files, so that blobs come in walk order), telling
+// hooks where each file starts and ends: an index built file by file
+// (package index) keeps a record per file.
+func WalkFiles(ctx context.Context, fsys fs.FS, limits Limits, paths []string, hooks FileHooks) error {
+	if paths == nil {
+		paths = []string{}
+	}
+	return walk(ctx, fsys, limits, defaultWalk, paths, hooks)
+}
+
+// walk walks paths, or every catalog file when paths is nil.
+func walk(ctx context.Context, fsys fs.FS, limits Limits, opts walkOptions, paths []string, hooks FileHooks) error {
 	if fsys == nil {
 		return errors.New("parse catalog: no filesystem given")
 	}
 	limits = limits.withDefaults()
-	paths, err := catalogFiles(fsys, limits)
-	if err != nil {
-		return fmt.Errorf("list catalog files: %w", err)
+	if paths == nil {
+		var err error
+		if paths, err = catalogFiles(fsys, limits); err != nil {
+			return fmt.Errorf("list catalog files: %w", err)
+		}
 	}
 	// Cancelled first, then waited for: parsers stop at their next blob.
 	var parsers sync.WaitGroup
@@ -159,11 +194,16 @@ func walk(ctx context.Context, fsys fs.FS, limits Limits, opts walkOptions, yiel
 	for file := range opened {
 		i++
 		budget.advance(i)
+		if hooks.Start != nil {
+			if err := hooks.Start(ctx, paths[i]); err != nil {
+				return err
+			}
+		}
 		for p := range file {
 			if p.err != nil {
 				return p.err
 			}
-			err := yield(ctx, p.blob)
+			err := hooks.Blob(ctx, p.blob)
 			budget.release(i, p.blob.size())
 			if err != nil {
 				return err
@@ -171,6 +211,11 @@ func walk(ctx context.Context, fsys fs.FS, limits Limits, opts walkOptions, yiel
 		}
 		if err := ctx.Err(); err != nil {
 			return err
+		}
+		if hooks.End != nil {
+			if err := hooks.End(ctx, paths[i]); err != nil {
+				return err
+			}
 		}
 	}
 	return ctx.Err()

@@ -36,10 +36,10 @@ func TestWalkLimits(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var got bytes.Buffer
-			err := walk(context.Background(), os.DirFS(dir), Limits{}, tt.opts, func(_ context.Context, b Blob) error {
+			err := walk(context.Background(), os.DirFS(dir), Limits{}, tt.opts, nil, FileHooks{Blob: func(_ context.Context, b Blob) error {
 				got.Write(b.Meta.Blob)
 				return nil
-			})
+			}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -72,7 +72,7 @@ func TestWalkStops(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			n := 0
-			err := walk(ctx, os.DirFS(dir), Limits{}, tt.opts, func(context.Context, Blob) error {
+			err := walk(ctx, os.DirFS(dir), Limits{}, tt.opts, nil, FileHooks{Blob: func(context.Context, Blob) error {
 				if n++; n < 20 {
 					return nil
 				}
@@ -81,7 +81,7 @@ func TestWalkStops(t *testing.T) {
 					return nil
 				}
 				return errLoad
-			})
+			}})
 			if !errors.Is(err, tt.want) {
 				t.Fatalf("walk returned %v, want %v", err, tt.want)
 			}
@@ -209,5 +209,56 @@ func TestWalkBlobLimit(t *testing.T) {
 				})
 			}
 		}
+	}
+}
+
+// TestWalkFiles: Files lists what Walk reads, in its order and with its
+// ignore rules, and WalkFiles reads just the files given, telling where
+// each starts and ends, an empty file included.
+func TestWalkFiles(t *testing.T) {
+	fsys := fstest.MapFS{
+		"a/one.json":   {Data: []byte(`{"schema":"olm.package","name":"a"}` + "\n" + `{"schema":"x.custom","name":"c1"}`)},
+		"b/empty.yaml": {Data: []byte("")},
+		"c/one.yaml":   {Data: []byte("schema: olm.package\nname: c\n")},
+		"d/ignored":    {Data: []byte(`{"schema":"olm.package","name":"d"}`)},
+		".indexignore": {Data: []byte("d/\n")},
+	}
+	files, err := Files(fsys, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := strings.Join(files, " "), "a/one.json b/empty.yaml c/one.yaml"; got != want {
+		t.Fatalf("Files = %s, want %s", got, want)
+	}
+	tests := []struct {
+		name  string
+		paths []string
+		want  string
+	}{
+		{"all", files, "start a/one.json, blob a, blob c1, end a/one.json, start b/empty.yaml, end b/empty.yaml, start c/one.yaml, blob c, end c/one.yaml"},
+		{"some", []string{"a/one.json", "c/one.yaml"}, "start a/one.json, blob a, blob c1, end a/one.json, start c/one.yaml, blob c, end c/one.yaml"},
+		{"none", nil, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var events []string
+			note := func(what string) func(context.Context, string) error {
+				return func(_ context.Context, path string) error {
+					events = append(events, what+" "+path)
+					return nil
+				}
+			}
+			err := WalkFiles(context.Background(), fsys, Limits{}, tt.paths, FileHooks{Start: note("start"), End: note("end"),
+				Blob: func(_ context.Context, b Blob) error {
+					events = append(events, "blob "+b.Meta.Name)
+					return nil
+				}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Join(events, ", "); got != tt.want {
+				t.Errorf("events:\n%s\nwant:\n%s", got, tt.want)
+			}
+		})
 	}
 }

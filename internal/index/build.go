@@ -13,6 +13,13 @@
 // itself (ReadInfo) is read here, beside the code that writes it. Check
 // runs the same reading and validation for a verdict alone (catalogd
 // validate), without the files only serving reads.
+//
+// An index records each catalog file it was built from (the files table:
+// its hash, and where its part of the index lies), and the gzip copy
+// compresses each file apart, so that the next build of the same catalog
+// (Content.Previous) can parse only the files that changed and copy the
+// rest, rows and bytes, into the same files a full build writes
+// (incremental.go).
 package index
 
 import (
@@ -117,12 +124,55 @@ type Stats struct {
 // beforehand. Every file Build opens in src.FS is closed by the time it
 // returns, whatever the outcome, so that src.ReadDigest then covers all
 // Build read.
-func Build(ctx context.Context, path string, src Content, builtAt time.Time) (stats Stats, err error) {
+//
+// With src.Previous set, Build reuses what did not change of that index
+// (see plan) and makes the files a full build makes, or builds in full
+// and says why in Stats.Build.
+func Build(ctx context.Context, path string, src Content, builtAt time.Time) (Stats, error) {
 	for _, p := range Files(path) {
 		if _, statErr := os.Lstat(p); statErr == nil {
 			return Stats{}, fmt.Errorf("build index: %s already exists", p)
 		}
 	}
+	mode := BuildMode{Mode: ModeFull}
+	if src.Previous == "" {
+		return build(ctx, path, src, builtAt, nil, mode)
+	}
+	extra := map[string]bool{}
+	for restarts := 0; ; restarts++ {
+		p, err := newPlan(ctx, src, extra)
+		var stats Stats
+		if err == nil {
+			stats, err = build(ctx, path, src, builtAt, p, BuildMode{Mode: ModeIncremental})
+			p.close()
+		}
+		var fb *fallbackError
+		var rs *restartError
+		switch {
+		case err == nil:
+			return stats, nil
+		case errors.As(err, &rs) && restarts < maxRestarts:
+			extra[rs.group] = true
+			continue
+		case errors.As(err, &rs):
+			mode.Reason = fmt.Sprintf("more than %d packages spread over changed and unchanged files", maxRestarts)
+		case errors.As(err, &fb):
+			mode.Reason = fb.reason
+		default:
+			return Stats{}, err
+		}
+		return build(ctx, path, src, builtAt, nil, mode)
+	}
+}
+
+// maxRestarts bounds how often an incremental build starts over having
+// met a package in a changed file that it did not expect there (see
+// restartError).
+const maxRestarts = 8
+
+// build builds the index at path, incrementally along p, or in full when
+// p is nil.
+func build(ctx context.Context, path string, src Content, builtAt time.Time, p *plan, mode BuildMode) (stats Stats, err error) {
 	defer func() {
 		if err != nil {
 			RemoveFiles(path)
@@ -157,7 +207,7 @@ func Build(ctx context.Context, path string, src Content, builtAt time.Time) (st
 	// the load writes it.
 	gz := startCompress(ctx, content, GzipPath(path))
 	defer gz.stop()
-	stats, err = load(ctx, db, content, gz, src, builtAt)
+	stats, records, err := load(ctx, db, content, gz, src, builtAt, p, mode)
 	if err != nil {
 		return Stats{}, err
 	}
@@ -167,7 +217,11 @@ func Build(ctx context.Context, path string, src Content, builtAt time.Time) (st
 	if err := migrations.Apply(ctx, db, migrations.Indexes); err != nil {
 		return Stats{}, fmt.Errorf("create indexes: %w", err)
 	}
-	if err := gz.wait(); err != nil {
+	segments, err := gz.wait()
+	if err != nil {
+		return Stats{}, err
+	}
+	if err := writeFiles(ctx, db, records, segments); err != nil {
 		return Stats{}, err
 	}
 	if err := check(ctx, db, content, stats); err != nil {
@@ -200,43 +254,66 @@ func openForBuild(path string) (*sqlx.DB, error) {
 
 // load streams the catalog into the database in one transaction, and the
 // blobs' bytes into content, telling gz how much of it is written.
-func load(ctx context.Context, db *sqlx.DB, content *os.File, gz *compressor, src Content, builtAt time.Time) (Stats, error) {
+func load(ctx context.Context, db *sqlx.DB, content *os.File, gz *compressor, src Content, builtAt time.Time, p *plan, mode BuildMode) (Stats, []fileRecord, error) {
+	if p != nil {
+		if _, err := db.ExecContext(ctx, `ATTACH DATABASE ? AS prev`, previousURI(p.prev)); err != nil {
+			return Stats{}, nil, fallback("previous index unreadable: %v", err)
+		}
+		// Attached, it would be checked with the new file (check).
+		defer db.ExecContext(context.Background(), `DETACH DATABASE prev`) //nolint:errcheck // closing the file detaches it too
+	}
 	tx, err := db.BeginTxx(ctx, nil)
 	if err != nil {
-		return Stats{}, fmt.Errorf("begin load: %w", err)
+		return Stats{}, nil, fmt.Errorf("begin load: %w", err)
 	}
 	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
 
 	l, err := newLoader(ctx, tx, content, gz)
 	if err != nil {
-		return Stats{}, err
+		return Stats{}, nil, err
 	}
 	defer l.close()
+	l.plan = p
 
+	hashes := newHashFS(src.FS)
+	l.sums = &fileSums{fsys: src.FS, given: src.FileHash, hashes: hashes}
+	src.FS = hashes
 	if err := walk(ctx, l, src); err != nil {
-		return Stats{}, err
+		return Stats{}, nil, err
 	}
-	l.stats.Build = BuildMode{Mode: ModeFull, PackagesRebuilt: len(l.pkgs)}
-	if src.Previous != "" {
-		l.stats.Build.Reason = "incremental build not available"
-	}
+	l.stats.Build = mode
+	l.stats.Build.PackagesRebuilt = len(l.pkgs)
 	if _, err := tx.ExecContext(ctx,
 		`INSERT INTO catalog_info (id, source_ref, content_digest, built_at, all_size, schema_digest, build_mode, build_reason, packages_rebuilt) VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		src.Ref, l.stats.Digest, builtAt.UTC().Format(time.RFC3339Nano), l.stats.AllBytes, migrations.Digest(),
 		l.stats.Build.Mode, l.stats.Build.Reason, l.stats.Build.PackagesRebuilt); err != nil {
-		return Stats{}, fmt.Errorf("record catalog info: %w", err)
+		return Stats{}, nil, fmt.Errorf("record catalog info: %w", err)
 	}
 	if err := tx.Commit(); err != nil {
-		return Stats{}, fmt.Errorf("commit load: %w", err)
+		return Stats{}, nil, fmt.Errorf("commit load: %w", err)
 	}
-	return l.stats, nil
+	return l.stats, l.records, nil
 }
 
 // walk reads src into l and finishes every package: what Build and Check
 // share.
 func walk(ctx context.Context, l *loader, src Content) error {
-	if err := fbc.Walk(ctx, src.FS, src.Limits, l.add); err != nil {
+	var paths []string
+	if l.plan != nil {
+		paths = l.plan.parse
+	} else {
+		var err error
+		if paths, err = fbc.Files(src.FS, src.Limits); err != nil {
+			return err
+		}
+	}
+	if err := fbc.WalkFiles(ctx, src.FS, src.Limits, paths, fbc.FileHooks{Start: l.fileStart, Blob: l.add, End: l.fileEnd}); err != nil {
 		return err
+	}
+	if l.plan != nil {
+		if err := l.copyUpTo(ctx, ""); err != nil {
+			return err
+		}
 	}
 	// finish reads blobs back from the file.
 	if err := l.content.Flush(); err != nil {

@@ -598,7 +598,7 @@ func TestCatalogInfo(t *testing.T) {
 		{name: "digest of what was read", readDigest: func() string { return "sha256:read" }, want: "sha256:read",
 			wantBuild: BuildMode{Mode: ModeFull, PackagesRebuilt: 1}},
 		{name: "previous index missing", previous: "/nonexistent/index.db", want: "sha256:abc",
-			wantBuild: BuildMode{Mode: ModeFull, Reason: "incremental build not available", PackagesRebuilt: 1}},
+			wantBuild: BuildMode{Mode: ModeFull, Reason: "no previous index", PackagesRebuilt: 1}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

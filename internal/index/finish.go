@@ -29,6 +29,15 @@ func (l *loader) finish(ctx context.Context) error {
 	for name := range l.pkgs {
 		names = append(names, name)
 	}
+	// An incremental build carries the packages it did not load over from
+	// the previous index, in their place in name order.
+	carried := map[string]bool{}
+	if l.plan != nil {
+		for _, name := range l.plan.carried {
+			carried[name] = true
+			names = append(names, name)
+		}
+	}
 	sort.Strings(names)
 
 	// An analysis is started window packages ahead of the writes; on an
@@ -36,6 +45,9 @@ func (l *loader) finish(ctx context.Context) error {
 	window := 2 * runtime.GOMAXPROCS(0)
 	results := make([]chan analysis, len(names))
 	start := func(i int) error {
+		if carried[names[i]] {
+			return nil
+		}
 		pkg, err := l.readPackage(ctx, names[i])
 		if err != nil {
 			return fmt.Errorf("read package %q back: %w", names[i], err)
@@ -50,6 +62,17 @@ func (l *loader) finish(ctx context.Context) error {
 		}
 	}
 	for i, name := range names {
+		if next := i + window; next < len(names) {
+			if err := start(next); err != nil {
+				return err
+			}
+		}
+		if carried[name] {
+			if err := l.carry(ctx, name); err != nil {
+				return err
+			}
+			continue
+		}
 		var a analysis
 		select {
 		case a = <-results[i]:
@@ -65,11 +88,6 @@ func (l *loader) finish(ctx context.Context) error {
 			}
 			if err := l.describe(ctx, a); err != nil {
 				return fmt.Errorf("index metadata of package %q: %w", name, err)
-			}
-		}
-		if next := i + window; next < len(names) {
-			if err := start(next); err != nil {
-				return err
 			}
 		}
 	}

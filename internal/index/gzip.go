@@ -2,12 +2,14 @@ package index
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"os"
 	"sync"
 
-	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/flate"
 )
 
 // gzipLevel is the compression of the gzip copy: on catalog JSON, level 3
@@ -20,6 +22,45 @@ const gzipLevel = 3
 // checks of its context.
 const compressChunk = 4 << 20
 
+// The gzip copy is one gzip member, which any reader decompresses as one
+// stream, whose deflate data is a run of segments, one per catalog file:
+// each compressed by a compressor of its own (no back-reference reaches
+// into an earlier segment) and ended by a sync flush, which leaves it
+// byte-aligned. A segment's bytes thus depend only on its file's bytes,
+// and a build that keeps a file of the previous index (an incremental
+// build) copies that file's segment instead of compressing it again, into
+// a file byte-identical to the one a full build writes. The member ends
+// with an empty final block and the trailer: the CRC-32 of the whole
+// content, combined from the segments' (crc32Combine), and its length.
+var (
+	// gzipHeader is a gzip member header without name or time, from an
+	// unknown operating system: the same bytes for every build.
+	gzipHeader = []byte{0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff}
+	// gzipFinalBlock is an empty final deflate block (fixed Huffman codes,
+	// just the end-of-block code).
+	gzipFinalBlock = []byte{0x03, 0x00}
+)
+
+// gzipSegment is the compressed copy of one catalog file's part of the
+// content file.
+type gzipSegment struct {
+	// offset and length are the segment's place in the gzip file.
+	offset, length int64
+	// crc is the CRC-32 (IEEE) of the content the segment holds, size its
+	// length.
+	crc  uint32
+	size int64
+}
+
+// segmentSource says how compressor gets a segment: by compressing the
+// next size bytes of the content file, or, when from is set, by copying
+// the segment seg of from, the gzip file of the previous index.
+type segmentSource struct {
+	size int64
+	from *os.File
+	seg  gzipSegment
+}
+
 // compressor writes the gzip copy of the content file while the walk is
 // still writing the file: it follows the file, reading back (from the page
 // cache) what the loader says is written, so that compressing takes
@@ -30,9 +71,11 @@ type compressor struct {
 	// wake is signalled when more of the file is written.
 	wake chan struct{}
 
-	mu      sync.Mutex
-	written int64 // guarded by mu: bytes of the file written so far
-	whole   bool  // guarded by mu: written is the whole file
+	mu       sync.Mutex
+	written  int64           // guarded by mu: bytes of the file written so far
+	whole    bool            // guarded by mu: written is the whole file
+	sources  []segmentSource // guarded by mu: the segments ended so far, in order
+	segments []gzipSegment   // set before done is closed: what was written
 
 	done   chan struct{}
 	err    error // set before done is closed
@@ -40,7 +83,7 @@ type compressor struct {
 }
 
 // startCompress starts compressing content into a new file at path as the
-// loader writes it (see advance); wait returns the outcome.
+// loader writes it (see advance and endSegment); wait returns the outcome.
 func startCompress(ctx context.Context, content *os.File, path string) *compressor {
 	ctx, cancel := context.WithCancel(ctx)
 	c := &compressor{content: content, wake: make(chan struct{}, 1), done: make(chan struct{}), cancel: cancel}
@@ -57,8 +100,26 @@ func (c *compressor) advance(written int64, whole bool) {
 	if c == nil {
 		return // Check writes no gzip copy
 	}
+	c.update(func() { c.written, c.whole = written, whole })
+}
+
+// endSegment ends the segment of the current catalog file, whose bytes
+// the content file holds up to written; from, when set, names the
+// segment of the previous gzip file to copy rather than compress those
+// bytes.
+func (c *compressor) endSegment(src segmentSource, written int64) {
+	if c == nil {
+		return
+	}
+	c.update(func() {
+		c.sources = append(c.sources, src)
+		c.written = written
+	})
+}
+
+func (c *compressor) update(fn func()) {
 	c.mu.Lock()
-	c.written, c.whole = written, whole
+	fn()
 	c.mu.Unlock()
 	select {
 	case c.wake <- struct{}{}:
@@ -67,10 +128,11 @@ func (c *compressor) advance(written int64, whole bool) {
 }
 
 // wait waits for the gzip copy to be complete (advance must have been
-// called with whole) and returns the error that stopped it, if any.
-func (c *compressor) wait() error {
+// called with whole) and returns its segments, or the error that stopped
+// it.
+func (c *compressor) wait() ([]gzipSegment, error) {
 	<-c.done
-	return c.err
+	return c.segments, c.err
 }
 
 // stop ends compressing, complete or not, and waits for it: Build stops it
@@ -79,6 +141,25 @@ func (c *compressor) wait() error {
 func (c *compressor) stop() {
 	c.cancel()
 	<-c.done
+}
+
+// gzipWriter writes the gzip copy, counting what it wrote.
+type gzipWriter struct {
+	f   *os.File
+	off int64
+}
+
+func (w *gzipWriter) Write(p []byte) (int, error) {
+	n, err := w.f.Write(p)
+	w.off += int64(n)
+	return n, err
+}
+
+// ReadFrom lets io.Copy from another file copy in the kernel.
+func (w *gzipWriter) ReadFrom(r io.Reader) (int64, error) {
+	n, err := w.f.ReadFrom(r)
+	w.off += n
+	return n, err
 }
 
 func (c *compressor) run(ctx context.Context, path string) (err error) {
@@ -91,37 +172,158 @@ func (c *compressor) run(ctx context.Context, path string) (err error) {
 			err = fmt.Errorf("write gzip copy: %w", fileError(closeErr))
 		}
 	}()
-	zw, err := gzip.NewWriterLevel(f, gzipLevel)
+	out := &gzipWriter{f: f}
+	if _, err := out.Write(gzipHeader); err != nil {
+		return fmt.Errorf("write gzip copy: %w", fileError(err))
+	}
+	zw, err := flate.NewWriter(out, gzipLevel)
 	if err != nil {
 		return fmt.Errorf("create gzip copy: %w", err)
 	}
 	buf := make([]byte, 256<<10)
-	for pos := int64(0); ; {
+	// pos is how much of the content file the segments done and the
+	// current one cover; cur is the current segment, begun at start.
+	var pos, start int64
+	cur := gzipSegment{offset: out.off}
+	for next := 0; ; {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		c.mu.Lock()
 		written, whole := c.written, c.whole
+		var src *segmentSource
+		if next < len(c.sources) {
+			src = &c.sources[next]
+		}
 		c.mu.Unlock()
-		if written > pos {
-			n, err := io.CopyBuffer(zw, io.NewSectionReader(c.content, pos, min(written-pos, compressChunk)), buf)
-			pos += n
+		limit := written
+		if src != nil {
+			limit = start + src.size
+		}
+		switch {
+		case src != nil && src.from != nil:
+			seg, err := copySegment(out, src.from, src.seg)
 			if err != nil {
+				return fmt.Errorf("write gzip copy: copy segment: %w", fileError(err))
+			}
+			c.segments = append(c.segments, seg)
+		case pos < limit:
+			n, err := c.content.ReadAt(buf[:min(int64(len(buf)), limit-pos, compressChunk)], pos)
+			if err != nil && (err != io.EOF || n == 0) {
+				return fmt.Errorf("write gzip copy: read content file: %w", fileError(err))
+			}
+			cur.crc = crc32.Update(cur.crc, crc32.IEEETable, buf[:n])
+			if _, err := zw.Write(buf[:n]); err != nil {
 				return fmt.Errorf("write gzip copy: %w", fileError(err))
+			}
+			pos += int64(n)
+			continue
+		case src != nil:
+			if src.size > 0 {
+				if err := zw.Flush(); err != nil {
+					return fmt.Errorf("write gzip copy: %w", fileError(err))
+				}
+				zw.Reset(out)
+			}
+			cur.length, cur.size = out.off-cur.offset, src.size
+			c.segments = append(c.segments, cur)
+		case whole:
+			return finishGzip(out, c.segments)
+		default:
+			select {
+			case <-c.wake:
+			case <-ctx.Done():
+				return ctx.Err()
 			}
 			continue
 		}
-		if whole {
-			break
-		}
-		select {
-		case <-c.wake:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
+		// A segment is done.
+		pos, start = start+src.size, start+src.size
+		cur = gzipSegment{offset: out.off}
+		next++
 	}
-	if err := zw.Close(); err != nil {
+}
+
+// copySegment appends seg of the gzip file from to out.
+func copySegment(out *gzipWriter, from *os.File, seg gzipSegment) (gzipSegment, error) {
+	copied := gzipSegment{offset: out.off, length: seg.length, crc: seg.crc, size: seg.size}
+	if _, err := from.Seek(seg.offset, io.SeekStart); err != nil {
+		return gzipSegment{}, err
+	}
+	// Between files, io.Copy copies in the kernel (copy_file_range).
+	n, err := io.Copy(out, io.LimitReader(from, seg.length))
+	if err == nil && n != seg.length {
+		err = io.ErrUnexpectedEOF
+	}
+	return copied, err
+}
+
+// finishGzip ends the member after its segments: the final block and the
+// trailer.
+func finishGzip(out *gzipWriter, segments []gzipSegment) error {
+	var crc uint32
+	var size int64
+	for _, s := range segments {
+		crc = crc32Combine(crc, s.crc, s.size)
+		size += s.size
+	}
+	trailer := make([]byte, 0, len(gzipFinalBlock)+8)
+	trailer = append(trailer, gzipFinalBlock...)
+	trailer = binary.LittleEndian.AppendUint32(trailer, crc)
+	trailer = binary.LittleEndian.AppendUint32(trailer, uint32(size)) // the length modulo 2^32, as gzip defines it
+	if _, err := out.Write(trailer); err != nil {
 		return fmt.Errorf("write gzip copy: %w", fileError(err))
 	}
 	return nil
+}
+
+// crc32Combine returns the CRC-32 (IEEE) of the concatenation of two
+// byte strings, given the CRC of each and the length of the second.
+//
+// A CRC is, up to its fixed pre- and post-conditioning (which cancel
+// out here), the remainder of the message polynomial times x^32 modulo the
+// generator P. Appending n bytes multiplies the first part's polynomial
+// by x^(8n), so crc(AB) = crc(A)·x^(8n) mod P  xor  crc(B). The product is
+// taken in GF(2)[x] modulo P, in the reflected bit order the CRC uses
+// (the highest bit is x^0), and x^(8n) by squaring.
+func crc32Combine(crc1, crc2 uint32, len2 int64) uint32 {
+	if len2 <= 0 {
+		return crc1 ^ crc2 // crc2 is 0 then; crc1 stands
+	}
+	return mulModP(powX8(len2), crc1) ^ crc2
+}
+
+// crcOne is the polynomial 1 (x^0) in the reflected order.
+const crcOne = uint32(1) << 31
+
+// mulModP multiplies a and b modulo the CRC-32 generator, both in the
+// reflected order.
+func mulModP(a, b uint32) uint32 {
+	var p uint32
+	for m := crcOne; m != 0; m >>= 1 {
+		if a&m != 0 {
+			p ^= b
+		}
+		// b times x: a shift toward the low bits, reduced by P when x^31
+		// overflows.
+		if b&1 != 0 {
+			b = b>>1 ^ crc32.IEEE
+		} else {
+			b >>= 1
+		}
+	}
+	return p
+}
+
+// powX8 returns x^(8n) modulo the generator.
+func powX8(n int64) uint32 {
+	result := crcOne
+	base := crcOne >> 8 // x^8
+	for ; n > 0; n >>= 1 {
+		if n&1 != 0 {
+			result = mulModP(result, base)
+		}
+		base = mulModP(base, base)
+	}
+	return result
 }

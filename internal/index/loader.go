@@ -52,6 +52,18 @@ type loader struct {
 	problems  []Problem
 	// written is how many bytes the content file holds.
 	written int64
+	// cur is the record of the file being read, records those of the
+	// files read; sums gives their hashes.
+	cur     fileRecord
+	records []fileRecord
+	sums    *fileSums
+	// plan is the plan of an incremental build, nil for a full one; next
+	// is the place in its actions, action the file being read, and
+	// skipWrite says that file's bytes are copied rather than written.
+	plan      *plan
+	next      int
+	action    *fileAction
+	skipWrite bool
 }
 
 // readBack says whether finish reads blobs of the schema back from the
@@ -122,7 +134,7 @@ var tables = map[string]string{
 	"provided_gvks":       "bundle_id, position, grp, version, kind",
 	"required_gvks":       "bundle_id, position, grp, version, kind",
 	"required_packages":   "bundle_id, position, package_name, version_range",
-	"deprecations":        "package, schema, name, message",
+	"deprecations":        "package, schema, name, message, blob_id",
 	"problems":            "package, position, message",
 	"package_search":      "name, display_name, keywords, provider, description",
 }
@@ -230,9 +242,18 @@ func (l *loader) pkg(name string) *pkgState {
 func (l *loader) add(ctx context.Context, b fbc.Blob) error {
 	m := b.Meta
 	blobID := int64(l.stats.Blobs) + 1
+	if l.plan != nil && !l.plan.affected[packageOf(m)] {
+		if l.plan.known[packageOf(m)] {
+			return &restartError{group: packageOf(m)}
+		}
+		l.plan.affected[packageOf(m)] = true // a new package
+	}
 	if !l.checkOnly || readBack(m.Schema) {
-		if _, err := l.content.Write(m.Blob); err != nil {
-			return fmt.Errorf("store blob %s %q: write content file: %w", m.Schema, m.Name, fileError(err))
+		// An unchanged file's bytes are copied at its end (skipWrite).
+		if !l.skipWrite {
+			if _, err := l.content.Write(m.Blob); err != nil {
+				return fmt.Errorf("store blob %s %q: write content file: %w", m.Schema, m.Name, fileError(err))
+			}
 		}
 		if err := l.insert(ctx, "blobs", blobID, m.Schema, m.Package, m.Name, l.written, len(m.Blob)); err != nil {
 			return fmt.Errorf("store blob %s %q: %w", m.Schema, m.Name, err)
@@ -248,7 +269,9 @@ func (l *loader) add(ctx context.Context, b fbc.Blob) error {
 	l.stats.Schemas[m.Schema]++
 	l.stats.AllBytes += int64(len(m.Blob))
 	// What the buffer holds is not in the file yet.
-	l.gz.advance(l.written-int64(l.content.Buffered()), false)
+	if !l.skipWrite {
+		l.gz.advance(l.written-int64(l.content.Buffered()), false)
+	}
 
 	pos := b.Pos.String()
 	switch v := b.Value.(type) {
@@ -381,7 +404,7 @@ func (l *loader) addDeprecation(ctx context.Context, d *declcfg.Deprecation, blo
 		return nil
 	}
 	for _, e := range d.Entries {
-		if err := l.insert(ctx, "deprecations", d.Package, e.Reference.Schema, e.Reference.Name, e.Message); err != nil {
+		if err := l.insert(ctx, "deprecations", d.Package, e.Reference.Schema, e.Reference.Name, e.Message, blobID); err != nil {
 			return fmt.Errorf("index deprecations of package %q: %w", d.Package, err)
 		}
 	}

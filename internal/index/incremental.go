@@ -1,0 +1,548 @@
+package index
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/url"
+	"os"
+	"slices"
+	"sort"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/catalogd/catalogd/internal/fbc"
+	"github.com/catalogd/catalogd/migrations"
+)
+
+// An incremental build (Content.Previous) makes the index a full build of
+// the same content makes, from the previous index of the catalog and the
+// files that changed since.
+//
+// Files are the unit: a catalog file whose path and SHA-256 are those of a
+// file the previous index recorded (the files table) is unchanged. The
+// packages a build must load and validate anew, the affected ones, are
+// those with a blob in a file that changed, was added or was removed, on
+// either side; blobs without a package count as one more package, "". An
+// affected package is loaded from every file that holds a blob of it,
+// changed or not; every other package has all its blobs in unchanged
+// files, and its rows are carried over from the previous index. Files are
+// taken in walk order, so that the content file, the ids and the offsets
+// come out as a full build gives them: a changed file, or an unchanged one
+// holding an affected package, is parsed; any other unchanged file's rows
+// are copied with their ids and offsets moved by where the file now
+// starts, and its bytes of the content and gzip files are copied (the
+// gzip copy compresses each file apart, see gzipSegment). Whatever is
+// computed over a whole package (problems, channels' heads, ranks,
+// display, search, digests) is carried over per package or computed by the
+// code of a full build; what is computed across packages (catalog_counts,
+// the secondary indexes) is computed after the load as in a full build.
+//
+// A build is full instead when there is no usable previous index, when
+// its schema differs, when too much changed for reuse to pay (see
+// maxChangedShare), or when the previous index disagrees with itself;
+// Stats.Build says why.
+
+// maxChangedShare is the share of a catalog's packages, or of its content
+// bytes, to load anew beyond which a build is full: past it, copying the
+// rest costs about as much as building it (BenchmarkBuildIncremental).
+const maxChangedShare = 0.5
+
+// fallbackError makes a build full, saying why.
+type fallbackError struct{ reason string }
+
+func (e *fallbackError) Error() string { return "incremental build: " + e.reason }
+
+func fallback(format string, args ...any) error {
+	return &fallbackError{reason: fmt.Sprintf(format, args...)}
+}
+
+// restartError says an incremental build met a package in a changed file
+// that also has blobs in an unchanged file it did not plan to parse: the
+// build starts over with the package affected.
+type restartError struct{ group string }
+
+func (e *restartError) Error() string {
+	return fmt.Sprintf("incremental build: package %q has blobs in unchanged files", e.group)
+}
+
+// fileAction is what an incremental build does with one file of the new
+// catalog.
+type fileAction struct {
+	path string
+	sum  [sha256.Size]byte
+	// old is the file's record in the previous index when the file is
+	// unchanged.
+	old *fileRecord
+	// parse says the file is parsed: it changed, or holds an affected
+	// package.
+	parse bool
+}
+
+// plan is what an incremental build reuses of the previous index.
+type plan struct {
+	// prev is the previous index's database; content and gz its content
+	// file and gzip copy.
+	prev        string
+	content, gz *os.File
+	actions     []fileAction
+	// parse lists the files to parse, in walk order.
+	parse []string
+	// affected are the package groups loaded anew; known, every group
+	// of the previous index; carried, the groups known and not affected,
+	// in name order.
+	affected map[string]bool
+	known    map[string]bool
+	carried  []string
+}
+
+func (p *plan) close() {
+	if p == nil {
+		return
+	}
+	p.content.Close()
+	p.gz.Close()
+}
+
+// previousURI opens the previous index's database for reading alone: it
+// is never written again.
+func previousURI(path string) string {
+	return FileURI(path, url.Values{"mode": {"ro"}, "immutable": {"1"}})
+}
+
+// newPlan plans an incremental build of src from the previous index,
+// with the package groups in extra affected besides those that follow
+// from the changed files.
+func newPlan(ctx context.Context, src Content, extra map[string]bool) (_ *plan, err error) {
+	if _, err := os.Stat(src.Previous); err != nil {
+		return nil, fallback("no previous index")
+	}
+	db, err := sqlx.Open("sqlite", previousURI(src.Previous))
+	if err != nil {
+		return nil, fallback("previous index unreadable: %v", err)
+	}
+	defer db.Close()
+	var schema string
+	var allSize int64
+	if err := db.QueryRowxContext(ctx, `SELECT schema_digest, all_size FROM catalog_info WHERE id = 1`).Scan(&schema, &allSize); err != nil {
+		return nil, fallback("previous index unreadable: %v", err)
+	}
+	if schema != migrations.Digest() {
+		return nil, fallback("schema changed")
+	}
+	old, err := readFiles(ctx, db)
+	if err != nil {
+		return nil, fallback("previous index unreadable: %v", err)
+	}
+	groups, err := fileGroups(ctx, db, old)
+	if err != nil {
+		return nil, err
+	}
+
+	p := &plan{prev: src.Previous, affected: map[string]bool{}, known: map[string]bool{}}
+	defer func() {
+		if err != nil {
+			p.close()
+		}
+	}()
+	if p.content, err = os.Open(ContentPath(src.Previous)); err != nil {
+		return nil, fallback("previous content file unreadable: %v", fileError(err))
+	}
+	if p.gz, err = os.Open(GzipPath(src.Previous)); err != nil {
+		return nil, fallback("previous gzip copy unreadable: %v", fileError(err))
+	}
+	if err := checkPrevious(old, allSize, p.content, p.gz); err != nil {
+		return nil, err
+	}
+
+	paths, err := fbc.Files(src.FS, src.Limits)
+	if err != nil {
+		return nil, err
+	}
+	byPath := make(map[string]*fileRecord, len(old))
+	for i := range old {
+		byPath[old[i].path] = &old[i]
+	}
+	sums := &fileSums{fsys: src.FS, given: src.FileHash}
+	kept := map[string]bool{}
+	p.actions = make([]fileAction, len(paths))
+	for i, path := range paths {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		sum, err := sums.sum(path)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInvalidCatalog, err)
+		}
+		a := fileAction{path: path, sum: sum}
+		if r := byPath[path]; r != nil && r.sum == sum {
+			a.old = r
+			kept[path] = true
+		} else {
+			a.parse = true
+		}
+		p.actions[i] = a
+	}
+	for i, r := range old {
+		for _, g := range groups[i] {
+			p.known[g] = true
+			if !kept[r.path] {
+				p.affected[g] = true
+			}
+		}
+	}
+	for g := range extra {
+		p.affected[g] = true
+	}
+	// Unchanged files holding an affected package are parsed too, which
+	// makes every package they hold affected, until nothing changes.
+	for changed := true; changed; {
+		changed = false
+		for i := range p.actions {
+			a := &p.actions[i]
+			if a.old == nil || a.parse || !slices.ContainsFunc(groups[a.old.index], func(g string) bool { return p.affected[g] }) {
+				continue
+			}
+			a.parse, changed = true, true
+			for _, g := range groups[a.old.index] {
+				p.affected[g] = true
+			}
+		}
+	}
+	var parseBytes, allBytes int64
+	for _, a := range p.actions {
+		if a.old != nil {
+			allBytes += a.old.contentLength
+			if a.parse {
+				parseBytes += a.old.contentLength
+			}
+			continue
+		}
+		if info, err := fs.Stat(src.FS, a.path); err == nil {
+			parseBytes += info.Size()
+			allBytes += info.Size()
+		}
+	}
+	for _, a := range p.actions {
+		if a.parse {
+			p.parse = append(p.parse, a.path)
+		}
+	}
+	for g := range p.known {
+		if !p.affected[g] {
+			p.carried = append(p.carried, g)
+		}
+	}
+	sort.Strings(p.carried)
+	if n := len(p.known); float64(len(p.affected)) > maxChangedShare*float64(n) {
+		return nil, fallback("%d of %d packages changed", len(p.affected), n)
+	}
+	if float64(parseBytes) > maxChangedShare*float64(allBytes) {
+		return nil, fallback("%d of %d bytes to parse", parseBytes, allBytes)
+	}
+	return p, nil
+}
+
+// readFiles reads the previous index's files table.
+func readFiles(ctx context.Context, db *sqlx.DB) ([]fileRecord, error) {
+	rows, err := db.QueryxContext(ctx, `SELECT path, sha256, content_offset, content_length, gzip_offset, gzip_length, gzip_crc,
+		first_blob, blobs, first_bundle, bundles, first_entry, entries FROM files ORDER BY id`)
+	if err != nil {
+		return nil, err
+	}
+	var out []fileRecord
+	err = eachRow(rows, func(rows *sqlx.Rows) error {
+		var r fileRecord
+		var sum []byte
+		var crc int64
+		if err := rows.Scan(&r.path, &sum, &r.contentOffset, &r.contentLength, &r.gz.offset, &r.gz.length, &crc,
+			&r.firstBlob, &r.blobs, &r.firstBundle, &r.bundles, &r.firstEntry, &r.entries); err != nil {
+			return err
+		}
+		if len(sum) != sha256.Size {
+			return fmt.Errorf("file %s: a hash of %d bytes", r.path, len(sum))
+		}
+		r.sum = [sha256.Size]byte(sum)
+		r.gz.crc, r.gz.size = uint32(crc), r.contentLength
+		r.index = len(out)
+		out = append(out, r)
+		return nil
+	})
+	return out, err
+}
+
+// checkPrevious checks that the previous index's files records agree
+// with each other and with its content and gzip files: one after the
+// other, covering both files.
+func checkPrevious(old []fileRecord, allSize int64, content, gz *os.File) error {
+	if len(old) == 0 {
+		return fallback("previous index has no file records")
+	}
+	next := fileRecord{firstBlob: 1, firstBundle: 1, firstEntry: 1, gz: gzipSegment{offset: int64(len(gzipHeader))}}
+	for _, r := range old {
+		if r.contentOffset != next.contentOffset || r.gz.offset != next.gz.offset || r.firstBlob != next.firstBlob ||
+			r.firstBundle != next.firstBundle || r.firstEntry != next.firstEntry {
+			return fallback("previous index inconsistent: file %s does not follow the file before it", r.path)
+		}
+		next.contentOffset += r.contentLength
+		next.gz.offset += r.gz.length
+		next.firstBlob += r.blobs
+		next.firstBundle += r.bundles
+		next.firstEntry += r.entries
+	}
+	if next.contentOffset != allSize {
+		return fallback("previous index inconsistent: files cover %d bytes of %d", next.contentOffset, allSize)
+	}
+	for _, f := range []struct {
+		file *os.File
+		size int64
+	}{{content, allSize}, {gz, next.gz.offset + int64(len(gzipFinalBlock)) + 8}} {
+		info, err := f.file.Stat()
+		if err != nil {
+			return fallback("previous index unreadable: %v", fileError(err))
+		}
+		if info.Size() != f.size {
+			return fallback("previous index inconsistent: %s holds %d bytes, its files %d", f.file.Name(), info.Size(), f.size)
+		}
+	}
+	return nil
+}
+
+// groupQuery lists the package group of every blob, in id order.
+const groupQuery = `SELECT id, CASE WHEN schema = 'olm.package' THEN name ELSE package END FROM blobs ORDER BY id`
+
+// fileGroups returns the package groups of each previous file's blobs.
+func fileGroups(ctx context.Context, db *sqlx.DB, old []fileRecord) ([][]string, error) {
+	rows, err := db.QueryxContext(ctx, groupQuery)
+	if err != nil {
+		return nil, fallback("previous index unreadable: %v", err)
+	}
+	out := make([][]string, len(old))
+	i := 0
+	err = eachRow(rows, func(rows *sqlx.Rows) error {
+		var id int64
+		var group string
+		if err := rows.Scan(&id, &group); err != nil {
+			return err
+		}
+		for i < len(old) && id >= old[i].firstBlob+old[i].blobs {
+			i++
+		}
+		if i == len(old) || id < old[i].firstBlob {
+			return fallback("previous index inconsistent: blob %d in no file", id)
+		}
+		if !slices.Contains(out[i], group) {
+			out[i] = append(out[i], group)
+		}
+		return nil
+	})
+	var fb *fallbackError
+	if errors.As(err, &fb) {
+		return nil, err
+	}
+	if err != nil {
+		return nil, fallback("previous index unreadable: %v", err)
+	}
+	return out, nil
+}
+
+// The statements that copy the rows of a run of unchanged files from the
+// previous index (attached as prev), ids and offsets moved by the deltas
+// bound to :blob, :bundle, :entry and :offset, ranges given by :b1 :b2
+// (blob ids), :n1 :n2 (bundle ids) and :e1 :e2 (entry ids).
+var copyRowsQueries = []string{
+	`INSERT INTO blobs (id, schema, package, name, offset, length)
+		SELECT id + :blob, schema, package, name, offset + :offset, length FROM prev.blobs WHERE id BETWEEN :b1 AND :b2 ORDER BY id`,
+	`INSERT INTO channel_entries (id, package, channel, position, bundle, replaces, skip_range)
+		SELECT id + :entry, package, channel, position, bundle, replaces, skip_range FROM prev.channel_entries WHERE id BETWEEN :e1 AND :e2 ORDER BY id`,
+	`INSERT INTO channel_entry_skips (entry_id, package, skip)
+		SELECT entry_id + :entry, package, skip FROM prev.channel_entry_skips WHERE entry_id BETWEEN :e1 AND :e2 ORDER BY rowid`,
+	`INSERT INTO bundles (id, package, name, version, release, image, blob_id, ver_major, ver_minor, ver_patch, ver_pre, version_rank, channels)
+		SELECT id + :bundle, package, name, version, release, image, blob_id + :blob, ver_major, ver_minor, ver_patch, ver_pre, version_rank, channels
+		FROM prev.bundles WHERE id BETWEEN :n1 AND :n2 ORDER BY id`,
+	`INSERT INTO related_images (bundle_id, position, name, image)
+		SELECT bundle_id + :bundle, position, name, image FROM prev.related_images WHERE bundle_id BETWEEN :n1 AND :n2`,
+	`INSERT INTO properties (bundle_id, position, type, value, value_start, value_length)
+		SELECT bundle_id + :bundle, position, type, value, value_start, value_length FROM prev.properties WHERE bundle_id BETWEEN :n1 AND :n2`,
+	`INSERT INTO provided_gvks (bundle_id, position, grp, version, kind)
+		SELECT bundle_id + :bundle, position, grp, version, kind FROM prev.provided_gvks WHERE bundle_id BETWEEN :n1 AND :n2`,
+	`INSERT INTO required_gvks (bundle_id, position, grp, version, kind)
+		SELECT bundle_id + :bundle, position, grp, version, kind FROM prev.required_gvks WHERE bundle_id BETWEEN :n1 AND :n2`,
+	`INSERT INTO required_packages (bundle_id, position, package_name, version_range)
+		SELECT bundle_id + :bundle, position, package_name, version_range FROM prev.required_packages WHERE bundle_id BETWEEN :n1 AND :n2`,
+	`INSERT INTO deprecations (package, schema, name, message, blob_id)
+		SELECT package, schema, name, message, blob_id + :blob FROM prev.deprecations WHERE blob_id BETWEEN :b1 AND :b2 ORDER BY rowid`,
+}
+
+// copiedBlobsQuery counts the blobs of a run of files by schema.
+const copiedBlobsQuery = `SELECT schema, count(*), sum(length) FROM prev.blobs WHERE id BETWEEN ? AND ? GROUP BY schema`
+
+// copyUpTo copies the files before path that are not parsed, and makes
+// path's action the current one; "" copies the rest.
+func (l *loader) copyUpTo(ctx context.Context, path string) error {
+	p := l.plan
+	var run []fileAction
+	for ; l.next < len(p.actions) && p.actions[l.next].path != path; l.next++ {
+		a := p.actions[l.next]
+		if a.parse {
+			return fallback("previous index inconsistent: file %s to parse was not read", a.path)
+		}
+		if len(run) > 0 && a.old.index != run[len(run)-1].old.index+1 {
+			if err := l.copyRun(ctx, run); err != nil {
+				return err
+			}
+			run = run[:0]
+		}
+		run = append(run, a)
+	}
+	if err := l.copyRun(ctx, run); err != nil {
+		return err
+	}
+	l.action = nil
+	if path != "" {
+		if l.next == len(p.actions) {
+			return fmt.Errorf("incremental build: file %s not planned", path)
+		}
+		l.action = &p.actions[l.next]
+		l.next++
+	}
+	return nil
+}
+
+// copyRun copies a run of unchanged files of unaffected packages, which
+// follow each other in the previous index too: their rows, moved to where
+// the run starts now, and their bytes of the content and gzip files.
+func (l *loader) copyRun(ctx context.Context, run []fileAction) error {
+	if len(run) == 0 {
+		return nil
+	}
+	// The rows queued so far come first, as in a full build.
+	if err := l.flushAll(ctx); err != nil {
+		return err
+	}
+	if err := l.content.Flush(); err != nil {
+		return fmt.Errorf("write content file: %w", fileError(err))
+	}
+	first, last := run[0].old, run[len(run)-1].old
+	args := map[string]any{
+		"blob":   int64(l.stats.Blobs) + 1 - first.firstBlob,
+		"bundle": l.bundleID + 1 - first.firstBundle,
+		"entry":  l.entryID + 1 - first.firstEntry,
+		"offset": l.written - first.contentOffset,
+		"b1":     first.firstBlob, "b2": last.firstBlob + last.blobs - 1,
+		"n1": first.firstBundle, "n2": last.firstBundle + last.bundles - 1,
+		"e1": first.firstEntry, "e2": last.firstEntry + last.entries - 1,
+	}
+	for _, q := range copyRowsQueries {
+		if _, err := l.tx.NamedExecContext(ctx, q, args); err != nil {
+			return fmt.Errorf("copy rows of unchanged files from %s: %w", first.path, err)
+		}
+	}
+	var blobs, bytes int64
+	rows, err := l.tx.QueryContext(ctx, copiedBlobsQuery, first.firstBlob, last.firstBlob+last.blobs-1)
+	if err != nil {
+		return fmt.Errorf("count blobs of unchanged files from %s: %w", first.path, err)
+	}
+	err = eachRow(rows, func(rows *sql.Rows) error {
+		var schema string
+		var n, size int64
+		if err := rows.Scan(&schema, &n, &size); err != nil {
+			return err
+		}
+		l.stats.Schemas[schema] += int(n)
+		blobs += n
+		bytes += size
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("count blobs of unchanged files from %s: %w", first.path, err)
+	}
+	length := last.contentOffset + last.contentLength - first.contentOffset
+	if blobs != last.firstBlob+last.blobs-first.firstBlob || bytes != length {
+		return fallback("previous index inconsistent: files from %s hold %d blobs of %d bytes, their records say otherwise", first.path, blobs, bytes)
+	}
+	if err := l.copyContent(first.contentOffset, length); err != nil {
+		return err
+	}
+	for _, a := range run {
+		r := *a.old
+		r.contentOffset += l.written - first.contentOffset
+		r.firstBlob += int64(l.stats.Blobs) + 1 - first.firstBlob
+		r.firstBundle += l.bundleID + 1 - first.firstBundle
+		r.firstEntry += l.entryID + 1 - first.firstEntry
+		l.records = append(l.records, r)
+		l.gz.endSegment(segmentSource{size: r.contentLength, from: l.plan.gz, seg: a.old.gz}, r.contentOffset+r.contentLength)
+	}
+	l.stats.Blobs += int(blobs)
+	l.stats.AllBytes += length
+	l.bundleID += last.firstBundle + last.bundles - first.firstBundle
+	l.entryID += last.firstEntry + last.entries - first.firstEntry
+	l.written += length
+	return nil
+}
+
+// copyContent appends length bytes at offset of the previous content file
+// to the content file, whose buffer is flushed.
+func (l *loader) copyContent(offset, length int64) error {
+	if _, err := l.plan.content.Seek(offset, io.SeekStart); err != nil {
+		return fmt.Errorf("read previous content file: %w", fileError(err))
+	}
+	// Between files, io.Copy copies in the kernel (copy_file_range, which
+	// shares the blocks where the filesystem can).
+	n, err := io.Copy(l.file, io.LimitReader(l.plan.content, length))
+	if err == nil && n != length {
+		err = io.ErrUnexpectedEOF
+	}
+	if err != nil {
+		return fmt.Errorf("copy previous content file: %w", fileError(err))
+	}
+	return nil
+}
+
+// carryQueries carry a package's rows that finish writes from the
+// previous index, in the order finish writes them, so that the ids
+// SQLite gives them are a full build's. package_search's rows were
+// written beside the packages' rows, so share their rowids.
+var carryQueries = []string{
+	`INSERT INTO problems (package, position, message) SELECT package, position, message FROM prev.problems WHERE package = ? ORDER BY id`,
+	`INSERT INTO channels (package, name, properties, head, head_problem)
+		SELECT package, name, properties, head, head_problem FROM prev.channels WHERE package = ? ORDER BY id`,
+	`INSERT INTO packages (name, default_channel, description, icon_data, icon_media_type, display, digest)
+		SELECT name, default_channel, description, icon_data, icon_media_type, display, digest FROM prev.packages WHERE name = ?`,
+	`INSERT INTO package_search (name, display_name, keywords, provider, description)
+		SELECT name, display_name, keywords, provider, description FROM prev.package_search
+		WHERE rowid = (SELECT rowid FROM prev.packages WHERE name = ?)`,
+}
+
+// carriedCountsQuery counts what a carried package adds to Stats.
+const carriedCountsQuery = `SELECT
+	(SELECT count(*) FROM prev.packages WHERE name = ?1),
+	(SELECT count(*) FROM prev.channels WHERE package = ?1),
+	(SELECT count(*) FROM prev.bundles WHERE package = ?1),
+	(SELECT count(*) FROM prev.problems WHERE package = ?1)`
+
+// carry writes, in finish's place, the rows of a package the build did
+// not load: as the previous index holds them.
+func (l *loader) carry(ctx context.Context, pkg string) error {
+	if err := l.flushAll(ctx); err != nil {
+		return err
+	}
+	for _, q := range carryQueries {
+		if _, err := l.tx.ExecContext(ctx, q, pkg); err != nil {
+			return fmt.Errorf("carry package %q over: %w", pkg, err)
+		}
+	}
+	var packages, channels, bundles, problems int
+	if err := l.tx.QueryRowContext(ctx, carriedCountsQuery, pkg).Scan(&packages, &channels, &bundles, &problems); err != nil {
+		return fmt.Errorf("carry package %q over: %w", pkg, err)
+	}
+	l.stats.Packages += packages
+	l.stats.Channels += channels
+	l.stats.Bundles += bundles
+	l.stats.Problems += problems
+	return nil
+}
