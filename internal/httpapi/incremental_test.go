@@ -22,6 +22,7 @@ import (
 
 	"github.com/catalogd/catalogd/internal/catalogdir"
 	"github.com/catalogd/catalogd/internal/catalogs"
+	"github.com/catalogd/catalogd/internal/index"
 	"github.com/catalogd/catalogd/internal/store"
 	"github.com/catalogd/catalogd/test/fbcfacts"
 	"github.com/catalogd/catalogd/test/fbcgen"
@@ -72,14 +73,16 @@ func TestIncrementalAnswersEqualFull(t *testing.T) {
 				tw := newTwin(t)
 				var digests []string
 				var before *fbcfacts.Catalog
+				modes := map[string]int{}
 				for step := 0; step <= src.steps; step++ {
 					what := "the first index"
 					if step > 0 {
 						what = m.edit(t, rng, step)
 						m.write(t, dir)
 					}
-					digest, failed := tw.update(t, dir)
-					t.Logf("step %d: %s (build failed: %v)", step, what, failed)
+					digest, build, failed := tw.update(t, dir)
+					t.Logf("step %d: %s (build failed: %v; %+v)", step, what, failed, build)
+					modes[build.Mode]++
 					if !failed {
 						digests = append(digests, digest)
 					}
@@ -88,6 +91,11 @@ func TestIncrementalAnswersEqualFull(t *testing.T) {
 					if !failed {
 						before = now
 					}
+				}
+				// Otherwise the sequence compared full builds with full
+				// builds.
+				if modes[index.ModeIncremental] == 0 {
+					t.Errorf("no build was incremental: %v", modes)
 				}
 			})
 		}
@@ -131,7 +139,8 @@ func newTwin(t *testing.T) *twin {
 
 // update indexes dir in both stores. The outcome must agree: both fail,
 // or both serve the same digest.
-func (tw *twin) update(t *testing.T, dir string) (digest string, failed bool) {
+// build is how the incremental side built (or tried to build) its index.
+func (tw *twin) update(t *testing.T, dir string) (digest string, build index.BuildMode, failed bool) {
 	t.Helper()
 	var errs [2]error
 	var digests [2]string
@@ -140,19 +149,22 @@ func (tw *twin) update(t *testing.T, dir string) (digest string, failed bool) {
 		if err != nil {
 			t.Fatalf("%s: read %s: %v", sd.name, dir, err)
 		}
-		info, _, _, err := sd.store.Update(context.Background(), "c", src)
+		info, stats, _, err := sd.store.Update(context.Background(), "c", src)
 		errs[i], digests[i] = err, info.Digest
+		if i == 0 {
+			build = stats.Build
+		}
 	}
 	if (errs[0] == nil) != (errs[1] == nil) {
 		t.Fatalf("the builds disagree: incremental %v; full %v", errs[0], errs[1])
 	}
 	if errs[0] != nil {
-		return "", true
+		return "", build, true
 	}
 	if digests[0] != digests[1] {
 		t.Fatalf("incremental serves %s, full %s", digests[0], digests[1])
 	}
-	return digests[0], false
+	return digests[0], build, false
 }
 
 // request is one GET; gzip asks for the gzip encoding.
