@@ -1,0 +1,237 @@
+package stress
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/catalogd/catalogd/test/benchenv"
+	"github.com/catalogd/catalogd/test/fbcgen"
+)
+
+// BenchmarkWatchEdit runs `catalogd serve --watch` on a copy of
+// $CATALOGD_BENCH_CRD_CATALOG (make bench: 1.3 GB, 40 packages of inline
+// CRDs, one file each) or, without it, on a small generated catalog, and
+// times what a user saving an edit waits for: from the moment the edited
+// files are in place (written beside and renamed over, as editors save) to
+// the moment /catalogs/c reports the new digest (digest-s), and to the
+// moment the edited bundle answers its new image (content-s). It edits one
+// bundle in each of 1 and 10 packages' files, with incremental builds
+// (the default) and with --incremental-index=false. The watch's debounce
+// (half a second) is part of both figures. VmHWM-MiB is the server's peak
+// resident set over the edits (reset after its first index was built),
+// and mode/packagesRebuilt say how the last index was built.
+func BenchmarkWatchEdit(b *testing.B) {
+	root := b.TempDir()
+	dir := filepath.Join(root, "catalog")
+	if src := os.Getenv("CATALOGD_BENCH_CRD_CATALOG"); src != "" {
+		if err := os.CopyFS(dir, os.DirFS(src)); err != nil {
+			b.Fatal(err)
+		}
+	} else {
+		generate(b, dir, generatedWatchCatalog)
+	}
+	files := bundleFiles(b, dir, 10)
+	for _, incremental := range []bool{true, false} {
+		name := "incremental"
+		if !incremental {
+			name = "full"
+		}
+		b.Run(name, func(b *testing.B) {
+			s := start(b, "--data-dir", filepath.Join(root, "data-"+name), "--catalog", "c="+dir, "--watch",
+				"--incremental-index="+strconv.FormatBool(incremental))
+			s.waitSynced(b)
+			pid := s.Cmd.Process.Pid
+			for _, n := range []int{1, 10} {
+				b.Run(fmt.Sprintf("packages=%d", n), func(b *testing.B) {
+					// The first index's build is not what is measured.
+					_ = os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0)
+					var toDigest, toContent time.Duration
+					edits := 0
+					for b.Loop() {
+						edits++
+						old := catalogDetailOf(b, s.base).ResolvedDigest
+						tag := fmt.Sprintf("-%s-%d-%d", name, n, edits)
+						var first editedBundle
+						for i, f := range files[:n] {
+							e := editBundle(b, f, tag)
+							if i == 0 {
+								first = e
+							}
+						}
+						saved := time.Now()
+						for {
+							d := catalogDetailOf(b, s.base)
+							if d.ResolvedDigest != old && d.ResolvedDigest != "" {
+								if d.LastError != "" {
+									b.Fatalf("the edit failed to index: %s", d.LastError)
+								}
+								break
+							}
+							waitOrFail(b, saved, s)
+						}
+						toDigest += time.Since(saved)
+						for !bundleServes(b, s.base, first) {
+							waitOrFail(b, saved, s)
+						}
+						toContent += time.Since(saved)
+					}
+					d := catalogDetailOf(b, s.base)
+					b.ReportMetric(toDigest.Seconds()/float64(edits), "digest-s")
+					b.ReportMetric(toContent.Seconds()/float64(edits), "content-s")
+					b.ReportMetric(benchenv.ProcessPeakRSSMiB(pid), "VmHWM-MiB")
+					b.ReportMetric(float64(d.Build.PackagesRebuilt), "packagesRebuilt")
+					b.Logf("last build: %s, %d packages rebuilt %s", d.Build.Mode, d.Build.PackagesRebuilt, d.Build.Reason)
+				})
+			}
+		})
+	}
+}
+
+// waitOrFail waits a moment, failing when the server exited or nothing
+// changed in two minutes.
+func waitOrFail(b *testing.B, since time.Time, s *server) {
+	b.Helper()
+	select {
+	case <-s.Exited:
+		b.Fatalf("catalogd exited: %v\n%s", s.ExitErr, tail(s.Stderr.String(), 4096))
+	default:
+	}
+	if time.Since(since) > 2*time.Minute {
+		b.Fatalf("the edit was not served in 2 minutes:\n%s", tail(s.Stderr.String(), 4096))
+	}
+	time.Sleep(5 * time.Millisecond)
+}
+
+// generatedWatchCatalog stands in for the CRD catalog where make bench has
+// not generated it.
+var generatedWatchCatalog = fbcgen.Options{Packages: 20, Bundles: 200, BundleObjectBytes: 3000, Seed: 1}
+
+// watchDetail is what BenchmarkWatchEdit reads of GET /catalogs/c.
+type watchDetail struct {
+	ResolvedDigest string
+	LastError      string
+	Build          struct {
+		Mode            string
+		PackagesRebuilt int
+		Reason          string
+	}
+}
+
+func catalogDetailOf(b *testing.B, base string) watchDetail {
+	b.Helper()
+	resp, err := http.Get(base + "/catalogs/c")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var d watchDetail
+	if err := json.NewDecoder(resp.Body).Decode(&d); err != nil {
+		b.Fatal(err)
+	}
+	return d
+}
+
+// editedBundle is a bundle editBundle changed, and its image now.
+type editedBundle struct{ pkg, name, image string }
+
+// bundleFiles returns n catalog files under dir, each holding a bundle
+// line (a JSON blob of schema olm.bundle on a line of its own), in name
+// order; the test catalogs keep each package in a file of its own.
+func bundleFiles(b *testing.B, dir string, n int) []string {
+	b.Helper()
+	var files []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() && strings.HasSuffix(p, ".json") {
+			files = append(files, p)
+		}
+		return err
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	slices.Sort(files)
+	if len(files) < n {
+		b.Fatalf("%s has %d catalog files; want at least %d", dir, len(files), n)
+	}
+	return files[:n]
+}
+
+// editMark starts what editBundle appends to an image.
+const editMark = "-edited"
+
+// editBundle sets the image of the first bundle in the file at p to its
+// original with editMark and tag appended, writing the new content beside it and renaming it over, as editors
+// save.
+func editBundle(b *testing.B, p, tag string) editedBundle {
+	b.Helper()
+	data, err := os.ReadFile(p)
+	if err != nil {
+		b.Fatal(err)
+	}
+	lines := bytes.SplitAfter(data, []byte("\n"))
+	for i, line := range lines {
+		if !bytes.Contains(line, []byte(`"schema":"olm.bundle"`)) {
+			continue
+		}
+		var doc map[string]any
+		if err := json.Unmarshal(line, &doc); err != nil {
+			b.Fatalf("%s: a bundle line that is not JSON: %v", p, err)
+		}
+		image, _ := doc["image"].(string)
+		image, _, _ = strings.Cut(image, editMark)
+		image += editMark + tag
+		doc["image"] = image
+		out, err := json.Marshal(doc)
+		if err != nil {
+			b.Fatal(err)
+		}
+		lines[i] = append(out, '\n')
+		tmp := p + ".saving"
+		if err := os.WriteFile(tmp, bytes.Join(lines, nil), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.Rename(tmp, p); err != nil {
+			b.Fatal(err)
+		}
+		pkg, _ := doc["package"].(string)
+		name, _ := doc["name"].(string)
+		return editedBundle{pkg: pkg, name: name, image: image}
+	}
+	b.Fatalf("%s holds no bundle line", p)
+	return editedBundle{}
+}
+
+// bundleServes reports whether the server answers e's bundle with its
+// new image.
+func bundleServes(b *testing.B, base string, e editedBundle) bool {
+	b.Helper()
+	resp, err := http.Get(base + "/catalogs/c/packages/" + url.PathEscape(e.pkg) + "/bundles/" + url.PathEscape(e.name))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var got struct{ Image string }
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return false
+	}
+	if err := json.Unmarshal(body, &got); err != nil {
+		b.Fatal(err)
+	}
+	return got.Image == e.image
+}
