@@ -6,9 +6,9 @@
 // reader holds a Snapshot, whose queries and content all come from one
 // index. A rebuild is given the live index to reuse what did not change
 // (index.Content.Previous, WithIncremental), and still makes a new one
-// that is swapped in whole. Beside the live index it keeps each catalog's history (History):
-// the package digests of its last versions, from which a Snapshot says
-// what changed since one of them (Snapshot.Changes).
+// that is swapped in whole. Beside the live index it keeps each catalog's
+// history (History): the package digests of its last versions, from which
+// a Snapshot says what changed since one of them (Snapshot.Changes).
 package store
 
 import (
