@@ -385,3 +385,40 @@ func TestFileHash(t *testing.T) {
 		t.Errorf("the second Read found %d files in the cache; want all %d", len(c.files), len(want))
 	}
 }
+
+// A file edited after the walk and then read by the build has the hash of
+// what the build read, as the index holds it; none while it is open.
+func TestFileHashIsWhatTheBuildRead(t *testing.T) {
+	dir := t.TempDir()
+	digestTree.write(t, dir)
+	src, err := Read(context.Background(), dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const name = "pkg-a/catalog.json"
+	edited := `{"schema":"olm.package","name":"pkg-a","description":"edited after the walk"}`
+	writeTree(t, dir, map[string]string{name: edited})
+	if sum, ok := src.FileHash(name); !ok || sum != sha256.Sum256([]byte(digestTree.files[name])) {
+		t.Errorf("before the build opens it: FileHash = %x, %v; want the walk's hash", sum, ok)
+	}
+	f, err := src.FS.Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := io.ReadAll(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum, ok := src.FileHash(name); ok {
+		t.Errorf("while open: FileHash = %x; want none", sum)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if string(data) != edited {
+		t.Fatalf("read %q; want the edited content", data)
+	}
+	if sum, ok := src.FileHash(name); !ok || sum != sha256.Sum256([]byte(edited)) {
+		t.Errorf("after the build read it: FileHash = %x, %v; want the hash of what it read", sum, ok)
+	}
+}
