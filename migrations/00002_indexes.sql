@@ -15,6 +15,8 @@ CREATE INDEX bundles_package_rank ON bundles (package, version_rank);
 CREATE INDEX bundles_package_version ON bundles (package, version);
 CREATE INDEX provided_gvks_gvk ON provided_gvks (kind, grp, version);
 CREATE INDEX deprecations_ref ON deprecations (package, schema, name);
+-- An incremental build copies a file's deprecations by blob id range.
+CREATE INDEX deprecations_blob ON deprecations (blob_id);
 CREATE INDEX problems_package ON problems (package);
 CREATE INDEX channel_entries_skip_range ON channel_entries (package) WHERE skip_range != '';
 

@@ -23,6 +23,11 @@ $(BENCH_CRD_CATALOG)/.done: test/fbcgen/*.go test/gen/*.go
 	$(GO) run ./test/gen -out $(BENCH_CRD_CATALOG) $(BENCH_CRD_GEN_FLAGS)
 	touch $@
 
+# BenchmarkBuildIncremental: full against incremental builds after 1, 10
+# and 100 packages changed, on both catalogs above, one process per figure
+# so that each peak RSS is its own (100 is skipped where a catalog has too
+# few packages).
+#
 # opm, the operator-registry version in go.mod built from hack/opm, is what
 # bench compares kubectl catalog with and bench-validate compares
 # catalogd validate with.
@@ -59,6 +64,11 @@ bench: $(BENCH_CATALOG)/.done $(BENCH_CRD_CATALOG)/.done $(OPM) build
 	CATALOGD_BENCH_CATALOG=$(BENCH_CATALOG) $(GO) test -run '^$$' -bench 'Parse|Build$$|BuildToParse' -benchtime 3x -benchmem ./internal/index/
 	CATALOGD_BENCH_CRD_CATALOG=$(BENCH_CRD_CATALOG) $(GO) test -run '^$$' -bench 'BuildCRDObjects' -benchtime 1x -benchmem ./internal/index/
 	CATALOGD_BENCH_CATALOG=$(BENCH_CRD_CATALOG) $(GO) test -run '^$$' -bench 'Read$$' -benchtime 3x ./internal/catalogdir/
+	for c in bench:CATALOGD_BENCH_CATALOG=$(BENCH_CATALOG) crd:CATALOGD_BENCH_CRD_CATALOG=$(BENCH_CRD_CATALOG); do \
+		for m in full 1 10 100 1-hashing; do \
+			env $${c#*:} $(GO) test -run '^$$' -bench "BuildIncremental/$${c%%:*}/$$m\$$" -benchtime 1x ./internal/index/ || exit 1; \
+		done; \
+	done
 	$(GO) test -run '^$$' -bench 'BuildReplacesChain/10000' -benchtime 1x ./internal/index/
 	$(GO) test -run '^$$' -bench 'BuildReplacesChain/50000' -benchtime 1x ./internal/index/
 	CATALOGD_BENCH_CATALOG=$(BENCH_CATALOG) $(GO) test -run '^$$' -bench . -skip 'ReplacesChainHTTP' -benchtime 1x -timeout 30m ./internal/httpapi/

@@ -259,6 +259,12 @@ func load(ctx context.Context, db *sqlx.DB, content *os.File, gz *compressor, sr
 		if _, err := db.ExecContext(ctx, `ATTACH DATABASE ? AS prev`, previousURI(p.prev)); err != nil {
 			return Stats{}, nil, fallback("previous index unreadable: %v", err)
 		}
+		// Its rows are read once, in order: a cache saves nothing, and
+		// would count against the build's memory as the main file's does
+		// (see openForBuild).
+		if _, err := db.ExecContext(ctx, `PRAGMA prev.cache_size = -256`); err != nil {
+			return Stats{}, nil, fmt.Errorf("attach previous index: %w", err)
+		}
 		// Attached, it would be checked with the new file (check).
 		defer db.ExecContext(context.Background(), `DETACH DATABASE prev`) //nolint:errcheck // closing the file detaches it too
 	}
@@ -275,7 +281,7 @@ func load(ctx context.Context, db *sqlx.DB, content *os.File, gz *compressor, sr
 	defer l.close()
 	l.plan = p
 
-	hashes := newHashFS(src.FS)
+	hashes := newHashFS(src.FS, src.FileHash)
 	l.sums = &fileSums{fsys: src.FS, given: src.FileHash, hashes: hashes}
 	src.FS = hashes
 	if err := walk(ctx, l, src); err != nil {

@@ -4,12 +4,17 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"crypto/sha256"
 	"encoding/binary"
 	"hash/crc32"
 	"io"
 	"math/rand/v2"
+	"net/url"
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/jmoiron/sqlx"
 
@@ -115,5 +120,49 @@ func TestGzipSegments(t *testing.T) {
 	}
 	if n := count(t, db, `SELECT count(*) FROM blobs`); blobs != int64(n) {
 		t.Errorf("files hold %d blobs, the index %d", blobs, n)
+	}
+}
+
+// TestFileHashes: the files table records each file's SHA-256, as the
+// source gave it (Content.FileHash) or, where it gives none, computed from
+// the file's bytes.
+func TestFileHashes(t *testing.T) {
+	fsys := fbcgen.ReplacesChain("a", 3, false)
+	for k, v := range fbcgen.ReplacesChain("b", 2, false) {
+		fsys["b/"+k] = v
+	}
+	given := sha256.Sum256([]byte("given"))
+	tests := []struct {
+		name     string
+		fileHash func(string) ([sha256.Size]byte, bool)
+		want     func(path string) [sha256.Size]byte
+	}{
+		{"computed", nil, func(path string) [sha256.Size]byte { return sha256.Sum256(fsys[path].Data) }},
+		{"given for b", func(name string) ([sha256.Size]byte, bool) { return given, strings.HasPrefix(name, "b/") },
+			func(path string) [sha256.Size]byte {
+				if strings.HasPrefix(path, "b/") {
+					return given
+				}
+				return sha256.Sum256(fsys[path].Data)
+			}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "index.db")
+			if _, err := Build(context.Background(), path, Content{FS: fsys, Digest: "sha256:x", FileHash: tc.fileHash}, time.Now()); err != nil {
+				t.Fatal(err)
+			}
+			db := sqlx.MustOpen("sqlite", FileURI(path, url.Values{"mode": {"ro"}}))
+			defer db.Close()
+			rows := fileRows(t, db)
+			if len(rows) != len(fsys) {
+				t.Fatalf("%d files recorded, want %d", len(rows), len(fsys))
+			}
+			for _, r := range rows {
+				if want := tc.want(r.Path); !bytes.Equal(r.Sum, want[:]) {
+					t.Errorf("%s: sha256 %x, want %x", r.Path, r.Sum, want)
+				}
+			}
+		})
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -590,5 +591,67 @@ func TestIncrementalCommunity(t *testing.T) {
 	}
 	if n := differential(t, dir, 2, steps); n < steps/2 {
 		t.Errorf("%d of %d builds incremental", n, steps)
+	}
+}
+
+// fullScan is a query plan's step that reads a whole table.
+var fullScan = regexp.MustCompile(`^SCAN [\w.]+$`)
+
+// TestIncrementalQueryPlans: every statement an incremental build runs
+// against the previous index finds its rows through a key or an index,
+// never by scanning a table.
+func TestIncrementalQueryPlans(t *testing.T) {
+	db, _ := buildDir(t, demoDir)
+	prev := dbPath(t, db)
+	scratch, err := sqlx.Open("sqlite", FileURI(filepath.Join(t.TempDir(), "new.db"), nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer scratch.Close()
+	scratch.SetMaxOpenConns(1)
+	if _, err := scratch.Exec(`ATTACH DATABASE ? AS prev`, previousURI(prev)); err != nil {
+		t.Fatal(err)
+	}
+	queries := append(append(slices.Clone(copyRowsQueries), carryQueries...), carriedCountsQuery, copiedBlobsQuery)
+	named := map[string]any{}
+	for _, name := range []string{"blob", "bundle", "entry", "offset", "b1", "b2", "n1", "n2", "e1", "e2"} {
+		named[name] = 1
+	}
+	for _, q := range queries {
+		var rows *sqlx.Rows
+		var err error
+		if strings.Contains(q, " :") {
+			rows, err = scratch.NamedQuery("EXPLAIN QUERY PLAN "+q, named)
+		} else {
+			n := strings.Count(q, "?")
+			if strings.Contains(q, "?1") {
+				n = 1 // one argument, numbered
+			}
+			args := make([]any, n)
+			for i := range args {
+				args[i] = "x"
+			}
+			rows, err = scratch.Queryx("EXPLAIN QUERY PLAN "+q, args...)
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		var plan []string
+		for rows.Next() {
+			var id, parent, unused int
+			var detail string
+			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+				t.Fatal(err)
+			}
+			plan = append(plan, detail)
+		}
+		rows.Close()
+		for _, step := range plan {
+			// A table's own order, or a virtual table's without a
+			// constraint, is a scan of all its rows.
+			if fullScan.MatchString(step) || strings.HasSuffix(step, "VIRTUAL TABLE INDEX 0:") {
+				t.Errorf("%s\nscans a table: %s", q, strings.Join(plan, "; "))
+			}
+		}
 	}
 }
