@@ -32,6 +32,10 @@ const compressChunk = 4 << 20
 // a file byte-identical to the one a full build writes. The member ends
 // with an empty final block and the trailer: the CRC-32 of the whole
 // content, combined from the segments' (crc32Combine), and its length.
+// Compressing files apart loses what a segment could have referred to in
+// the files before it: measured, 5.5% more bytes on the 300-file bench
+// catalog (9.96 MB in one stream, 10.51 MB in segments) and 0.04% on the
+// 40-file catalog of CRD objects (124.92 MB, 124.97 MB), in no more time.
 var (
 	// gzipHeader is a gzip member header without name or time, from an
 	// unknown operating system: the same bytes for every build.

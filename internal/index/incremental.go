@@ -145,6 +145,9 @@ func newPlan(ctx context.Context, src Content, extra map[string]bool) (_ *plan, 
 	if err != nil {
 		return nil, fallback("previous index unreadable: %v", err)
 	}
+	if len(old) == 0 {
+		return nil, fallback("previous index has no file records")
+	}
 	groups, err := fileGroups(ctx, db, old)
 	if err != nil {
 		return nil, err
@@ -286,9 +289,6 @@ func readFiles(ctx context.Context, db *sqlx.DB) ([]fileRecord, error) {
 // with each other and with its content and gzip files: one after the
 // other, covering both files.
 func checkPrevious(old []fileRecord, allSize int64, content, gz *os.File) error {
-	if len(old) == 0 {
-		return fallback("previous index has no file records")
-	}
 	next := fileRecord{firstBlob: 1, firstBundle: 1, firstEntry: 1, gz: gzipSegment{offset: int64(len(gzipHeader))}}
 	for _, r := range old {
 		if r.contentOffset != next.contentOffset || r.gz.offset != next.gz.offset || r.firstBlob != next.firstBlob ||
