@@ -23,6 +23,12 @@ const (
 	CatalogStateUnavailable = catalogapi.CatalogStateUnavailable
 )
 
+// Values of IndexBuildMode.
+const (
+	IndexBuildModeFull        = catalogapi.IndexBuildModeFull
+	IndexBuildModeIncremental = catalogapi.IndexBuildModeIncremental
+)
+
 // Values of ResolveCandidateRanking.
 const (
 	ResolveCandidateRankingChosen       = catalogapi.ResolveCandidateRankingChosen
@@ -136,6 +142,12 @@ type GVK = catalogapi.GVK
 
 // HeadChange is catalogapi.HeadChange.
 type HeadChange = catalogapi.HeadChange
+
+// IndexBuild is catalogapi.IndexBuild.
+type IndexBuild = catalogapi.IndexBuild
+
+// IndexBuildMode is catalogapi.IndexBuildMode.
+type IndexBuildMode = catalogapi.IndexBuildMode
 
 // JSONLines is catalogapi.JSONLines.
 type JSONLines = catalogapi.JSONLines

@@ -31,6 +31,24 @@ func (e CatalogState) Valid() bool {
 	}
 }
 
+// Defines values for IndexBuildMode.
+const (
+	IndexBuildModeFull        IndexBuildMode = "full"
+	IndexBuildModeIncremental IndexBuildMode = "incremental"
+)
+
+// Valid indicates whether the value is a known member of the IndexBuildMode enum.
+func (e IndexBuildMode) Valid() bool {
+	switch e {
+	case IndexBuildModeFull:
+		return true
+	case IndexBuildModeIncremental:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ResolveCandidateRanking.
 const (
 	ResolveCandidateRankingChosen       ResolveCandidateRanking = "Chosen"
@@ -315,6 +333,12 @@ type CatalogCounts struct {
 
 // CatalogDetail A catalog as in CatalogSummary, plus what its index holds and the problems found building it.
 type CatalogDetail struct {
+	// Build How the current index was built: in full, reading and validating
+	// every package, or incrementally from the index before it, reading
+	// and validating only the packages that changed. Absent before the
+	// first index.
+	Build IndexBuild `json:"build,omitempty,omitzero"`
+
 	// Counts How many of each the current index holds; all zero before the first index.
 	Counts CatalogCounts `json:"counts"`
 
@@ -612,6 +636,34 @@ type HeadChange struct {
 	Before  string `json:"before,omitempty,omitzero"`
 	Channel string `json:"channel"`
 }
+
+// IndexBuild How the current index was built: in full, reading and validating
+// every package, or incrementally from the index before it, reading
+// and validating only the packages that changed. Absent before the
+// first index.
+type IndexBuild struct {
+	// Mode Example: incremental
+	Mode IndexBuildMode `json:"mode"`
+
+	// PackagesRebuilt Packages read and validated anew; every package of the catalog for a full build.
+	//
+	// Example: 1
+	PackagesRebuilt int `json:"packagesRebuilt"`
+
+	// Reason Why the build was full although it was given the index before
+	// it to reuse: that index is unusable (another schema, found
+	// inconsistent) or too much of the catalog changed for reuse to
+	// pay. Absent for an incremental build, and for a full one that
+	// had nothing to reuse: the first index of a catalog, or
+	// incremental builds switched off (--incremental-index=false).
+	//
+	//
+	// Example: 62 of 300 packages changed
+	Reason string `json:"reason,omitempty,omitzero"`
+}
+
+// IndexBuildMode Example: incremental
+type IndexBuildMode string
 
 // JSONLines Newline-delimited JSON: one compact FBC blob (a JSON object with at
 // least `schema`) per line, each line ending in a newline.

@@ -40,10 +40,13 @@ func tableOf(obj any) table {
 		}
 		return t
 	case *client.CatalogDetail:
-		return tableOf(&client.CatalogList{Items: []client.CatalogSummary{{
+		t := tableOf(&client.CatalogList{Items: []client.CatalogSummary{{
 			Name: v.Name, State: v.State, Priority: v.Priority, Counts: v.Counts, IndexedAt: v.IndexedAt,
 			Source: v.Source, ResolvedDigest: v.ResolvedDigest, LastError: v.LastError,
 		}}})
+		t.columns = append(t.columns, column{name: "BUILD", wide: true})
+		t.rows[0] = append(t.rows[0], buildText(v.Build))
+		return t
 	case *client.PackageList:
 		t := table{columns: cols("NAME", "DEFAULT CHANNEL", "PROVIDER", "+DISPLAY NAME", "+CHANNELS", "+DEPRECATED")}
 		for _, p := range v.Items {
@@ -290,6 +293,24 @@ func cols(names ...string) []column {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// buildText says how a catalog's index was built, as "incremental, 2
+// packages" or "full, 300 packages (62 of 300 packages changed)"; empty
+// before the first index.
+func buildText(b client.IndexBuild) string {
+	if b.Mode == "" {
+		return ""
+	}
+	unit := "packages"
+	if b.PackagesRebuilt == 1 {
+		unit = "package"
+	}
+	s := fmt.Sprintf("%s, %d %s", b.Mode, b.PackagesRebuilt, unit)
+	if b.Reason != "" {
+		s += " (" + b.Reason + ")"
+	}
+	return s
+}
 
 func deprecated(d client.Deprecation) string { return strconv.FormatBool(d.Message != "") }
 

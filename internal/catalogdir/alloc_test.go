@@ -28,7 +28,7 @@ func TestReadHashesThroughOneBuffer(t *testing.T) {
 	}
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	if _, err := Read(t.Context(), dir); err != nil {
+	if _, err := Read(t.Context(), dir, nil); err != nil {
 		t.Fatal(err)
 	}
 	runtime.ReadMemStats(&after)

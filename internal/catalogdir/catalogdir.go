@@ -26,6 +26,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/go-logr/logr"
@@ -95,10 +96,16 @@ import (
 // the limit: the index would refuse it anyway, and walking on would hold
 // every path of a tree of any size.
 //
+// cache, when not nil, holds the hashes of an earlier Read of the same
+// directory: a file whose stat says it did not change since is not read
+// again (see Cache). The content's FileHash gives the walk's hash of each
+// file, so that an index build can tell unchanged files without reading
+// them.
+//
 // Error messages name content by its path relative to the catalog directory
 // and never include the directory's own path, which is the server's: callers
 // that want it there add it.
-func Read(ctx context.Context, path string) (index.Content, error) {
+func Read(ctx context.Context, path string, cache *Cache) (index.Content, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return index.Content{}, fmt.Errorf("read catalog directory: %w", rootErr(err))
@@ -118,15 +125,18 @@ func Read(ctx context.Context, path string) (index.Content, error) {
 	}
 	log := logr.FromContextOrDiscard(ctx)
 	// The index reads with the default limits too (the Content's Limits are zero).
-	snap, err := walkDir(ctx, log, resolved, fbc.Limits{})
+	rc := cache.begin(resolved, time.Now())
+	snap, err := walkDir(ctx, log, resolved, fbc.Limits{}, rc)
 	if err != nil {
 		return index.Content{}, fmt.Errorf("digest catalog directory: %w", err)
 	}
+	rc.commit(resolved)
 	return index.Content{
 		FS:         &catalogFS{dir: abs, real: resolved, snap: snap},
 		Ref:        abs,
 		Digest:     digestEntries(snap.entries),
 		ReadDigest: snap.readDigest,
+		FileHash:   snap.fileHash,
 	}, nil
 }
 
@@ -149,10 +159,10 @@ type entry struct {
 }
 
 // walkDir walks the tree under root, which must be a real (link-free)
-// absolute path, hashing every file in it. It fails as soon as the tree
-// holds more entries than limits allow, before it has listed them all (see
-// listDir).
-func walkDir(ctx context.Context, log logr.Logger, root string, limits fbc.Limits) (*snapshot, error) {
+// absolute path, hashing every file in it that rc does not know unchanged.
+// It fails as soon as the tree holds more entries than limits allow,
+// before it has listed them all (see listDir).
+func walkDir(ctx context.Context, log logr.Logger, root string, limits fbc.Limits, rc *readCache) (*snapshot, error) {
 	snap := &snapshot{listings: map[string][]fs.DirEntry{".": {}}, reads: map[string]read{}}
 	seen := 0
 	buf := make([]byte, hashBufferBytes)
@@ -181,9 +191,9 @@ func walkDir(ctx context.Context, log logr.Logger, root string, limits fbc.Limit
 				}
 				continue
 			case t.IsRegular():
-				e, err = fileEntry(rel, p, buf)
+				e, err = fileEntry(rel, p, rc, buf)
 			case t&fs.ModeSymlink != 0:
-				e, err = linkEntry(root, p, rel, buf)
+				e, err = linkEntry(root, p, rel, rc, buf)
 			default:
 				// Sockets, pipes and devices hold no catalog content; their names
 				// are hashed so that their appearing still counts as a change.
@@ -250,8 +260,16 @@ func listDir(dir string, seen *int, limits fbc.Limits) ([]fs.DirEntry, error) {
 // directory once more after the build.
 const hashBufferBytes = 32 << 10
 
-// fileEntry hashes the regular file at abs, reading it through buf.
-func fileEntry(rel, abs string, buf []byte) (entry, error) {
+// fileEntry hashes the regular file at abs, reading it through buf, unless
+// rc knows its hash.
+func fileEntry(rel, abs string, rc *readCache, buf []byte) (entry, error) {
+	if rc != nil {
+		if fi, err := os.Stat(abs); err == nil && fi.Mode().IsRegular() {
+			if sum, ok := rc.lookup(rel, fi); ok {
+				return entry{rel: rel, kind: 'f', size: fi.Size(), sum: sum}, nil
+			}
+		}
+	}
 	f, err := openNonBlocking(abs)
 	if err != nil {
 		return entry{}, fmt.Errorf("read %s: %w", rel, rootErr(err))
@@ -279,11 +297,14 @@ func fileEntry(rel, abs string, buf []byte) (entry, error) {
 	}
 	e := entry{rel: rel, kind: 'f', size: n}
 	h.Sum(e.sum[:0])
+	// The stat taken before reading: an edit during the read moves the
+	// ctime past it, so the next Read hashes the file again.
+	rc.store(rel, fi, e.sum)
 	return e, nil
 }
 
 // linkEntry decides how the link at p counts (see Dir).
-func linkEntry(root, p, rel string, buf []byte) (entry, error) {
+func linkEntry(root, p, rel string, rc *readCache, buf []byte) (entry, error) {
 	text, err := os.Readlink(p)
 	if err != nil {
 		return entry{}, relPathErr(rel, err)
@@ -303,7 +324,7 @@ func linkEntry(root, p, rel string, buf []byte) (entry, error) {
 		return entry{}, fmt.Errorf("resolve link %s: %w", rel, relPathErr(rel, err))
 	}
 	if fi.Mode().IsRegular() {
-		return fileEntry(rel, target, buf)
+		return fileEntry(rel, target, rc, buf)
 	}
 	return entry{rel: rel, kind: 'l', link: text}, nil
 }

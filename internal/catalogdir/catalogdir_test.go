@@ -2,6 +2,7 @@ package catalogdir
 
 import (
 	"context"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -26,7 +27,7 @@ func writeTree(t *testing.T, dir string, files map[string]string) {
 
 func digestOf(t *testing.T, dir string) string {
 	t.Helper()
-	src, err := Read(context.Background(), dir)
+	src, err := Read(context.Background(), dir, nil)
 	if err != nil {
 		t.Fatalf("Read(%s): %v", dir, err)
 	}
@@ -104,24 +105,108 @@ func TestDirDigestChanges(t *testing.T) {
 				"pkg-b/catalog.yaml": "name: b\n",
 			})
 		}},
+		{name: "edited in place, same size, times put back", change: func(t *testing.T, dir string) {
+			// What a cache that trusted size and modification time alone
+			// would miss: tar, rsync -t and touch -d put the times back.
+			editKeepingTimes(t, filepath.Join(dir, "pkg-a/catalog.json"), `{"schema":"olm.package","name":"z"}`)
+		}},
+		{name: "edited, a link points at it, times put back", change: func(t *testing.T, dir string) {
+			editKeepingTimes(t, filepath.Join(dir, "pkg-b/bundles/one.yaml"), "schema: olm.bundle\nname: b.v2\npackage: b\n")
+		}},
+		{name: "replaced by a copy of the same content", same: true, change: func(t *testing.T, dir string) {
+			p := filepath.Join(dir, "pkg-a/catalog.json")
+			if err := os.WriteFile(p+".new", []byte(baseTree["pkg-a/catalog.json"]), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Rename(p+".new", p); err != nil {
+				t.Fatal(err)
+			}
+		}},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			writeTree(t, dir, baseTree)
-			before := digestOf(t, dir)
-			if again := digestOf(t, dir); again != before {
-				t.Fatalf("digest not stable across calls: %s then %s", before, again)
-			}
-			tc.change(t, dir)
-			after := digestOf(t, dir)
-			if tc.same && after != before {
-				t.Errorf("digest changed from %s to %s; want it unchanged", before, after)
-			}
-			if !tc.same && after == before {
-				t.Errorf("digest stayed %s; want a change", before)
-			}
-		})
+		for _, cached := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/cached=%v", tc.name, cached), func(t *testing.T) {
+				dir := t.TempDir()
+				writeTree(t, dir, baseTree)
+				mustSymlink(t, "one.yaml", filepath.Join(dir, "pkg-b/bundles/alias.yaml"))
+				read := digestOf
+				if cached {
+					read = cachedReader(t)
+				}
+				before := read(t, dir)
+				if again := read(t, dir); again != before {
+					t.Fatalf("digest not stable across calls: %s then %s", before, again)
+				}
+				tc.change(t, dir)
+				after := read(t, dir)
+				if tc.same && after != before {
+					t.Errorf("digest changed from %s to %s; want it unchanged", before, after)
+				}
+				if !tc.same && after == before {
+					t.Errorf("digest stayed %s; want a change", before)
+				}
+				// Whatever the cache kept, the digest is that of a Read
+				// that hashes every file.
+				if want := digestOf(t, dir); after != want {
+					t.Errorf("digest %s after the change; a Read without cache says %s", after, want)
+				}
+			})
+		}
+	}
+}
+
+// testRacyWindow stands for defaultRacyWindow in tests, which then wait it
+// out instead of a second per Read.
+const testRacyWindow = 30 * time.Millisecond
+
+// cachedReader returns a digestOf that reads through one Cache, each Read
+// once the files written before it are older than the cache's racy window,
+// so that the cache keeps their hashes: what a directory left alone for a
+// moment sees.
+func cachedReader(t *testing.T) func(*testing.T, string) string {
+	c := NewCache()
+	c.racyWindow = testRacyWindow
+	return func(t *testing.T, dir string) string {
+		t.Helper()
+		time.Sleep(2 * testRacyWindow)
+		src, err := Read(context.Background(), dir, c)
+		if err != nil {
+			t.Fatalf("Read(%s): %v", dir, err)
+		}
+		return src.Digest
+	}
+}
+
+// editKeepingTimes writes content over the file at p in place (same inode)
+// and puts its access and modification times back as they were.
+func editKeepingTimes(t *testing.T, p, content string) {
+	t.Helper()
+	fi, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if int64(len(content)) != fi.Size() {
+		t.Fatalf("edit of %s changes its size from %d to %d; the test needs the same size", p, fi.Size(), len(content))
+	}
+	f, err := os.OpenFile(p, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt([]byte(content), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(p, fi.ModTime(), fi.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	after, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !after.ModTime().Equal(fi.ModTime()) || after.Size() != fi.Size() {
+		t.Fatalf("%s: modification time or size not kept (%v %d, was %v %d)", p, after.ModTime(), after.Size(), fi.ModTime(), fi.Size())
 	}
 }
 
@@ -138,7 +223,7 @@ func TestReadRelativePath(t *testing.T) {
 	dir := t.TempDir()
 	writeTree(t, dir, baseTree)
 	t.Chdir(dir)
-	src, err := Read(context.Background(), "pkg-b")
+	src, err := Read(context.Background(), "pkg-b", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +294,7 @@ func TestDirLinks(t *testing.T) {
 			dir := t.TempDir()
 			writeTree(t, dir, map[string]string{"real/a.json": `{"a":1}`})
 			tc.link(t, dir)
-			src, err := Read(context.Background(), dir)
+			src, err := Read(context.Background(), dir, nil)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("Dir = %v; want an error containing %q", err, tc.wantErr)

@@ -166,7 +166,7 @@ func TestDirOddEntries(t *testing.T) {
 			writeTree(t, dir, validFBC)
 			unblock := tc.add(t, dir)
 
-			src, err := Read(context.Background(), dir)
+			src, err := Read(context.Background(), dir, nil)
 			if err != nil {
 				t.Fatalf("Dir: %v", err)
 			}
@@ -286,7 +286,7 @@ func TestDirErrorsHideServerPaths(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := tc.make(t)
-			_, err := Read(context.Background(), dir)
+			_, err := Read(context.Background(), dir, nil)
 			if err == nil {
 				t.Fatal("Dir succeeded")
 			}
@@ -308,7 +308,7 @@ func TestDirCancelled(t *testing.T) {
 	writeTree(t, dir, validFBC)
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	if _, err := Read(ctx, dir); !errors.Is(err, context.Canceled) {
+	if _, err := Read(ctx, dir, nil); !errors.Is(err, context.Canceled) {
 		t.Errorf("Read with a cancelled context = %v, want context.Canceled", err)
 	}
 }
@@ -324,7 +324,7 @@ func TestDirFileLimit(t *testing.T) {
 		fails bool
 	}{{4, true}, {5, false}}
 	for _, tc := range tests {
-		_, err := walkDir(t.Context(), logr.Discard(), dir, fbc.Limits{Files: tc.files})
+		_, err := walkDir(t.Context(), logr.Discard(), dir, fbc.Limits{Files: tc.files}, nil)
 		switch {
 		case tc.fails && (!errors.Is(err, index.ErrInvalidCatalog) || !strings.Contains(err.Error(), "more than 4 files and directories, the limit per catalog")):
 			t.Errorf("limit %d: error %v, want the index's file limit error", tc.files, err)

@@ -187,7 +187,7 @@ func TestReadDigestIsWhatTheBuildRead(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			digestTree.write(t, dir)
-			src, err := Read(context.Background(), dir)
+			src, err := Read(context.Background(), dir, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -313,7 +313,7 @@ func TestReadDigestOfPartialReads(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			writeTree(t, dir, map[string]string{"big.json": big, "small.json": "{}"})
-			src, err := Read(context.Background(), dir)
+			src, err := Read(context.Background(), dir, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -348,5 +348,77 @@ func readSome(t *testing.T, fsys fs.FS, name string, n int, close bool) {
 		}
 	} else {
 		t.Cleanup(func() { f.Close() })
+	}
+}
+
+// FileHash gives the SHA-256 of each regular file (a link to one counting
+// as that file) and nothing for links, pipes and names that are not
+// there, whether the Read hashed the file or took its hash from the cache.
+func TestFileHash(t *testing.T) {
+	dir := t.TempDir()
+	digestTree.write(t, dir)
+	mustSymlink(t, "catalog.json", filepath.Join(dir, "pkg-a", "alias.json"))
+	want := map[string]string{"pkg-a/alias.json": digestTree.files["pkg-a/catalog.json"]}
+	maps.Copy(want, digestTree.files)
+	absent := []string{"pkg-link", ".#catalog.json", "pkg-b/fifo.json", "pkg-b", "nothing.json", "."}
+	c := NewCache()
+	c.racyWindow = testRacyWindow
+	time.Sleep(2 * testRacyWindow)
+	for _, read := range []string{"hashed", "cached"} {
+		src, err := Read(context.Background(), dir, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, content := range want {
+			sum, ok := src.FileHash(name)
+			if !ok || sum != sha256.Sum256([]byte(content)) {
+				t.Errorf("%s: FileHash(%q) = %x, %v; want the SHA-256 of its content", read, name, sum, ok)
+			}
+		}
+		for _, name := range absent {
+			if sum, ok := src.FileHash(name); ok {
+				t.Errorf("%s: FileHash(%q) = %x; want none", read, name, sum)
+			}
+		}
+	}
+	if len(c.files) != len(want) {
+		t.Errorf("the second Read found %d files in the cache; want all %d", len(c.files), len(want))
+	}
+}
+
+// A file edited after the walk and then read by the build has the hash of
+// what the build read, as the index holds it; none while it is open.
+func TestFileHashIsWhatTheBuildRead(t *testing.T) {
+	dir := t.TempDir()
+	digestTree.write(t, dir)
+	src, err := Read(context.Background(), dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const name = "pkg-a/catalog.json"
+	edited := `{"schema":"olm.package","name":"pkg-a","description":"edited after the walk"}`
+	writeTree(t, dir, map[string]string{name: edited})
+	if sum, ok := src.FileHash(name); !ok || sum != sha256.Sum256([]byte(digestTree.files[name])) {
+		t.Errorf("before the build opens it: FileHash = %x, %v; want the walk's hash", sum, ok)
+	}
+	f, err := src.FS.Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := io.ReadAll(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum, ok := src.FileHash(name); ok {
+		t.Errorf("while open: FileHash = %x; want none", sum)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if string(data) != edited {
+		t.Fatalf("read %q; want the edited content", data)
+	}
+	if sum, ok := src.FileHash(name); !ok || sum != sha256.Sum256([]byte(edited)) {
+		t.Errorf("after the build read it: FileHash = %x, %v; want the hash of what it read", sum, ok)
 	}
 }

@@ -116,7 +116,11 @@ func builds(t *testing.T, reg *prometheus.Registry) uint64 {
 	}
 	for _, f := range families {
 		if f.GetName() == "catalogd_index_build_duration_seconds" {
-			return f.GetMetric()[0].GetHistogram().GetSampleCount()
+			var n uint64
+			for _, m := range f.GetMetric() {
+				n += m.GetHistogram().GetSampleCount()
+			}
+			return n
 		}
 	}
 	t.Fatal("no catalogd_index_build_duration_seconds metric")

@@ -102,7 +102,7 @@ func (e *env) served(t *testing.T, catalog string) string {
 
 func dirDigest(t *testing.T, dir string) string {
 	t.Helper()
-	src, err := catalogdir.Read(context.Background(), dir)
+	src, err := catalogdir.Read(context.Background(), dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

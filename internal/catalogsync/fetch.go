@@ -56,11 +56,15 @@ func (f Fetched) cleanup() {
 type DirFetcher struct {
 	// Path is absolute.
 	Path string
+	// Hashes, when set, keeps the file hashes of each Fetch for the next,
+	// which then reads only the files that changed (catalogdir.Cache): for
+	// a directory fetched again and again (--watch).
+	Hashes *catalogdir.Cache
 }
 
 // Fetch digests the directory; the index reads it in place.
 func (d DirFetcher) Fetch(ctx context.Context, _ func(string) bool) (Fetched, error) {
-	src, err := catalogdir.Read(ctx, d.Path)
+	src, err := catalogdir.Read(ctx, d.Path, d.Hashes)
 	return Fetched{Content: src}, err
 }
 
@@ -125,7 +129,7 @@ func (s ImageFetcher) Fetch(ctx context.Context, skip func(string) bool) (Fetche
 	return Fetched{
 		// catalogdir.FS, not os.DirFS: links to directories and dangling links
 		// that unpack lets through are hidden, as for a directory catalog.
-		Content: index.Content{FS: catalogdir.FS(dst), Ref: digestRef, Digest: digest},
+		Content: index.Content{FS: catalogdir.FS(dst), Ref: digestRef, Digest: digest, FileHash: res.FileHash},
 		Pulled:  true,
 		Bytes:   res.Bytes,
 		Cleanup: cleanup,

@@ -1,6 +1,7 @@
 package catalogsync
 
 import (
+	"cmp"
 	"os"
 	"time"
 
@@ -15,7 +16,8 @@ import (
 // updated as syncs run; catalog states, index sizes and ages are read from
 // the table and the store when scraped, so they can never drift from them.
 type metrics struct {
-	buildSeconds  prometheus.Histogram
+	// buildSeconds is by mode: full or incremental (index.BuildMode).
+	buildSeconds  *prometheus.HistogramVec
 	buildFailures prometheus.Counter
 	pullSeconds   prometheus.Histogram
 	pullBytes     prometheus.Counter
@@ -27,11 +29,12 @@ type metrics struct {
 
 func newMetrics(s *Service) *metrics {
 	return &metrics{
-		buildSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "catalogd_index_build_duration_seconds",
-			Help:    "Time taken by index builds, successful or not.",
+		buildSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "catalogd_index_build_duration_seconds",
+			Help: "Time taken by index builds, successful or not, by mode: full (every package read and validated) " +
+				"or incremental (only the changed ones, the rest taken from the live index).",
 			Buckets: prometheus.ExponentialBuckets(0.05, 2, 14), // 50 ms to ~7 min
-		}),
+		}, []string{"mode"}),
 		buildFailures: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "catalogd_index_build_failures_total",
 			Help: "Index builds that failed (bad content, full disk, cancellation).",
@@ -57,8 +60,10 @@ func (m *metrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.buildSeconds, m.buildFailures, m.pullSeconds, m.pullBytes, m.packageChanges, m.state}
 }
 
-func (m *metrics) built(d time.Duration, err error) {
-	m.buildSeconds.Observe(d.Seconds())
+// built records a build of the given mode (index.BuildMode.Mode; a build
+// that failed before it started counts as full).
+func (m *metrics) built(d time.Duration, mode string, err error) {
+	m.buildSeconds.WithLabelValues(cmp.Or(mode, index.ModeFull)).Observe(d.Seconds())
 	if err != nil {
 		m.buildFailures.Inc()
 	}

@@ -421,7 +421,9 @@ func (s *Service) fetchAndBuild(ctx context.Context, name string, fetcher Fetche
 	}
 	buildStart := time.Now()
 	info, stats, rebuilt, err := s.opts.Store.Update(ctx, name, f.Content)
-	s.metrics.built(time.Since(buildStart), err)
+	if rebuilt || err != nil {
+		s.metrics.built(time.Since(buildStart), stats.Build.Mode, err)
+	}
 	if err != nil {
 		if f.ReadDigest != nil {
 			// Only what the build read is known to be bad: a directory

@@ -38,6 +38,9 @@ type Config struct {
 	// History is how many versions of each catalog the store keeps the
 	// package digests of (store.WithHistory); 0 takes the default.
 	History int
+	// IncrementalIndex lets the store build a new index from the live one
+	// (store.WithIncremental).
+	IncrementalIndex bool
 	// Metrics is where catalogd's own metrics are registered; nil registers
 	// none.
 	Metrics prometheus.Registerer
@@ -151,7 +154,8 @@ func (c Config) Complete(log logr.Logger) (_ *Core, err error) {
 	if removed > 0 {
 		log.V(1).Info("removed unpack directories a stopped catalogd left", "count", removed)
 	}
-	if core.Store, err = store.New(filepath.Join(c.DataDir, datadir.IndexDir), log.WithName("index"), store.WithHistory(c.History), store.WithMemory(c.IndexMemory)); err != nil {
+	if core.Store, err = store.New(filepath.Join(c.DataDir, datadir.IndexDir), log.WithName("index"), store.WithHistory(c.History), store.WithMemory(c.IndexMemory),
+		store.WithIncremental(c.IncrementalIndex)); err != nil {
 		return nil, fmt.Errorf("open index store: %w", err)
 	}
 	if core.unpacker, err = c.RegistryConfig.unpacker(log); err != nil {

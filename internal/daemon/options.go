@@ -34,6 +34,9 @@ type Options struct {
 	SyncTimeout             time.Duration
 	// History is how many versions of each catalog /changes can answer from.
 	History int
+	// IncrementalIndex lets a rebuild reuse what did not change in the
+	// live index (store.WithIncremental).
+	IncrementalIndex bool
 }
 
 // bindFlags declares the shared flags on fs.
@@ -42,6 +45,8 @@ func (o *Options) bindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.DataDir, "data-dir", "", "keep indexes (and unpacked images) in `DIR`; required")
 	fs.DurationVar(&o.SyncTimeout, "sync-timeout", catalogsync.DefaultSyncTimeout, "deadline of one catalog sync (resolve, pull, unpack, index)")
 	fs.IntVar(&o.History, "changes-history", store.DefaultHistory, "keep the package digests of the last `N` versions of each catalog, which /changes answers from")
+	fs.BoolVar(&o.IncrementalIndex, "incremental-index", true, "rebuild an index from the live one, parsing and validating only the packages that changed;\n"+
+		"false parses and validates the whole catalog on every change")
 	o.RegistryOptions.bindFlags(fs)
 	fs.StringVar(&o.TLSCertFile, "tls-cert", "", "serve HTTPS with the PEM certificate in `FILE`, reloaded when it changes")
 	fs.StringVar(&o.TLSKeyFile, "tls-key", "", "PEM private key of --tls-cert")
@@ -67,13 +72,14 @@ func (o *Options) Validate() (Config, error) {
 		return Config{}, err
 	}
 	return Config{
-		RegistryConfig: reg,
-		DataDir:        o.DataDir,
-		Listen:         o.Listen,
-		TLSCertFile:    o.TLSCertFile,
-		TLSKeyFile:     o.TLSKeyFile,
-		SyncTimeout:    o.SyncTimeout,
-		History:        o.History,
+		RegistryConfig:   reg,
+		DataDir:          o.DataDir,
+		Listen:           o.Listen,
+		TLSCertFile:      o.TLSCertFile,
+		TLSKeyFile:       o.TLSKeyFile,
+		SyncTimeout:      o.SyncTimeout,
+		History:          o.History,
+		IncrementalIndex: o.IncrementalIndex,
 	}, nil
 }
 

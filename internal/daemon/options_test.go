@@ -1,6 +1,8 @@
 package daemon
 
 import (
+	"context"
+	"fmt"
 	"io"
 	"maps"
 	"os"
@@ -9,8 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/spf13/pflag"
 
+	"github.com/catalogd/catalogd/internal/catalogsync"
 	"github.com/catalogd/catalogd/internal/unpack"
 )
 
@@ -179,6 +183,62 @@ func TestPullTimeoutFlag(t *testing.T) {
 			if cfg.PullTimeout != tc.want {
 				t.Errorf("%s %q: PullTimeout %s, want %s", command, tc.args, cfg.PullTimeout, tc.want)
 			}
+		}
+	}
+}
+
+// TestIncrementalIndexFlag: --incremental-index (on by default) of serve
+// and manager reaches the store: with it on, a rebuild is given the live
+// index to reuse, which the index records (an incremental build, or a
+// reason why it was full after all); off, it is not (a full build, no
+// reason).
+func TestIncrementalIndexFlag(t *testing.T) {
+	dir := copyDemo(t)
+	commands := map[string]func(args []string) (Config, error){
+		"serve": func(args []string) (Config, error) {
+			cfg, err := parseServe(append(args, "--data-dir", t.TempDir(), "--catalog", "demo="+dir, "--listen", "127.0.0.1:0"))
+			return cfg.Config, err
+		},
+		"manager": func(args []string) (Config, error) {
+			cfg, err := parseFlags(append(args, "--data-dir", t.TempDir(), "--listen", "127.0.0.1:0"))
+			return cfg.Config, err
+		},
+	}
+	for command, parse := range commands {
+		for _, tc := range []struct {
+			args []string
+			want bool
+		}{
+			{args: nil, want: true},
+			{args: []string{"--incremental-index=false"}, want: false},
+			{args: []string{"--incremental-index=true"}, want: true},
+		} {
+			t.Run(fmt.Sprintf("%s %q", command, tc.args), func(t *testing.T) {
+				cfg, err := parse(tc.args)
+				if err != nil {
+					t.Fatal(err)
+				}
+				core, err := cfg.Complete(logr.Discard())
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer core.Close()
+				core.Sync.Set(catalogsync.Spec{Name: "demo", Fetcher: catalogsync.DirFetcher{Path: dir}})
+				for i, content := range []string{extraPackage, strings.ReplaceAll(extraPackage, "1.0.0", "1.0.1")} {
+					writeFile(t, filepath.Join(dir, "zz-extra", "catalog.json"), content)
+					if _, err := core.Sync.Sync(context.Background(), "demo", nil); err != nil {
+						t.Fatal(err)
+					}
+					info, ok := core.Store.Info("demo")
+					if !ok {
+						t.Fatal("demo has no index")
+					}
+					reused := info.Build.Mode == "incremental" || info.Build.Reason != ""
+					if want := tc.want && i > 0; reused != want {
+						t.Errorf("build %d: %+v; want the live index given to the build: %v", i+1, info.Build, want)
+					}
+				}
+			})
 		}
 	}
 }

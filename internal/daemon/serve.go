@@ -38,7 +38,7 @@ func Serve(ctx context.Context, cfg ServeConfig, out io.Writer, log logr.Logger)
 
 	fetchers := map[string]catalogsync.Fetcher{}
 	for _, c := range cfg.Catalogs {
-		fetchers[c.Name] = catalogsync.DirFetcher{Path: c.Dir}
+		fetchers[c.Name] = catalogsync.DirFetcher{Path: c.Dir, Hashes: catalogdir.NewCache()}
 		if c.Image != nil {
 			fetchers[c.Name] = core.ImageFetcher(c.Image)
 		}

@@ -52,13 +52,18 @@ func apiCatalogSummary(c catalogs.Catalog, live *store.Info, counts query.Counts
 }
 
 // apiCatalogDetail is a catalog's summary with its index's schemas and
-// problems.
-func apiCatalogDetail(sum catalogapi.CatalogSummary, schemas []query.SchemaCount, problems []query.Problem) catalogapi.CatalogDetail {
-	return catalogapi.CatalogDetail{
+// problems, and how the index was built; live is nil when it has none.
+func apiCatalogDetail(sum catalogapi.CatalogSummary, live *store.Info, schemas []query.SchemaCount, problems []query.Problem) catalogapi.CatalogDetail {
+	out := catalogapi.CatalogDetail{
 		Name: sum.Name, Priority: sum.Priority, Source: sum.Source, State: sum.State, LastError: sum.LastError,
 		IndexedAt: sum.IndexedAt, ResolvedDigest: sum.ResolvedDigest, Counts: sum.Counts,
 		Schemas: convertAll(schemas, apiSchemaCount), Problems: convertAll(problems, apiProblem),
 	}
+	if live != nil {
+		out.Build = catalogapi.IndexBuild{Mode: catalogapi.IndexBuildMode(live.Build.Mode),
+			PackagesRebuilt: live.Build.PackagesRebuilt, Reason: live.Build.Reason}
+	}
+	return out
 }
 
 // apiSchemaCount marks the schemas the index interprets as known.

@@ -494,6 +494,10 @@ func TestCatalogDetail(t *testing.T) {
 		d.Priority != 3 || d.State != client.CatalogStateServing || d.IndexedAt == nil {
 		t.Errorf("detail = %+v", d)
 	}
+	// The first index of a catalog is built in full: every package.
+	if want := (client.IndexBuild{Mode: client.IndexBuildModeFull, PackagesRebuilt: len(want.Packages)}); d.Build != want {
+		t.Errorf("build %+v; want %+v", d.Build, want)
+	}
 	schemas := map[string]int{}
 	for _, b := range want.Blobs {
 		schemas[b.Schema]++

@@ -109,7 +109,7 @@ func (e *env) startServer(t testing.TB) {
 // index makes c the live index of catalog name (a swap when it has one).
 func (e *env) index(t testing.TB, name string, c testCatalog) {
 	t.Helper()
-	content, err := catalogdir.Read(context.Background(), c.dir)
+	content, err := catalogdir.Read(context.Background(), c.dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,9 +4,11 @@
 // only when it is complete, and counts the readers of each index so that a
 // replaced one is closed and removed only after its last reader is done. A
 // reader holds a Snapshot, whose queries and content all come from one
-// index. Beside the live index it keeps each catalog's history (History):
-// the package digests of its last versions, from which a Snapshot says
-// what changed since one of them (Snapshot.Changes).
+// index. A rebuild is given the live index to reuse what did not change
+// (index.Content.Previous, WithIncremental), and still makes a new one
+// that is swapped in whole. Beside the live index it keeps each catalog's
+// history (History): the package digests of its last versions, from which
+// a Snapshot says what changed since one of them (Snapshot.Changes).
 package store
 
 import (
@@ -85,6 +87,12 @@ type Store struct {
 	// so that tests can see when it runs without reading the runtime's
 	// heap, which other goroutines change at any moment.
 	giveBackMemory func()
+	// build is index.Build; a field so that tests can see the content it
+	// is given, and what is on disk meanwhile.
+	build func(ctx context.Context, path string, src index.Content, builtAt time.Time) (index.Stats, error)
+	// incremental says whether builds reuse the live index (see
+	// WithIncremental).
+	incremental bool
 
 	// historyLen is how many versions each catalog's history keeps.
 	historyLen int
@@ -196,13 +204,20 @@ type Option func(*Store)
 // WithMemory bounds the memory each live index keeps.
 func WithMemory(m Memory) Option { return func(s *Store) { s.mem = m.withDefaults() } }
 
+// WithIncremental says whether Update hands index.Build the catalog's live
+// index to reuse what did not change (index.Content.Previous): on by
+// default. Off, every build reads and validates the whole catalog, which
+// costs time in proportion to the catalog rather than to the change.
+func WithIncremental(on bool) Option { return func(s *Store) { s.incremental = on } }
+
 // New opens the store in dir, reopening the live index of every catalog
 // found there and removing files a crash or an earlier swap left behind.
 func New(dir string, log logr.Logger, opts ...Option) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create index directory: %w", err)
 	}
-	s := &Store{dir: dir, log: log, now: time.Now, giveBackMemory: debug.FreeOSMemory, historyLen: DefaultHistory, mem: Memory{}.withDefaults(),
+	s := &Store{dir: dir, log: log, now: time.Now, giveBackMemory: debug.FreeOSMemory, build: index.Build, incremental: true,
+		historyLen: DefaultHistory, mem: Memory{}.withDefaults(),
 		live: map[string]*handle{}, building: map[string]*sync.Mutex{}, history: map[string]*History{}}
 	for _, o := range opts {
 		o(s)
@@ -375,6 +390,18 @@ func (s *Store) Acquire(catalog string) (*Snapshot, error) {
 		release: func() { s.release(h) }}, nil
 }
 
+// hold counts one more reader of the live index of catalog and returns
+// it, or nil when there is none; release gives it back.
+func (s *Store) hold(catalog string) *handle {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h := s.live[catalog]
+	if h != nil {
+		h.refs++
+	}
+	return h
+}
+
 func (s *Store) release(h *handle) {
 	s.mu.Lock()
 	h.refs--
@@ -426,6 +453,12 @@ func (s *Store) lock(catalog string) func() {
 // records, the digest of what the build read (see index.Content.ReadDigest),
 // which is src.Digest unless the content changed since src.Digest was
 // computed.
+//
+// With incremental builds on (WithIncremental), the build is given the live
+// index as src.Previous, and the live index's files are held, as a reader
+// holds them, until the build is done. When the build fails, stats says
+// only the mode it was tried in: incremental when it was given the live
+// index (the build may have fallen back to a full one before failing).
 func (s *Store) Update(ctx context.Context, catalog string, src index.Content) (info Info, stats index.Stats, rebuilt bool, err error) {
 	if src.Digest == "" {
 		return Info{}, index.Stats{}, false, fmt.Errorf("index catalog %q: source has no digest", catalog)
@@ -443,9 +476,21 @@ func (s *Store) Update(ctx context.Context, catalog string, src index.Content) (
 	}
 	tmp := filepath.Join(cdir, buildPrefix+randomSuffix()+".db")
 	start := s.now()
-	stats, err = index.Build(ctx, tmp, src, start)
+	src.Previous = ""
+	if s.incremental {
+		if prev := s.hold(catalog); prev != nil {
+			defer s.release(prev)
+			src.Previous = prev.info.Path
+		}
+	}
+	stats, err = s.build(ctx, tmp, src, start)
 	if err != nil {
-		return Info{}, index.Stats{}, false, fmt.Errorf("index catalog %q: %w", catalog, err)
+		// The mode tried, for the build metrics.
+		tried := index.BuildMode{Mode: index.ModeFull}
+		if src.Previous != "" {
+			tried.Mode = index.ModeIncremental
+		}
+		return Info{}, index.Stats{Build: tried}, false, fmt.Errorf("index catalog %q: %w", catalog, err)
 	}
 	if stats.Digest != src.Digest {
 		s.log.V(1).Info("catalog content changed while being indexed; recording the digest of what was read",
@@ -497,7 +542,8 @@ func (s *Store) Update(ctx context.Context, catalog string, src index.Content) (
 	// and returning it at once costs little.
 	s.giveBackMemory()
 	s.log.Info("index swapped in", "catalog", catalog, "digest", stats.Digest,
-		"bundles", stats.Bundles, "problems", stats.Problems, "duration", s.now().Sub(start).String())
+		"bundles", stats.Bundles, "problems", stats.Problems, "duration", s.now().Sub(start).String(),
+		"mode", stats.Build.Mode, "packagesRebuilt", stats.Build.PackagesRebuilt, "reason", stats.Build.Reason)
 	return h.info, stats, true, nil
 }
 

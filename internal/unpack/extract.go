@@ -3,6 +3,7 @@ package unpack
 import (
 	"archive/tar"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -45,10 +46,15 @@ type extractor struct {
 	// ancestors. Whiteouts only delete lower-layer content, so anything in
 	// touched survives a whiteout of the same layer whatever the entry order.
 	touched map[string]bool
+	// hashes holds the SHA-256 of each regular file written, by path,
+	// taken as it was written; finish keeps those of the files left at the
+	// end (see Result.FileHash).
+	hashes map[string][sha256.Size]byte
 }
 
 func newExtractor(root *os.Root, configsDir string, maxBytes, maxFiles int64) *extractor {
-	return &extractor{root: root, configsDir: configsDir, maxBytes: maxBytes, maxFiles: maxFiles, dirs: &dirNode{}}
+	return &extractor{root: root, configsDir: configsDir, maxBytes: maxBytes, maxFiles: maxFiles, dirs: &dirNode{},
+		hashes: map[string][sha256.Size]byte{}}
 }
 
 // dirNode is a directory known to exist, not as a link, below the configs
@@ -168,6 +174,12 @@ func (x *extractor) do(p plan, hdr *tar.Header, body io.Reader) error {
 		}
 		if err := x.root.Link(p.link, p.rel); err != nil {
 			return fmt.Errorf("creating hard link %s: %w", p.rel, err)
+		}
+		// The same inode: the same content, unless the target is no file.
+		if sum, ok := x.hashes[p.link]; ok && info.Mode().IsRegular() {
+			x.hashes[p.rel] = sum
+		} else {
+			delete(x.hashes, p.rel)
 		}
 	}
 	x.markTouched(p.rel)
@@ -305,8 +317,11 @@ func (x *extractor) writeFile(rel string, hdr *tar.Header, body io.Reader) error
 		return fmt.Errorf("creating %s: %w", rel, err)
 	}
 	// The tar reader yields exactly hdr.Size bytes, which count charged.
+	// They are hashed on their way to the file: an incremental index build
+	// tells unchanged files by their hash, without reading them again.
 	w := &fileWriter{f: f}
-	_, err = io.Copy(w, body)
+	h := sha256.New()
+	_, err = io.Copy(io.MultiWriter(w, h), body)
 	if closeErr := f.Close(); err == nil && closeErr != nil {
 		w.err = closeErr
 		err = closeErr
@@ -319,6 +334,9 @@ func (x *extractor) writeFile(rel string, hdr *tar.Header, body io.Reader) error
 		}
 		return err
 	}
+	var sum [sha256.Size]byte
+	h.Sum(sum[:0])
+	x.hashes[rel] = sum
 	x.markTouched(rel)
 	return nil
 }
@@ -413,8 +431,13 @@ func (x *extractor) removeLowerChildren(rel string) error {
 // over the tree it walks: on disk, each resolution could cost a lookup per
 // component of every link it passes through. A link that escapes, or loops,
 // is refused. Dangling links that stay inside are harmless and kept.
-func (x *extractor) finish() (files, size int64, err error) {
+//
+// It returns the hashes of the regular files in the tree by path, and of
+// each link that resolves to one under the link's path, as
+// catalogdir.FS shows it.
+func (x *extractor) finish() (files, size int64, hashes map[string][sha256.Size]byte, err error) {
 	links := map[string]string{}
+	hashes = map[string][sha256.Size]byte{}
 	err = fs.WalkDir(x.root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -433,19 +456,32 @@ func (x *extractor) finish() (files, size int64, err error) {
 			}
 			files++
 			size += info.Size()
+			// Every regular file was written (or hard linked) last by
+			// writeFile or do, which recorded its hash; entries of files
+			// removed since are left out here.
+			if sum, ok := x.hashes[p]; ok {
+				hashes[p] = sum
+			}
 		}
 		return nil
 	})
 	if err != nil {
-		return 0, 0, fmt.Errorf("checking extracted files: %w", err)
+		return 0, 0, nil, fmt.Errorf("checking extracted files: %w", err)
 	}
 	r := linkResolver{links: links, done: map[string]resolution{}}
 	for p := range links {
 		if reason := r.check(p); reason != "" {
-			return 0, 0, fmt.Errorf("checking extracted files: %w", &UnsafeEntryError{Layer: -1, Entry: p, Reason: reason})
+			return 0, 0, nil, fmt.Errorf("checking extracted files: %w", &UnsafeEntryError{Layer: -1, Entry: p, Reason: reason})
 		}
 	}
-	return files, size, nil
+	for p := range links {
+		if target, _ := r.link(p); target != "" {
+			if sum, ok := hashes[target]; ok {
+				hashes[p] = sum
+			}
+		}
+	}
+	return files, size, hashes, nil
 }
 
 // linkResolver resolves symbolic links lexically over a known tree: links

@@ -105,7 +105,7 @@ func BenchmarkExtractLinkChains(b *testing.B) {
 				if err := x.apply(b.Context(), 0, bytes.NewReader(data)); err != nil {
 					b.Fatal(err)
 				}
-				if _, _, err := x.finish(); err != nil {
+				if _, _, _, err := x.finish(); err != nil {
 					b.Fatal(err)
 				}
 				root.Close()

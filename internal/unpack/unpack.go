@@ -15,6 +15,7 @@ package unpack
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -279,6 +280,20 @@ type Result struct {
 	Files int64
 	// Bytes is the total size of those files.
 	Bytes int64
+
+	// hashes holds the SHA-256 of each file, taken while extracting.
+	hashes map[string][sha256.Size]byte
+}
+
+// FileHash returns the SHA-256 of the regular file at name, a
+// slash-separated path relative to the destination, as extracting it
+// computed; a link to a regular file has that file's hash under its own
+// name, as catalogdir.FS shows it. It has the signature of
+// index.Content.FileHash: an incremental index build tells unchanged files
+// by it without reading them again.
+func (r Result) FileHash(name string) ([sha256.Size]byte, bool) {
+	sum, ok := r.hashes[name]
+	return sum, ok
 }
 
 // Resolve turns a tag or digest reference into repository@sha256:... .
@@ -418,11 +433,11 @@ func (u *Unpacker) Unpack(ctx context.Context, digestRef string, dst string) (re
 	if !x.seen {
 		return Result{}, fmt.Errorf("unpacking %s: %w: %s", res.Ref, ErrConfigsDirNotFound, label)
 	}
-	files, size, err := x.finish()
+	files, size, hashes, err := x.finish()
 	if err != nil {
 		return Result{}, fmt.Errorf("unpacking %s: %w", res.Ref, err)
 	}
-	res.Files, res.Bytes = files, size
+	res.Files, res.Bytes, res.hashes = files, size, hashes
 	log.V(1).Info("unpacked catalog image", "files", files, "bytes", size, "dst", dst)
 	return res, nil
 }

@@ -28,6 +28,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/catalogd/catalogd/internal/catalogdir"
 	"github.com/catalogd/catalogd/internal/unpack"
 	"github.com/catalogd/catalogd/test/registrytest"
 )
@@ -290,6 +291,7 @@ func runUnpackCases(t *testing.T, tests []unpackCase) {
 				}
 				got := tree(t, dst)
 				diffTrees(t, got, tt.want)
+				checkFileHashes(t, dst, res)
 				var files, size int64
 				for _, v := range tt.want {
 					if v != dirMark && !strings.HasPrefix(v, "-> ") {
@@ -336,6 +338,58 @@ func runUnpackCases(t *testing.T, tests []unpackCase) {
 				}
 			}
 		})
+	}
+}
+
+// checkFileHashes checks that res.FileHash gives, for every file the index
+// sees in dst (catalogdir.FS, which shows a link to a file as that file),
+// the SHA-256 of what reading it gives, and nothing for any other path.
+func checkFileHashes(t *testing.T, dst string, res unpack.Result) {
+	t.Helper()
+	fsys := catalogdir.FS(dst)
+	err := fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		got, ok := res.FileHash(p)
+		if d.IsDir() {
+			if ok {
+				t.Errorf("FileHash(%q) = %x for a directory; want none", p, got)
+			}
+			return nil
+		}
+		data, err := fs.ReadFile(fsys, p)
+		if err != nil {
+			return err
+		}
+		if want := sha256.Sum256(data); !ok || got != want {
+			t.Errorf("FileHash(%q) = %x, %v; want %x, the hash of its content", p, got, ok, want)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What FS does not show (dangling links, links to directories) has
+	// no hash either.
+	err = filepath.WalkDir(dst, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.Type()&fs.ModeSymlink == 0 {
+			return err
+		}
+		rel, err := filepath.Rel(dst, p)
+		if err != nil {
+			return err
+		}
+		rel = filepath.ToSlash(rel)
+		if _, err := fs.Stat(fsys, rel); err != nil {
+			if sum, ok := res.FileHash(rel); ok {
+				t.Errorf("FileHash(%q) = %x for a link the index does not read; want none", rel, sum)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 

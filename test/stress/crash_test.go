@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io/fs"
 	"math/rand/v2"
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -73,31 +75,50 @@ func pointAt(t *testing.T, link, target string) {
 // catalogCounts reads GET /catalogs/{name}: its counts and last error.
 func catalogCounts(t testing.TB, base, name string) (packages, channels, bundles int, lastError string) {
 	t.Helper()
+	d := catalogDetail(t, base, name)
+	return d.Counts.Packages, d.Counts.Channels, d.Counts.Bundles, d.LastError
+}
+
+// detail is what the crash tests read of GET /catalogs/{name}.
+type detail struct {
+	Counts    struct{ Packages, Channels, Bundles int }
+	LastError string
+	Build     struct{ Mode string }
+}
+
+// catalogDetail reads GET /catalogs/{name}.
+func catalogDetail(t testing.TB, base, name string) detail {
+	t.Helper()
 	resp, err := http.Get(base + "/catalogs/" + name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var d struct {
-		Counts    struct{ Packages, Channels, Bundles int }
-		LastError string
-	}
+	var d detail
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("GET /catalogs/%s: %s", name, resp.Status)
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&d); err != nil {
 		t.Fatalf("GET /catalogs/%s: %v", name, err)
 	}
-	return d.Counts.Packages, d.Counts.Channels, d.Counts.Bundles, d.LastError
+	return d
 }
 
 // expectVersion fetches /api/v1/all and fails unless it is one of want,
-// with an ETag consistent with every earlier answer. It returns the version.
+// with an ETag consistent with every earlier answer, and its gzip copy,
+// decompressed, is the same version. It returns the version.
 func expectVersion(t *testing.T, base string, book *etagBook, want ...*version) *version {
 	t.Helper()
 	status, etag, sum, err := getAll(context.Background(), http.DefaultClient, base, "c", false)
 	if err != nil || status != http.StatusOK {
 		t.Fatalf("GET /api/v1/all: %d %v", status, err)
+	}
+	status, _, gzSum, err := getAll(context.Background(), http.DefaultClient, base, "c", true)
+	if err != nil || status != http.StatusOK {
+		t.Fatalf("GET /api/v1/all in gzip: %d %v", status, err)
+	}
+	if versionOf(gzSum, want...) == nil {
+		t.Fatalf("GET /api/v1/all in gzip decompresses to content (sha256 %s) that is none of the versions", gzSum)
 	}
 	v := versionOf(sum, want...)
 	if v == nil {
@@ -127,9 +148,16 @@ func expectVersion(t *testing.T, base string, book *etagBook, want ...*version) 
 // in the build or the swap) and from an image in a loopback registry (also
 // in the pull or the unpack).
 //
+// The incremental runs alternate between two versions one package apart,
+// so that every build after the first is incremental (the live index
+// given to it, one package rebuilt and the rest carried over): kills land
+// in incremental builds and their swaps, and the restart must still answer
+// the old or the new version whole, as a full build has it (the versions'
+// /api/v1/all are computed from their files), and build incrementally.
+//
 // `go test` runs a short version (a small catalog, 6 kills of the directory
-// and 4 of the image); CATALOGD_SLOW=1 runs 50 of each on a catalog ten
-// times bigger. CATALOGD_STRESS_KILLS sets the number of kills of each.
+// and 4 of the image, as many of each incremental); CATALOGD_SLOW=1 runs 50
+// of each on a catalog ten times bigger. CATALOGD_STRESS_KILLS sets the number of kills of each.
 // Either way, kills go on past that number (up to 10 more) until at least
 // one landed in the build and one in the swap, and the test fails if none
 // did: a run that never hit them would prove nothing about them.
@@ -152,25 +180,76 @@ func TestCrashDuringBuild(t *testing.T) {
 		versions[i] = newVersion(t, name, dir)
 	}
 
-	t.Run("directory", func(t *testing.T) {
-		link := filepath.Join(t.TempDir(), "catalog")
-		dataDir := filepath.Join(t.TempDir(), "data")
-		crashLoop(t, dirKills, seed, dataDir, versions, func(v *version) []string {
-			pointAt(t, link, v.dir)
-			return []string{"--data-dir", dataDir, "--catalog", "c=" + link}
+	// a and a version of it with one bundle of one package changed.
+	edited := filepath.Join(root, "a-edited")
+	editOneBundle(t, versions[0].dir, edited)
+	near := [2]*version{versions[0], newVersion(t, "a-edited", edited)}
+
+	for _, tc := range []struct {
+		name        string
+		versions    [2]*version
+		incremental bool
+	}{
+		{name: "full", versions: versions},
+		{name: "incremental", versions: near, incremental: true},
+	} {
+		t.Run(tc.name+"/directory", func(t *testing.T) {
+			link := filepath.Join(t.TempDir(), "catalog")
+			dataDir := filepath.Join(t.TempDir(), "data")
+			crashLoop(t, dirKills, seed, dataDir, tc.versions, tc.incremental, func(v *version) []string {
+				pointAt(t, link, v.dir)
+				return []string{"--data-dir", dataDir, "--catalog", "c=" + link}
+			})
 		})
-	})
-	t.Run("image", func(t *testing.T) {
-		reg := registrytest.New(t)
-		for _, v := range versions {
-			reg.PushCatalog(t, "catalogs/c:"+v.name, v.dir, registrytest.PushOptions{})
+		t.Run(tc.name+"/image", func(t *testing.T) {
+			reg := registrytest.New(t)
+			for _, v := range tc.versions {
+				reg.PushCatalog(t, "catalogs/c:"+v.name, v.dir, registrytest.PushOptions{})
+			}
+			dataDir := filepath.Join(t.TempDir(), "data")
+			// Two tags of one repository: one catalog whose tag moves.
+			crashLoop(t, imageKills, seed, dataDir, tc.versions, tc.incremental, func(v *version) []string {
+				return []string{"--data-dir", dataDir, "--catalog", "c=" + reg.Host + "/catalogs/c:" + v.name, "--insecure-registry", reg.Host}
+			})
+		})
+	}
+}
+
+// imageField is a bundle's image in a JSON or a YAML catalog file.
+var imageField = regexp.MustCompile(`("image": *"[^"]+|image: [^\s]+)`)
+
+// editOneBundle copies the catalog in src to dst with the image of one
+// bundle changed: the first in the first file, in name order, that has one.
+func editOneBundle(t *testing.T, src, dst string) {
+	t.Helper()
+	if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
+		t.Fatal(err)
+	}
+	var files []string
+	err := filepath.WalkDir(dst, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			files = append(files, p)
 		}
-		dataDir := filepath.Join(t.TempDir(), "data")
-		// Two tags of one repository: one catalog whose tag moves.
-		crashLoop(t, imageKills, seed, dataDir, versions, func(v *version) []string {
-			return []string{"--data-dir", dataDir, "--catalog", "c=" + reg.Host + "/catalogs/c:" + v.name, "--insecure-registry", reg.Host}
-		})
+		return err
 	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(files)
+	for _, p := range files {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if loc := imageField.FindIndex(data); loc != nil {
+			edited := slices.Concat(data[:loc[1]], []byte("-edited"), data[loc[1]:])
+			if err := os.WriteFile(p, edited, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
+	}
+	t.Fatalf("no bundle image to edit in %s", src)
 }
 
 // Where a kill landed, as told by what it left in the data directory.
@@ -263,7 +342,9 @@ func killAtSwap(t *testing.T, s *server, w *fsnotify.Watcher) {
 
 // crashLoop runs the kills of TestCrashDuringBuild; serveArgs makes version
 // v the catalog's content and returns the arguments of `catalogd serve`.
-func crashLoop(t *testing.T, kills int, seed uint64, dataDir string, versions [2]*version, serveArgs func(v *version) []string) {
+// With incremental, every build but the first must be incremental, and
+// the kill delays are drawn from the time of an incremental build.
+func crashLoop(t *testing.T, kills int, seed uint64, dataDir string, versions [2]*version, incremental bool, serveArgs func(v *version) []string) {
 	a, b := versions[0], versions[1]
 	other := func(v *version) *version {
 		if v == a {
@@ -281,6 +362,18 @@ func crashLoop(t *testing.T, kills int, seed uint64, dataDir string, versions [2
 	buildTime := time.Since(began)
 	live := expectVersion(t, first.base, book, a)
 	first.Kill(t)
+	if incremental {
+		// The second build is incremental: it sets the range instead.
+		second := start(t, serveArgs(b)...)
+		began := time.Now()
+		second.waitSynced(t)
+		buildTime = time.Since(began)
+		live = expectVersion(t, second.base, book, b)
+		if mode := catalogDetail(t, second.base, "c").Build.Mode; mode != "incremental" {
+			t.Fatalf("the build of version %s after %s was %q; want incremental", b.name, a.name, mode)
+		}
+		second.Kill(t)
+	}
 	t.Logf("seed %d; a first sync took %s; killing at delays up to %s and at swaps", seed, buildTime.Round(time.Millisecond), (buildTime * 3 / 2).Round(time.Millisecond))
 
 	rng := rand.New(rand.NewPCG(seed, 0))
@@ -336,6 +429,9 @@ func crashLoop(t *testing.T, kills int, seed uint64, dataDir string, versions [2
 			t.Fatalf("kill %d (%s) landed %s, but the restart rebuilt: %v:\n%s", i, how, phase, rebuilt, out)
 		}
 		expectVersion(t, r.base, book, next)
+		if mode := catalogDetail(t, r.base, "c").Build.Mode; incremental && mode != "incremental" {
+			t.Fatalf("kill %d (%s, landed %s): after the restart version %s was built %q; want incremental", i, how, phase, next.name, mode)
+		}
 		p, c, bn, lastErr := catalogCounts(t, r.base, "c")
 		if p != len(next.facts.Packages) || c != next.facts.CountChannels() || bn != next.facts.CountBundles() || lastErr != "" {
 			t.Fatalf("kill %d: GET /catalogs/c: %d packages, %d channels, %d bundles, lastError %q; want %d, %d, %d and none",
