@@ -281,7 +281,7 @@ func load(ctx context.Context, db *sqlx.DB, content *os.File, gz *compressor, sr
 	defer l.close()
 	l.plan = p
 
-	hashes := newHashFS(src.FS, src.FileHash)
+	hashes := newHashFS(src.FS)
 	l.sums = &fileSums{fsys: src.FS, given: src.FileHash, hashes: hashes}
 	src.FS = hashes
 	if err := walk(ctx, l, src); err != nil {

@@ -87,9 +87,9 @@ func (l *loader) fileEnd(_ context.Context, path string) error {
 	return nil
 }
 
-// fileSums gives the SHA-256 of the catalog's files: as the source
-// computed it (Content.FileHash), as the walk read the file (hashFS), or,
-// failing both, by reading the file again.
+// fileSums gives the SHA-256 of the catalog's files: as the walk read the
+// file (hashFS), as the source computed it (Content.FileHash) for a file the
+// walk did not read, or, failing both, by reading the file again.
 type fileSums struct {
 	fsys   fs.FS
 	given  func(name string) ([sha256.Size]byte, bool)
@@ -97,13 +97,16 @@ type fileSums struct {
 }
 
 func (s *fileSums) sum(path string) ([sha256.Size]byte, error) {
-	if s.given != nil {
-		if sum, ok := s.given(path); ok {
+	// What the walk read first: a file edited after the source hashed it
+	// must be recorded with the hash of the bytes indexed, or reverting
+	// the edit would look like no change at all.
+	if s.hashes != nil {
+		if sum, ok := s.hashes.take(path); ok {
 			return sum, nil
 		}
 	}
-	if s.hashes != nil {
-		if sum, ok := s.hashes.take(path); ok {
+	if s.given != nil {
+		if sum, ok := s.given(path); ok {
 			return sum, nil
 		}
 	}
@@ -124,26 +127,18 @@ func (s *fileSums) sum(path string) ([sha256.Size]byte, error) {
 // second read.
 type hashFS struct {
 	fs.FS
-	// known says the source gave the file's hash (Content.FileHash): it
-	// is not hashed again.
-	known func(name string) ([sha256.Size]byte, bool)
-	mu    sync.Mutex
-	sums  map[string][sha256.Size]byte
+	mu   sync.Mutex
+	sums map[string][sha256.Size]byte
 }
 
-func newHashFS(fsys fs.FS, known func(name string) ([sha256.Size]byte, bool)) *hashFS {
-	return &hashFS{FS: fsys, known: known, sums: map[string][sha256.Size]byte{}}
+func newHashFS(fsys fs.FS) *hashFS {
+	return &hashFS{FS: fsys, sums: map[string][sha256.Size]byte{}}
 }
 
 func (h *hashFS) Open(name string) (fs.File, error) {
 	f, err := h.FS.Open(name)
 	if err != nil {
 		return nil, err
-	}
-	if h.known != nil {
-		if _, ok := h.known(name); ok {
-			return f, nil
-		}
 	}
 	return &hashingFile{File: f, name: name, fs: h, hash: sha256.New()}, nil
 }
