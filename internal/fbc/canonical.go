@@ -194,25 +194,11 @@ func (c *canonicalizer) object(meta *declcfg.Meta) bool {
 func metaFields(in []byte, members []member, meta *declcfg.Meta) bool {
 	folded := map[string]bool{}
 	for _, m := range members {
-		for i := 0; i < len(m.key); i++ {
-			if m.key[i] >= utf8.RuneSelf {
-				return false
-			}
-		}
-		key := strings.ToLower(m.key)
-		if folded[key] {
+		dst, ok := metaField(m.key, folded, meta)
+		if !ok {
 			return false
 		}
-		folded[key] = true
-		var dst *string
-		switch key {
-		case "schema":
-			dst = &meta.Schema
-		case "package":
-			dst = &meta.Package
-		case "name":
-			dst = &meta.Name
-		default:
+		if dst == nil {
 			continue
 		}
 		raw := bytes.TrimRight(in[m.start:m.end], " \t\r\n")
@@ -226,6 +212,33 @@ func metaFields(in []byte, members []member, meta *declcfg.Meta) bool {
 		*dst = s
 	}
 	return true
+}
+
+// metaField is the field of meta that a top-level key sets (nil for any
+// other key), as Meta.UnmarshalJSON matches keys: case-insensitively, each
+// folded key once (folded records those seen). ok is false for a key the
+// fast paths leave to Meta.UnmarshalJSON: a repeated one, or one outside
+// ASCII.
+func metaField(key string, folded map[string]bool, meta *declcfg.Meta) (dst *string, ok bool) {
+	for i := 0; i < len(key); i++ {
+		if key[i] >= utf8.RuneSelf {
+			return nil, false
+		}
+	}
+	key = strings.ToLower(key)
+	if folded[key] {
+		return nil, false
+	}
+	folded[key] = true
+	switch key {
+	case "schema":
+		return &meta.Schema, true
+	case "package":
+		return &meta.Package, true
+	case "name":
+		return &meta.Name, true
+	}
+	return nil, true
 }
 
 func (c *canonicalizer) array() bool {

@@ -204,25 +204,11 @@ func jsonKey(k any) (string, bool) {
 func treeMetaFields(entries []entry, meta *declcfg.Meta) bool {
 	folded := make(map[string]bool, len(entries))
 	for _, en := range entries {
-		for i := 0; i < len(en.key); i++ {
-			if en.key[i] >= utf8.RuneSelf {
-				return false
-			}
-		}
-		key := strings.ToLower(en.key)
-		if folded[key] {
+		dst, ok := metaField(en.key, folded, meta)
+		if !ok {
 			return false
 		}
-		folded[key] = true
-		var dst *string
-		switch key {
-		case "schema":
-			dst = &meta.Schema
-		case "package":
-			dst = &meta.Package
-		case "name":
-			dst = &meta.Name
-		default:
+		if dst == nil {
 			continue
 		}
 		s, ok := en.value.(string)
