@@ -11,6 +11,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/catalogd/catalogd/test/fbcchange"
 	"github.com/catalogd/catalogd/test/fbcfacts"
 )
 
@@ -32,7 +33,7 @@ type catalogModel struct {
 func newCatalogModel(t *testing.T, c *fbcfacts.Catalog) *catalogModel {
 	m := &catalogModel{file: map[string]string{}, split: map[string]string{}, written: map[string][]byte{}}
 	for _, b := range c.Blobs {
-		m.blobs = append(m.blobs, fbcfacts.Blob{Schema: b.Schema, Package: b.Package, Name: b.Name, Doc: cloneDoc(t, b.Doc)})
+		m.blobs = append(m.blobs, fbcfacts.Blob{Schema: b.Schema, Package: b.Package, Name: b.Name, Doc: fbcchange.Clone(t, b.Doc)})
 	}
 	// Three packages to a file, but one on a small catalog, where a file
 	// of three would be most of it: a change to one would then make the
@@ -53,19 +54,6 @@ func ownerOf(b fbcfacts.Blob) string {
 		return b.Name
 	}
 	return b.Package
-}
-
-func cloneDoc(t *testing.T, doc map[string]any) map[string]any {
-	t.Helper()
-	data, err := json.Marshal(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out map[string]any
-	if err := json.Unmarshal(data, &out); err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 func (m *catalogModel) packages() []string {
@@ -263,7 +251,7 @@ func (m *catalogModel) addBundle(t *testing.T, rng *rand.Rand, step int) string 
 		return ""
 	}
 	name := fmt.Sprintf("%s.v99.%d.0", p, step)
-	doc := cloneDoc(t, m.blobs[bi].Doc)
+	doc := fbcchange.Clone(t, m.blobs[bi].Doc)
 	doc["name"] = name
 	props, _ := doc["properties"].([]any)
 	for i, pr := range props {

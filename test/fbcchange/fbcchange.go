@@ -139,18 +139,18 @@ func Edit(t testing.TB, c *fbcfacts.Catalog) ([]fbcfacts.Blob, Edits) {
 		case owner == e.Removed:
 			continue
 		case owner == e.HeadMoved && b.Schema == "olm.channel" && b.Name == c.Packages[owner].DefaultChannel:
-			doc := clone(t, b.Doc)
+			doc := Clone(t, b.Doc)
 			entries, _ := doc["entries"].([]any)
 			doc["entries"] = append(entries, map[string]any{"name": nextBundle(owner), "replaces": c.Head(owner, b.Name)})
 			b.Doc = doc
 		case owner == e.HeadMoved && b.Schema == "olm.bundle" && b.Name == c.Head(owner, c.Packages[owner].DefaultChannel):
 			out = append(out, b)
-			doc := clone(t, b.Doc)
+			doc := Clone(t, b.Doc)
 			doc["name"] = nextBundle(owner)
 			props, _ := doc["properties"].([]any)
 			for i, p := range props {
 				if pm, ok := p.(map[string]any); ok && pm["type"] == "olm.package" {
-					pm = clone(t, pm)
+					pm = Clone(t, pm)
 					pm["value"] = map[string]any{"packageName": owner, "version": "999.0.0"}
 					props[i] = pm
 				}
@@ -159,13 +159,13 @@ func Edit(t testing.TB, c *fbcfacts.Catalog) ([]fbcfacts.Blob, Edits) {
 		case owner == e.ChannelCut && b.Schema == "olm.channel" && b.Name == cutChannel(c, owner):
 			continue
 		case owner == e.Deprecated && b.Schema == "olm.deprecations":
-			doc := clone(t, b.Doc)
+			doc := Clone(t, b.Doc)
 			entries, _ := doc["entries"].([]any)
 			doc["entries"] = append(entries, deprecationEntry(c, owner))
 			b.Doc = doc
 			deprecated = true
 		case owner == e.Touched && b.Schema == "olm.bundle" && b.Name == firstBundle(c, owner):
-			doc := clone(t, b.Doc)
+			doc := Clone(t, b.Doc)
 			doc["image"] = fmt.Sprintf("%v-touched", doc["image"])
 			b.Doc = doc
 		}
@@ -227,7 +227,9 @@ func addedPackage() []fbcfacts.Blob {
 	return out
 }
 
-func clone(t testing.TB, doc map[string]any) map[string]any {
+// Clone is a deep copy of a blob's document, for an edit that must not
+// change the blob it starts from.
+func Clone(t testing.TB, doc map[string]any) map[string]any {
 	t.Helper()
 	data, err := json.Marshal(doc)
 	if err != nil {
