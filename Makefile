@@ -40,7 +40,8 @@ $(TOOLS): hack/tools/go.mod hack/tools/go.sum
 PACKAGEAPI_TAGS := packageapi
 # The packages with files for or against that tag: vet, lint and unit check
 # them a second time, built with it.
-PACKAGEAPI_PKGS := $(sort $(patsubst %/,./%,$(dir $(shell git grep --untracked -lE '^//go:build.*\bpackageapi\b' -- '*.go' 2>/dev/null))))
+# Without git to find them, every package.
+PACKAGEAPI_PKGS := $(or $(sort $(patsubst %/,./%,$(dir $(shell git grep --untracked -lE '^//go:build.*\bpackageapi\b' -- '*.go' 2>/dev/null)))),./...)
 
 ## build: bin/catalogd, bin/catalogd-package-api (with the package API) and bin/kubectl-catalog, stamped with VERSION.
 build:
