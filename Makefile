@@ -34,9 +34,19 @@ $(TOOLS): hack/tools/go.mod hack/tools/go.sum
 	cd hack/tools && GOBIN=$(BIN) $(GO) install tool
 	touch $(TOOLS)
 
-## build: bin/catalogd and bin/kubectl-catalog, stamped with VERSION.
+# The build tag of catalogd-package-api: catalogd with the PackageManifest
+# API (--package-api). The default catalogd leaves it out, because linking
+# k8s.io/apiserver costs every process memory whatever its flags.
+PACKAGEAPI_TAGS := packageapi
+# The packages with files for or against that tag: vet, lint and unit check
+# them a second time, built with it.
+# Without git to find them, every package.
+PACKAGEAPI_PKGS := $(or $(sort $(patsubst %/,./%,$(dir $(shell git grep --untracked -lE '^//go:build.*\bpackageapi\b' -- '*.go' 2>/dev/null)))),./...)
+
+## build: bin/catalogd, bin/catalogd-package-api (with the package API) and bin/kubectl-catalog, stamped with VERSION.
 build:
 	$(GO) build -ldflags '$(VERSION_LDFLAGS)' -o $(BIN)/catalogd ./cmd/catalogd
+	$(GO) build -tags $(PACKAGEAPI_TAGS) -ldflags '$(VERSION_LDFLAGS)' -o $(BIN)/catalogd-package-api ./cmd/catalogd
 	$(GO) build -ldflags '$(VERSION_LDFLAGS)' -o $(BIN)/kubectl-catalog ./cmd/kubectl-catalog
 
 ## run: serve the demo catalog on $(LISTEN) with no cluster.
@@ -48,17 +58,20 @@ test: vet lint unit
 
 unit: $(TEST_DEPS)
 
-## vet: go vet ./...
+## vet: go vet ./..., and again with the package API's tag where it matters.
 vet:
 	$(GO) vet ./...
+	$(GO) vet -tags $(PACKAGEAPI_TAGS) $(PACKAGEAPI_PKGS)
 
-## lint: staticcheck ./...
+## lint: staticcheck ./..., and again with the package API's tag where it matters.
 lint: $(BIN)/staticcheck
 	$(BIN)/staticcheck ./...
+	$(BIN)/staticcheck -tags $(PACKAGEAPI_TAGS) $(PACKAGEAPI_PKGS)
 
-## unit: every Go test (envtest ones with the binaries TEST_DEPS builds).
+## unit: every Go test (envtest ones with the binaries TEST_DEPS builds), then the packages with tagged files built with the package API.
 unit:
 	$(GO) test -count=1 ./...
+	$(GO) test -count=1 -tags $(PACKAGEAPI_TAGS) $(PACKAGEAPI_PKGS)
 
 ## fmt: gofmt every Go file.
 fmt:

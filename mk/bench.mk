@@ -81,13 +81,14 @@ bench: $(BENCH_CATALOG)/.done $(BENCH_CRD_CATALOG)/.done $(OPM) build
 	$(MAKE) --no-print-directory bench-memory
 
 # make bench-memory: the real binary's memory on the bench catalog and on
-# community-v4.20 (skipped where ../shared is absent), three runs of each,
-# each a new `catalogd serve` with an empty data directory: the build's
+# community-v4.20 (skipped where ../shared is absent), and that of
+# catalogd-package-api (-tags packageapi) on the bench catalog, three runs
+# of each, each a new `catalogd serve` with an empty data directory: the build's
 # peak (VmHWM) and the resident set idle after it, split into the
 # binary's pages and the heaps (see BenchmarkServeMemory in test/stress).
 # Load is printed first: the figures mean little on a busy machine.
 .PHONY: bench-memory
-## bench-memory: peak RSS of the first index build and idle RSS after it, catalogd serve on the bench catalog and community-v4.20.
+## bench-memory: peak RSS of the first index build and idle RSS after it, catalogd serve on the bench catalog and community-v4.20, catalogd-package-api on the bench catalog.
 bench-memory: $(BENCH_CATALOG)/.done
 	@echo "== bench-memory ($$(uptime | sed 's/.*load/load/'))"
 	CATALOGD_BENCH_CATALOG=$(BENCH_CATALOG) $(GO) test -run '^$$' -bench 'ServeMemory' -benchtime 1x -count 3 -timeout 30m ./test/stress/

@@ -7,7 +7,8 @@
 # The node and control-plane components are built from the module proxy like
 # the envtest binaries, through hack/cluster/bins/go.mod, and reused until it
 # changes. The catalogd image is CLUSTER_IMAGE_TAR; by default a minimal one
-# made here from a static build of cmd/catalogd.
+# made here from static builds of cmd/catalogd, without and with the package
+# API (/catalogd, /catalogd-package-api), as the real image holds them.
 
 .PHONY: test-cluster cluster-up cluster-down cluster-bins cluster-packages
 
@@ -40,8 +41,9 @@ $(CLUSTER_BIN)/pause $(CLUSTER_BIN)/mkimage: $(CLUSTER_BIN)/%: $(CLUSTER_IMAGES_
 .PHONY: $(CLUSTER_BIN)/catalogd.tar
 $(CLUSTER_BIN)/catalogd.tar: $(CLUSTER_BIN)/mkimage
 	CGO_ENABLED=0 $(GO) build -o $(CLUSTER_BIN)/catalogd -ldflags '-s -w' ./cmd/catalogd
+	CGO_ENABLED=0 $(GO) build -tags $(PACKAGEAPI_TAGS) -o $(CLUSTER_BIN)/catalogd-package-api -ldflags '-s -w' ./cmd/catalogd
 	$(CLUSTER_BIN)/mkimage -name localhost/catalogd:cluster-test -out $@ -user 65532:65532 \
-		-entrypoint /catalogd catalogd=$(CLUSTER_BIN)/catalogd
+		-entrypoint /catalogd catalogd=$(CLUSTER_BIN)/catalogd catalogd-package-api=$(CLUSTER_BIN)/catalogd-package-api
 
 ## cluster-packages: apt-get install what the cluster needs, if anything is missing.
 cluster-packages:

@@ -2,6 +2,7 @@ package main
 
 import (
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -12,17 +13,14 @@ import (
 // resident from start-up on (docs/architecture.md, "What the binary
 // links"). Each entry says what linked it and what is used instead.
 func TestLinksNoHeavyPackages(t *testing.T) {
-	out, err := exec.Command("go", "list", "-deps", ".").Output()
-	if err != nil {
-		t.Fatalf("go list -deps: %v", err)
-	}
-	linked := strings.Fields(string(out))
+	linked := deps(t)
 	for _, tc := range []struct{ prefix, why string }{
 		{"github.com/operator-framework/operator-registry/alpha/declcfg", "its blob types are internal/declcfg's"},
 		{"github.com/operator-framework/operator-registry/pkg/registry", "operator-registry's declcfg imports it"},
 		{"google.golang.org/grpc", "operator-registry's registry package serves gRPC"},
 		{"github.com/google/cel-go", "operator-registry's registry package evaluates CEL constraints"},
 		{"go.podman.io/image", "operator-registry's declcfg parses image references with it"},
+		{"k8s.io/apiserver", "the package API's aggregated server is built on it: only catalogd-package-api (-tags packageapi) links it"},
 	} {
 		var found []string
 		for _, pkg := range linked {
@@ -34,4 +32,26 @@ func TestLinksNoHeavyPackages(t *testing.T) {
 			t.Errorf("catalogd links %d packages of %s, such as %s: %s", len(found), tc.prefix, found[0], tc.why)
 		}
 	}
+}
+
+// TestPackageAPIBinaryLinksAPIServer: the binary built with -tags
+// packageapi (catalogd-package-api) links the package API and
+// k8s.io/apiserver, so that the tag cannot silently stop adding them.
+func TestPackageAPIBinaryLinksAPIServer(t *testing.T) {
+	linked := deps(t, "-tags", "packageapi")
+	for _, want := range []string{"github.com/catalogd/catalogd/internal/packageapi", "k8s.io/apiserver/pkg/server"} {
+		if !slices.Contains(linked, want) {
+			t.Errorf("catalogd built with -tags packageapi does not link %s", want)
+		}
+	}
+}
+
+// deps lists the packages `go build` links into catalogd with flags.
+func deps(t *testing.T, flags ...string) []string {
+	t.Helper()
+	out, err := exec.Command("go", append(append([]string{"list"}, flags...), "-deps", ".")...).Output()
+	if err != nil {
+		t.Fatalf("go list %q -deps: %v", flags, err)
+	}
+	return strings.Fields(string(out))
 }

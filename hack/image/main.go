@@ -5,12 +5,18 @@
 // Each platform's image has one layer holding
 //
 //	/catalogd                            the static binary (root-owned, 0755)
+//	/catalogd-package-api                the same built with the package API
+//	                                     (-tags packageapi), the command of
+//	                                     config/components/package-api
 //	/etc/passwd, /etc/group              root and the nonroot user/group 65532
 //	/etc/ssl/certs/ca-certificates.crt   the build machine's CA bundle
 //
 // plus the directories leading to them, all owned by root and none writable
 // by the nonroot user: catalogd writes only to volumes (its data dir). The
-// config runs /catalogd as 65532:65532 from /. Every timestamp is -created
+// config runs /catalogd as 65532:65532 from /. Both binaries are in one
+// image, so that turning the package API on is a change of command, not of
+// image; the build checks each binary's build tags, so that the two cannot
+// be swapped. Every timestamp is -created
 // (SOURCE_DATE_EPOCH), so the same inputs give the same digests.
 //
 // `make image` runs it to write an OCI layout and a docker-loadable tarball;
@@ -21,6 +27,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"debug/buildinfo"
 	"debug/elf"
 	"errors"
 	"flag"
@@ -28,6 +35,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -49,6 +57,8 @@ import (
 const (
 	nonrootID   = 65532
 	binaryPath  = "catalogd"
+	pkgAPIPath  = "catalogd-package-api"
+	pkgAPITag   = "packageapi"
 	caPath      = "etc/ssl/certs/ca-certificates.crt"
 	passwdFile  = "root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/:/sbin/nologin\n"
 	groupFile   = "root:x:0:\nnonroot:x:65532:\n"
@@ -58,8 +68,8 @@ const (
 // Spec is everything an image build depends on; equal Specs give equal
 // digests.
 type Spec struct {
-	// Binaries maps a platform ("linux/amd64") to its static catalogd binary.
-	Binaries map[string][]byte
+	// Binaries maps a platform ("linux/amd64") to its static binaries.
+	Binaries map[string]Binaries
 	// CABundle is the PEM bundle placed at /etc/ssl/certs/ca-certificates.crt.
 	CABundle []byte
 	// Version, Revision and Source become the org.opencontainers.image.*
@@ -70,10 +80,18 @@ type Spec struct {
 	Created time.Time
 }
 
+// Binaries are the two builds of cmd/catalogd an image holds.
+type Binaries struct {
+	// Catalogd is /catalogd, the entrypoint: built without the package API.
+	Catalogd []byte
+	// PackageAPI is /catalogd-package-api: built with -tags packageapi.
+	PackageAPI []byte
+}
+
 // Build returns the multi-platform index and its images by platform.
 func Build(spec Spec) (v1.ImageIndex, map[string]v1.Image, error) {
 	if len(spec.Binaries) == 0 {
-		return nil, nil, errors.New("no binaries: give at least one -binary os/arch=path")
+		return nil, nil, errors.New("no binaries: give at least one -binary os/arch=path and its -package-api-binary")
 	}
 	platforms := make([]string, 0, len(spec.Binaries))
 	for p := range spec.Binaries {
@@ -101,11 +119,23 @@ func Build(spec Spec) (v1.ImageIndex, map[string]v1.Image, error) {
 	return idx, images, nil
 }
 
-func buildImage(plat v1.Platform, binary []byte, spec Spec) (v1.Image, error) {
-	if err := checkStatic(binary, plat.Architecture); err != nil {
-		return nil, err
+func buildImage(plat v1.Platform, bins Binaries, spec Spec) (v1.Image, error) {
+	for _, b := range []struct {
+		path   string
+		binary []byte
+		tagged bool
+	}{{binaryPath, bins.Catalogd, false}, {pkgAPIPath, bins.PackageAPI, true}} {
+		if len(b.binary) == 0 {
+			return nil, fmt.Errorf("/%s: no binary given", b.path)
+		}
+		if err := checkStatic(b.binary, plat.Architecture); err != nil {
+			return nil, fmt.Errorf("/%s: %w", b.path, err)
+		}
+		if err := checkPackageAPITag(b.binary, b.tagged); err != nil {
+			return nil, fmt.Errorf("/%s: %w", b.path, err)
+		}
 	}
-	rootfs, err := rootfsTar(binary, spec.CABundle, spec.Created)
+	rootfs, err := rootfsTar(bins, spec.CABundle, spec.Created)
 	if err != nil {
 		return nil, err
 	}
@@ -122,7 +152,7 @@ func buildImage(plat v1.Platform, binary []byte, spec Spec) (v1.Image, error) {
 		Layer: layer,
 		History: v1.History{
 			Created:   created,
-			CreatedBy: "hack/image: static catalogd binary, CA bundle, nonroot user",
+			CreatedBy: "hack/image: static catalogd binaries, CA bundle, nonroot user",
 		},
 	})
 	if err != nil {
@@ -188,16 +218,41 @@ func checkStatic(binary []byte, arch string) error {
 	return nil
 }
 
+// checkPackageAPITag refuses a binary whose build tags do not match its
+// place: /catalogd-package-api must be built with -tags packageapi and
+// /catalogd without, or the package API overlay would run a binary that
+// refuses --package-api, or every deployment would pay for it.
+func checkPackageAPITag(binary []byte, want bool) error {
+	info, err := buildinfo.Read(bytes.NewReader(binary))
+	if err != nil {
+		return fmt.Errorf("reading the binary's build information: %w", err)
+	}
+	has := false
+	for _, s := range info.Settings {
+		if s.Key == "-tags" {
+			has = slices.Contains(strings.Split(s.Value, ","), pkgAPITag)
+		}
+	}
+	switch {
+	case want && !has:
+		return fmt.Errorf("the binary is not built with -tags %s", pkgAPITag)
+	case !want && has:
+		return fmt.Errorf("the binary is built with -tags %s; only /%s may be", pkgAPITag, pkgAPIPath)
+	}
+	return nil
+}
+
 // rootfsTar is the image's only layer. Entries are in a fixed order with
 // fixed owners, modes and times, so it is byte-for-byte reproducible.
-func rootfsTar(binary, ca []byte, mtime time.Time) ([]byte, error) {
+func rootfsTar(bins Binaries, ca []byte, mtime time.Time) ([]byte, error) {
 	type entry struct {
 		name string
 		mode int64
 		body []byte
 	}
 	entries := []entry{
-		{name: binaryPath, mode: 0o755, body: binary},
+		{name: binaryPath, mode: 0o755, body: bins.Catalogd},
+		{name: pkgAPIPath, mode: 0o755, body: bins.PackageAPI},
 		{name: "etc/", mode: 0o755},
 		{name: "etc/group", mode: 0o644, body: []byte(groupFile)},
 		{name: "etc/passwd", mode: 0o644, body: []byte(passwdFile)},
@@ -296,8 +351,9 @@ func (b binaryFlags) Set(v string) error {
 
 func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("image", flag.ContinueOnError)
-	bins := binaryFlags{}
-	fs.Var(bins, "binary", "os/arch=path of a static catalogd binary (repeatable)")
+	bins, pkgAPIBins := binaryFlags{}, binaryFlags{}
+	fs.Var(bins, "binary", "os/arch=path of a static catalogd binary, /catalogd (repeatable)")
+	fs.Var(pkgAPIBins, "package-api-binary", "os/arch=path of a static catalogd built with -tags packageapi, /catalogd-package-api (repeatable; one per -binary)")
 	ca := fs.String("ca-bundle", "/etc/ssl/certs/ca-certificates.crt", "PEM CA bundle to include")
 	version := fs.String("version", "", "org.opencontainers.image.version label (required)")
 	revision := fs.String("revision", "", "org.opencontainers.image.revision label: the commit")
@@ -320,17 +376,31 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return fmt.Errorf("-created %q: want Unix seconds: %w", *epoch, err)
 	}
 	spec := Spec{
-		Binaries: map[string][]byte{},
+		Binaries: map[string]Binaries{},
 		Version:  *version, Revision: *revision, Source: *source,
 		Created: time.Unix(secs, 0).UTC(),
 	}
 	if spec.CABundle, err = os.ReadFile(*ca); err != nil {
 		return fmt.Errorf("reading the CA bundle: %w", err)
 	}
+	for plat := range pkgAPIBins {
+		if _, ok := bins[plat]; !ok {
+			return fmt.Errorf("-package-api-binary %s: no -binary for it", plat)
+		}
+	}
 	for plat, path := range bins {
-		if spec.Binaries[plat], err = os.ReadFile(path); err != nil {
+		taggedPath, ok := pkgAPIBins[plat]
+		if !ok {
+			return fmt.Errorf("-binary %s: no -package-api-binary for it", plat)
+		}
+		var b Binaries
+		if b.Catalogd, err = os.ReadFile(path); err != nil {
 			return fmt.Errorf("reading the %s binary: %w", plat, err)
 		}
+		if b.PackageAPI, err = os.ReadFile(taggedPath); err != nil {
+			return fmt.Errorf("reading the %s package API binary: %w", plat, err)
+		}
+		spec.Binaries[plat] = b
 	}
 	idx, images, err := Build(spec)
 	if err != nil {

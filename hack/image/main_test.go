@@ -29,11 +29,11 @@ import (
 )
 
 // buildHello cross-compiles testdata/hello for linux/arch without cgo, as
-// `make image` builds catalogd.
-func buildHello(t *testing.T, dir, arch string) string {
+// `make image` builds catalogd, with the given build tags.
+func buildHello(t *testing.T, dir, arch, tags string) string {
 	t.Helper()
-	out := filepath.Join(dir, "hello-"+arch)
-	cmd := exec.Command("go", "build", "-trimpath", "-o", out, "./testdata/hello")
+	out := filepath.Join(dir, "hello-"+arch+"-"+tags)
+	cmd := exec.Command("go", "build", "-trimpath", "-tags", tags, "-o", out, "./testdata/hello")
 	cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH="+arch, "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("building hello for %s: %v\n%s", arch, err, b)
@@ -59,11 +59,14 @@ func sum(b []byte) string {
 // `make image` passes, pushes it to a loopback registry, pulls it back and
 // checks what a cluster runs: the config, the exact files of the only layer,
 // and that nothing in it runs as or is writable only by root's grace.
+// Each platform holds both binaries, as make image builds them: /catalogd
+// and /catalogd-package-api (-tags packageapi).
 func TestImage(t *testing.T) {
 	dir := t.TempDir()
-	platforms := map[string]string{
-		"linux/amd64": buildHello(t, dir, "amd64"),
-		"linux/arm64": buildHello(t, dir, "arm64"),
+	type paths struct{ plain, tagged string }
+	platforms := map[string]paths{
+		"linux/amd64": {buildHello(t, dir, "amd64", ""), buildHello(t, dir, "amd64", "packageapi")},
+		"linux/arm64": {buildHello(t, dir, "arm64", ""), buildHello(t, dir, "arm64", "packageapi")},
 	}
 	caPath := filepath.Join(dir, "ca.crt")
 	ca := []byte("-----BEGIN CERTIFICATE-----\nnot really a certificate\n-----END CERTIFICATE-----\n")
@@ -87,7 +90,7 @@ func TestImage(t *testing.T) {
 		"-oci-layout", ociDir, "-tarball", tarPath, "-push", pushRef, "-insecure",
 	}
 	for p, path := range platforms {
-		args = append(args, "-binary", p+"="+path)
+		args = append(args, "-binary", p+"="+path.plain, "-package-api-binary", p+"="+path.tagged)
 	}
 	var stdout bytes.Buffer
 	if err := run(context.Background(), args, &stdout); err != nil {
@@ -115,11 +118,15 @@ func TestImage(t *testing.T) {
 			t.Fatalf("manifest %s has no platform", desc.Digest)
 		}
 		plat := desc.Platform.OS + "/" + desc.Platform.Architecture
-		binPath, ok := platforms[plat]
+		binPaths, ok := platforms[plat]
 		if !ok {
 			t.Fatalf("index has an unexpected platform %s", plat)
 		}
-		binary, err := os.ReadFile(binPath)
+		binary, err := os.ReadFile(binPaths.plain)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tagged, err := os.ReadFile(binPaths.tagged)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -171,6 +178,7 @@ func TestImage(t *testing.T) {
 			}
 			want := map[string]fileEntry{
 				"catalogd":                          root(tar.TypeReg, 0o755, binary),
+				"catalogd-package-api":              root(tar.TypeReg, 0o755, tagged),
 				"etc/":                              root(tar.TypeDir, 0o755, nil),
 				"etc/ssl/":                          root(tar.TypeDir, 0o755, nil),
 				"etc/ssl/certs/":                    root(tar.TypeDir, 0o755, nil),
@@ -301,17 +309,16 @@ func hasEntry(file []byte, match func(fields []string) bool) bool {
 // must not produce a "new" image.
 func TestBuildReproducible(t *testing.T) {
 	dir := t.TempDir()
-	amd, err := os.ReadFile(buildHello(t, dir, "amd64"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	arm, err := os.ReadFile(buildHello(t, dir, "arm64"))
-	if err != nil {
-		t.Fatal(err)
+	bins := map[string]Binaries{}
+	for _, arch := range []string{"amd64", "arm64"} {
+		bins["linux/"+arch] = Binaries{
+			Catalogd:   readFile(t, buildHello(t, dir, arch, "")),
+			PackageAPI: readFile(t, buildHello(t, dir, arch, "packageapi")),
+		}
 	}
 	spec := func(created int64) Spec {
 		return Spec{
-			Binaries: map[string][]byte{"linux/amd64": amd, "linux/arm64": arm},
+			Binaries: bins,
 			CABundle: []byte("ca"), Version: "v1", Revision: "r", Source: "s",
 			Created: time.Unix(created, 0),
 		}
@@ -338,29 +345,73 @@ func TestBuildReproducible(t *testing.T) {
 	}
 }
 
-// TestBuildRefuses covers the binaries an image must not be built from.
-func TestBuildRefuses(t *testing.T) {
-	dir := t.TempDir()
-	amd, err := os.ReadFile(buildHello(t, dir, "amd64"))
+func readFile(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return b
+}
+
+// TestBuildRefuses covers the binaries an image must not be built from,
+// in either place, and binaries in the wrong place.
+func TestBuildRefuses(t *testing.T) {
+	dir := t.TempDir()
+	amd := readFile(t, buildHello(t, dir, "amd64", ""))
+	amdTagged := readFile(t, buildHello(t, dir, "amd64", "packageapi"))
+	notELF := func(*testing.T) []byte { return []byte("#!/bin/sh\n") }
+	plain := func(*testing.T) []byte { return amd }
+	tagged := func(*testing.T) []byte { return amdTagged }
+	none := func(*testing.T) []byte { return nil }
 	tests := []struct {
-		name     string
-		platform string
-		binary   func(t *testing.T) []byte
-		want     string
+		name             string
+		platform         string
+		catalogd, pkgAPI func(t *testing.T) []byte
+		want             string
 	}{
-		{"not ELF", "linux/amd64", func(*testing.T) []byte { return []byte("#!/bin/sh\n") }, "ELF"},
-		{"wrong architecture", "linux/arm64", func(*testing.T) []byte { return amd }, "not arm64"},
-		{"unsupported architecture", "linux/s390x", func(*testing.T) []byte { return amd }, "not supported"},
-		{"dynamically linked", "linux/amd64", dynamicBinary, "dynamically linked"},
+		{"not ELF", "linux/amd64", notELF, tagged, "/catalogd: reading the binary as ELF"},
+		{"package API binary not ELF", "linux/amd64", plain, notELF, "/catalogd-package-api: reading the binary as ELF"},
+		{"wrong architecture", "linux/arm64", plain, tagged, "not arm64"},
+		{"unsupported architecture", "linux/s390x", plain, tagged, "not supported"},
+		{"dynamically linked", "linux/amd64", dynamicBinary, tagged, "dynamically linked"},
+		{"no package API binary", "linux/amd64", plain, none, "/catalogd-package-api: no binary given"},
+		{"package API binary without the tag", "linux/amd64", plain, plain, "/catalogd-package-api: the binary is not built with -tags packageapi"},
+		{"catalogd with the tag", "linux/amd64", tagged, tagged, "/catalogd: the binary is built with -tags packageapi"},
+		{"binaries swapped", "linux/amd64", tagged, plain, "/catalogd: the binary is built with -tags packageapi"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, _, err := Build(Spec{Binaries: map[string][]byte{tt.platform: tt.binary(t)}, Created: time.Unix(1, 0)})
+			_, _, err := Build(Spec{
+				Binaries: map[string]Binaries{tt.platform: {Catalogd: tt.catalogd(t), PackageAPI: tt.pkgAPI(t)}},
+				Created:  time.Unix(1, 0),
+			})
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("Build error %v, want one mentioning %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestRunPairsBinaries: every platform's -binary needs its
+// -package-api-binary and the other way round, or an image would lack one.
+func TestRunPairsBinaries(t *testing.T) {
+	dir := t.TempDir()
+	plain, tagged := buildHello(t, dir, "amd64", ""), buildHello(t, dir, "amd64", "packageapi")
+	for _, tt := range []struct {
+		name string
+		bins []string
+		want string
+	}{
+		{"no package API binary", []string{"-binary", "linux/amd64=" + plain}, "-binary linux/amd64: no -package-api-binary for it"},
+		{"package API binary alone", []string{"-binary", "linux/amd64=" + plain, "-package-api-binary", "linux/amd64=" + tagged,
+			"-package-api-binary", "linux/arm64=" + tagged}, "-package-api-binary linux/arm64: no -binary for it"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			args := append([]string{"-version", "v1", "-tag", "catalogd:v1", "-created", "1", "-ca-bundle", plain}, tt.bins...)
+			err := run(context.Background(), args, io.Discard)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("run %q: %v, want an error mentioning %q", args, err, tt.want)
 			}
 		})
 	}

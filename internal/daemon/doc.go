@@ -9,7 +9,12 @@
 // RunManager adds the ClusterCatalog controllers (internal/reconcile) in a
 // controller-runtime manager, which give it what the cluster lists, and,
 // with --package-api, the PackageManifest API (internal/packageapi) over
-// the same store and table, run by every replica.
+// the same store and table, run by every replica. That wiring is in
+// packageapi.go, built only with -tags packageapi (the catalogd-package-api
+// binary): the default binary does not link k8s.io/apiserver, whose
+// initialisation would cost every process memory whatever its flags, and
+// refuses --package-api at start (nopackageapi.go). Both take the same
+// flags.
 //
 // # The data directory
 //

@@ -5,8 +5,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os"
-	"strings"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
@@ -26,7 +24,6 @@ import (
 
 	catalogdv1 "github.com/catalogd/catalogd/api/v1"
 	"github.com/catalogd/catalogd/internal/catalogsync"
-	"github.com/catalogd/catalogd/internal/packageapi"
 	"github.com/catalogd/catalogd/internal/reconcile"
 	"github.com/catalogd/catalogd/internal/unpack"
 )
@@ -48,6 +45,14 @@ func (c ManagerConfig) RESTConfig() (*rest.Config, error) {
 // catalogs the cluster lists are added once the cache has synced, and only
 // then is an unknown catalog name answered 404 rather than 503.
 func RunManager(ctx context.Context, restCfg *rest.Config, cfg ManagerConfig, log logr.Logger) (err error) {
+	// Checked first, so that a binary without the package API refuses
+	// before it opens the data directory.
+	var addPackageAPI func(*Core) (manager.Runnable, error)
+	if cfg.PackageAPI {
+		if addPackageAPI, err = packageAPI(restCfg, cfg, log.WithName("package-api")); err != nil {
+			return err
+		}
+	}
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, catalogdv1.AddToScheme} {
 		if err := add(scheme); err != nil {
@@ -97,18 +102,12 @@ func RunManager(ctx context.Context, restCfg *rest.Config, cfg ManagerConfig, lo
 	if core.Server.Certs != nil {
 		runnables = append(runnables, core.Server.Certs)
 	}
-	if cfg.PackageAPI {
-		pkgAPI, err := packageapi.New(packageapi.Config{
-			BindAddress:   cfg.PackageAPIBindAddress,
-			CertDir:       cfg.PackageAPICertDir,
-			Kube:          restCfg,
-			HomeNamespace: podNamespace(),
-			Log:           log.WithName("package-api"),
-		}, core.Store, core.Table)
+	if addPackageAPI != nil {
+		r, err := addPackageAPI(core)
 		if err != nil {
 			return err
 		}
-		runnables = append(runnables, everyReplica(pkgAPI.Run))
+		runnables = append(runnables, r)
 	}
 	for _, r := range runnables {
 		if err := mgr.Add(r); err != nil {
@@ -147,25 +146,6 @@ func RunManager(ctx context.Context, restCfg *rest.Config, cfg ManagerConfig, lo
 		return fmt.Errorf("run manager: %w", err)
 	}
 	return nil
-}
-
-// everyReplica is a runnable every replica runs, leader or not.
-type everyReplica func(context.Context) error
-
-func (r everyReplica) Start(ctx context.Context) error { return r(ctx) }
-func (r everyReplica) NeedLeaderElection() bool        { return false }
-
-// podNamespace is the namespace the manager runs in (the one a listing of
-// packages across all namespaces shows them in): $POD_NAMESPACE, else the
-// service account's, else "default" outside a cluster.
-func podNamespace() string {
-	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
-		return ns
-	}
-	if b, err := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace"); err == nil && len(strings.TrimSpace(string(b))) > 0 {
-		return strings.TrimSpace(string(b))
-	}
-	return "default"
 }
 
 // secretReader is unpack.SecretReader over controller-runtime's uncached

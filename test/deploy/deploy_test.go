@@ -8,12 +8,14 @@ package deploy
 import (
 	"bytes"
 	"context"
+	"debug/buildinfo"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -895,25 +897,100 @@ func equalRules(a, b []rbacv1.PolicyRule) bool {
 	return slices.Equal(key(a), key(b))
 }
 
-// TestManagerAcceptsTheArgs runs the real binary with the Deployment's
-// arguments, of config/default and of the package API overlay: it must get
-// past flag parsing and validation (exit code 2 is a usage error) and fail
-// only where a cluster is needed, loading the kubeconfig.
-func TestManagerAcceptsTheArgs(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "catalogd")
-	build := exec.Command("go", "build", "-o", bin, "github.com/catalogd/catalogd/cmd/catalogd")
-	build.Dir = repoRoot()
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+// imageBinaries are the binaries of the catalogd image (mk/image.mk,
+// hack/image) by path, with the build flags each is built with.
+// /catalogd is the image's entrypoint, what runs when a container names no
+// command.
+var imageBinaries = map[string][]string{
+	"/catalogd":             nil,
+	"/catalogd-package-api": {"-tags", "packageapi"},
+}
+
+// builtBinaries builds each of imageBinaries once for the tests that run them.
+var builtBinaries sync.Map
+
+// binaryOf builds the image's binary that container runs, once per test
+// binary, and returns its path.
+func binaryOf(t *testing.T, c corev1.Container) string {
+	t.Helper()
+	path := "/catalogd"
+	if len(c.Command) > 0 {
+		path = c.Command[0]
 	}
+	flags, ok := imageBinaries[path]
+	if !ok {
+		t.Fatalf("container %s runs %q, which is not a binary of the catalogd image", c.Name, c.Command)
+	}
+	v, _ := builtBinaries.LoadOrStore(path, sync.OnceValues(func() (string, error) {
+		dir, err := os.MkdirTemp("", "catalogd-deploy-test-")
+		if err != nil {
+			return "", err
+		}
+		bin := filepath.Join(dir, filepath.Base(path))
+		build := exec.Command("go", append(append([]string{"build"}, flags...), "-o", bin, "github.com/catalogd/catalogd/cmd/catalogd")...)
+		build.Dir = repoRoot()
+		if out, err := build.CombinedOutput(); err != nil {
+			return "", fmt.Errorf("go build %q: %v\n%s", flags, err, out)
+		}
+		return bin, nil
+	}))
+	bin, err := v.(func() (string, error))()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	builtBinaries.Range(func(_, v any) bool {
+		if bin, err := v.(func() (string, error))(); err == nil {
+			os.RemoveAll(filepath.Dir(bin))
+		}
+		return true
+	})
+	os.Exit(code)
+}
+
+// TestManagerAcceptsTheArgs runs the real binary the Deployment's
+// container runs with its arguments, of config/default and of the package
+// API overlay: it must get past flag parsing and validation (exit code 2
+// is a usage error) and fail only where a cluster is needed, loading the
+// kubeconfig.
+func TestManagerAcceptsTheArgs(t *testing.T) {
 	for _, dir := range []string{"default", "overlays/package-api"} {
-		t.Run(dir, func(t *testing.T) { testManagerAcceptsTheArgs(t, bin, dir) })
+		t.Run(dir, func(t *testing.T) { testManagerAcceptsTheArgs(t, dir) })
 	}
 }
 
-func testManagerAcceptsTheArgs(t *testing.T, bin, dir string) {
+// TestManagerBinaryLinks: the package API overlay runs the image's binary
+// that has the package API (the other refuses --package-api), and
+// config/default one without it, which does not pay for k8s.io/apiserver.
+// Which binary has it is read from the build itself.
+func TestManagerBinaryLinks(t *testing.T) {
+	for _, tc := range []struct {
+		dir  string
+		want bool
+	}{{"default", false}, {"overlays/package-api", true}, {"overlays/package-api-cert-manager", true}} {
+		t.Run(tc.dir, func(t *testing.T) {
+			mgr := only[appsv1.Deployment](t, render(t, tc.dir), "Deployment").Spec.Template.Spec.Containers[0]
+			bin := binaryOf(t, mgr)
+			info, err := buildinfo.ReadFile(bin)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := slices.ContainsFunc(info.Deps, func(m *debug.Module) bool { return m.Path == "k8s.io/apiserver" })
+			if got != tc.want {
+				t.Errorf("the manager runs %q (none: the entrypoint, /catalogd), a build that links k8s.io/apiserver (the package API): %v, want %v", mgr.Command, got, tc.want)
+			}
+		})
+	}
+}
+
+func testManagerAcceptsTheArgs(t *testing.T, dir string) {
 	dep := only[appsv1.Deployment](t, render(t, dir), "Deployment")
 	mgr := dep.Spec.Template.Spec.Containers[0]
+	bin := binaryOf(t, mgr)
 	// The package API's certificate directory is checked at start-up: the
 	// secret's files, as the kubelet would mount them.
 	certDir := t.TempDir()

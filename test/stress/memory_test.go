@@ -3,6 +3,7 @@ package stress
 import (
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -23,18 +24,40 @@ const idleAfterBuild = 3 * time.Second
 // resident set idle after the build (VmRSS), split into RssFile (the
 // binary's pages) and RssAnon (heaps, stacks). Catalogs: the bench
 // catalog ($CATALOGD_BENCH_CATALOG, see benchenv.Catalog) and
-// community-v4.20 where ../shared has it. Goals on the bench catalog
-// (issue 27): idle at most 48 MiB, peak at most 64 MiB. Run with
+// community-v4.20 where ../shared has it. Binaries: catalogd and
+// catalogd-package-api, the build with the package API. Goals on the
+// bench catalog (issue 27): idle at most 48 MiB, peak at most 64 MiB, for
+// catalogd (the package API's costs only who turns it on). Run with
 // -benchtime 1x -count 3 (make bench-memory): each run is a new process.
 func BenchmarkServeMemory(b *testing.B) {
-	installed := installBinary(b, binary)
-	for _, c := range []struct {
+	b.Run("catalogd", func(b *testing.B) {
+		serveMemory(b, installBinary(b, binary), true)
+	})
+	// The binary with the package API (-tags packageapi) on the bench
+	// catalog only, to keep bench-memory short: what the two differ by is
+	// what linking k8s.io/apiserver costs, the same on any catalog.
+	b.Run("catalogd-package-api", func(b *testing.B) {
+		tagged := filepath.Join(b.TempDir(), "catalogd-package-api")
+		build := exec.Command("go", "build", "-tags", "packageapi", "-o", tagged, "github.com/catalogd/catalogd/cmd/catalogd")
+		if out, err := build.CombinedOutput(); err != nil {
+			b.Fatalf("go build -tags packageapi: %v\n%s", err, out)
+		}
+		serveMemory(b, installBinary(b, tagged), false)
+	})
+}
+
+// serveMemory is BenchmarkServeMemory for one installed binary, on the
+// bench catalog and, when community is set, on community-v4.20.
+func serveMemory(b *testing.B, installed string, community bool) {
+	type catalog struct {
 		name string
 		dir  func(b *testing.B) string
-	}{
-		{"bench", benchenv.Catalog},
-		{"community-v4.20", func(b *testing.B) string { return fbcfacts.SharedCommunity(b) }},
-	} {
+	}
+	catalogs := []catalog{{"bench", benchenv.Catalog}}
+	if community {
+		catalogs = append(catalogs, catalog{"community-v4.20", func(b *testing.B) string { return fbcfacts.SharedCommunity(b) }})
+	}
+	for _, c := range catalogs {
 		b.Run(c.name, func(b *testing.B) {
 			dir := c.dir(b)
 			var idle, anon, file, peak, build float64
