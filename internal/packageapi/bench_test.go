@@ -93,6 +93,7 @@ func BenchmarkPackageAPI(b *testing.B) {
 		pkgDir := filepath.Join(dir, name)
 		aside := filepath.Join(b.TempDir(), name)
 		var worst time.Duration
+		away := false
 		for i := 0; b.Loop(); i++ {
 			l := e.list(b, e.reader, testNamespace, nil)
 			w, err := e.client(b, e.reader).Get().Namespace(testNamespace).Resource("packagemanifests").
@@ -107,6 +108,7 @@ func BenchmarkPackageAPI(b *testing.B) {
 			if err := os.Rename(from, to); err != nil {
 				b.Fatal(err)
 			}
+			away = !away
 			e.index(b, "bench", cat)
 			ev := <-w.ResultChan()
 			arrived := time.Now()
@@ -119,6 +121,14 @@ func BenchmarkPackageAPI(b *testing.B) {
 			mu.Unlock()
 		}
 		b.ReportMetric(float64(worst.Microseconds())/1000, "ms-worst-event-after-swap")
+		// An odd number of rounds leaves the package out: put it back, so
+		// that the next run (-count) starts from the whole catalog.
+		if away {
+			if err := os.Rename(aside, pkgDir); err != nil {
+				b.Fatal(err)
+			}
+			e.index(b, "bench", cat)
+		}
 	})
 	b.Run("RSSGrowth", func(b *testing.B) {
 		for b.Loop() {
