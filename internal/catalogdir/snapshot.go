@@ -154,20 +154,11 @@ func (t *trackedFile) Close() error {
 	return t.f.Close()
 }
 
-// fileHash returns the hash of the regular file name (a link to one counts
-// as that file) as the index holds it: the hash of what the build read of
-// it, once read to its end and closed, or the walk's for a file the build
-// has not opened, which a build that carries the file over from an
-// earlier index holds as the walk saw it (ReadDigest counts it so too).
-// A file open, or read only in part, has none: the file may have changed
-// since the walk, and the build hashes what it read itself.
+// fileHash returns the walk's hash of the regular file name (a link to one
+// counts as that file): the hash the digest holds for it. A build hashes
+// what it reads itself (package index), so this serves the files it does
+// not read.
 func (s *snapshot) fileHash(name string) ([sha256.Size]byte, bool) {
-	s.mu.Lock()
-	r, read := s.reads[name]
-	s.mu.Unlock()
-	if read {
-		return r.entry.sum, r.entry.kind == 'f'
-	}
 	i, ok := s.at[name]
 	if !ok || s.entries[i].kind != 'f' {
 		return [sha256.Size]byte{}, false
