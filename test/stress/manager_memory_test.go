@@ -90,7 +90,7 @@ func BenchmarkManagerMemory(b *testing.B) {
 // pageOut says the manager gives back its start-up pages, which the idle
 // figures are read after.
 func managerMemory(b *testing.B, installed string, args []string, kube *rest.Config, pageOut bool) {
-	var idle, idleFile, idleAnon, after, afterFile, afterAnon, peak float64
+	var idle, idleFile, idleAnon, after, afterFile, afterAnon, peak, firstList, firstManifests, firstManifest float64
 	for range b.N {
 		listen := loopbackAddr(b)
 		run := append(append([]string{}, args...), "--data-dir", filepath.Join(b.TempDir(), "data"), "--listen", listen)
@@ -112,12 +112,21 @@ func managerMemory(b *testing.B, installed string, args []string, kube *rest.Con
 		idle += benchenv.ProcessMemoryMiB(pid, "VmRSS")
 		idleFile += benchenv.ProcessMemoryMiB(pid, "RssFile")
 		idleAnon += benchenv.ProcessMemoryMiB(pid, "RssAnon")
+		// The first requests after start-up, which read back the pages
+		// they need when start-up's were given back.
+		began := time.Now()
 		readAll(b, base+"/catalogs/bench/packages")
+		firstList += time.Since(began).Seconds() * 1000
 		if kube != nil {
-			n := listManifests(b, kube, pkgAddr)
-			if n == 0 {
+			began = time.Now()
+			names := listManifests(b, kube, pkgAddr, "")
+			firstManifests += time.Since(began).Seconds() * 1000
+			if len(names) == 0 {
 				b.Fatal("the package API lists no PackageManifest")
 			}
+			began = time.Now()
+			listManifests(b, kube, pkgAddr, names[len(names)/2])
+			firstManifest += time.Since(began).Seconds() * 1000
 		}
 		time.Sleep(time.Second)
 		after += benchenv.ProcessMemoryMiB(pid, "VmRSS")
@@ -134,6 +143,11 @@ func managerMemory(b *testing.B, installed string, args []string, kube *rest.Con
 	b.ReportMetric(afterFile/n, "after-list-RssFile-MiB")
 	b.ReportMetric(afterAnon/n, "after-list-RssAnon-MiB")
 	b.ReportMetric(peak/n, "VmHWM-MiB")
+	b.ReportMetric(firstList/n, "first-packages-ms")
+	if kube != nil {
+		b.ReportMetric(firstManifests/n, "first-manifest-list-ms")
+		b.ReportMetric(firstManifest/n, "first-manifest-get-ms")
+	}
 }
 
 // waitServing waits until the manager serves the catalog's bundles through
@@ -163,10 +177,10 @@ func waitServing(b *testing.B, p *catalogdproc.Process, base, catalog string) {
 }
 
 // listManifests lists every PackageManifest through the package API at
-// addr with kube's client certificate, which the API's delegated
-// authentication accepts (the kube-apiserver's client CA signed it), once
-// the API is ready, and returns how many there are.
-func listManifests(b *testing.B, kube *rest.Config, addr string) int {
+// addr, or gets the one named, with kube's client certificate, which the
+// API's delegated authentication accepts (the kube-apiserver's client CA
+// signed it), once the API is ready, and returns the names it answered.
+func listManifests(b *testing.B, kube *rest.Config, addr, name string) []string {
 	b.Helper()
 	cert, err := tls.X509KeyPair(kube.CertData, kube.KeyData)
 	if err != nil {
@@ -176,6 +190,9 @@ func listManifests(b *testing.B, kube *rest.Config, addr string) int {
 		Certificates: []tls.Certificate{cert}, InsecureSkipVerify: true, // the API's certificate is self-signed
 	}}}
 	url := "https://" + addr + "/apis/packages.operators.coreos.com/v1/namespaces/default/packagemanifests"
+	if name != "" {
+		url += "/" + name
+	}
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		resp, err := hc.Get(url)
@@ -183,11 +200,22 @@ func listManifests(b *testing.B, kube *rest.Config, addr string) int {
 			body, rerr := io.ReadAll(resp.Body)
 			resp.Body.Close()
 			if rerr == nil && resp.StatusCode == http.StatusOK {
-				var l struct{ Items []json.RawMessage }
+				type meta struct{ Metadata struct{ Name string } }
+				var l struct {
+					meta
+					Items []meta
+				}
 				if err := json.Unmarshal(body, &l); err != nil {
 					b.Fatal(err)
 				}
-				return len(l.Items)
+				if name != "" {
+					return []string{l.Metadata.Name}
+				}
+				var names []string
+				for _, it := range l.Items {
+					names = append(names, it.Metadata.Name)
+				}
+				return names
 			}
 			err = fmt.Errorf("%s: %s", resp.Status, tail(string(body), 512))
 		}
