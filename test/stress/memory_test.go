@@ -117,6 +117,12 @@ func installBinary(b *testing.B, src string) string {
 	if _, err := io.CopyBuffer(struct{ io.Writer }{out}, struct{ io.Reader }{in}, make([]byte, 32<<10)); err != nil {
 		b.Fatal(err)
 	}
+	// Written back, as an image's files are long before they run: the
+	// kernel pages out only clean pages (--page-out-startup), and a copy
+	// a few seconds old still has dirty ones.
+	if err := out.Sync(); err != nil {
+		b.Fatal(err)
+	}
 	if err := out.Close(); err != nil {
 		b.Fatal(err)
 	}
