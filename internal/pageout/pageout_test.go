@@ -132,3 +132,23 @@ func residentKiB(t *testing.T, exe string) int {
 	}
 	return total
 }
+
+// FuzzReadOnlyMappings feeds readOnlyMappings what /proc/PID/maps could
+// hold: it must not panic, and every mapping it returns is a non-empty
+// range.
+func FuzzReadOnlyMappings(f *testing.F) {
+	f.Add("00400000-00c00000 r-xp 00000000 08:01 42 /x\n01400000-01480000 rw-p 01000000 08:01 42 /x\n", "/x")
+	f.Add("7f0000004000-7f0000005000 r-xp 00000000 08:01 45 /tmp/a dir/x (deleted)\n", "/tmp/a dir/x (deleted)")
+	f.Add("ffffffffffffffff-0 r--p 0 0:0 0 /x\n", "/x")
+	f.Fuzz(func(t *testing.T, maps, path string) {
+		regions, err := readOnlyMappings(strings.NewReader(maps), path)
+		if err != nil {
+			return
+		}
+		for _, r := range regions {
+			if r.end <= r.start {
+				t.Errorf("mapping [%#x, %#x): empty or reversed", r.start, r.end)
+			}
+		}
+	})
+}
