@@ -86,14 +86,18 @@ bench: $(BENCH_CATALOG)/.done $(BENCH_CRD_CATALOG)/.done $(OPM) build
 # of each, each a new `catalogd serve` with an empty data directory: the build's
 # peak (VmHWM) and the resident set idle after it, split into the
 # binary's pages and the heaps (see BenchmarkServeMemory in test/stress).
-# Load is printed first: the figures mean little on a busy machine.
-# Then a server's memory under eight readers (BenchmarkReadersMemory, in
-# process), with SQLite's share of it as SQLite counts it.
+# Then `catalogd manager` against envtest on the bench catalog as a
+# ClusterCatalog: catalogd, catalogd-package-api without and with
+# --package-api, idle and after a list, start-up pages given back and kept
+# (BenchmarkManagerMemory). Then a server's memory under eight readers
+# (BenchmarkReadersMemory, in process), with SQLite's share of it as SQLite
+# counts it. Load is printed first: the figures mean little on a busy
+# machine.
 .PHONY: bench-memory
 ## bench-memory: peak RSS of the first index build and idle RSS after it, catalogd serve on the bench catalog and community-v4.20, catalogd-package-api on the bench catalog.
-bench-memory: $(BENCH_CATALOG)/.done
+bench-memory: $(BENCH_CATALOG)/.done envtest-bins
 	@echo "== bench-memory ($$(uptime | sed 's/.*load/load/'))"
-	CATALOGD_BENCH_CATALOG=$(BENCH_CATALOG) $(GO) test -run '^$$' -bench 'ServeMemory' -benchtime 1x -count 3 -timeout 30m ./test/stress/
+	CATALOGD_BENCH_CATALOG=$(BENCH_CATALOG) $(GO) test -run '^$$' -bench 'ServeMemory|ManagerMemory' -benchtime 1x -count 3 -timeout 60m ./test/stress/
 	CATALOGD_BENCH_CATALOG=$(BENCH_CATALOG) $(GO) test -run '^$$' -bench 'ReadersMemory' -benchtime 1x -count 3 -timeout 30m ./test/readermemory/
 	@echo "== bench-memory done ($$(uptime | sed 's/.*load/load/'))"
 

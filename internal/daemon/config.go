@@ -41,6 +41,9 @@ type Config struct {
 	// IncrementalIndex lets the store build a new index from the live one
 	// (store.WithIncremental).
 	IncrementalIndex bool
+	// PageOutStartup gives back the executable's pages that start-up
+	// touched once the process serves (package pageout).
+	PageOutStartup bool
 	// Metrics is where catalogd's own metrics are registered; nil registers
 	// none.
 	Metrics prometheus.Registerer

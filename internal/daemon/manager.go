@@ -47,7 +47,7 @@ func (c ManagerConfig) RESTConfig() (*rest.Config, error) {
 func RunManager(ctx context.Context, restCfg *rest.Config, cfg ManagerConfig, log logr.Logger) (err error) {
 	// Checked first, so that a binary without the package API refuses
 	// before it opens the data directory.
-	var addPackageAPI func(*Core) (manager.Runnable, error)
+	var addPackageAPI func(*Core) (manager.Runnable, func() bool, error)
 	if cfg.PackageAPI {
 		if addPackageAPI, err = packageAPI(restCfg, cfg, log.WithName("package-api")); err != nil {
 			return err
@@ -102,12 +102,22 @@ func RunManager(ctx context.Context, restCfg *rest.Config, cfg ManagerConfig, lo
 	if core.Server.Certs != nil {
 		runnables = append(runnables, core.Server.Certs)
 	}
+	// Start-up ends when every catalog serves here, and the package API
+	// (when on) has converted them.
+	started := func() bool { return core.Sync.Ready() == nil }
 	if addPackageAPI != nil {
-		r, err := addPackageAPI(core)
+		r, loaded, err := addPackageAPI(core)
 		if err != nil {
 			return err
 		}
 		runnables = append(runnables, r)
+		started = func() bool { return core.Sync.Ready() == nil && loaded() }
+	}
+	if cfg.PageOutStartup {
+		runnables = append(runnables, everyReplica(func(ctx context.Context) error {
+			pageOutWhenReady(ctx, started, log)
+			return nil
+		}))
 	}
 	for _, r := range runnables {
 		if err := mgr.Add(r); err != nil {
@@ -147,6 +157,12 @@ func RunManager(ctx context.Context, restCfg *rest.Config, cfg ManagerConfig, lo
 	}
 	return nil
 }
+
+// everyReplica is a runnable every replica runs, leader or not.
+type everyReplica func(context.Context) error
+
+func (r everyReplica) Start(ctx context.Context) error { return r(ctx) }
+func (r everyReplica) NeedLeaderElection() bool        { return false }
 
 // secretReader is unpack.SecretReader over controller-runtime's uncached
 // API reader.

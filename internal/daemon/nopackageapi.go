@@ -20,6 +20,6 @@ import (
 var errNoPackageAPI = errors.New("--package-api: this catalogd binary is built without the package API; run catalogd-package-api (the /catalogd-package-api entrypoint of the catalogd image) instead")
 
 // packageAPI refuses: see errNoPackageAPI.
-func packageAPI(*rest.Config, ManagerConfig, logr.Logger) (func(*Core) (manager.Runnable, error), error) {
+func packageAPI(*rest.Config, ManagerConfig, logr.Logger) (func(*Core) (manager.Runnable, func() bool, error), error) {
 	return nil, errNoPackageAPI
 }

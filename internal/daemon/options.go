@@ -37,6 +37,9 @@ type Options struct {
 	// IncrementalIndex lets a rebuild reuse what did not change in the
 	// live index (store.WithIncremental).
 	IncrementalIndex bool
+	// PageOutStartup gives back the executable's pages start-up touched
+	// once the process serves (package pageout).
+	PageOutStartup bool
 }
 
 // bindFlags declares the shared flags on fs.
@@ -47,6 +50,7 @@ func (o *Options) bindFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.History, "changes-history", store.DefaultHistory, "keep the package digests of the last `N` versions of each catalog, which /changes answers from")
 	fs.BoolVar(&o.IncrementalIndex, "incremental-index", true, "rebuild an index from the live one, parsing and validating only the packages that changed;\n"+
 		"false parses and validates the whole catalog on every change")
+	fs.BoolVar(&o.PageOutStartup, "page-out-startup", true, "once serving, have the kernel drop the pages of the executable that start-up read (they are read again if used)")
 	o.RegistryOptions.bindFlags(fs)
 	fs.StringVar(&o.TLSCertFile, "tls-cert", "", "serve HTTPS with the PEM certificate in `FILE`, reloaded when it changes")
 	fs.StringVar(&o.TLSKeyFile, "tls-key", "", "PEM private key of --tls-cert")
@@ -78,6 +82,7 @@ func (o *Options) Validate() (Config, error) {
 		TLSCertFile:      o.TLSCertFile,
 		TLSKeyFile:       o.TLSKeyFile,
 		SyncTimeout:      o.SyncTimeout,
+		PageOutStartup:   o.PageOutStartup,
 		History:          o.History,
 		IncrementalIndex: o.IncrementalIndex,
 	}, nil

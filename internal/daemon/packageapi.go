@@ -3,7 +3,6 @@
 package daemon
 
 import (
-	"context"
 	"os"
 	"strings"
 
@@ -20,8 +19,8 @@ import (
 // (catalogd-package-api) has it, because linking k8s.io/apiserver costs
 // every process, whatever its flags (docs/architecture.md, "What the binary
 // links").
-func packageAPI(restCfg *rest.Config, cfg ManagerConfig, log logr.Logger) (func(*Core) (manager.Runnable, error), error) {
-	return func(core *Core) (manager.Runnable, error) {
+func packageAPI(restCfg *rest.Config, cfg ManagerConfig, log logr.Logger) (func(*Core) (manager.Runnable, func() bool, error), error) {
+	return func(core *Core) (manager.Runnable, func() bool, error) {
 		srv, err := packageapi.New(packageapi.Config{
 			BindAddress:   cfg.PackageAPIBindAddress,
 			CertDir:       cfg.PackageAPICertDir,
@@ -30,17 +29,11 @@ func packageAPI(restCfg *rest.Config, cfg ManagerConfig, log logr.Logger) (func(
 			Log:           log,
 		}, core.Store, core.Table)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		return everyReplica(srv.Run), nil
+		return everyReplica(srv.Run), srv.Loaded, nil
 	}, nil
 }
-
-// everyReplica is a runnable every replica runs, leader or not.
-type everyReplica func(context.Context) error
-
-func (r everyReplica) Start(ctx context.Context) error { return r(ctx) }
-func (r everyReplica) NeedLeaderElection() bool        { return false }
 
 // podNamespace is the namespace the manager runs in (the one a listing of
 // packages across all namespaces shows them in): $POD_NAMESPACE, else the

@@ -77,6 +77,10 @@ func Serve(ctx context.Context, cfg ServeConfig, out io.Writer, log logr.Logger)
 	results := core.Sync.SyncAll(ctx)
 	if ctx.Err() == nil {
 		printSummary(out, base, cfg, core.API, results)
+		// Start-up ends with the first sync of every catalog.
+		if cfg.PageOutStartup {
+			pageOutStartup(log)
+		}
 	}
 	background.Go(func() { _ = core.Sync.Start(ctx) })
 

@@ -1,9 +1,12 @@
 package packageapi
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"encoding/xml"
 	"errors"
+	"io"
 	"net/http"
 	"os"
 	"slices"
@@ -198,42 +201,86 @@ func statusOf(err error) int {
 
 // TestIcon checks that the icon subresource serves the package icon of
 // the catalog a get answers from, as the catalog gave it, with its media
-// type; a package without an icon has none (404).
+// type; a package without an icon gets the default SVG (defaulticon.svg),
+// as packageserver serves one of its own, and a package that does not
+// exist 404.
 func TestIcon(t *testing.T) {
 	e := startEnv(t, map[string]testCatalog{"main": {dir: "testdata/main"}})
 	cfg, err := declcfg.LoadFS(context.Background(), os.DirFS("testdata/main"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	icons := map[string]*declcfg.Icon{}
-	for _, p := range cfg.Packages {
-		icons[p.Name] = p.Icon
+	fallback, err := os.ReadFile("defaulticon.svg")
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, pkg := range []string{"alpha-op", "beta-op"} {
+	var svg struct {
+		XMLName xml.Name
+	}
+	if err := xml.Unmarshal(fallback, &svg); err != nil || svg.XMLName.Local != "svg" {
+		t.Fatalf("defaulticon.svg: root %q (%v), want an svg document", svg.XMLName.Local, err)
+	}
+	type want struct {
+		status    int
+		body      []byte
+		mediaType string
+	}
+	tests := map[string]want{"no-such-op": {status: http.StatusNotFound}}
+	// The packages the API serves (TestManifestsMatchCatalogs checks
+	// which): one without a describable channel has no manifest, so no
+	// icon either.
+	served := map[string]bool{}
+	for _, m := range e.list(t, e.reader, testNamespace, nil).Items {
+		served[m.Name] = true
+	}
+	with, without := 0, 0
+	for _, p := range cfg.Packages {
+		switch {
+		case !served[p.Name]:
+			tests[p.Name] = want{status: http.StatusNotFound}
+		case p.Icon == nil:
+			tests[p.Name] = want{http.StatusOK, fallback, "image/svg+xml"}
+			without++
+		default:
+			tests[p.Name] = want{http.StatusOK, p.Icon.Data, p.Icon.MediaType}
+			with++
+		}
+	}
+	if with == 0 || without == 0 {
+		t.Fatalf("testdata/main serves %d packages with an icon and %d without: want both kinds", with, without)
+	}
+	for pkg, w := range tests {
 		t.Run(pkg, func(t *testing.T) {
-			body, err := e.client(t, e.reader).Get().Namespace(testNamespace).Resource("packagemanifests").Name(pkg).SubResource("icon").DoRaw(context.Background())
-			want := icons[pkg]
-			if want == nil {
-				if statusOf(err) != http.StatusNotFound {
-					t.Errorf("package without icon: %v, want 404", err)
-				}
-				return
-			}
+			req, err := http.NewRequest(http.MethodGet, e.url+"/apis/packages.operators.coreos.com/v1/namespaces/team/packagemanifests/"+pkg+"/icon", nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if string(body) != string(want.Data) {
-				t.Errorf("icon %q, want %q", body, want.Data)
-			}
-			req, _ := http.NewRequest(http.MethodGet, e.url+"/apis/packages.operators.coreos.com/v1/namespaces/team/packagemanifests/"+pkg+"/icon", nil)
 			req.Header.Set("Authorization", "Bearer "+e.reader)
 			resp, err := insecureClient().Do(req)
 			if err != nil {
 				t.Fatal(err)
 			}
-			resp.Body.Close()
-			if ct := resp.Header.Get("Content-Type"); ct != want.MediaType {
-				t.Errorf("Content-Type %q, want %q", ct, want.MediaType)
+			defer resp.Body.Close()
+			body, err := io.ReadAll(resp.Body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.StatusCode != w.status {
+				t.Fatalf("status %d (%s), want %d", resp.StatusCode, body, w.status)
+			}
+			if w.status != http.StatusOK {
+				return
+			}
+			if !bytes.Equal(body, w.body) {
+				t.Errorf("icon %q, want %q", body, w.body)
+			}
+			if ct := resp.Header.Get("Content-Type"); ct != w.mediaType {
+				t.Errorf("Content-Type %q, want %q", ct, w.mediaType)
+			}
+			// The generated client reads it too.
+			got, err := e.client(t, e.reader).Get().Namespace(testNamespace).Resource("packagemanifests").Name(pkg).SubResource("icon").DoRaw(context.Background())
+			if err != nil || !bytes.Equal(got, w.body) {
+				t.Errorf("through the REST client: %q, %v; want %q", got, err, w.body)
 			}
 		})
 	}

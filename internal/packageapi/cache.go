@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -68,6 +69,9 @@ type cache struct {
 	idx  Indexes
 	cats Catalogs
 	log  logr.Logger
+	// giveBackMemory runs after a sync that converted packages
+	// (debug.FreeOSMemory); a field so that tests see when it runs.
+	giveBackMemory func()
 
 	// dirty holds the catalogs to look at again; kick wakes run.
 	dirtyMu sync.Mutex
@@ -86,7 +90,7 @@ type cache struct {
 }
 
 func newCache(idx Indexes, cats Catalogs, base uint64, log logr.Logger) *cache {
-	c := &cache{idx: idx, cats: cats, log: log, dirty: map[string]bool{}, kick: make(chan struct{}, 1),
+	c := &cache{idx: idx, cats: cats, log: log, giveBackMemory: debug.FreeOSMemory, dirty: map[string]bool{}, kick: make(chan struct{}, 1),
 		loaded: make(chan struct{}), rv: base, floor: base, byCat: map[string]map[string]*entry{},
 		watchers: map[*watcher]struct{}{}}
 	idx.Watch(c.mark)
@@ -132,8 +136,11 @@ func (c *cache) syncDirty(ctx context.Context) {
 	clear(c.dirty)
 	c.dirtyMu.Unlock()
 	slices.Sort(names)
+	converted := 0
 	for _, name := range names {
-		if err := c.sync(ctx, name); err != nil {
+		n, err := c.sync(ctx, name)
+		converted += n
+		if err != nil {
 			if ctx.Err() != nil {
 				return
 			}
@@ -142,27 +149,37 @@ func (c *cache) syncDirty(ctx context.Context) {
 			c.log.Error(err, "updating package manifests", "catalog", name)
 		}
 	}
+	// Converting packages reads and decodes every head's CSV, garbage
+	// several times the manifests kept. The Go runtime would return it
+	// to the kernel only gradually, and it comes right after the store
+	// gave back its build's; syncs follow swaps, which are rare, so
+	// collecting and returning it at once costs little.
+	if converted > 0 {
+		c.giveBackMemory()
+	}
 }
 
 // sync brings one catalog's manifests in line with its live index:
 // packages whose digest is unchanged keep their manifest and make no
-// event; the others are read and converted again.
-func (c *cache) sync(ctx context.Context, catalog string) error {
+// event; the others are read and converted again. It returns how many
+// packages it converted.
+func (c *cache) sync(ctx context.Context, catalog string) (int, error) {
 	c.mu.RLock()
 	old := c.byCat[catalog]
 	c.mu.RUnlock()
 
 	next := map[string]*entry{}
+	converted := 0
 	snap, err := c.idx.Acquire(catalog)
 	switch {
 	case errors.Is(err, store.ErrNotIndexed):
 		// Removed: every package goes.
 	case err != nil:
-		return err
+		return 0, err
 	default:
 		defer snap.Release()
-		if next, err = c.read(ctx, catalog, snap, old); err != nil {
-			return err
+		if next, converted, err = c.read(ctx, catalog, snap, old); err != nil {
+			return converted, err
 		}
 	}
 
@@ -230,7 +247,7 @@ func (c *cache) sync(ctx context.Context, catalog string) error {
 	if len(changes) > 0 {
 		c.log.V(1).Info("package manifests changed", "catalog", catalog, "changes", len(changes), "resourceVersion", c.rv)
 	}
-	return nil
+	return converted, nil
 }
 
 // compareEntries orders entries by package name, then the order in which
@@ -241,26 +258,28 @@ func compareEntries(a, b *entry) int {
 }
 
 // read converts the packages of a live index, reusing old's entry for
-// each package whose digest did not change.
-func (c *cache) read(ctx context.Context, catalog string, snap *store.Snapshot, old map[string]*entry) (map[string]*entry, error) {
+// each package whose digest did not change, and says how many it
+// converted (also when it fails part way).
+func (c *cache) read(ctx context.Context, catalog string, snap *store.Snapshot, old map[string]*entry) (next map[string]*entry, converted int, err error) {
 	sums, err := snap.Catalog.PackageSummaries(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("list packages of catalog %q: %w", catalog, err)
+		return nil, 0, fmt.Errorf("list packages of catalog %q: %w", catalog, err)
 	}
 	meta := catalogMeta{Name: catalog, Created: snap.Info.BuiltAt}
 	var priority int32
 	if cat, ok := c.cats.Get(catalog); ok {
 		meta.Labels, priority = cat.Labels, cat.Priority
 	}
-	next := make(map[string]*entry, len(sums.Items))
+	next = make(map[string]*entry, len(sums.Items))
 	for _, sum := range sums.Items {
 		if prev, ok := old[sum.Name]; ok && prev.digest == sum.Digest && prev.priority == priority {
 			next[sum.Name] = prev
 			continue
 		}
+		converted++
 		d, err := readPackage(ctx, snap.Catalog, sum)
 		if err != nil {
-			return nil, fmt.Errorf("read package %q of catalog %q: %w", sum.Name, catalog, err)
+			return nil, converted, fmt.Errorf("read package %q of catalog %q: %w", sum.Name, catalog, err)
 		}
 		m, ok := toManifest(meta, d)
 		if !ok {
@@ -268,7 +287,7 @@ func (c *cache) read(ctx context.Context, catalog string, snap *store.Snapshot, 
 		}
 		next[sum.Name] = &entry{catalog: catalog, priority: priority, digest: sum.Digest, obj: m}
 	}
-	return next, nil
+	return next, converted, nil
 }
 
 // snapshot returns the entries and the resourceVersion they are at.

@@ -78,11 +78,19 @@ func toManifest(cat catalogMeta, d packageData) (m *pkgv1.PackageManifest, ok bo
 	var (
 		providerSet, defaultElided bool
 		defaultCSV                 *csv
+		// Channels often share their head: each head is described once
+		// and its description shared, as the cache keeps every manifest
+		// for as long as its package is unchanged.
+		described = map[*query.BundleDetail]*csv{}
 	)
 	for _, ch := range d.Channels {
 		var c *csv
 		if ch.Head != nil {
-			c = csvOf(*ch.Head, d.Package.Description)
+			var seen bool
+			if c, seen = described[ch.Head]; !seen {
+				c = csvOf(*ch.Head, d.Package.Description)
+				described[ch.Head] = c
+			}
 		}
 		if c == nil {
 			defaultElided = defaultElided || ch.Summary.Name == m.Status.DefaultChannel

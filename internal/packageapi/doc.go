@@ -34,5 +34,6 @@
 // costs no query and a watch sees ADDED, MODIFIED and DELETED for exactly
 // the packages whose content changed. resourceVersions count these
 // changes (see cache); a watch from one older than the changes kept gets
-// 410 Gone.
+// 410 Gone. Each replica counts its own: docs/architecture.md says what
+// numbers every replica shares would take.
 package packageapi

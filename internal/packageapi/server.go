@@ -136,6 +136,17 @@ func New(cfg Config, idx Indexes, cats Catalogs) (*Server, error) {
 	return &Server{cache: c, generic: generic, listener: ln, log: cfg.Log}, nil
 }
 
+// Loaded reports whether the server holds the manifests of every catalog
+// that was live when it started.
+func (s *Server) Loaded() bool {
+	select {
+	case <-s.cache.loaded:
+		return true
+	default:
+		return false
+	}
+}
+
 // Addr is the address the server listens on.
 func (s *Server) Addr() net.Addr { return s.listener.Addr() }
 

@@ -2,6 +2,7 @@ package packageapi
 
 import (
 	"context"
+	_ "embed"
 	"errors"
 	"fmt"
 	"net/http"
@@ -177,8 +178,18 @@ func age(t metav1.Time) string {
 	return duration.HumanDuration(time.Since(t.Time))
 }
 
+// defaultIcon is what the icon subresource serves for a package without
+// an icon, as packageserver serves an SVG of its own then: clients such
+// as the console show every package's icon from the same URL and expect
+// an image, not an error.
+//
+//go:embed defaulticon.svg
+var defaultIcon []byte
+
+const defaultIconType = "image/svg+xml"
+
 // icons is the packagemanifests/icon subresource: the package's icon, as
-// the catalog gave it, with its media type.
+// the catalog gave it, with its media type, or defaultIcon.
 type icons struct {
 	c *cache
 }
@@ -224,7 +235,7 @@ func (s *icons) Connect(ctx context.Context, name string, _ runtime.Object, r re
 	case err != nil:
 		return nil, apierrors.NewInternalError(fmt.Errorf("read icon of package %q of catalog %q: %w", name, e.catalog, err))
 	case len(data) == 0:
-		return nil, apierrors.NewNotFound(pkgv1.Resource("packagemanifests/icon"), name)
+		data, mediaType = defaultIcon, defaultIconType
 	}
 	if mediaType == "" {
 		mediaType = http.DetectContentType(data)

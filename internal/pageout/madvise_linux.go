@@ -1,0 +1,19 @@
+package pageout
+
+import (
+	"golang.org/x/sys/unix"
+)
+
+// pageOut advises MADV_PAGEOUT on [addr, addr+n), a mapping of this
+// process; madvise takes the range as numbers, so no Go pointer is made
+// of memory Go did not allocate.
+func pageOut(addr, n uint64) error {
+	_, _, errno := unix.Syscall(unix.SYS_MADVISE, uintptr(addr), uintptr(n), unix.MADV_PAGEOUT)
+	switch {
+	case errno == unix.EINVAL:
+		return ErrUnsupported
+	case errno != 0:
+		return errno
+	}
+	return nil
+}

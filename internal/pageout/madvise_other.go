@@ -1,0 +1,5 @@
+//go:build !linux
+
+package pageout
+
+func pageOut(uint64, uint64) error { return ErrUnsupported }
