@@ -14,7 +14,6 @@ package httpapi
 
 import (
 	"bytes"
-	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -32,6 +31,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 	"github.com/go-logr/logr"
+	"github.com/klauspost/compress/gzip"
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/util/validation"
 
@@ -462,6 +462,9 @@ const gzipMin = 1024
 
 // gzipPool reuses compressors: each holds about a megabyte of state, and
 // allocating one per answer was the main cause of GC pauses under load.
+// They are klauspost/compress's, whose fastest level compresses answers of
+// a few hundred KiB (a wide package's resolution) in about half the time
+// of the standard library's, and smaller.
 type gzipPool struct{ pool sync.Pool }
 
 // get returns a compressor writing to w; put it back after Close.

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 
 	mmsemver "github.com/Masterminds/semver/v3"
@@ -150,11 +149,15 @@ type resolveBundle struct {
 
 // ResolvePackage lists the bundles of req.Package in this catalog with the
 // verdict of each rule on them. Resolution judges every bundle of the
-// package, so it reads the package whole, once per index file (a live file
-// never changes), and keeps it parsed; a package the catalog does not have
-// is not kept, so asking for made-up names does not grow memory.
+// package, so it reads the package whole and keeps it parsed, within a
+// budget (see resolveCache): a live file never changes. A package the
+// catalog does not have is not kept, so asking for made-up names does not
+// grow memory.
 func (c *Catalog) ResolvePackage(ctx context.Context, req ResolveRequest) (PackageCandidates, error) {
 	pkg := req.Package
+	if bundles, ok := c.resolved.get(pkg); ok {
+		return judge(req, bundles), nil
+	}
 	_, err := c.Package(ctx, pkg)
 	if errors.Is(err, ErrNotFound) {
 		var any bool
@@ -167,15 +170,17 @@ func (c *Catalog) ResolvePackage(ctx context.Context, req ResolveRequest) (Packa
 	} else if err != nil {
 		return PackageCandidates{}, err
 	}
-	bundles, err := memo(c, "resolve\x00"+pkg, func() ([]resolveBundle, error) { return c.resolveBundles(ctx, pkg) })
+	bundles, err := c.resolveBundles(ctx, pkg)
 	if err != nil {
 		return PackageCandidates{}, err
 	}
+	c.resolved.put(pkg, bundles)
 	return judge(req, bundles), nil
 }
 
-// resolveBundles reads every bundle of a package, newest first, with the
-// entries that list it and its deprecation.
+// resolveBundles reads every bundle of a package with the entries that
+// list it and its deprecation, in the order judge lists them: higher
+// version and release first, then by name.
 func (c *Catalog) resolveBundles(ctx context.Context, pkg string) ([]resolveBundle, error) {
 	var bundleRows []struct {
 		Name     string `db:"name"`
@@ -209,6 +214,12 @@ func (c *Catalog) resolveBundles(ctx context.Context, pkg string) ([]resolveBund
 		}
 		bundles = append(bundles, b)
 	}
+	slices.SortStableFunc(bundles, func(a, b resolveBundle) int {
+		if c := b.vr.compare(a.vr); c != 0 {
+			return c
+		}
+		return strings.Compare(a.name, b.name)
+	})
 	return bundles, nil
 }
 
@@ -253,82 +264,89 @@ func (c *Catalog) resolveEntries(ctx context.Context, pkg string) (map[string][]
 	return out, nil
 }
 
-// judge applies the rules to a package's bundles (given newest first),
-// which it only reads: they are shared by every request.
+// judge applies the rules to a package's bundles, given in the order
+// resolveBundles sorts them, which it only reads: they are shared by every
+// request. The answer lists the candidates that are not deprecated, then
+// the deprecated ones, then the rejected bundles, each group in the
+// bundles' order, so it needs no sort of its own.
 func judge(req ResolveRequest, bundles []resolveBundle) PackageCandidates {
 	considered := func(channel string) bool {
 		return len(req.Channels) == 0 || slices.Contains(req.Channels, channel)
 	}
 	var installed *versionRelease
-	installedNames := map[string]bool{}
+	var installedNames map[string]bool
 	if req.Installed != nil {
 		vr := legacyVersionRelease(*req.Installed)
 		installed = &vr
 		// The installed bundle is named by the catalog: every bundle of the
 		// installed version and release counts as the one installed.
+		installedNames = map[string]bool{}
 		for _, b := range bundles {
 			if b.vr.valid && b.vr.compare(vr) == 0 {
 				installedNames[b.name] = true
 			}
 		}
 	}
-	out := PackageCandidates{Found: true, Candidates: make([]ResolveCandidate, 0, len(bundles))}
-	vrs := make(map[string]versionRelease, len(bundles))
+	// Each candidate's reasons are slices of one array per request, as
+	// allocating two small slices per bundle is most of judging's garbage.
+	reasons := make([]Rejection, 0, 2*len(bundles))
+	var successors []SuccessorRule
+	if installed != nil {
+		successors = make([]SuccessorRule, 0, len(bundles))
+	}
+	current := make([]ResolveCandidate, 0, len(bundles))
+	var deprecated, rejected []ResolveCandidate
 	for _, b := range bundles {
-		vrs[b.name] = b.vr
 		cand := ResolveCandidate{Name: b.name, Version: b.version, Release: b.release, Image: b.image,
 			Channels: b.channels, Deprecation: b.deprecation}
+		start := len(reasons)
 		if !slices.ContainsFunc(b.channels, considered) {
-			cand.Rejections = append(cand.Rejections, NotInChannel)
+			reasons = append(reasons, NotInChannel)
 		}
 		if req.VersionRange != nil && (b.mm == nil || !req.VersionRange.Check(b.mm)) {
-			cand.Rejections = append(cand.Rejections, OutsideVersionRange)
+			reasons = append(reasons, OutsideVersionRange)
 		}
 		if installed != nil {
+			first := len(successors)
+			has := func(rule SuccessorRule) bool { return slices.Contains(successors[first:], rule) }
 			if b.vr.valid && b.vr.compare(*installed) == 0 {
-				cand.Successor = append(cand.Successor, SuccessorInstalled)
+				successors = append(successors, SuccessorInstalled)
 			}
 			for _, e := range b.entries {
 				if !considered(e.channel) {
 					continue
 				}
-				if installedNames[e.replaces] && !slices.Contains(cand.Successor, SuccessorReplaces) {
-					cand.Successor = append(cand.Successor, SuccessorReplaces)
+				if installedNames[e.replaces] && !has(SuccessorReplaces) {
+					successors = append(successors, SuccessorReplaces)
 				}
-				if slices.ContainsFunc(e.skips, func(s string) bool { return installedNames[s] }) && !slices.Contains(cand.Successor, SuccessorSkips) {
-					cand.Successor = append(cand.Successor, SuccessorSkips)
+				if !has(SuccessorSkips) && slices.ContainsFunc(e.skips, func(s string) bool { return installedNames[s] }) {
+					successors = append(successors, SuccessorSkips)
 				}
-				if e.skipRange != nil && !slices.Contains(cand.Successor, SuccessorSkipRange) && e.skipRange(*req.Installed) {
-					cand.Successor = append(cand.Successor, SuccessorSkipRange)
+				if e.skipRange != nil && !has(SuccessorSkipRange) && e.skipRange(*req.Installed) {
+					successors = append(successors, SuccessorSkipRange)
 				}
 			}
-			if !req.SelfCertified && len(cand.Successor) == 0 {
-				cand.Rejections = append(cand.Rejections, NotSuccessor)
+			if len(successors) > first {
+				cand.Successor = successors[first:len(successors):len(successors)]
+			}
+			if !req.SelfCertified && cand.Successor == nil {
+				reasons = append(reasons, NotSuccessor)
 			}
 		}
-		out.Candidates = append(out.Candidates, cand)
+		switch {
+		case len(reasons) > start:
+			cand.Rejections = reasons[start:len(reasons):len(reasons)]
+			rejected = append(rejected, cand)
+		case cand.Deprecation != "":
+			deprecated = append(deprecated, cand)
+		default:
+			current = append(current, cand)
+		}
 	}
-	sort.SliceStable(out.Candidates, func(i, j int) bool {
-		a, b := out.Candidates[i], out.Candidates[j]
-		if ra, rb := len(a.Rejections) == 0, len(b.Rejections) == 0; ra != rb {
-			return ra
-		}
-		if len(a.Rejections) == 0 {
-			if da, db := a.Deprecation != "", b.Deprecation != ""; da != db {
-				return !da
-			}
-		}
-		if c := vrs[a.Name].compare(vrs[b.Name]); c != 0 {
-			return c > 0
-		}
-		return a.Name < b.Name
-	})
-	for i := range out.Candidates {
+	out := PackageCandidates{Found: true, Candidates: append(append(current, deprecated...), rejected...),
+		Accepted: len(current) + len(deprecated)}
+	for i := range out.Accepted {
 		cand := &out.Candidates[i]
-		if len(cand.Rejections) > 0 {
-			break
-		}
-		out.Accepted++
 		switch {
 		case i == 0:
 			cand.Ranking = Chosen

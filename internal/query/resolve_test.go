@@ -3,6 +3,7 @@ package query_test
 import (
 	"context"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -218,4 +219,83 @@ func asParamError(err error, target **query.ResolveParamError) bool {
 	p, ok := err.(*query.ResolveParamError)
 	*target = p
 	return ok
+}
+
+// TestResolveKeepsWithinBudget checks that the parsed packages a catalog
+// keeps for resolution stay within its budget, the least recently used
+// going first, and that answers are the same whether a package was kept or
+// read again.
+func TestResolveKeepsWithinBudget(t *testing.T) {
+	ctx := context.Background()
+	packages := []string{"ferry", "skiff", "raft"}
+	// Each package's size as kept, measured alone.
+	sizes := map[string]int{}
+	for _, pkg := range packages {
+		c, _, _ := openIndex(t, os.DirFS(resolveDir+"/a"))
+		if _, err := c.ResolvePackage(ctx, query.ResolveRequest{Package: pkg}); err != nil {
+			t.Fatal(err)
+		}
+		n, bytes := query.ResolveKept(c)
+		if n != 1 || bytes <= 0 {
+			t.Fatalf("%s alone: %d packages kept, %d bytes", pkg, n, bytes)
+		}
+		sizes[pkg] = bytes
+	}
+	unbounded, _, _ := openIndex(t, os.DirFS(resolveDir+"/a"))
+	bounded, _, _ := openIndex(t, os.DirFS(resolveDir+"/a"))
+	// Room for any two packages, not for all three.
+	budget := sizes["ferry"] + sizes["skiff"] + sizes["raft"] - 1
+	query.SetResolveBudget(bounded, budget)
+	req := func(pkg string) query.ResolveRequest {
+		r, err := query.NewResolveRequest(pkg, nil, "", "1.0.0", false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	for i, step := range []struct {
+		pkg  string
+		kept []string
+	}{
+		{"ferry", []string{"ferry"}},
+		{"skiff", []string{"ferry", "skiff"}},
+		{"ferry", []string{"ferry", "skiff"}},
+		// raft evicts skiff, the least recently used, not ferry.
+		{"raft", []string{"ferry", "raft"}},
+		// skiff, read again, evicts ferry.
+		{"skiff", []string{"raft", "skiff"}},
+		{"nope", []string{"raft", "skiff"}},
+	} {
+		got, err := bounded.ResolvePackage(ctx, req(step.pkg))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := unbounded.ResolvePackage(ctx, req(step.pkg))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("step %d, %s: answer %+v, want %+v", i, step.pkg, got, want)
+		}
+		kept := query.ResolveKeptPackages(bounded)
+		if !slices.Equal(kept, step.kept) {
+			t.Errorf("step %d, %s: kept %v, want %v", i, step.pkg, kept, step.kept)
+		}
+		if _, bytes := query.ResolveKept(bounded); bytes > budget {
+			t.Errorf("step %d, %s: %d bytes kept, budget %d", i, step.pkg, bytes, budget)
+		}
+	}
+	// A package larger than the whole budget is answered, not kept.
+	tiny, _, _ := openIndex(t, os.DirFS(resolveDir+"/a"))
+	query.SetResolveBudget(tiny, sizes["ferry"]-1)
+	got, err := tiny.ResolvePackage(ctx, req("ferry"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want, _ := unbounded.ResolvePackage(ctx, req("ferry")); !reflect.DeepEqual(got, want) {
+		t.Errorf("ferry over budget: answer %+v, want %+v", got, want)
+	}
+	if n, _ := query.ResolveKept(tiny); n != 0 {
+		t.Errorf("ferry over budget: %d packages kept, want 0", n)
+	}
 }
