@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/catalogd/catalogd/internal/catalogsync"
+	"github.com/catalogd/catalogd/internal/query"
 	"github.com/catalogd/catalogd/internal/server"
 	"github.com/catalogd/catalogd/internal/store"
 	"github.com/catalogd/catalogd/internal/unpack"
@@ -37,6 +38,8 @@ type Options struct {
 	// IncrementalIndex lets a rebuild reuse what did not change in the
 	// live index (store.WithIncremental).
 	IncrementalIndex bool
+	// UpgradeEdges are /resolve's upgrade edges when a request names none.
+	UpgradeEdges string
 }
 
 // bindFlags declares the shared flags on fs.
@@ -47,6 +50,8 @@ func (o *Options) bindFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.History, "changes-history", store.DefaultHistory, "keep the package digests of the last `N` versions of each catalog, which /changes answers from")
 	fs.BoolVar(&o.IncrementalIndex, "incremental-index", true, "rebuild an index from the live one, parsing and validating only the packages that changed;\n"+
 		"false parses and validates the whole catalog on every change")
+	fs.StringVar(&o.UpgradeEdges, "upgrade-edges", string(query.EdgesLegacy), "which bundles /resolve takes to succeed an installed version when a request does not say: legacy (replaces, skips,\n"+
+		"skipRange) or semver (the caret range); semver where operator-controller runs with its ForceSemverUpgradeConstraints gate on")
 	o.RegistryOptions.bindFlags(fs)
 	fs.StringVar(&o.TLSCertFile, "tls-cert", "", "serve HTTPS with the PEM certificate in `FILE`, reloaded when it changes")
 	fs.StringVar(&o.TLSKeyFile, "tls-key", "", "PEM private key of --tls-cert")
@@ -67,11 +72,16 @@ func (o *Options) Validate() (Config, error) {
 	if o.History < 1 {
 		return Config{}, fmt.Errorf("--changes-history %d: want at least 1 (the version being served)", o.History)
 	}
+	edges, err := query.ParseUpgradeEdges(o.UpgradeEdges)
+	if err != nil {
+		return Config{}, fmt.Errorf("--upgrade-edges: %w", err)
+	}
 	reg, err := o.RegistryOptions.Validate()
 	if err != nil {
 		return Config{}, err
 	}
 	return Config{
+		UpgradeEdges:     edges,
 		RegistryConfig:   reg,
 		DataDir:          o.DataDir,
 		Listen:           o.Listen,
