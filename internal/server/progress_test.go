@@ -71,7 +71,7 @@ func (c progressCase) start(t *testing.T, idle time.Duration) (net.Conn, *bufio.
 	if err != nil {
 		t.Fatal(err)
 	}
-	serveIdle(t, opts, idle, smallSendBuffers{ln})
+	serve(t, opts, idle, smallSendBuffers{ln})
 	tcp, err := net.Dial("tcp", ln.Addr().String())
 	if err != nil {
 		t.Fatal(err)

@@ -50,17 +50,12 @@ func startIdle(t *testing.T, opts server.Options, idle time.Duration) (*server.S
 	if err != nil {
 		t.Fatal(err)
 	}
-	return serveIdle(t, opts, idle, ln)
+	return serve(t, opts, idle, ln)
 }
 
-// serve runs a server on ln until the test ends, and returns its base URL.
-func serve(t *testing.T, opts server.Options, ln net.Listener) (*server.Server, string) {
-	t.Helper()
-	return serveIdle(t, opts, 0, ln)
-}
-
-// serveIdle is serve with a write idle timeout of idle (0: the default).
-func serveIdle(t *testing.T, opts server.Options, idle time.Duration, ln net.Listener) (*server.Server, string) {
+// serve runs a server on ln, with a write idle timeout of idle (0: the
+// default), until the test ends, and returns its base URL.
+func serve(t *testing.T, opts server.Options, idle time.Duration, ln net.Listener) (*server.Server, string) {
 	t.Helper()
 	opts.Log = testr.New(t)
 	srv, err := server.NewWithWriteIdle(opts, idle)
