@@ -2,9 +2,12 @@ package daemon
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -237,6 +240,62 @@ func TestIncrementalIndexFlag(t *testing.T) {
 					if want := tc.want && i > 0; reused != want {
 						t.Errorf("build %d: %+v; want the live index given to the build: %v", i+1, info.Build, want)
 					}
+				}
+			})
+		}
+	}
+}
+
+// TestUpgradeEdgesFlag: --upgrade-edges of serve and manager is the
+// upgrade edges of a /resolve that names none, which the answer says;
+// anything but legacy or semver is refused naming the flag.
+func TestUpgradeEdgesFlag(t *testing.T) {
+	commands := map[string]func(args []string) (Config, error){
+		"serve": func(args []string) (Config, error) {
+			cfg, err := parseServe(append(args, "--data-dir", t.TempDir(), "--catalog", "demo="+copyDemo(t), "--listen", "127.0.0.1:0"))
+			return cfg.Config, err
+		},
+		"manager": func(args []string) (Config, error) {
+			cfg, err := parseFlags(append(args, "--data-dir", t.TempDir(), "--listen", "127.0.0.1:0"))
+			return cfg.Config, err
+		},
+	}
+	for command, parse := range commands {
+		for _, tc := range []struct {
+			args    []string
+			want    string
+			wantErr bool
+		}{
+			{args: nil, want: "legacy"},
+			{args: []string{"--upgrade-edges", "semver"}, want: "semver"},
+			{args: []string{"--upgrade-edges=legacy"}, want: "legacy"},
+			{args: []string{"--upgrade-edges", "caret"}, wantErr: true},
+		} {
+			t.Run(fmt.Sprintf("%s %q", command, tc.args), func(t *testing.T) {
+				cfg, err := parse(tc.args)
+				if tc.wantErr {
+					if err == nil || !strings.Contains(err.Error(), "--upgrade-edges") {
+						t.Fatalf("error %v, want one naming --upgrade-edges", err)
+					}
+					return
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				core, err := cfg.Complete(logr.Discard())
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer core.Close()
+				// No catalog is indexed: the answer is a failed resolution,
+				// which still says which edges applied.
+				rec := httptest.NewRecorder()
+				core.API.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/resolve?package=aurora-cache&installed=1.0.0", nil))
+				var doc struct {
+					UpgradeEdges string `json:"upgradeEdges"`
+				}
+				if err := json.Unmarshal(rec.Body.Bytes(), &doc); err != nil || doc.UpgradeEdges != tc.want {
+					t.Errorf("status %d, upgradeEdges %q (%v), want %q: %s", rec.Code, doc.UpgradeEdges, err, tc.want, rec.Body)
 				}
 			})
 		}

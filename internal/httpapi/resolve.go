@@ -15,10 +15,11 @@ import (
 
 // resolveParams are the parameters of both resolve endpoints; /resolve
 // also takes catalogSelector.
-var resolveParams = []string{"package", "channels", "version", "installed", "upgradeConstraintPolicy"}
+var resolveParams = []string{"package", "channels", "version", "installed", "upgradeConstraintPolicy", "upgradeEdges"}
 
-// parseResolve reads a resolve request's parameters.
-func parseResolve(r *http.Request) (query.ResolveRequest, error) {
+// parseResolve reads a resolve request's parameters; upgradeEdges defaults
+// to the server's.
+func (s *Server) parseResolve(r *http.Request) (query.ResolveRequest, error) {
 	q := r.URL.Query()
 	pkg := q.Get("package")
 	if pkg == "" {
@@ -42,7 +43,13 @@ func parseResolve(r *http.Request) (query.ResolveRequest, error) {
 	default:
 		return query.ResolveRequest{}, badParam("upgradeConstraintPolicy", "upgradeConstraintPolicy %q is not CatalogProvided or SelfCertified", policy)
 	}
-	req, err := query.NewResolveRequest(pkg, channels, q.Get("version"), q.Get("installed"), selfCertified)
+	// Empty is absent, as for the other parameters (the generated client
+	// sends them empty).
+	edges := q.Get("upgradeEdges")
+	if edges == "" {
+		edges = string(s.edges)
+	}
+	req, err := query.NewResolveRequest(pkg, channels, q.Get("version"), q.Get("installed"), selfCertified, edges)
 	var perr *query.ResolveParamError
 	if errors.As(err, &perr) {
 		return req, badParam(perr.Param, "%s", perr.Error())
@@ -57,7 +64,7 @@ func (s *Server) resolveAll(w http.ResponseWriter, r *http.Request) {
 		s.writeProblem(w, r, err)
 		return
 	}
-	req, err := parseResolve(r)
+	req, err := s.parseResolve(r)
 	if err != nil {
 		s.writeProblem(w, r, err)
 		return
@@ -114,7 +121,7 @@ func (s *Server) resolveOne(w http.ResponseWriter, r *http.Request) {
 		s.writeProblem(w, r, err)
 		return
 	}
-	req, err := parseResolve(r)
+	req, err := s.parseResolve(r)
 	if err != nil {
 		s.writeProblem(w, r, err)
 		return

@@ -12,7 +12,8 @@
 // An index file never changes once it is live, so a Catalog prepares each
 // statement once and keeps it, and keeps what it derives from the file and
 // reads often (package summaries, channel heads, parsed skipRanges) for as
-// long as the file is open.
+// long as the file is open; the packages parsed for resolution, which can
+// add up to the whole catalog, only within a budget (resolveCache).
 package query
 
 import (
@@ -42,12 +43,14 @@ type Catalog struct {
 	stmts map[string]*sqlx.Stmt
 	// memo holds what was derived from the file (see memo).
 	memo sync.Map
+	// resolved holds packages parsed for resolution, within a budget.
+	resolved resolveCache
 }
 
 // New reads through db, an open index file, and content, its content file;
 // the caller closes both after Close.
 func New(db *sqlx.DB, content io.ReaderAt) *Catalog {
-	return &Catalog{db: db, content: content, stmts: map[string]*sqlx.Stmt{}}
+	return &Catalog{db: db, content: content, stmts: map[string]*sqlx.Stmt{}, resolved: resolveCache{budget: resolveCacheBytes}}
 }
 
 // Close releases the prepared statements.

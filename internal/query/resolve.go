@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 
 	mmsemver "github.com/Masterminds/semver/v3"
@@ -23,9 +22,15 @@ import (
 //     listed by one of the requested channels (any channel if none), its
 //     version is in the requested range (Masterminds constraints), and,
 //     when an installed version is given and the policy is CatalogProvided,
-//     it is the installed version itself or a successor of it: an entry of a
+//     it is the installed version itself or a successor of it. By the
+//     default (legacy) upgrade edges, a successor is an entry of a
 //     considered channel that replaces or skips the installed bundle, or
 //     whose skipRange (blang ranges, as OLM v0) holds the installed version.
+//     By semver upgrade edges (operator-controller's
+//     ForceSemverUpgradeConstraints feature gate), it is a version in the
+//     caret range of the installed one (Masterminds ^V: same major from
+//     1.0.0, same minor below it, only V's patch for 0.0.z); channel entries
+//     play no part in it, though the channel filter still applies.
 //   - Within a catalog, candidates that are not deprecated come first, then
 //     higher version and release; the first is the catalog's choice.
 //   - Across catalogs, catalogs offering a non-deprecated choice beat those
@@ -50,6 +55,43 @@ type ResolveRequest struct {
 	InstalledText string
 	// SelfCertified lifts the successor rule (policy SelfCertified).
 	SelfCertified bool
+	// UpgradeEdges is the successor rule; "" is EdgesLegacy.
+	UpgradeEdges UpgradeEdges
+}
+
+// UpgradeEdges names the rule by which a bundle succeeds the installed
+// version. operator-controller has two, chosen by a feature gate of the
+// whole cluster, so a resolution must be asked with the one the cluster
+// runs to give the answer its ClusterExtensions get.
+type UpgradeEdges string
+
+const (
+	// EdgesLegacy: the replaces, skips and skipRange of channel entries,
+	// OLM v0's update graph; operator-controller's default.
+	EdgesLegacy UpgradeEdges = "legacy"
+	// EdgesSemver: any version in the caret range of the installed one;
+	// operator-controller with its ForceSemverUpgradeConstraints gate on.
+	EdgesSemver UpgradeEdges = "semver"
+)
+
+// ParseUpgradeEdges reads an upgrade edge rule by its name; "" is legacy.
+func ParseUpgradeEdges(s string) (UpgradeEdges, error) {
+	switch e := UpgradeEdges(s); e {
+	case "":
+		return EdgesLegacy, nil
+	case EdgesLegacy, EdgesSemver:
+		return e, nil
+	}
+	return "", fmt.Errorf("upgrade edges %q are not %s or %s", s, EdgesLegacy, EdgesSemver)
+}
+
+// SuccessorRange is the caret range of the installed version, as semver
+// upgrade edges read it; "" unless they apply.
+func (r ResolveRequest) SuccessorRange() string {
+	if r.UpgradeEdges != EdgesSemver || r.Installed == nil {
+		return ""
+	}
+	return "^" + r.Installed.String()
 }
 
 // Rejection says why a bundle of the package is not a candidate.
@@ -63,8 +105,11 @@ const (
 	// does not parse.
 	OutsideVersionRange Rejection = "OutsideVersionRange"
 	// NotSuccessor: it is neither the installed version nor an upgrade of it
-	// by replaces, skips or skipRange in a considered channel.
+	// by replaces, skips or skipRange in a considered channel (legacy edges).
 	NotSuccessor Rejection = "NotSuccessor"
+	// NotSemverSuccessor: it is neither the installed version nor in its
+	// caret range (semver edges).
+	NotSemverSuccessor Rejection = "NotSemverSuccessor"
 )
 
 // Ranking says why a candidate was not its catalog's choice.
@@ -90,6 +135,9 @@ const (
 	SuccessorReplaces  SuccessorRule = SuccessorRule(RuleReplaces)
 	SuccessorSkips     SuccessorRule = SuccessorRule(RuleSkips)
 	SuccessorSkipRange SuccessorRule = SuccessorRule(RuleSkipRange)
+	// SuccessorSemver: its version is in the caret range of the installed
+	// one (semver edges).
+	SuccessorSemver SuccessorRule = "semver"
 )
 
 // ResolveCandidate is a bundle of the package as resolution saw it.
@@ -150,11 +198,15 @@ type resolveBundle struct {
 
 // ResolvePackage lists the bundles of req.Package in this catalog with the
 // verdict of each rule on them. Resolution judges every bundle of the
-// package, so it reads the package whole, once per index file (a live file
-// never changes), and keeps it parsed; a package the catalog does not have
-// is not kept, so asking for made-up names does not grow memory.
+// package, so it reads the package whole and keeps it parsed, within a
+// budget (see resolveCache): a live file never changes. A package the
+// catalog does not have is not kept, so asking for made-up names does not
+// grow memory.
 func (c *Catalog) ResolvePackage(ctx context.Context, req ResolveRequest) (PackageCandidates, error) {
 	pkg := req.Package
+	if bundles, ok := c.resolved.get(pkg); ok {
+		return judge(req, bundles), nil
+	}
 	_, err := c.Package(ctx, pkg)
 	if errors.Is(err, ErrNotFound) {
 		var any bool
@@ -167,15 +219,17 @@ func (c *Catalog) ResolvePackage(ctx context.Context, req ResolveRequest) (Packa
 	} else if err != nil {
 		return PackageCandidates{}, err
 	}
-	bundles, err := memo(c, "resolve\x00"+pkg, func() ([]resolveBundle, error) { return c.resolveBundles(ctx, pkg) })
+	bundles, err := c.resolveBundles(ctx, pkg)
 	if err != nil {
 		return PackageCandidates{}, err
 	}
+	c.resolved.put(pkg, bundles)
 	return judge(req, bundles), nil
 }
 
-// resolveBundles reads every bundle of a package, newest first, with the
-// entries that list it and its deprecation.
+// resolveBundles reads every bundle of a package with the entries that
+// list it and its deprecation, in the order judge lists them: higher
+// version and release first, then by name.
 func (c *Catalog) resolveBundles(ctx context.Context, pkg string) ([]resolveBundle, error) {
 	var bundleRows []struct {
 		Name     string `db:"name"`
@@ -209,6 +263,12 @@ func (c *Catalog) resolveBundles(ctx context.Context, pkg string) ([]resolveBund
 		}
 		bundles = append(bundles, b)
 	}
+	slices.SortStableFunc(bundles, func(a, b resolveBundle) int {
+		if c := b.vr.compare(a.vr); c != 0 {
+			return c
+		}
+		return strings.Compare(a.name, b.name)
+	})
 	return bundles, nil
 }
 
@@ -253,82 +313,107 @@ func (c *Catalog) resolveEntries(ctx context.Context, pkg string) (map[string][]
 	return out, nil
 }
 
-// judge applies the rules to a package's bundles (given newest first),
-// which it only reads: they are shared by every request.
+// judge applies the rules to a package's bundles, given in the order
+// resolveBundles sorts them, which it only reads: they are shared by every
+// request. The answer lists the candidates that are not deprecated, then
+// the deprecated ones, then the rejected bundles, each group in the
+// bundles' order, so it needs no sort of its own.
 func judge(req ResolveRequest, bundles []resolveBundle) PackageCandidates {
 	considered := func(channel string) bool {
 		return len(req.Channels) == 0 || slices.Contains(req.Channels, channel)
 	}
 	var installed *versionRelease
-	installedNames := map[string]bool{}
+	var installedNames map[string]bool
+	// caret is the successors' range under semver edges.
+	var caret *mmsemver.Constraints
+	if r := req.SuccessorRange(); r != "" {
+		// NewResolveRequest checked that it parses; if not, no bundle but
+		// the installed one succeeds.
+		caret, _ = mmsemver.NewConstraint(r)
+	}
 	if req.Installed != nil {
 		vr := legacyVersionRelease(*req.Installed)
 		installed = &vr
 		// The installed bundle is named by the catalog: every bundle of the
 		// installed version and release counts as the one installed.
+		installedNames = map[string]bool{}
 		for _, b := range bundles {
 			if b.vr.valid && b.vr.compare(vr) == 0 {
 				installedNames[b.name] = true
 			}
 		}
 	}
-	out := PackageCandidates{Found: true, Candidates: make([]ResolveCandidate, 0, len(bundles))}
-	vrs := make(map[string]versionRelease, len(bundles))
+	// Each candidate's reasons are slices of one array per request, as
+	// allocating two small slices per bundle is most of judging's garbage.
+	reasons := make([]Rejection, 0, 2*len(bundles))
+	var successors []SuccessorRule
+	if installed != nil {
+		successors = make([]SuccessorRule, 0, len(bundles))
+	}
+	current := make([]ResolveCandidate, 0, len(bundles))
+	var deprecated, rejected []ResolveCandidate
 	for _, b := range bundles {
-		vrs[b.name] = b.vr
 		cand := ResolveCandidate{Name: b.name, Version: b.version, Release: b.release, Image: b.image,
 			Channels: b.channels, Deprecation: b.deprecation}
+		start := len(reasons)
 		if !slices.ContainsFunc(b.channels, considered) {
-			cand.Rejections = append(cand.Rejections, NotInChannel)
+			reasons = append(reasons, NotInChannel)
 		}
 		if req.VersionRange != nil && (b.mm == nil || !req.VersionRange.Check(b.mm)) {
-			cand.Rejections = append(cand.Rejections, OutsideVersionRange)
+			reasons = append(reasons, OutsideVersionRange)
 		}
 		if installed != nil {
-			if b.vr.valid && b.vr.compare(*installed) == 0 {
-				cand.Successor = append(cand.Successor, SuccessorInstalled)
+			first := len(successors)
+			has := func(rule SuccessorRule) bool { return slices.Contains(successors[first:], rule) }
+			isInstalled := b.vr.valid && b.vr.compare(*installed) == 0
+			if isInstalled {
+				successors = append(successors, SuccessorInstalled)
 			}
-			for _, e := range b.entries {
-				if !considered(e.channel) {
-					continue
+			if req.UpgradeEdges == EdgesSemver {
+				if !isInstalled && caret != nil && b.mm != nil && caret.Check(b.mm) {
+					successors = append(successors, SuccessorSemver)
 				}
-				if installedNames[e.replaces] && !slices.Contains(cand.Successor, SuccessorReplaces) {
-					cand.Successor = append(cand.Successor, SuccessorReplaces)
-				}
-				if slices.ContainsFunc(e.skips, func(s string) bool { return installedNames[s] }) && !slices.Contains(cand.Successor, SuccessorSkips) {
-					cand.Successor = append(cand.Successor, SuccessorSkips)
-				}
-				if e.skipRange != nil && !slices.Contains(cand.Successor, SuccessorSkipRange) && e.skipRange(*req.Installed) {
-					cand.Successor = append(cand.Successor, SuccessorSkipRange)
+			} else {
+				for _, e := range b.entries {
+					if !considered(e.channel) {
+						continue
+					}
+					if installedNames[e.replaces] && !has(SuccessorReplaces) {
+						successors = append(successors, SuccessorReplaces)
+					}
+					if !has(SuccessorSkips) && slices.ContainsFunc(e.skips, func(s string) bool { return installedNames[s] }) {
+						successors = append(successors, SuccessorSkips)
+					}
+					if e.skipRange != nil && !has(SuccessorSkipRange) && e.skipRange(*req.Installed) {
+						successors = append(successors, SuccessorSkipRange)
+					}
 				}
 			}
-			if !req.SelfCertified && len(cand.Successor) == 0 {
-				cand.Rejections = append(cand.Rejections, NotSuccessor)
+			if len(successors) > first {
+				cand.Successor = successors[first:len(successors):len(successors)]
+			}
+			switch {
+			case req.SelfCertified || cand.Successor != nil:
+			case req.UpgradeEdges == EdgesSemver:
+				reasons = append(reasons, NotSemverSuccessor)
+			default:
+				reasons = append(reasons, NotSuccessor)
 			}
 		}
-		out.Candidates = append(out.Candidates, cand)
+		switch {
+		case len(reasons) > start:
+			cand.Rejections = reasons[start:len(reasons):len(reasons)]
+			rejected = append(rejected, cand)
+		case cand.Deprecation != "":
+			deprecated = append(deprecated, cand)
+		default:
+			current = append(current, cand)
+		}
 	}
-	sort.SliceStable(out.Candidates, func(i, j int) bool {
-		a, b := out.Candidates[i], out.Candidates[j]
-		if ra, rb := len(a.Rejections) == 0, len(b.Rejections) == 0; ra != rb {
-			return ra
-		}
-		if len(a.Rejections) == 0 {
-			if da, db := a.Deprecation != "", b.Deprecation != ""; da != db {
-				return !da
-			}
-		}
-		if c := vrs[a.Name].compare(vrs[b.Name]); c != 0 {
-			return c > 0
-		}
-		return a.Name < b.Name
-	})
-	for i := range out.Candidates {
+	out := PackageCandidates{Found: true, Candidates: append(append(current, deprecated...), rejected...),
+		Accepted: len(current) + len(deprecated)}
+	for i := range out.Accepted {
 		cand := &out.Candidates[i]
-		if len(cand.Rejections) > 0 {
-			break
-		}
-		out.Accepted++
 		switch {
 		case i == 0:
 			cand.Ranking = Chosen
@@ -597,7 +682,7 @@ func resolutionMessage(req ResolveRequest, tied []string) string {
 
 // ResolveParamError says which part of a resolve request is malformed.
 type ResolveParamError struct {
-	// Param is the request field: "version" or "installed".
+	// Param is the request field: "version", "installed" or "upgradeEdges".
 	Param string
 	Err   error
 }
@@ -608,9 +693,14 @@ func (e *ResolveParamError) Unwrap() error { return e.Err }
 // NewResolveRequest parses a resolve request's version range (Masterminds
 // constraints, as a ClusterExtension's version field) and installed version
 // (a semantic version, as operator-controller records it); "" leaves either
-// unset.
-func NewResolveRequest(pkg string, channels []string, versionRange, installed string, selfCertified bool) (ResolveRequest, error) {
+// unset. edges is the successor rule, "" for legacy.
+func NewResolveRequest(pkg string, channels []string, versionRange, installed string, selfCertified bool, edges string) (ResolveRequest, error) {
 	req := ResolveRequest{Package: pkg, Channels: channels, VersionRangeText: versionRange, InstalledText: installed, SelfCertified: selfCertified}
+	e, err := ParseUpgradeEdges(edges)
+	if err != nil {
+		return req, &ResolveParamError{Param: "upgradeEdges", Err: err}
+	}
+	req.UpgradeEdges = e
 	if versionRange != "" {
 		r, err := mmsemver.NewConstraint(versionRange)
 		if err != nil {
@@ -624,6 +714,11 @@ func NewResolveRequest(pkg string, channels []string, versionRange, installed st
 			return req, &ResolveParamError{Param: "installed", Err: fmt.Errorf("installed version %q is not a semantic version: %w", installed, err)}
 		}
 		req.Installed = &v
+	}
+	if r := req.SuccessorRange(); r != "" {
+		if _, err := mmsemver.NewConstraint(r); err != nil {
+			return req, &ResolveParamError{Param: "installed", Err: fmt.Errorf("installed version %q has no caret range for semver upgrade edges: %w", installed, err)}
+		}
 	}
 	return req, nil
 }

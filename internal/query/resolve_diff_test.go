@@ -150,9 +150,40 @@ type refOutcome struct {
 	deprecated map[string]bool
 }
 
+// refInCaret says whether v is in the caret range of the installed version,
+// worked out from the rule itself rather than a constraint library: at
+// least the installed version, below the next major (from 1.0.0), the next
+// minor (0.y.z) or the next patch (0.0.z) with its pre-releases, and a
+// pre-release only when the installed version is one. Build metadata plays
+// no part.
+func refInCaret(installed semver.Version, version string) bool {
+	v, err := semver.Parse(version)
+	if err != nil {
+		return false
+	}
+	if len(v.Pre) > 0 && len(installed.Pre) == 0 {
+		return false
+	}
+	v.Build, installed.Build = nil, nil
+	if v.LT(installed) {
+		return false
+	}
+	next := semver.Version{Major: installed.Major + 1}
+	switch {
+	case installed.Major == 0 && installed.Minor > 0:
+		next = semver.Version{Minor: installed.Minor + 1}
+	case installed.Major == 0:
+		next = semver.Version{Patch: installed.Patch + 1}
+	}
+	// Below next, its pre-releases included.
+	v.Pre = nil
+	return v.LT(next)
+}
+
 // refResolve applies the rules of resolution, as written in the task and
-// operator-controller's documentation, to one catalog's FBC.
-func refResolve(cfg *declcfg.DeclarativeConfig, pkg string, channels []string, rangeText, installed string, selfCertified bool) refOutcome {
+// operator-controller's documentation, to one catalog's FBC; semver picks
+// semver upgrade edges over legacy ones.
+func refResolve(cfg *declcfg.DeclarativeConfig, pkg string, channels []string, rangeText, installed string, selfCertified, semverEdges bool) refOutcome {
 	out := refOutcome{rejections: map[string][]string{}, deprecated: map[string]bool{}}
 	for _, p := range cfg.Packages {
 		out.found = out.found || p.Name == pkg
@@ -202,6 +233,9 @@ func refResolve(cfg *declcfg.DeclarativeConfig, pkg string, channels []string, r
 					continue
 				}
 				inChannel = true
+				if semverEdges {
+					continue
+				}
 				if installedNames[e.Replaces] {
 					successor = true
 				}
@@ -213,6 +247,9 @@ func refResolve(cfg *declcfg.DeclarativeConfig, pkg string, channels []string, r
 				}
 			}
 		}
+		if semverEdges && inst != nil && refInCaret(instVersion, refVersion(b)) {
+			successor = true
+		}
 		if !inChannel {
 			rejections = append(rejections, "NotInChannel")
 		}
@@ -223,7 +260,11 @@ func refResolve(cfg *declcfg.DeclarativeConfig, pkg string, channels []string, r
 			}
 		}
 		if inst != nil && !selfCertified && !successor && !installedNames[b.Name] {
-			rejections = append(rejections, "NotSuccessor")
+			if semverEdges {
+				rejections = append(rejections, "NotSemverSuccessor")
+			} else {
+				rejections = append(rejections, "NotSuccessor")
+			}
 		}
 		out.rejections[b.Name] = rejections
 		if len(rejections) == 0 {
@@ -282,9 +323,9 @@ func refChoose(outcomes map[string]refOutcome, cats []refCatalog) (string, []str
 
 // TestResolveDifferential compares resolution with refResolve and
 // refChoose over two random catalogs: every package, channel set,
-// installed version, range and policy, under three priority orders. It
-// compares the answer, each bundle's rejections, and the order of each
-// catalog's candidates.
+// installed version, range, policy and upgrade edges, under three priority
+// orders. It compares the answer, each bundle's rejections, and the order
+// of each catalog's candidates.
 func TestResolveDifferential(t *testing.T) {
 	rng := rand.New(rand.NewPCG(24, 3))
 	dirs := []string{t.TempDir(), t.TempDir()}
@@ -304,7 +345,8 @@ func TestResolveDifferential(t *testing.T) {
 	priorities := [][2]int32{{0, 0}, {1, 0}, {0, 2}}
 	channelSets := [][]string{nil, {"stable"}, {"fast", "candidate"}, {"nosuch"}}
 	ranges := []string{"", ">=1.0.0", "<1.0.0", "~1.1", ">=0.1.0 <2.0.0", "1.x || >=2.1.0-0"}
-	cases, answered, ambiguous := 0, 0, 0
+	type tally struct{ cases, answered, ambiguous int }
+	counts := map[bool]*tally{false: {}, true: {}}
 	for _, prio := range priorities {
 		for _, pkg := range []string{"p0", "p1", "p2", "p4", "p9"} {
 			installs := []string{"", "9.9.9"}
@@ -319,58 +361,62 @@ func TestResolveDifferential(t *testing.T) {
 				for _, installed := range installs {
 					for _, rangeText := range ranges {
 						for _, self := range []bool{false, true} {
-							cases++
-							req, err := query.NewResolveRequest(pkg, channels, rangeText, installed, self)
-							if err != nil {
-								t.Fatal(err)
-							}
-							refCats := []refCatalog{{"a", prio[0], cfgs[0]}, {"b", prio[1], cfgs[1]}}
-							got := resolveAcross(t, req, []resolveCatalog{{"a", prio[0], cats[0]}, {"b", prio[1], cats[1]}})
-							name := fmt.Sprintf("%s channels=%v range=%q installed=%q self=%v prio=%v", pkg, channels, rangeText, installed, self, prio)
-							outcomes := map[string]refOutcome{}
-							for i, rc := range refCats {
-								want := refResolve(rc.cfg, pkg, channels, rangeText, installed, self)
-								outcomes[rc.name] = want
-								gc := got.Catalogs[i]
-								if gc.Found != (want.found || len(want.rejections) > 0) {
-									t.Errorf("%s: catalog %s found %v, want %v", name, rc.name, gc.Found, want.found)
+							for _, semverEdges := range []bool{false, true} {
+								edges := map[bool]string{false: "legacy", true: "semver"}[semverEdges]
+								count := counts[semverEdges]
+								count.cases++
+								req, err := query.NewResolveRequest(pkg, channels, rangeText, installed, self, edges)
+								if err != nil {
+									t.Fatal(err)
 								}
-								var accepted []string
-								for _, c := range gc.Candidates {
-									if len(c.Rejections) == 0 {
-										accepted = append(accepted, c.Name)
+								refCats := []refCatalog{{"a", prio[0], cfgs[0]}, {"b", prio[1], cfgs[1]}}
+								got := resolveAcross(t, req, []resolveCatalog{{"a", prio[0], cats[0]}, {"b", prio[1], cats[1]}})
+								name := fmt.Sprintf("%s channels=%v range=%q installed=%q self=%v edges=%s prio=%v", pkg, channels, rangeText, installed, self, edges, prio)
+								outcomes := map[string]refOutcome{}
+								for i, rc := range refCats {
+									want := refResolve(rc.cfg, pkg, channels, rangeText, installed, self, semverEdges)
+									outcomes[rc.name] = want
+									gc := got.Catalogs[i]
+									if gc.Found != (want.found || len(want.rejections) > 0) {
+										t.Errorf("%s: catalog %s found %v, want %v", name, rc.name, gc.Found, want.found)
 									}
-									var rej []string
-									for _, r := range c.Rejections {
-										rej = append(rej, string(r))
+									var accepted []string
+									for _, c := range gc.Candidates {
+										if len(c.Rejections) == 0 {
+											accepted = append(accepted, c.Name)
+										}
+										var rej []string
+										for _, r := range c.Rejections {
+											rej = append(rej, string(r))
+										}
+										if !slices.Equal(rej, want.rejections[c.Name]) {
+											t.Errorf("%s: %s in %s rejected for %v, want %v", name, c.Name, rc.name, rej, want.rejections[c.Name])
+										}
 									}
-									if !slices.Equal(rej, want.rejections[c.Name]) {
-										t.Errorf("%s: %s in %s rejected for %v, want %v", name, c.Name, rc.name, rej, want.rejections[c.Name])
+									if len(gc.Candidates) != len(want.rejections) {
+										t.Errorf("%s: %d bundles in %s, want %d", name, len(gc.Candidates), rc.name, len(want.rejections))
+									}
+									if !slices.Equal(accepted, want.accepted) {
+										t.Errorf("%s: candidates in %s %v, want %v", name, rc.name, accepted, want.accepted)
 									}
 								}
-								if len(gc.Candidates) != len(want.rejections) {
-									t.Errorf("%s: %d bundles in %s, want %d", name, len(gc.Candidates), rc.name, len(want.rejections))
-								}
-								if !slices.Equal(accepted, want.accepted) {
-									t.Errorf("%s: candidates in %s %v, want %v", name, rc.name, accepted, want.accepted)
-								}
-							}
-							wantCatalog, tied := refChoose(outcomes, refCats)
-							bundle, catalog := got.Bundle()
-							switch {
-							case wantCatalog != "":
-								answered++
-								if bundle == nil || catalog != wantCatalog || bundle.Name != outcomes[wantCatalog].accepted[0] {
-									t.Errorf("%s: got %v from %q (%s), want %s from %s", name, bundle, catalog, got.Error, outcomes[wantCatalog].accepted[0], wantCatalog)
-								}
-							case tied != nil:
-								ambiguous++
-								if !got.Ambiguous || !strings.Contains(got.Error, fmt.Sprintf("in multiple catalogs with the same priority %v", tied)) {
-									t.Errorf("%s: got %q (ambiguous %v), want a tie between %v", name, got.Error, got.Ambiguous, tied)
-								}
-							default:
-								if bundle != nil || !strings.Contains(got.Error, fmt.Sprintf("no bundles found for package %q", pkg)) {
-									t.Errorf("%s: got %v from %q, error %q; want no bundles", name, bundle, catalog, got.Error)
+								wantCatalog, tied := refChoose(outcomes, refCats)
+								bundle, catalog := got.Bundle()
+								switch {
+								case wantCatalog != "":
+									count.answered++
+									if bundle == nil || catalog != wantCatalog || bundle.Name != outcomes[wantCatalog].accepted[0] {
+										t.Errorf("%s: got %v from %q (%s), want %s from %s", name, bundle, catalog, got.Error, outcomes[wantCatalog].accepted[0], wantCatalog)
+									}
+								case tied != nil:
+									count.ambiguous++
+									if !got.Ambiguous || !strings.Contains(got.Error, fmt.Sprintf("in multiple catalogs with the same priority %v", tied)) {
+										t.Errorf("%s: got %q (ambiguous %v), want a tie between %v", name, got.Error, got.Ambiguous, tied)
+									}
+								default:
+									if bundle != nil || !strings.Contains(got.Error, fmt.Sprintf("no bundles found for package %q", pkg)) {
+										t.Errorf("%s: got %v from %q, error %q; want no bundles", name, bundle, catalog, got.Error)
+									}
 								}
 							}
 						}
@@ -379,8 +425,11 @@ func TestResolveDifferential(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d cases: %d answered, %d ambiguous, %d without a bundle", cases, answered, ambiguous, cases-answered-ambiguous)
-	if cases < 1000 || answered < cases/10 || ambiguous == 0 || cases-answered-ambiguous < cases/10 {
-		t.Errorf("the generated cases do not cover each outcome well enough: %d cases, %d answered, %d ambiguous", cases, answered, ambiguous)
+	for semverEdges, c := range counts {
+		edges := map[bool]string{false: "legacy", true: "semver"}[semverEdges]
+		t.Logf("%s edges, %d cases: %d answered, %d ambiguous, %d without a bundle", edges, c.cases, c.answered, c.ambiguous, c.cases-c.answered-c.ambiguous)
+		if c.cases < 1000 || c.answered < c.cases/10 || c.ambiguous == 0 || c.cases-c.answered-c.ambiguous < c.cases/10 {
+			t.Errorf("%s edges: the generated cases do not cover each outcome well enough: %d cases, %d answered, %d ambiguous", edges, c.cases, c.answered, c.ambiguous)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package query_test
 import (
 	"context"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -61,6 +62,8 @@ func TestResolve(t *testing.T) {
 		version   string
 		installed string
 		self      bool
+		// edges are the upgrade edges, "" for the default.
+		edges string
 		// wantCatalog and wantBundle are the answer; wantError the message
 		// when there is none.
 		wantCatalog, wantBundle, wantError string
@@ -71,6 +74,9 @@ func TestResolve(t *testing.T) {
 		outcomes map[string]query.CatalogOutcome
 		// order is the order of the first candidates, if checked.
 		order []string
+		// successors are how some bundles follow the installed version,
+		// joined by "+", in wantCatalog (or the first catalog).
+		successors map[string]string
 	}{
 		{name: "no constraint: highest version, pre-releases included", cats: onlyA, pkg: "ferry",
 			wantCatalog: "a", wantBundle: "ferry.v2.1.0-rc.1",
@@ -146,10 +152,55 @@ func TestResolve(t *testing.T) {
 		{name: "installed across catalogs", cats: []resolveCatalog{{"a", 0, a}, {"b", 0, b}}, pkg: "ferry", installed: "1.1.0", channels: []string{"stable"},
 			wantCatalog: "a", wantBundle: "ferry.v1.2.0",
 			outcomes: map[string]query.CatalogOutcome{"a": query.CatalogChosen, "b": query.CatalogNoCandidate}},
+
+		// Semver upgrade edges: successors are the caret range of the
+		// installed version, whatever the channel entries say.
+		{name: "semver: within the major, entries play no part", cats: onlyA, pkg: "ferry", installed: "1.1.0", edges: "semver",
+			wantCatalog: "a", wantBundle: "ferry.v1.2.0",
+			verdicts: map[string]string{"ferry.v1.3.0": "Deprecated", "ferry.v1.1.0": "LowerVersion",
+				"ferry.v1.0.0": "NotSemverSuccessor", "ferry.v2.0.0": "NotSemverSuccessor", "ferry.v2.1.0-rc.1": "NotSemverSuccessor"},
+			successors: map[string]string{"ferry.v1.1.0": "Installed", "ferry.v1.2.0": "semver", "ferry.v1.3.0": "semver", "ferry.v2.0.0": ""}},
+		{name: "legacy: the same request follows the entries", cats: onlyA, pkg: "ferry", installed: "1.1.0", edges: "legacy",
+			wantCatalog: "a", wantBundle: "ferry.v1.2.0",
+			verdicts:   map[string]string{"ferry.v1.3.0": "NotSuccessor", "ferry.v1.0.0": "NotSuccessor"},
+			successors: map[string]string{"ferry.v1.2.0": "replaces+skipRange"}},
+		{name: "semver: crossing a major is refused", cats: onlyA, pkg: "ferry", installed: "1.2.0", channels: []string{"fast"}, edges: "semver",
+			wantCatalog: "a", wantBundle: "ferry.v1.2.0",
+			verdicts:   map[string]string{"ferry.v1.2.0": "Chosen", "ferry.v2.0.0": "NotSemverSuccessor", "ferry.v1.3.0": "NotInChannel"},
+			successors: map[string]string{"ferry.v1.2.0": "Installed", "ferry.v1.3.0": "semver"}},
+		{name: "semver: 0.y.z takes patches only, and no pre-release", cats: onlyA, pkg: "canoe", installed: "0.1.0", edges: "semver",
+			wantCatalog: "a", wantBundle: "canoe.v0.1.3",
+			verdicts: map[string]string{"canoe.v0.1.1": "LowerVersion", "canoe.v0.1.0": "LowerVersion",
+				"canoe.v0.1.2-rc.1": "NotSemverSuccessor", "canoe.v0.1.4-rc.1": "NotSemverSuccessor",
+				"canoe.v0.2.0": "NotSemverSuccessor", "canoe.v0.0.2": "NotSemverSuccessor", "canoe.v1.0.0-rc.1": "NotSemverSuccessor"}},
+		{name: "semver: 0.0.z has no successor, the installed version stays", cats: onlyA, pkg: "canoe", installed: "0.0.1", edges: "semver",
+			wantCatalog: "a", wantBundle: "canoe.v0.0.1",
+			verdicts:   map[string]string{"canoe.v0.0.1": "Chosen", "canoe.v0.0.2": "NotSemverSuccessor", "canoe.v0.1.0": "NotSemverSuccessor"},
+			successors: map[string]string{"canoe.v0.0.1": "Installed"}},
+		{name: "semver: an installed pre-release takes later pre-releases", cats: onlyA, pkg: "canoe", installed: "0.1.2-rc.1", edges: "semver",
+			wantCatalog: "a", wantBundle: "canoe.v0.1.4-rc.1",
+			verdicts: map[string]string{"canoe.v0.1.3": "LowerVersion", "canoe.v0.1.2-rc.1": "LowerVersion",
+				"canoe.v0.1.1": "NotSemverSuccessor", "canoe.v0.2.0": "NotSemverSuccessor", "canoe.v1.0.0-rc.1": "NotSemverSuccessor"},
+			order: []string{"canoe.v0.1.4-rc.1", "canoe.v0.1.3", "canoe.v0.1.2-rc.1"}},
+		{name: "semver: the channel filter still applies", cats: onlyA, pkg: "canoe", installed: "0.1.2-rc.1", channels: []string{"beta"}, edges: "semver",
+			wantCatalog: "a", wantBundle: "canoe.v0.1.4-rc.1",
+			verdicts: map[string]string{"canoe.v0.1.3": "NotInChannel", "canoe.v0.1.2-rc.1": "LowerVersion",
+				"canoe.v1.0.0-rc.1": "NotSemverSuccessor", "canoe.v0.2.0": "NotInChannel+NotSemverSuccessor"}},
+		{name: "semver: SelfCertified is unaffected", cats: onlyA, pkg: "canoe", installed: "0.0.1", edges: "semver", self: true,
+			wantCatalog: "a", wantBundle: "canoe.v1.0.0-rc.1",
+			verdicts:   map[string]string{"canoe.v0.0.2": "LowerVersion", "canoe.v0.2.0": "LowerVersion"},
+			successors: map[string]string{"canoe.v0.0.1": "Installed", "canoe.v0.0.2": ""}},
+		{name: "semver: every release of the installed version succeeds it", cats: onlyA, pkg: "raft", installed: "1.0.0+1", edges: "semver",
+			wantCatalog: "a", wantBundle: "raft.v1.0.0+3",
+			verdicts:   map[string]string{"raft-v1.0.0-2": "LowerVersion", "raft-v1.0.0-1": "LowerVersion", "raft.v1.0.0": "LowerVersion"},
+			successors: map[string]string{"raft-v1.0.0-1": "Installed", "raft.v1.0.0": "semver", "raft.v1.0.0+3": "semver"}},
+		{name: "semver: no successor is the same error", cats: onlyA, pkg: "canoe", installed: "0.3.0", edges: "semver",
+			wantError: `error upgrading from currently installed version "0.3.0": no bundles found for package "canoe"`,
+			verdicts:  map[string]string{"canoe.v0.2.0": "NotSemverSuccessor"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			req, err := query.NewResolveRequest(tt.pkg, tt.channels, tt.version, tt.installed, tt.self)
+			req, err := query.NewResolveRequest(tt.pkg, tt.channels, tt.version, tt.installed, tt.self, tt.edges)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -177,10 +228,21 @@ func TestResolve(t *testing.T) {
 				}
 			}
 			seen := map[string]string{}
+			successors := map[string]string{}
 			var order []string
 			for _, c := range in.Candidates {
 				seen[c.Name] = verdict(c)
 				order = append(order, c.Name)
+				rules := make([]string, len(c.Successor))
+				for i, r := range c.Successor {
+					rules[i] = string(r)
+				}
+				successors[c.Name] = strings.Join(rules, "+")
+			}
+			for name, want := range tt.successors {
+				if successors[name] != want {
+					t.Errorf("%s in %s: successor %q, want %q", name, in.Catalog, successors[name], want)
+				}
 			}
 			for name, want := range tt.verdicts {
 				if seen[name] != want {
@@ -196,14 +258,18 @@ func TestResolve(t *testing.T) {
 
 // TestNewResolveRequest checks that malformed parameters name themselves.
 func TestNewResolveRequest(t *testing.T) {
-	for _, tt := range []struct{ version, installed, param string }{
+	for _, tt := range []struct{ version, installed, edges, param string }{
 		{version: ">=1.0.0 <<2", param: "version"},
+		{edges: "caret", param: "upgradeEdges"},
+		{edges: "Semver", param: "upgradeEdges"},
+		{installed: "1.0.0", edges: "semver"},
+		{installed: "1.0.0-rc.1+build.5", edges: "legacy"},
 		{version: "banana", param: "version"},
 		{installed: "1.0", param: "installed"},
 		{installed: "v1.0.0", param: "installed"},
 		{version: ">=1.0.0, <2.0.0 || 3.x", installed: "1.0.0-rc.1+build.5"},
 	} {
-		_, err := query.NewResolveRequest("p", nil, tt.version, tt.installed, false)
+		_, err := query.NewResolveRequest("p", nil, tt.version, tt.installed, false, tt.edges)
 		var perr *query.ResolveParamError
 		switch {
 		case tt.param == "" && err != nil:
@@ -218,4 +284,83 @@ func asParamError(err error, target **query.ResolveParamError) bool {
 	p, ok := err.(*query.ResolveParamError)
 	*target = p
 	return ok
+}
+
+// TestResolveKeepsWithinBudget checks that the parsed packages a catalog
+// keeps for resolution stay within its budget, the least recently used
+// going first, and that answers are the same whether a package was kept or
+// read again.
+func TestResolveKeepsWithinBudget(t *testing.T) {
+	ctx := context.Background()
+	packages := []string{"ferry", "skiff", "raft"}
+	// Each package's size as kept, measured alone.
+	sizes := map[string]int{}
+	for _, pkg := range packages {
+		c, _, _ := openIndex(t, os.DirFS(resolveDir+"/a"))
+		if _, err := c.ResolvePackage(ctx, query.ResolveRequest{Package: pkg}); err != nil {
+			t.Fatal(err)
+		}
+		n, bytes := query.ResolveKept(c)
+		if n != 1 || bytes <= 0 {
+			t.Fatalf("%s alone: %d packages kept, %d bytes", pkg, n, bytes)
+		}
+		sizes[pkg] = bytes
+	}
+	unbounded, _, _ := openIndex(t, os.DirFS(resolveDir+"/a"))
+	bounded, _, _ := openIndex(t, os.DirFS(resolveDir+"/a"))
+	// Room for any two packages, not for all three.
+	budget := sizes["ferry"] + sizes["skiff"] + sizes["raft"] - 1
+	query.SetResolveBudget(bounded, budget)
+	req := func(pkg string) query.ResolveRequest {
+		r, err := query.NewResolveRequest(pkg, nil, "", "1.0.0", false, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	for i, step := range []struct {
+		pkg  string
+		kept []string
+	}{
+		{"ferry", []string{"ferry"}},
+		{"skiff", []string{"ferry", "skiff"}},
+		{"ferry", []string{"ferry", "skiff"}},
+		// raft evicts skiff, the least recently used, not ferry.
+		{"raft", []string{"ferry", "raft"}},
+		// skiff, read again, evicts ferry.
+		{"skiff", []string{"raft", "skiff"}},
+		{"nope", []string{"raft", "skiff"}},
+	} {
+		got, err := bounded.ResolvePackage(ctx, req(step.pkg))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := unbounded.ResolvePackage(ctx, req(step.pkg))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("step %d, %s: answer %+v, want %+v", i, step.pkg, got, want)
+		}
+		kept := query.ResolveKeptPackages(bounded)
+		if !slices.Equal(kept, step.kept) {
+			t.Errorf("step %d, %s: kept %v, want %v", i, step.pkg, kept, step.kept)
+		}
+		if _, bytes := query.ResolveKept(bounded); bytes > budget {
+			t.Errorf("step %d, %s: %d bytes kept, budget %d", i, step.pkg, bytes, budget)
+		}
+	}
+	// A package larger than the whole budget is answered, not kept.
+	tiny, _, _ := openIndex(t, os.DirFS(resolveDir+"/a"))
+	query.SetResolveBudget(tiny, sizes["ferry"]-1)
+	got, err := tiny.ResolvePackage(ctx, req("ferry"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want, _ := unbounded.ResolvePackage(ctx, req("ferry")); !reflect.DeepEqual(got, want) {
+		t.Errorf("ferry over budget: answer %+v, want %+v", got, want)
+	}
+	if n, _ := query.ResolveKept(tiny); n != 0 {
+		t.Errorf("ferry over budget: %d packages kept, want 0", n)
+	}
 }

@@ -105,7 +105,7 @@ func pinReleased(t *testing.T, dir, request string, wantStatus int, timeout time
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, base := serve(t, server.Options{API: api, Ready: func() error { return nil }, WriteIdleTimeout: timeout}, smallSendBuffers{ln})
+	_, base := serve(t, server.Options{API: api, Ready: func() error { return nil }}, timeout, smallSendBuffers{ln})
 
 	began := time.Now() // before any request, so before any write deadline is set
 	for range 3 {

@@ -58,7 +58,7 @@ func (c progressCase) name() string {
 func (c progressCase) start(t *testing.T, idle time.Duration) (net.Conn, *bufio.Reader, <-chan error) {
 	t.Helper()
 	ended := make(chan error, 1)
-	opts := server.Options{API: progressHandler(t, c.way, ended), Ready: func() error { return nil }, WriteIdleTimeout: idle}
+	opts := server.Options{API: progressHandler(t, c.way, ended), Ready: func() error { return nil }}
 	var clientTLS *tls.Config
 	if c.tls {
 		dir := t.TempDir()
@@ -71,7 +71,7 @@ func (c progressCase) start(t *testing.T, idle time.Duration) (net.Conn, *bufio.
 	if err != nil {
 		t.Fatal(err)
 	}
-	serve(t, opts, smallSendBuffers{ln})
+	serve(t, opts, idle, smallSendBuffers{ln})
 	tcp, err := net.Dial("tcp", ln.Addr().String())
 	if err != nil {
 		t.Fatal(err)

@@ -65,11 +65,6 @@ type Options struct {
 	// (internal/daemon).
 	TLSCertFile, TLSKeyFile string
 	Log                     logr.Logger
-	// WriteIdleTimeout, when not zero, replaces the package's
-	// WriteIdleTimeout. It exists for tests, which watch a stalled client
-	// be cut off and the index file it held be removed without waiting the
-	// full minute.
-	WriteIdleTimeout time.Duration
 }
 
 // Server is the API's http.Server and, with TLS, the watcher that keeps its
@@ -81,7 +76,10 @@ type Server struct {
 }
 
 // New builds the server. It fails when the certificate cannot be loaded.
-func New(opts Options) (*Server, error) {
+func New(opts Options) (*Server, error) { return newServer(opts, WriteIdleTimeout) }
+
+// newServer builds the server with writeIdle as its WriteIdleTimeout.
+func newServer(opts Options, writeIdle time.Duration) (*Server, error) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { plain(w, http.StatusOK, "ok") })
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
@@ -92,10 +90,6 @@ func New(opts Options) (*Server, error) {
 		plain(w, http.StatusOK, "ok")
 	})
 	mux.Handle("/", opts.API)
-	writeIdle := WriteIdleTimeout
-	if opts.WriteIdleTimeout != 0 {
-		writeIdle = opts.WriteIdleTimeout
-	}
 	s := &Server{HTTP: &http.Server{
 		Handler:           withProgressDeadline(mux, writeIdle),
 		ReadHeaderTimeout: ReadHeaderTimeout,

@@ -40,18 +40,25 @@ func writeCert(t *testing.T, certFile, keyFile, cn string) []byte {
 
 func start(t *testing.T, opts server.Options) (*server.Server, string) {
 	t.Helper()
+	return startIdle(t, opts, 0)
+}
+
+// startIdle is start with a write idle timeout of idle (0: the default).
+func startIdle(t *testing.T, opts server.Options, idle time.Duration) (*server.Server, string) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return serve(t, opts, ln)
+	return serve(t, opts, idle, ln)
 }
 
-// serve runs a server on ln until the test ends, and returns its base URL.
-func serve(t *testing.T, opts server.Options, ln net.Listener) (*server.Server, string) {
+// serve runs a server on ln, with a write idle timeout of idle (0: the
+// default), until the test ends, and returns its base URL.
+func serve(t *testing.T, opts server.Options, idle time.Duration, ln net.Listener) (*server.Server, string) {
 	t.Helper()
 	opts.Log = testr.New(t)
-	srv, err := server.New(opts)
+	srv, err := server.NewWithWriteIdle(opts, idle)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +172,7 @@ func TestHandlerContextEndsAtWriteDeadline(t *testing.T) {
 		<-r.Context().Done()
 		ended <- context.Cause(r.Context())
 	})
-	_, base := start(t, server.Options{API: busy, Ready: func() error { return nil }, WriteIdleTimeout: 100 * time.Millisecond})
+	_, base := startIdle(t, server.Options{API: busy, Ready: func() error { return nil }}, 100*time.Millisecond)
 	conn, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
 	if err != nil {
 		t.Fatal(err)
