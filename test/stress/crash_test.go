@@ -289,15 +289,10 @@ func killPhase(t *testing.T, cdir, liveTarget string) string {
 	return phase
 }
 
-// isIndexFile reports whether name is one of an index's files (index.Files)
-// under its final name.
+// isIndexFile reports whether name is one of an index's files (index.Files:
+// its database or its content directory) under its final name.
 func isIndexFile(name string) bool {
-	db := name
-	for _, suffix := range []string{".all", ".all.gz"} {
-		if base, ok := strings.CutSuffix(name, suffix); ok {
-			db = base
-		}
-	}
+	db := strings.TrimSuffix(name, index.ContentDirSuffix)
 	return !strings.HasPrefix(name, ".") && strings.HasSuffix(db, ".db") && slices.Contains(index.Files(db), name)
 }
 
