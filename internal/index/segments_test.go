@@ -55,20 +55,6 @@ func segmentPath(t testing.TB, path, ext string) string {
 	return filepath.Join(ContentDir(path), name)
 }
 
-// segmentNames lists the segment files of the index at path.
-func segmentNames(t testing.TB, path string) []string {
-	t.Helper()
-	m, err := readManifest(ContentDir(path))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, s := range m.Segments {
-		names = append(names, s.Content, s.Gzip)
-	}
-	return slices.Clip(names)
-}
-
 // withSegmentSize cuts segments after size bytes for the rest of the test.
 func withSegmentSize(t testing.TB, size int64) {
 	old := segmentSize
