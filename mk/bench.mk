@@ -127,3 +127,29 @@ endef
 bench-validate: $(BENCH_CATALOG)/.done $(OPM) build
 	$(call validate_vs_opm,$(COMMUNITY_CATALOG))
 	$(call validate_vs_opm,$(BENCH_CATALOG))
+
+# make bench-incremental: the figures of issue 25, each three times with
+# the load beside it: BenchmarkBuildIncremental after 1 and 10 changed
+# packages and in full on both catalogs (time, peak RSS, bytes written;
+# one process per figure), BenchmarkBulk's /all (plain, gzip, TLS, beside
+# http.ServeFile of the same bytes) on both, and BenchmarkWatchEdit, the
+# time from a save to the edit served with --watch on the CRD catalog.
+.PHONY: bench-incremental
+## bench-incremental: incremental builds, /all serving and --watch edits on both bench catalogs, three runs each with the load.
+bench-incremental: $(BENCH_CATALOG)/.done $(BENCH_CRD_CATALOG)/.done
+	for c in bench:CATALOGD_BENCH_CATALOG=$(BENCH_CATALOG) crd:CATALOGD_BENCH_CRD_CATALOG=$(BENCH_CRD_CATALOG); do \
+		for m in 1 10 full; do \
+			for i in 1 2 3; do \
+				echo "== BuildIncremental/$${c%%:*}/$$m ($$(uptime | sed 's/.*load/load/'))"; \
+				env $${c#*:} $(GO) test -run '^$$' -bench "BuildIncremental/$${c%%:*}/$$m\$$" -benchtime 1x ./internal/index/ || exit 1; \
+			done; \
+		done; \
+	done
+	for c in $(BENCH_CATALOG) $(BENCH_CRD_CATALOG); do \
+		for i in 1 2 3; do \
+			echo "== Bulk/all $$c ($$(uptime | sed 's/.*load/load/'))"; \
+			CATALOGD_BENCH_CATALOG=$$c $(GO) test -run '^$$' -bench 'Bulk/all' -benchtime 1x -timeout 30m ./internal/httpapi/ || exit 1; \
+		done; \
+	done
+	@echo "== WatchEdit ($$(uptime | sed 's/.*load/load/'))"
+	CATALOGD_BENCH_CRD_CATALOG=$(BENCH_CRD_CATALOG) $(GO) test -run '^$$' -bench 'WatchEdit' -benchtime 3x -timeout 30m ./test/stress/

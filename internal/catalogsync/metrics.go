@@ -120,11 +120,22 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// indexSize adds up the sizes of the files of the index at path; ok is
-// false when one of them is gone (the index was retired meanwhile).
+// indexSize adds up the sizes of the files of the index at path, those in
+// its content directory included (a segment shared with another version
+// by a hard link counts in each); ok is false when one of them is gone
+// (the index was retired meanwhile).
 func indexSize(path string) (size int64, ok bool) {
-	for _, f := range index.Files(path) {
-		fi, err := os.Stat(f)
+	fi, err := os.Stat(path)
+	if err != nil {
+		return 0, false
+	}
+	size = fi.Size()
+	entries, err := os.ReadDir(index.ContentDir(path))
+	if err != nil {
+		return 0, false
+	}
+	for _, e := range entries {
+		fi, err := e.Info()
 		if err != nil {
 			return 0, false
 		}

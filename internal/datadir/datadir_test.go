@@ -15,17 +15,24 @@ import (
 )
 
 // storeTree is an index store as internal/store leaves it: one catalog
-// with its live database, content file and gzip copy, the current link,
-// the history of its versions,
-// and a build a crash cut short.
+// with its live database and its content directory, the current link, the
+// history of its versions, a build a crash cut short; and one catalog of
+// the layout before content directories, with its content file and gzip
+// copy beside its database.
 func storeTree(prefix string) dirtree.Tree {
 	return dirtree.Tree{
-		prefix + "demo/sha256-aa.0f1e.db":        "db",
-		prefix + "demo/sha256-aa.0f1e.db.all":    "all",
-		prefix + "demo/sha256-aa.0f1e.db.all.gz": "gz",
-		prefix + "demo/current":                  "@sha256-aa.0f1e.db",
-		prefix + "demo/history.json":             "{}",
-		prefix + "demo/.build-1a2b.db":           "partial",
+		prefix + "demo/sha256-aa.0f1e.db":                       "db",
+		prefix + "demo/sha256-aa.0f1e.db.content/segments.json": "{}",
+		prefix + "demo/sha256-aa.0f1e.db.content/000000.all":    "all",
+		prefix + "demo/sha256-aa.0f1e.db.content/000000.gz":     "gz",
+		prefix + "demo/current":                                 "@sha256-aa.0f1e.db",
+		prefix + "demo/history.json":                            "{}",
+		prefix + "demo/.build-1a2b.db":                          "partial",
+		prefix + "demo/.build-1a2b.db.content/000000.all":       "partial",
+		prefix + "older/sha256-cc.0a0b.db":                      "db",
+		prefix + "older/sha256-cc.0a0b.db.all":                  "all",
+		prefix + "older/sha256-cc.0a0b.db.all.gz":               "gz",
+		prefix + "older/current":                                "@sha256-cc.0a0b.db",
 	}
 }
 
@@ -213,7 +220,8 @@ func TestRemoveDataLeftovers(t *testing.T) {
 			name:        "earlier layout",
 			tree:        merge(storeTree("index/"), dirtree.Tree{"unpack/unpack-1/fbc/catalog.json": "{}", "tmp/unpack-2/fbc/catalog.json": "{}"}),
 			wantRemoved: 2,
-			wantLeft:    merge(storeTree("index/"), dirtree.Tree{"index/": "", "index/demo/": "", "unpack/": ""}),
+			wantLeft: merge(storeTree("index/"), dirtree.Tree{"index/": "", "index/demo/": "", "index/older/": "", "unpack/": "",
+				"index/demo/sha256-aa.0f1e.db.content/": "", "index/demo/.build-1a2b.db.content/": ""}),
 		},
 		{
 			name:        "a person's files beside leftovers",

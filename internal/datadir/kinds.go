@@ -118,7 +118,8 @@ func isCacheEntry(dir string) bool {
 }
 
 // isStore reports whether dir looks like an index store: one directory per
-// catalog, each holding only files the store names (store.IsOwnFile).
+// catalog, each holding only files and directories the store names
+// (store.IsOwnFile, store.IsOwnDir).
 func isStore(dir string) bool {
 	catalogs, err := os.ReadDir(dir)
 	if err != nil {
@@ -134,7 +135,7 @@ func isStore(dir string) bool {
 		}
 		for _, f := range files {
 			n := f.Name()
-			if f.IsDir() || !store.IsOwnFile(n) {
+			if f.IsDir() && !store.IsOwnDir(n) || !f.IsDir() && !store.IsOwnFile(n) {
 				return false
 			}
 		}

@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/catalogd/catalogd/internal/chunkcopy"
+	"github.com/catalogd/catalogd/internal/index"
 	"github.com/catalogd/catalogd/internal/query"
 	"github.com/catalogd/catalogd/internal/store"
 )
@@ -21,10 +21,11 @@ import (
 // walk order), so existing clients get the same bytes as from catalogd.
 //
 // Their memory is bounded by design, whatever the catalog's size: the bytes
-// go from the index's content file (or its gzip copy) to the connection
-// through contentWriter, never through a buffer of the answer's size. Over
-// plain HTTP net/http hands the file to the kernel (sendfile) and the bytes
-// never enter the process. Over TLS, the deployed mode, they cannot:
+// go from the index's content (or its gzip copy), segment file by segment
+// file (index.Stream), to the connection through contentWriter, never
+// through a buffer of the answer's size. Over plain HTTP net/http hands
+// each file to the kernel (sendfile) and the bytes never enter the
+// process. Over TLS, the deployed mode, they cannot:
 // crypto/tls encrypts in user space and has no sendfile, so net/http reads
 // the file through a 32 KiB buffer of its own and every byte is copied,
 // encrypted and written. That costs CPU, not memory: BenchmarkBulk on a
@@ -42,15 +43,15 @@ import (
 // with 8 clients).
 const jsonlType = "application/jsonl"
 
-// serveAll answers the /all stream: the index's content file, which is the
+// serveAll answers the /all stream: the index's content, which is the
 // stream byte for byte, through http.ServeContent, so Range and the
-// conditional headers work as for any file and the bytes go from the file
-// to the connection as any file's do (sendfile over plain HTTP; see the
-// comment on jsonlType for TLS). A client that takes gzip gets
-// the file's gzip copy, compressed once when the index was built, with its
-// Content-Length and its own strong ETag. (A multi-range answer is the
-// exception to sendfile: net/http builds its multipart body through a
-// pipe, 32 KiB at a time.)
+// conditional headers work as for any file and the bytes go from the
+// segment files to the connection as any file's do (sendfile over plain
+// HTTP, see contentWriter; see the comment on jsonlType for TLS). A client
+// that takes gzip gets the content's gzip copy, compressed when the index
+// was built, with its Content-Length and its own strong ETag. (A
+// multi-range answer is the exception to sendfile: net/http builds its
+// multipart body through a pipe, 32 KiB at a time.)
 func (s *Server) serveAll(w http.ResponseWriter, r *http.Request, snap *store.Snapshot) error {
 	etag := requestETag(snap.Info.Digest, r)
 	cw := &contentWriter{ResponseWriter: w, ctx: r.Context()}
@@ -60,40 +61,26 @@ func (s *Server) serveAll(w http.ResponseWriter, r *http.Request, snap *store.Sn
 		if notModified(w, r, etag, snap.Info.BuiltAt) {
 			return nil
 		}
-		return serveFile(cw, r, snap.OpenContentGzip, func(h http.Header) {
+		return serveWhole(cw, r, snap.ContentGzip(), func(h http.Header) {
 			setValidators(w, representationETag(etag, true), snap.Info.BuiltAt)
 			h.Set("Content-Type", jsonlType)
 			h.Set("Content-Encoding", "gzip")
 		})
 	}
-	content, err := snap.OpenContent()
-	if err != nil {
-		return err
-	}
-	defer content.Close()
 	setValidators(w, representationETag(etag, false), snap.Info.BuiltAt)
 	w.Header().Set("Content-Type", jsonlType)
-	return serveRanged(cw, r, snap.Info.BuiltAt, content, snap.Info.AllBytes)
+	return serveRanged(cw, r, snap.Info.BuiltAt, snap.Content(), snap.Info.AllBytes)
 }
 
-// serveFile answers the whole file open opens, with its Content-Length and
-// the headers setHeaders sets.
-func serveFile(w http.ResponseWriter, r *http.Request, open func() (*os.File, error), setHeaders func(http.Header)) error {
-	f, err := open()
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return fmt.Errorf("read index file: %w", err)
-	}
+// serveWhole answers the whole stream, with its Content-Length and the
+// headers setHeaders sets.
+func serveWhole(w http.ResponseWriter, r *http.Request, stream *index.StreamReader, setHeaders func(http.Header)) error {
 	setHeaders(w.Header())
-	w.Header().Set("Content-Length", strconv.FormatInt(fi.Size(), 10))
+	w.Header().Set("Content-Length", strconv.FormatInt(stream.Size(), 10))
 	if r.Method == http.MethodHead {
 		return nil
 	}
-	_, err = io.CopyN(w, f, fi.Size())
+	_, err := io.CopyN(w, stream, stream.Size())
 	return abortOnError(err)
 }
 
@@ -109,10 +96,13 @@ const copyChunk = 1 << 20
 // copyChunk bytes at a time, checking the request's context between
 // chunks: net/http sends an *os.File behind an io.LimitedReader with
 // sendfile on a plain connection, and on a TLS one copies it through a
-// 32 KiB buffer of its own. Below a writer without ReadFrom it copies
-// through Write, which checks the context at every write. So a copy needs
-// no buffer of its own, and an answer stops when its request's context
-// ends, whatever the connection does.
+// 32 KiB buffer of its own. A range of an index's content or gzip copy
+// (an *index.StreamReader, bare or behind an io.LimitedReader, as
+// http.ServeContent's io.CopyN hands it over) is passed on segment file by
+// segment file, each as such a file. Below a writer without ReadFrom it
+// copies through Write, which checks the context at every write. So a copy
+// needs no buffer of its own, and an answer stops when its request's
+// context ends, whatever the connection does.
 type contentWriter struct {
 	http.ResponseWriter
 	ctx context.Context
@@ -129,6 +119,19 @@ func (w *contentWriter) ReadFrom(src io.Reader) (int64, error) {
 	rf, ok := w.ResponseWriter.(io.ReaderFrom)
 	if !ok {
 		return io.Copy(struct{ io.Writer }{w}, src)
+	}
+	copyPiece := func(piece *io.LimitedReader) (int64, error) {
+		return chunkcopy.ReadFrom(rf, piece, copyChunk, w.ctx.Err)
+	}
+	switch src := src.(type) {
+	case *index.StreamReader:
+		return src.CopyN(src.Size(), copyPiece)
+	case *io.LimitedReader:
+		if stream, ok := src.R.(*index.StreamReader); ok {
+			n, err := stream.CopyN(src.N, copyPiece)
+			src.N -= n
+			return n, err
+		}
 	}
 	return chunkcopy.ReadFrom(rf, src, copyChunk, w.ctx.Err)
 }
@@ -329,11 +332,7 @@ func (s *Server) serveMetas(w http.ResponseWriter, r *http.Request, snap *store.
 	if err != nil {
 		return fmt.Errorf("read metas: %w", err) // nothing sent yet: answer a problem
 	}
-	content, err := snap.OpenContent()
-	if err != nil {
-		return fmt.Errorf("read metas: %w", err)
-	}
-	defer content.Close()
+	content := snap.Content()
 	gz := acceptsGzip(r)
 	setValidators(w, representationETag(etag, gz), modified)
 	w.Header().Set("Content-Type", jsonlType)

@@ -129,11 +129,11 @@ func (ti *tracingIndexes) file(path string) tracedCatalog {
 		// Opened once and kept open until the test ends, as the store keeps
 		// a live index's content file; a retired index is removed
 		// meanwhile, which an open file does not notice.
-		content, err := os.Open(index.ContentPath(path))
+		content, gz, err := index.OpenStreams(path)
 		if err != nil {
 			ti.t.Fatal(err)
 		}
-		ti.t.Cleanup(func() { content.Close() })
+		ti.t.Cleanup(func() { content.Close(); gz.Close() })
 		tc = tracedCatalog{catalog: query.New(db, content), trace: trace}
 		ti.t.Cleanup(tc.catalog.Close)
 		ti.traced[path] = tc

@@ -2,10 +2,12 @@
 // reads from a file-based catalog (an fs.FS) into one SQLite database
 // file, validates each package as operator-registry does, and computes what
 // the queries need (heads, version ranks, display metadata). The blobs'
-// bytes go, once, into a content file beside the database (ContentPath):
-// the catalogd-compatible /all stream itself, which the database indexes
-// by byte range; and into a gzip copy of it (GzipPath), compressed once
-// here rather than on every request. Building is streaming and
+// bytes go, once, into the content beside the database (in its content
+// directory, ContentDir): the catalogd-compatible /all stream itself,
+// which the database indexes by byte range; and into a gzip copy of it,
+// compressed once here rather than on every request. Both are cut into
+// segment files that later versions share (segments.go), and read as one
+// stream each through OpenStreams. Building is streaming and
 // transactional, and the files are checked before Build returns; package
 // store keeps, per catalog, the one index that is live (its files, see
 // Files) and swaps in a new one only once Build succeeded. Reading an
@@ -17,9 +19,9 @@
 // An index records each catalog file it was built from (the files table:
 // its hash, and where its part of the index lies), and the gzip copy
 // compresses each file apart, so that the next build of the same catalog
-// (Content.Previous) can parse only the files that changed and copy the
-// rest, rows and bytes, into the same files a full build writes
-// (incremental.go).
+// (Content.Previous) can parse only the files that changed and carry the
+// rest over, rows copied and segments linked, into the same streams a full
+// build writes (incremental.go).
 package index
 
 import (
@@ -117,8 +119,7 @@ type Stats struct {
 }
 
 // Build writes the index of src into a new SQLite file at path, the blobs
-// into its content file (ContentPath) and that file's gzip copy
-// (GzipPath). It parses the catalog as a stream, loads it in one
+// into its content and the content's gzip copy (in ContentDir). It parses the catalog as a stream, loads it in one
 // transaction, records validation problems per package, then checks the
 // result. On any error the files are removed; none of them may exist
 // beforehand. Every file Build opens in src.FS is closed by the time it
@@ -179,13 +180,14 @@ func build(ctx context.Context, path string, src Content, builtAt time.Time, p *
 		}
 	}()
 
-	content, err := os.OpenFile(ContentPath(path), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return Stats{}, fmt.Errorf("create content file: %w", fileError(err))
+	dir := ContentDir(path)
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return Stats{}, fmt.Errorf("create content directory: %w", fileError(err))
 	}
+	content := newSegWriter(dir, contentExt, 0)
 	defer func() {
-		if closeErr := content.Close(); closeErr != nil && err == nil {
-			err = fmt.Errorf("close content file: %w", fileError(closeErr))
+		if closeErr := content.close(); closeErr != nil && err == nil {
+			err = fmt.Errorf("close content segments: %w", fileError(closeErr))
 		}
 	}()
 
@@ -203,9 +205,9 @@ func build(ctx context.Context, path string, src Content, builtAt time.Time, p *
 		return Stats{}, fmt.Errorf("create tables: %w", err)
 	}
 
-	// The gzip copy is written beside the load, from the content file as
-	// the load writes it.
-	gz := startCompress(ctx, content, GzipPath(path))
+	// The gzip copy is written beside the load, from the content as the
+	// load writes it.
+	gz := startCompress(ctx, content, newSegWriter(dir, gzipExt, int64(len(gzipHeader))))
 	defer gz.stop()
 	stats, records, err := load(ctx, db, content, gz, src, builtAt, p, mode)
 	if err != nil {
@@ -227,7 +229,55 @@ func build(ctx context.Context, path string, src Content, builtAt time.Time, p *
 	if err := check(ctx, db, content, stats); err != nil {
 		return Stats{}, err
 	}
+	m, err := segmentList(content, gz, src.Limits)
+	if err != nil {
+		return Stats{}, err
+	}
+	if err := writeManifest(dir, m); err != nil {
+		return Stats{}, err
+	}
 	return stats, nil
+}
+
+// The names of a content directory's segment files end so.
+const (
+	contentExt = ".all"
+	gzipExt    = ".gz"
+)
+
+// segmentList lists the segments of the content and of the gzip copy gz
+// made of it, which must cut it in the same places.
+func segmentList(content *segWriter, gz *compressor, limits fbc.Limits) (manifest, error) {
+	limits = effectiveLimits(limits)
+	m := manifest{CRC: gz.crc, Size: gz.size, FileBytes: limits.FileBytes, BlobBytes: limits.BlobBytes}
+	raw, zipped := content.segments(), gz.out.segments()
+	if len(raw) != len(zipped) {
+		return manifest{}, fmt.Errorf("check content: %d segments, %d in the gzip copy", len(raw), len(zipped))
+	}
+	var size int64
+	for i, r := range raw {
+		z := zipped[i]
+		if r.files != z.files {
+			return manifest{}, fmt.Errorf("check content: segment %d holds %d files, its gzip copy %d", i, r.files, z.files)
+		}
+		m.Segments = append(m.Segments, segmentRecord{Content: r.name, Gzip: z.name, Files: r.files, Size: r.size, GzipSize: z.size})
+		size += r.size
+	}
+	if size != m.Size {
+		return manifest{}, fmt.Errorf("check content: %d bytes in segments, %d compressed", size, m.Size)
+	}
+	return m, nil
+}
+
+// effectiveLimits returns limits with the defaults in place of zeros.
+func effectiveLimits(l fbc.Limits) fbc.Limits {
+	if l.FileBytes <= 0 {
+		l.FileBytes = fbc.DefaultFileBytes
+	}
+	if l.BlobBytes <= 0 {
+		l.BlobBytes = fbc.DefaultBlobBytes
+	}
+	return l
 }
 
 // openForBuild opens a new database file with settings for a fast one-off
@@ -254,7 +304,7 @@ func openForBuild(path string) (*sqlx.DB, error) {
 
 // load streams the catalog into the database in one transaction, and the
 // blobs' bytes into content, telling gz how much of it is written.
-func load(ctx context.Context, db *sqlx.DB, content *os.File, gz *compressor, src Content, builtAt time.Time, p *plan, mode BuildMode) (Stats, []fileRecord, error) {
+func load(ctx context.Context, db *sqlx.DB, content *segWriter, gz *compressor, src Content, builtAt time.Time, p *plan, mode BuildMode) (Stats, []fileRecord, error) {
 	if p != nil {
 		if _, err := db.ExecContext(ctx, `ATTACH DATABASE ? AS prev`, previousURI(p.prev)); err != nil {
 			return Stats{}, nil, fallback("previous index unreadable: %v", err)
@@ -337,7 +387,7 @@ func walk(ctx context.Context, l *loader, src Content) error {
 }
 
 // check verifies the finished files before anyone may read them.
-func check(ctx context.Context, db *sqlx.DB, content *os.File, stats Stats) error {
+func check(ctx context.Context, db *sqlx.DB, content *segWriter, stats Stats) error {
 	var result string
 	if err := db.GetContext(ctx, &result, "PRAGMA integrity_check"); err != nil {
 		return fmt.Errorf("check index integrity: %w", err)
@@ -363,12 +413,19 @@ func check(ctx context.Context, db *sqlx.DB, content *os.File, stats Stats) erro
 			return fmt.Errorf("check index: %s has %d rows, loaded %d", c.table, got, c.want)
 		}
 	}
-	fi, err := content.Stat()
-	if err != nil {
-		return fmt.Errorf("check content file: %w", fileError(err))
+	var size int64
+	for _, s := range content.segments() {
+		info, err := s.f.Stat()
+		if err != nil {
+			return fmt.Errorf("check content: %w", fileError(err))
+		}
+		if info.Size() != s.size {
+			return fmt.Errorf("check content: segment %s holds %d bytes, %d were written", s.name, info.Size(), s.size)
+		}
+		size += s.size
 	}
-	if fi.Size() != stats.AllBytes {
-		return fmt.Errorf("check content file: %d bytes, loaded %d", fi.Size(), stats.AllBytes)
+	if size != stats.AllBytes {
+		return fmt.Errorf("check content: %d bytes, loaded %d", size, stats.AllBytes)
 	}
 	return nil
 }
@@ -385,23 +442,17 @@ func fileError(err error) error {
 	return err
 }
 
-// ContentPath names the content file of the index at path: every blob,
-// newline-terminated, in walk order, which is the catalogd-compatible /all
-// stream byte for byte. The blobs table holds each blob's range of it.
-func ContentPath(path string) string { return path + ".all" }
+// Files lists the files of the index at path, the database first, then
+// its content directory (ContentDir): what package store syncs, renames
+// and removes as one index.
+func Files(path string) []string { return []string{path, ContentDir(path)} }
 
-// GzipPath names the gzip copy of the content file of the index at path.
-func GzipPath(path string) string { return path + ".all.gz" }
-
-// Files lists the files of the index at path, the database first: what
-// package store syncs, renames and removes as one index.
-func Files(path string) []string { return []string{path, ContentPath(path), GzipPath(path)} }
-
-// RemoveFiles removes the files of an index and any side files SQLite made
-// beside it. Build uses it on failure, package store when it retires an
-// index.
+// RemoveFiles removes the files of an index, its content directory and
+// any side files SQLite made beside it. Build uses it on failure, package
+// store when it retires an index.
 func RemoveFiles(path string) {
-	for _, p := range append(Files(path), path+"-journal", path+"-wal", path+"-shm") {
+	_ = os.RemoveAll(ContentDir(path))
+	for _, p := range []string{path, path + "-journal", path + "-wal", path + "-shm"} {
 		_ = os.Remove(p)
 	}
 }

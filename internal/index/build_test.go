@@ -66,23 +66,14 @@ func dbPath(t *testing.T, db *sqlx.DB) string {
 // contentFile reads the content file of the index db has open.
 func contentFile(t *testing.T, db *sqlx.DB) []byte {
 	t.Helper()
-	data, err := os.ReadFile(ContentPath(dbPath(t, db)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return data
+	return streamBytes(t, dbPath(t, db), false)
 }
 
-// gunzipFile reads the gzip file at path, decompressed by the standard
-// library (not the compressor that wrote it).
+// gunzipFile reads the gzip copy of the index at path, decompressed by the
+// standard library (not the compressor that wrote it).
 func gunzipFile(t *testing.T, path string) []byte {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
+	zr, err := gzip.NewReader(bytes.NewReader(streamBytes(t, path, true)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -404,7 +395,7 @@ func checkBlobs(t *testing.T, db *sqlx.DB, want *fbcfacts.Catalog) {
 	if !bytes.Equal(all.Bytes(), wantAll) || !bytes.Equal(content, wantAll) {
 		t.Errorf("blobs differ from the catalogd encoding of the catalog (%d bytes in ranges, %d in the file, want %d)", all.Len(), len(content), len(wantAll))
 	}
-	if unzipped := gunzipFile(t, GzipPath(dbPath(t, db))); !bytes.Equal(unzipped, wantAll) {
+	if unzipped := gunzipFile(t, dbPath(t, db)); !bytes.Equal(unzipped, wantAll) {
 		t.Errorf("the gzip copy holds %d bytes, not the %d of the catalog's blobs", len(unzipped), len(wantAll))
 	}
 	if n := count(t, db, `SELECT all_size FROM catalog_info`); n != all.Len() {

@@ -33,11 +33,12 @@ type Problem struct {
 func Check(ctx context.Context, dir string, src Content) (Stats, []Problem, error) {
 	path := filepath.Join(dir, "check.db")
 	defer RemoveFiles(path)
-	content, err := os.OpenFile(ContentPath(path), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return Stats{}, nil, fmt.Errorf("create scratch content file: %w", fileError(err))
+	if err := os.Mkdir(ContentDir(path), 0o700); err != nil {
+		return Stats{}, nil, fmt.Errorf("create scratch content directory: %w", fileError(err))
 	}
-	defer content.Close()
+	// Check never cuts the content: one segment.
+	content := newSegWriter(ContentDir(path), contentExt, 0)
+	defer content.close()
 	db, err := openForBuild(path)
 	if err != nil {
 		return Stats{}, nil, err

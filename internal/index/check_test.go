@@ -104,13 +104,18 @@ type fileProbe struct {
 }
 
 func (p *fileProbe) Open(name string) (fs.File, error) {
-	fi, err := os.Stat(ContentPath(p.path))
-	_, gzErr := os.Stat(GzipPath(p.path))
-	p.mu.Lock()
-	if err == nil {
-		p.size = max(p.size, fi.Size())
+	var size int64
+	gz := false
+	entries, _ := os.ReadDir(ContentDir(p.path))
+	for _, e := range entries {
+		if fi, err := e.Info(); err == nil && strings.HasSuffix(e.Name(), contentExt) {
+			size += fi.Size()
+		}
+		gz = gz || strings.HasSuffix(e.Name(), gzipExt)
 	}
-	p.gzip = p.gzip || gzErr == nil
+	p.mu.Lock()
+	p.size = max(p.size, size)
+	p.gzip = p.gzip || gz
 	p.mu.Unlock()
 	return p.FS.Open(name)
 }

@@ -84,7 +84,25 @@ func (l *loader) fileEnd(_ context.Context, path string) error {
 	}
 	l.records = append(l.records, *r)
 	l.gz.endSegment(src, l.written)
+	return l.endFile()
+}
+
+// endFile counts the catalog file just ended in the current segment, and
+// cuts the segment once it reaches segmentSize.
+func (l *loader) endFile() error {
+	if err := l.file.endFile(); err != nil {
+		return fmt.Errorf("write content: %w", fileError(err))
+	}
+	if l.file.curSize() >= segmentSize {
+		l.cutSegment()
+	}
 	return nil
+}
+
+// cutSegment ends the current segment of the content and of its gzip copy.
+func (l *loader) cutSegment() {
+	l.file.cut()
+	l.gz.endSegment(segmentSource{cut: true}, l.written)
 }
 
 // fileSums gives the SHA-256 of the catalog's files: as the walk read the

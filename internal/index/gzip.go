@@ -2,11 +2,9 @@ package index
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"hash/crc32"
 	"io"
-	"os"
 	"sync"
 
 	"github.com/klauspost/compress/flate"
@@ -23,18 +21,20 @@ const gzipLevel = 3
 const compressChunk = 4 << 20
 
 // The gzip copy is one gzip member, which any reader decompresses as one
-// stream, whose deflate data is a run of segments, one per catalog file:
+// stream, whose deflate data is a run of pieces, one per catalog file:
 // each compressed by a compressor of its own (no back-reference reaches
-// into an earlier segment) and ended by a sync flush, which leaves it
-// byte-aligned. A segment's bytes thus depend only on its file's bytes,
+// into an earlier piece) and ended by a sync flush, which leaves it
+// byte-aligned. A piece's bytes thus depend only on its file's bytes,
 // and a build that keeps a file of the previous index (an incremental
-// build) copies that file's segment instead of compressing it again, into
-// a file byte-identical to the one a full build writes. The member ends
-// with an empty final block and the trailer: the CRC-32 of the whole
-// content, combined from the segments' (crc32Combine), and its length.
-// Compressing files apart loses what a segment could have referred to in
+// build) copies that file's piece, or links the whole segment file (see
+// segmentSize) that holds it, instead of compressing it again: the stream
+// is byte-identical to the one a full build writes. The member ends with
+// an empty final block and the trailer: the CRC-32 of the whole content,
+// combined from the pieces' (crc32Combine), and its length; the header
+// and trailer are made when the stream is read (OpenStreams), not stored.
+// Compressing files apart loses what a piece could have referred to in
 // the files before it: measured, 5.5% more bytes on the 300-file bench
-// catalog (9.96 MB in one stream, 10.51 MB in segments) and 0.04% on the
+// catalog (9.96 MB in one stream, 10.51 MB in pieces) and 0.04% on the
 // 40-file catalog of CRD objects (124.92 MB, 124.97 MB), in no more time.
 var (
 	// gzipHeader is a gzip member header without name or time, from an
@@ -46,60 +46,84 @@ var (
 )
 
 // gzipSegment is the compressed copy of one catalog file's part of the
-// content file.
+// content.
 type gzipSegment struct {
-	// offset and length are the segment's place in the gzip file.
+	// offset and length are the piece's place in the gzip stream.
 	offset, length int64
-	// crc is the CRC-32 (IEEE) of the content the segment holds, size its
+	// crc is the CRC-32 (IEEE) of the content the piece holds, size its
 	// length.
 	crc  uint32
 	size int64
 }
 
-// segmentSource says how compressor gets a segment: by compressing the
-// next size bytes of the content file, or, when from is set, by copying
-// the segment seg of from, the gzip file of the previous index.
+// segmentSource is the next step of the gzip copy, in content order: the
+// compression of the next size bytes of the content as one catalog
+// file's piece, or, when from is set, a copy of the piece seg of from, the
+// previous index's gzip stream; or the end of a segment (cut); or a whole
+// segment of the previous index linked (link).
 type segmentSource struct {
 	size int64
-	from *os.File
+	from *Stream
 	seg  gzipSegment
+	cut  bool
+	link *linkedSegment
 }
 
-// compressor writes the gzip copy of the content file while the walk is
-// still writing the file: it follows the file, reading back (from the page
-// cache) what the loader says is written, so that compressing takes
-// another core rather than build time. On a 1.4 GiB catalog, compressing
-// once the file was complete made the build a third longer.
+// linkedSegment is a segment of the previous index's gzip copy that an
+// incremental build links whole.
+type linkedSegment struct {
+	// path is its file, start its offset in the previous stream, size the
+	// file's size.
+	path        string
+	start, size int64
+	// files are the pieces it holds, as the previous index recorded them.
+	files []gzipSegment
+}
+
+// compressor writes the gzip copy of the content while the walk is still
+// writing it: it follows the content, reading back (from the page cache)
+// what the loader says is written, so that compressing takes another core
+// rather than build time. On a 1.4 GiB catalog, compressing once the
+// content was complete made the build a third longer.
 type compressor struct {
-	content *os.File
-	// wake is signalled when more of the file is written.
+	content *segWriter
+	// out receives the gzip copy.
+	out *segWriter
+	// wake is signalled when more of the content is written.
 	wake chan struct{}
 
 	mu       sync.Mutex
-	written  int64           // guarded by mu: bytes of the file written so far
-	whole    bool            // guarded by mu: written is the whole file
-	sources  []segmentSource // guarded by mu: the segments ended so far, in order
+	written  int64           // guarded by mu: bytes of the content written so far
+	whole    bool            // guarded by mu: written is the whole content
+	sources  []segmentSource // guarded by mu: the steps so far, in order
 	segments []gzipSegment   // set before done is closed: what was written
+	// crc and size are the whole content's, set before done is closed.
+	crc  uint32
+	size int64
 
 	done   chan struct{}
 	err    error // set before done is closed
 	cancel context.CancelFunc
 }
 
-// startCompress starts compressing content into a new file at path as the
-// loader writes it (see advance and endSegment); wait returns the outcome.
-func startCompress(ctx context.Context, content *os.File, path string) *compressor {
+// startCompress starts compressing content into out as the loader writes
+// it (see advance and endSegment); wait returns the outcome. out is
+// closed by the time wait or stop returns.
+func startCompress(ctx context.Context, content, out *segWriter) *compressor {
 	ctx, cancel := context.WithCancel(ctx)
-	c := &compressor{content: content, wake: make(chan struct{}, 1), done: make(chan struct{}), cancel: cancel}
+	c := &compressor{content: content, out: out, wake: make(chan struct{}, 1), done: make(chan struct{}), cancel: cancel}
 	go func() {
 		defer close(c.done)
-		c.err = c.run(ctx, path)
+		c.err = c.run(ctx, out)
+		if closeErr := out.close(); closeErr != nil && c.err == nil {
+			c.err = fmt.Errorf("write gzip copy: %w", fileError(closeErr))
+		}
 	}()
 	return c
 }
 
-// advance says the first written bytes of the file are written, and whole
-// that they are all it will hold.
+// advance says the first written bytes of the content are written, and
+// whole that they are all it will hold.
 func (c *compressor) advance(written int64, whole bool) {
 	if c == nil {
 		return // Check writes no gzip copy
@@ -107,10 +131,7 @@ func (c *compressor) advance(written int64, whole bool) {
 	c.update(func() { c.written, c.whole = written, whole })
 }
 
-// endSegment ends the segment of the current catalog file, whose bytes
-// the content file holds up to written; from, when set, names the
-// segment of the previous gzip file to copy rather than compress those
-// bytes.
+// endSegment adds the next step, with the content written up to written.
 func (c *compressor) endSegment(src segmentSource, written int64) {
 	if c == nil {
 		return
@@ -132,7 +153,7 @@ func (c *compressor) update(fn func()) {
 }
 
 // wait waits for the gzip copy to be complete (advance must have been
-// called with whole) and returns its segments, or the error that stopped
+// called with whole) and returns its pieces, or the error that stopped
 // it.
 func (c *compressor) wait() ([]gzipSegment, error) {
 	<-c.done
@@ -140,55 +161,31 @@ func (c *compressor) wait() ([]gzipSegment, error) {
 }
 
 // stop ends compressing, complete or not, and waits for it: Build stops it
-// on every return, so the copy's file is closed before the files of a
+// on every return, so the copy's files are closed before the files of a
 // failed build are removed.
 func (c *compressor) stop() {
 	c.cancel()
 	<-c.done
 }
 
-// gzipWriter writes the gzip copy, counting what it wrote.
-type gzipWriter struct {
-	f   *os.File
-	off int64
+// gzipOffset is where the next byte written to out stands in the gzip
+// stream.
+func gzipOffset(out *segWriter) int64 {
+	out.mu.Lock()
+	defer out.mu.Unlock()
+	return out.base + out.size
 }
 
-func (w *gzipWriter) Write(p []byte) (int, error) {
-	n, err := w.f.Write(p)
-	w.off += int64(n)
-	return n, err
-}
-
-// ReadFrom lets io.Copy from another file copy in the kernel.
-func (w *gzipWriter) ReadFrom(r io.Reader) (int64, error) {
-	n, err := w.f.ReadFrom(r)
-	w.off += n
-	return n, err
-}
-
-func (c *compressor) run(ctx context.Context, path string) (err error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return fmt.Errorf("create gzip copy: %w", fileError(err))
-	}
-	defer func() {
-		if closeErr := f.Close(); closeErr != nil && err == nil {
-			err = fmt.Errorf("write gzip copy: %w", fileError(closeErr))
-		}
-	}()
-	out := &gzipWriter{f: f}
-	if _, err := out.Write(gzipHeader); err != nil {
-		return fmt.Errorf("write gzip copy: %w", fileError(err))
-	}
+func (c *compressor) run(ctx context.Context, out *segWriter) error {
 	zw, err := flate.NewWriter(out, gzipLevel)
 	if err != nil {
 		return fmt.Errorf("create gzip copy: %w", err)
 	}
 	buf := make([]byte, 256<<10)
-	// pos is how much of the content file the segments done and the
-	// current one cover; cur is the current segment, begun at start.
+	// pos is how much of the content the steps done and the current one
+	// cover; cur is the current piece, begun at start.
 	var pos, start int64
-	cur := gzipSegment{offset: out.off}
+	cur := gzipSegment{offset: gzipOffset(out)}
 	for next := 0; ; {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -205,8 +202,23 @@ func (c *compressor) run(ctx context.Context, path string) (err error) {
 			limit = start + src.size
 		}
 		switch {
+		case src != nil && src.cut:
+			out.cut()
+		case src != nil && src.link != nil:
+			l := src.link
+			at := gzipOffset(out)
+			if err := out.link(l.path, l.size, len(l.files)); err != nil {
+				return fmt.Errorf("write gzip copy: %w", fileError(err))
+			}
+			for _, f := range l.files {
+				f.offset += at - l.start
+				c.segments = append(c.segments, f)
+			}
 		case src != nil && src.from != nil:
 			seg, err := copySegment(out, src.from, src.seg)
+			if err == nil {
+				err = out.endFile()
+			}
 			if err != nil {
 				return fmt.Errorf("write gzip copy: copy segment: %w", fileError(err))
 			}
@@ -214,7 +226,7 @@ func (c *compressor) run(ctx context.Context, path string) (err error) {
 		case pos < limit:
 			n, err := c.content.ReadAt(buf[:min(int64(len(buf)), limit-pos, compressChunk)], pos)
 			if err != nil && (err != io.EOF || n == 0) {
-				return fmt.Errorf("write gzip copy: read content file: %w", fileError(err))
+				return fmt.Errorf("write gzip copy: read content: %w", fileError(err))
 			}
 			cur.crc = crc32.Update(cur.crc, crc32.IEEETable, buf[:n])
 			if _, err := zw.Write(buf[:n]); err != nil {
@@ -229,10 +241,18 @@ func (c *compressor) run(ctx context.Context, path string) (err error) {
 				}
 				zw.Reset(out)
 			}
-			cur.length, cur.size = out.off-cur.offset, src.size
+			if err := out.endFile(); err != nil {
+				return fmt.Errorf("write gzip copy: %w", fileError(err))
+			}
+			cur.length, cur.size = gzipOffset(out)-cur.offset, src.size
 			c.segments = append(c.segments, cur)
 		case whole:
-			return finishGzip(out, c.segments)
+			out.cut()
+			for _, s := range c.segments {
+				c.crc = crc32Combine(c.crc, s.crc, s.size)
+				c.size += s.size
+			}
+			return nil
 		default:
 			select {
 			case <-c.wake:
@@ -241,44 +261,21 @@ func (c *compressor) run(ctx context.Context, path string) (err error) {
 			}
 			continue
 		}
-		// A segment is done.
+		// A step is done.
 		pos, start = start+src.size, start+src.size
-		cur = gzipSegment{offset: out.off}
+		cur = gzipSegment{offset: gzipOffset(out)}
 		next++
 	}
 }
 
-// copySegment appends seg of the gzip file from to out.
-func copySegment(out *gzipWriter, from *os.File, seg gzipSegment) (gzipSegment, error) {
-	copied := gzipSegment{offset: out.off, length: seg.length, crc: seg.crc, size: seg.size}
-	if _, err := from.Seek(seg.offset, io.SeekStart); err != nil {
-		return gzipSegment{}, err
-	}
+// copySegment appends the piece seg of the gzip stream from to out.
+func copySegment(out *segWriter, from *Stream, seg gzipSegment) (gzipSegment, error) {
+	copied := gzipSegment{offset: gzipOffset(out), length: seg.length, crc: seg.crc, size: seg.size}
 	// Between files, io.Copy copies in the kernel (copy_file_range).
-	n, err := io.Copy(out, io.LimitReader(from, seg.length))
-	if err == nil && n != seg.length {
-		err = io.ErrUnexpectedEOF
-	}
+	_, err := from.CopyRange(seg.offset, seg.length, func(piece *io.LimitedReader) (int64, error) {
+		return io.Copy(out, piece)
+	})
 	return copied, err
-}
-
-// finishGzip ends the member after its segments: the final block and the
-// trailer.
-func finishGzip(out *gzipWriter, segments []gzipSegment) error {
-	var crc uint32
-	var size int64
-	for _, s := range segments {
-		crc = crc32Combine(crc, s.crc, s.size)
-		size += s.size
-	}
-	trailer := make([]byte, 0, len(gzipFinalBlock)+8)
-	trailer = append(trailer, gzipFinalBlock...)
-	trailer = binary.LittleEndian.AppendUint32(trailer, crc)
-	trailer = binary.LittleEndian.AppendUint32(trailer, uint32(size)) // the length modulo 2^32, as gzip defines it
-	if _, err := out.Write(trailer); err != nil {
-		return fmt.Errorf("write gzip copy: %w", fileError(err))
-	}
-	return nil
 }
 
 // crc32Combine returns the CRC-32 (IEEE) of the concatenation of two

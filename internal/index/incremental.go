@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"net/url"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 
@@ -35,8 +36,10 @@ import (
 // come out as a full build gives them: a changed file, or an unchanged one
 // holding an affected package, is parsed; any other unchanged file's rows
 // are copied with their ids and offsets moved by where the file now
-// starts, and its bytes of the content and gzip files are copied (the
-// gzip copy compresses each file apart, see gzipSegment). Whatever is
+// starts, and its bytes of the content and the gzip copy are carried over
+// (the gzip copy compresses each file apart, see gzipSegment): linked,
+// where a whole segment of the previous index holds only such files,
+// copied otherwise (copyRunContent). Whatever is
 // computed over a whole package (problems, channels' heads, ranks,
 // display, search, digests) is carried over per package or computed by the
 // code of a full build; what is computed across packages (catalog_counts,
@@ -93,10 +96,14 @@ type fileAction struct {
 // plan is what an incremental build reuses of the previous index.
 type plan struct {
 	// prev is the previous index's database; content and gz its content
-	// file and gzip copy.
+	// and gzip copy, dir its content directory.
 	prev        string
-	content, gz *os.File
-	actions     []fileAction
+	content, gz *Stream
+	dir         string
+	// segments are the previous index's segments, by the index of their
+	// first file.
+	segments map[int]prevSegment
+	actions  []fileAction
 	// parse lists the files to parse, in walk order.
 	parse []string
 	// affected are the package groups loaded anew; known, every group
@@ -111,8 +118,49 @@ func (p *plan) close() {
 	if p == nil {
 		return
 	}
-	p.content.Close()
-	p.gz.Close()
+	if p.content != nil {
+		p.content.Close()
+		p.gz.Close()
+	}
+}
+
+// prevSegment is a segment of the previous index, and where it starts in
+// the gzip stream.
+type prevSegment struct {
+	segmentRecord
+	gzipStart int64
+}
+
+// openPrevious opens the previous index's content and gzip copy, and
+// lists its segments by first file, for old, its files.
+func (p *plan) openPrevious(old []fileRecord, limits fbc.Limits) error {
+	p.dir = ContentDir(p.prev)
+	m, err := readManifest(p.dir)
+	if err != nil {
+		return fallback("previous content unreadable: %v", err)
+	}
+	// A carried file was checked against the previous build's limits
+	// only: lower ones must see every file, as a full build does.
+	if limits = effectiveLimits(limits); limits.FileBytes < m.FileBytes || limits.BlobBytes < m.BlobBytes {
+		return fallback("limits lowered")
+	}
+	if p.content, p.gz, err = OpenStreams(p.prev); err != nil {
+		return fallback("previous content unreadable: %v", err)
+	}
+	p.segments = map[int]prevSegment{}
+	file, gzipStart := 0, int64(len(gzipHeader))
+	for _, s := range m.Segments {
+		if s.Files <= 0 {
+			return fallback("previous index inconsistent: a segment of %d files", s.Files)
+		}
+		p.segments[file] = prevSegment{segmentRecord: s, gzipStart: gzipStart}
+		file += s.Files
+		gzipStart += s.GzipSize
+	}
+	if file != len(old) {
+		return fallback("previous index inconsistent: segments hold %d files, the index %d", file, len(old))
+	}
+	return nil
 }
 
 // previousURI opens the previous index's database for reading alone: it
@@ -159,11 +207,8 @@ func newPlan(ctx context.Context, src Content, extra map[string]bool) (_ *plan, 
 			p.close()
 		}
 	}()
-	if p.content, err = os.Open(ContentPath(src.Previous)); err != nil {
-		return nil, fallback("previous content file unreadable: %v", fileError(err))
-	}
-	if p.gz, err = os.Open(GzipPath(src.Previous)); err != nil {
-		return nil, fallback("previous gzip copy unreadable: %v", fileError(err))
+	if err := p.openPrevious(old, src.Limits); err != nil {
+		return nil, err
 	}
 	if err := checkPrevious(old, allSize, p.content, p.gz); err != nil {
 		return nil, err
@@ -286,9 +331,9 @@ func readFiles(ctx context.Context, db *sqlx.DB) ([]fileRecord, error) {
 }
 
 // checkPrevious checks that the previous index's files records agree
-// with each other and with its content and gzip files: one after the
-// other, covering both files.
-func checkPrevious(old []fileRecord, allSize int64, content, gz *os.File) error {
+// with each other and with its content and gzip copy: one after the
+// other, covering both.
+func checkPrevious(old []fileRecord, allSize int64, content, gz *Stream) error {
 	next := fileRecord{firstBlob: 1, firstBundle: 1, firstEntry: 1, gz: gzipSegment{offset: int64(len(gzipHeader))}}
 	for _, r := range old {
 		if r.contentOffset != next.contentOffset || r.gz.offset != next.gz.offset || r.firstBlob != next.firstBlob ||
@@ -305,15 +350,12 @@ func checkPrevious(old []fileRecord, allSize int64, content, gz *os.File) error 
 		return fallback("previous index inconsistent: files cover %d bytes of %d", next.contentOffset, allSize)
 	}
 	for _, f := range []struct {
-		file *os.File
-		size int64
-	}{{content, allSize}, {gz, next.gz.offset + int64(len(gzipFinalBlock)) + 8}} {
-		info, err := f.file.Stat()
-		if err != nil {
-			return fallback("previous index unreadable: %v", fileError(err))
-		}
-		if info.Size() != f.size {
-			return fallback("previous index inconsistent: %s holds %d bytes, its files %d", f.file.Name(), info.Size(), f.size)
+		name   string
+		stream *Stream
+		size   int64
+	}{{"content", content, allSize}, {"gzip copy", gz, next.gz.offset + int64(len(gzipFinalBlock)) + 8}} {
+		if f.stream.Size() != f.size {
+			return fallback("previous index inconsistent: its %s holds %d bytes, its files %d", f.name, f.stream.Size(), f.size)
 		}
 	}
 	return nil
@@ -475,40 +517,84 @@ func (l *loader) copyRun(ctx context.Context, run []fileAction) error {
 	if blobs != last.firstBlob+last.blobs-first.firstBlob || bytes != length {
 		return fallback("previous index inconsistent: files from %s hold %d blobs of %d bytes, their records say otherwise", first.path, blobs, bytes)
 	}
-	if err := l.copyContent(first.contentOffset, length); err != nil {
+	delta := l.written - first.contentOffset
+	if err := l.copyRunContent(run); err != nil {
 		return err
 	}
 	for _, a := range run {
 		r := *a.old
-		r.contentOffset += l.written - first.contentOffset
+		r.contentOffset += delta
 		r.firstBlob += int64(l.stats.Blobs) + 1 - first.firstBlob
 		r.firstBundle += l.bundleID + 1 - first.firstBundle
 		r.firstEntry += l.entryID + 1 - first.firstEntry
 		l.records = append(l.records, r)
-		l.gz.endSegment(segmentSource{size: r.contentLength, from: l.plan.gz, seg: a.old.gz}, r.contentOffset+r.contentLength)
 	}
 	l.stats.Blobs += int(blobs)
 	l.stats.AllBytes += length
 	l.bundleID += last.firstBundle + last.bundles - first.firstBundle
 	l.entryID += last.firstEntry + last.entries - first.firstEntry
-	l.written += length
 	return nil
 }
 
-// copyContent appends length bytes at offset of the previous content file
-// to the content file, whose buffer is flushed.
-func (l *loader) copyContent(offset, length int64) error {
-	if _, err := l.plan.content.Seek(offset, io.SeekStart); err != nil {
-		return fmt.Errorf("read previous content file: %w", fileError(err))
+// copyRunContent adds the bytes of a run of unchanged files to the content
+// and its gzip copy: each whole segment of the previous index in the run
+// by a link to its files, cutting the segment being written short before
+// it; the other files by a copy of their bytes and gzip pieces.
+func (l *loader) copyRunContent(run []fileAction) error {
+	for i := 0; i < len(run); {
+		a := run[i]
+		if s, ok := l.plan.segments[a.old.index]; ok && i+s.Files <= len(run) {
+			if err := l.linkSegment(s, run[i:i+s.Files]); err != nil {
+				return err
+			}
+			i += s.Files
+			continue
+		}
+		if err := l.copyContent(a.old.contentOffset, a.old.contentLength); err != nil {
+			return err
+		}
+		l.written += a.old.contentLength
+		l.gz.endSegment(segmentSource{size: a.old.contentLength, from: l.plan.gz, seg: a.old.gz}, l.written)
+		if err := l.endFile(); err != nil {
+			return err
+		}
+		i++
 	}
+	return nil
+}
+
+// linkSegment adds s, a segment of the previous index holding the files of
+// run, to the content and its gzip copy by hard links.
+func (l *loader) linkSegment(s prevSegment, run []fileAction) error {
+	files := make([]gzipSegment, len(run))
+	var size int64
+	for i, a := range run {
+		files[i] = a.old.gz
+		size += a.old.contentLength
+	}
+	if size != s.Size {
+		return fallback("previous index inconsistent: segment %s holds %d bytes, its files %d", s.Content, s.Size, size)
+	}
+	l.cutSegment()
+	if err := l.file.link(filepath.Join(l.plan.dir, s.Content), s.Size, s.Files); err != nil {
+		return fallback("previous content unusable: %v", fileError(err))
+	}
+	l.written += s.Size
+	l.gz.endSegment(segmentSource{size: s.Size,
+		link: &linkedSegment{path: filepath.Join(l.plan.dir, s.Gzip), start: s.gzipStart, size: s.GzipSize, files: files}}, l.written)
+	return nil
+}
+
+// copyContent appends length bytes at offset of the previous content to
+// the content, whose buffer is flushed.
+func (l *loader) copyContent(offset, length int64) error {
 	// Between files, io.Copy copies in the kernel (copy_file_range, which
 	// shares the blocks where the filesystem can).
-	n, err := io.Copy(l.file, io.LimitReader(l.plan.content, length))
-	if err == nil && n != length {
-		err = io.ErrUnexpectedEOF
-	}
+	_, err := l.plan.content.CopyRange(offset, length, func(piece *io.LimitedReader) (int64, error) {
+		return io.Copy(l.file, piece)
+	})
 	if err != nil {
-		return fmt.Errorf("copy previous content file: %w", fileError(err))
+		return fmt.Errorf("copy previous content: %w", fileError(err))
 	}
 	return nil
 }

@@ -121,14 +121,7 @@ func benchmarkIncremental(b *testing.B, src, mode string) {
 		if stats, err = Build(context.Background(), path, src, time.Now()); err != nil {
 			b.Fatal(err)
 		}
-		size = 0
-		for _, f := range Files(path) {
-			info, err := os.Stat(f)
-			if err != nil {
-				b.Fatal(err)
-			}
-			size += info.Size()
-		}
+		size = indexBytes(b, path)
 		RemoveFiles(path)
 	}
 	if incremental && stats.Build.Mode != ModeIncremental {
@@ -139,6 +132,28 @@ func benchmarkIncremental(b *testing.B, src, mode string) {
 	b.ReportMetric(float64(procIO(b, "wchar")-wchar)/(1<<20)/float64(i), "written-MiB/op")
 	b.ReportMetric(float64(size)/(1<<20), "file-MiB")
 	b.ReportMetric(float64(stats.Build.PackagesRebuilt), "packages-rebuilt")
+}
+
+// indexBytes adds up the sizes of the database and the segment files of
+// the index at path, linked or not.
+func indexBytes(b *testing.B, path string) int64 {
+	info, err := os.Stat(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	size := info.Size()
+	entries, err := os.ReadDir(ContentDir(path))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, e := range entries {
+		info, err := e.Info()
+		if err != nil {
+			b.Fatal(err)
+		}
+		size += info.Size()
+	}
+	return size
 }
 
 // changeFile adds a blob of the file's first package to it, written as a

@@ -466,21 +466,14 @@ func sameIndex(t testing.TB, got, want string) {
 	if len(gotRows) != len(wantRows) {
 		t.Errorf("%d tables, want %d", len(gotRows), len(wantRows))
 	}
-	for _, name := range []func(string) string{ContentPath, GzipPath} {
-		g, err := os.ReadFile(name(got))
-		if err != nil {
-			t.Fatal(err)
-		}
-		w, err := os.ReadFile(name(want))
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, gz := range []bool{false, true} {
+		g, w := streamBytes(t, got, gz), streamBytes(t, want, gz)
 		if !bytes.Equal(g, w) {
 			i := 0
 			for i < len(g) && i < len(w) && g[i] == w[i] {
 				i++
 			}
-			t.Errorf("%s: %d bytes, want %d, first difference at %d", filepath.Base(name(got)), len(g), len(w), i)
+			t.Errorf("%s (gzip %v): %d bytes, want %d, first difference at %d", filepath.Base(got), gz, len(g), len(w), i)
 		}
 	}
 }
@@ -536,13 +529,16 @@ func differential(t *testing.T, dir string, seed uint64, steps int) int {
 // builds: on a generated catalog, reshaped so that a file holds several
 // packages and a package spans several files, in JSON and YAML, random
 // edits, each followed by an incremental build from the index before,
-// which must give a full build's rows, content file and gzip copy. Set
+// which must give a full build's rows, content and gzip copy. Set
 // CATALOGD_INCREMENTAL_STEPS for a longer run.
 func TestIncrementalMatchesFull(t *testing.T) {
 	steps := 16
 	if s := os.Getenv("CATALOGD_INCREMENTAL_STEPS"); s != "" {
 		fmt.Sscan(s, &steps)
 	}
+	// Segments of a file or two, so that builds link some and rewrite
+	// others, cutting them where the last build did not.
+	withSegmentSize(t, 32<<10)
 	dir := t.TempDir()
 	if _, err := fbcgen.Write(context.Background(), dir, fbcgen.Options{Packages: 12, Bundles: 60, BundleObjectBytes: 200, Seed: 7}); err != nil {
 		t.Fatal(err)
@@ -690,16 +686,21 @@ func TestIncrementalFallbacks(t *testing.T) {
 		{"other schema", exec(`UPDATE catalog_info SET schema_digest = 'sha256:older'`), "schema changed"},
 		{"no file records", exec(`DELETE FROM files`), "previous index has no file records"},
 		{"records out of step", exec(`UPDATE files SET blobs = blobs + 1 WHERE id = 1`), "previous index inconsistent: "},
-		{"content file cut short", func(t *testing.T, prev, dir string) {
-			if err := os.Truncate(ContentPath(prev), 10); err != nil {
+		{"content segment cut short", func(t *testing.T, prev, dir string) {
+			if err := os.Truncate(segmentPath(t, prev, contentExt), 10); err != nil {
 				t.Fatal(err)
 			}
-		}, "previous index inconsistent: "},
-		{"gzip copy missing", func(t *testing.T, prev, dir string) {
-			if err := os.Remove(GzipPath(prev)); err != nil {
+		}, "previous content unreadable: "},
+		{"gzip segment missing", func(t *testing.T, prev, dir string) {
+			if err := os.Remove(segmentPath(t, prev, gzipExt)); err != nil {
 				t.Fatal(err)
 			}
-		}, "previous gzip copy unreadable: "},
+		}, "previous content unreadable: "},
+		{"segment list missing", func(t *testing.T, prev, dir string) {
+			if err := os.Remove(filepath.Join(ContentDir(prev), manifestName)); err != nil {
+				t.Fatal(err)
+			}
+		}, "previous content unreadable: "},
 		{"most packages changed", func(t *testing.T, prev, dir string) {
 			m := readModel(t, dir)
 			for i := range len(pkgs)/2 + 1 {

@@ -6,7 +6,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -29,11 +28,11 @@ import (
 // rank and display are known.
 type loader struct {
 	tx *sqlx.Tx
-	// content buffers the writes to file, the content file, which finish
-	// reads blobs back from once content is flushed, and gz compresses as
-	// it is written.
+	// content buffers the writes to file, the content's segments, which
+	// finish reads blobs back from once content is flushed, and gz
+	// compresses as they are written.
 	content *bufio.Writer
-	file    *os.File
+	file    *segWriter
 	gz      *compressor
 	stmts   map[string]*sql.Stmt
 	stats   Stats
@@ -155,7 +154,7 @@ const insertBytes = 1 << 20
 // contentBuffer is the write buffer of the content file.
 const contentBuffer = 256 << 10
 
-func newLoader(ctx context.Context, tx *sqlx.Tx, file *os.File, gz *compressor) (*loader, error) {
+func newLoader(ctx context.Context, tx *sqlx.Tx, file *segWriter, gz *compressor) (*loader, error) {
 	if _, err := tx.ExecContext(ctx, workTables); err != nil {
 		return nil, fmt.Errorf("create work tables: %w", err)
 	}

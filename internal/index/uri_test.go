@@ -34,7 +34,7 @@ func TestBuildPathsWithURICharacters(t *testing.T) {
 			}
 			var got []string
 			if err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
-				if err == nil && !d.IsDir() {
+				if err == nil && p != root && p != dir && filepath.Dir(p) != ContentDir(path) {
 					got = append(got, p)
 				}
 				return err

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -35,11 +36,11 @@ func openIndex(t *testing.T, fsys fs.FS) (*query.Catalog, *sqlx.DB, *sqltrace.Tr
 		t.Fatal(err)
 	}
 	db, trace := sqltrace.Open(t, path)
-	content, err := os.Open(index.ContentPath(path))
+	content, gz, err := index.OpenStreams(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { content.Close() })
+	t.Cleanup(func() { content.Close(); gz.Close() })
 	c := query.New(db, content)
 	t.Cleanup(c.Close)
 	return c, db, trace
@@ -524,7 +525,13 @@ func TestCountsAndBlobs(t *testing.T) {
 	if err := db.Get(&path, `SELECT file FROM pragma_database_list WHERE name = 'main'`); err != nil {
 		t.Fatal(err)
 	}
-	content, err := os.ReadFile(index.ContentPath(path))
+	stream, gz, err := index.OpenStreams(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stream.Close()
+	defer gz.Close()
+	content, err := io.ReadAll(io.NewSectionReader(stream, 0, stream.Size()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,6 @@
 // Package store keeps the live index of each catalog: it builds a new one
-// with index.Build (a database file, its content file and the content's
-// gzip copy: index.Files), swaps it in atomically (on disk and in memory)
+// with index.Build (a database file and its content directory, the content
+// and its gzip copy in segment files: index.Files), swaps it in atomically (on disk and in memory)
 // only when it is complete, and counts the readers of each index so that a
 // replaced one is closed and removed only after its last reader is done. A
 // reader holds a Snapshot, whose queries and content all come from one
@@ -65,6 +65,13 @@ func IsOwnFile(name string) bool {
 	return strings.Contains(name, ".db")
 }
 
+// IsOwnDir reports whether name is one the store gives a directory in a
+// catalog's directory: an index's content directory (index.ContentDir),
+// live, retired or being built.
+func IsOwnDir(name string) bool {
+	return strings.HasSuffix(name, ".db"+index.ContentDirSuffix)
+}
+
 // Info describes a live index.
 type Info struct {
 	index.Info
@@ -110,19 +117,20 @@ type Store struct {
 // handle is one open index with a count of the readers using it.
 type handle struct {
 	db *sqlx.DB
-	// content is the content file, read at offsets (ReadAt) by catalog.
-	content *os.File
-	catalog *query.Catalog
-	info    Info
-	refs    int  // guarded by Store.mu
-	retired bool // guarded by Store.mu; remove the file when refs drops to 0
+	// content is the content, read at offsets (ReadAt) by catalog, and gz
+	// its gzip copy; both hold their segment files open.
+	content, gz *index.Stream
+	catalog     *query.Catalog
+	info        Info
+	refs        int  // guarded by Store.mu
+	retired     bool // guarded by Store.mu; remove the file when refs drops to 0
 	// changes keeps the changes answers computed against this index.
 	changes changesCache
 }
 
 // Snapshot is a reader's hold on one index; Release it when done. Every
 // query goes through Catalog, the typed read API of the index; blobs are
-// copied from the content file (OpenContent). A retired index stays on
+// copied from the content (Content). A retired index stays on
 // disk until its last snapshot is released, so a snapshot must not outlive
 // the answer it serves; the HTTP server cuts an answer that makes no
 // progress for its write idle bound (internal/server).
@@ -130,6 +138,7 @@ type Snapshot struct {
 	Info    Info
 	Catalog *query.Catalog
 
+	content, gz *index.Stream
 	// history is the catalog's history as of this index (see Changes).
 	history *History
 	changes *changesCache
@@ -137,29 +146,17 @@ type Snapshot struct {
 	once    sync.Once
 }
 
-// OpenContent opens the content file of the snapshot's index: the /all
-// stream, where query.Catalog.BlobRanges locates blobs. Each call opens
-// the file anew, so the caller may seek it and hand it to the connection
-// as its own (which sends it with sendfile over plain HTTP, and over TLS
-// copies it through user space); it closes the file before releasing the
-// snapshot.
-func (s *Snapshot) OpenContent() (*os.File, error) {
-	return openIndexFile(index.ContentPath(s.Info.Path))
-}
+// Content returns a reader of the content of the snapshot's index: the
+// /all stream, where query.Catalog.BlobRanges locates blobs. Each call
+// returns a reader with a position of its own, so the caller may seek it
+// and hand it to the connection (which sends it segment file by segment
+// file, see index.StreamReader); it is valid until the snapshot is
+// released.
+func (s *Snapshot) Content() *index.StreamReader { return s.content.NewReader() }
 
-// OpenContentGzip opens the gzip copy of the content file, as OpenContent
-// opens the content file.
-func (s *Snapshot) OpenContentGzip() (*os.File, error) {
-	return openIndexFile(index.GzipPath(s.Info.Path))
-}
-
-func openIndexFile(path string) (*os.File, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("open index file: %w", err)
-	}
-	return f, nil
-}
+// ContentGzip returns a reader of the gzip copy of the content, as
+// Content does of the content.
+func (s *Snapshot) ContentGzip() *index.StreamReader { return s.gz.NewReader() }
 
 // Release lets the store close the file once it is no longer live.
 func (s *Snapshot) Release() {
@@ -277,10 +274,15 @@ func (s *Store) cleanup(catalog, keep string) {
 	if err != nil {
 		return
 	}
-	kept := append(index.Files(keep), currentLink, HistoryFile)
+	kept := []string{currentLink, HistoryFile}
+	for _, f := range index.Files(keep) {
+		kept = append(kept, filepath.Base(f))
+	}
 	for _, e := range entries {
 		if !slices.Contains(kept, e.Name()) {
-			_ = os.Remove(filepath.Join(cdir, e.Name()))
+			// Only the store's own names are here (see New), content
+			// directories among them.
+			_ = os.RemoveAll(filepath.Join(cdir, e.Name()))
 		}
 	}
 }
@@ -304,43 +306,38 @@ func openHandle(path string, mem Memory) (*handle, error) {
 		}
 		return nil, fmt.Errorf("read index %s: %w", path, err)
 	}
-	content, err := openContent(path, info.AllBytes)
+	content, gz, err := openContent(path, info.AllBytes)
 	if err != nil {
 		db.Close()
 		return nil, err
 	}
-	h := &handle{db: db, content: content, catalog: query.New(db, content)}
+	h := &handle{db: db, content: content, gz: gz, catalog: query.New(db, content)}
 	h.info.Info = info
 	h.info.Path = path
 	return h, nil
 }
 
-// openContent opens the content file of the index at path, which must
-// hold the size bytes the index recorded and have its gzip copy beside it:
-// files cut short or removed by a crash or by hand are rebuilt, not served.
-func openContent(path string, size int64) (*os.File, error) {
-	if _, err := os.Stat(index.GzipPath(path)); err != nil {
-		return nil, fmt.Errorf("gzip copy of index %s: %w", path, err)
-	}
-	f, err := os.Open(index.ContentPath(path))
+// openContent opens the content and the gzip copy of the index at path,
+// whose segments must all be there with the sizes their list gives, and
+// hold the size bytes the index recorded: a version cut short or damaged
+// by a crash or by hand is rebuilt, not served.
+func openContent(path string, size int64) (content, gz *index.Stream, err error) {
+	content, gz, err = index.OpenStreams(path)
 	if err != nil {
-		return nil, fmt.Errorf("open content of index %s: %w", path, err)
+		return nil, nil, fmt.Errorf("content of index %s: %w", path, err)
 	}
-	fi, err := f.Stat()
-	if err == nil && fi.Size() != size {
-		err = fmt.Errorf("%d bytes, the index recorded %d", fi.Size(), size)
+	if content.Size() != size {
+		content.Close()
+		gz.Close()
+		return nil, nil, fmt.Errorf("content of index %s: %d bytes, the index recorded %d", path, content.Size(), size)
 	}
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("content of index %s: %w", path, err)
-	}
-	return f, nil
+	return content, gz, nil
 }
 
 // close closes the files of h.
 func (h *handle) close() error {
 	h.catalog.Close()
-	return errors.Join(h.db.Close(), h.content.Close())
+	return errors.Join(h.db.Close(), h.content.Close(), h.gz.Close())
 }
 
 // Watch registers fn to be told, after the fact, the name of each catalog
@@ -386,7 +383,7 @@ func (s *Store) Acquire(catalog string) (*Snapshot, error) {
 		return nil, fmt.Errorf("%w: %s", ErrNotIndexed, catalog)
 	}
 	h.refs++
-	return &Snapshot{Info: h.info, Catalog: h.catalog, history: s.history[catalog], changes: &h.changes,
+	return &Snapshot{Info: h.info, Catalog: h.catalog, content: h.content, gz: h.gz, history: s.history[catalog], changes: &h.changes,
 		release: func() { s.release(h) }}, nil
 }
 
@@ -547,14 +544,15 @@ func (s *Store) Update(ctx context.Context, catalog string, src index.Content) (
 	return h.info, stats, true, nil
 }
 
-// publish syncs the built files, renames them to their final names and
-// points the catalog's current link at the database, each step atomic and
-// durable: the renames are synced before the link names them, so a crash
-// leaves the old index live or the new one complete, never a link to a
-// database whose content file is missing.
+// publish syncs the built files (the database, and the content directory:
+// each segment file, written or linked, then the directory itself),
+// renames them to their final names and points the catalog's current link
+// at the database, each step atomic and durable: the renames are synced
+// before the link names them, so a crash leaves the old index live or the
+// new one complete, never a link to a database whose content is missing.
 func (s *Store) publish(cdir, tmp, digest string) (string, error) {
 	for _, p := range index.Files(tmp) {
-		if err := syncPath(p); err != nil {
+		if err := syncTree(p); err != nil {
 			return "", fmt.Errorf("sync index: %w", err)
 		}
 	}
@@ -650,8 +648,9 @@ func randomSuffix() string {
 }
 
 // syncPath flushes a file, or a directory's entries, to stable storage:
-// the built file before it is renamed into place, and the directory after,
-// so a crash never leaves a live name pointing at partial data.
+// the built files before they are renamed into place, and the catalog's
+// directory after, so a crash never leaves a live name pointing at partial
+// data.
 func syncPath(path string) error {
 	f, err := os.Open(path)
 	if err != nil {
@@ -659,4 +658,22 @@ func syncPath(path string) error {
 	}
 	defer f.Close()
 	return f.Sync()
+}
+
+// syncTree flushes a built file, or a built directory's files and then
+// its entries: an index's content directory, whose linked segments, synced
+// with the version that wrote them, cost a system call each and no write.
+func syncTree(path string) error {
+	entries, err := os.ReadDir(path)
+	if err != nil && !errors.Is(err, syscall.ENOTDIR) {
+		return err
+	}
+	for _, e := range entries {
+		if e.Type().IsRegular() {
+			if err := syncPath(filepath.Join(path, e.Name())); err != nil {
+				return err
+			}
+		}
+	}
+	return syncPath(path)
 }

@@ -94,15 +94,23 @@ func liveFiles(path string) []string {
 	return want
 }
 
-// contentSize reads the whole content file of snap's index.
+// segmentFile returns the first segment file of the index at path whose
+// name ends with ext.
+func segmentFile(t *testing.T, path, ext string) string {
+	t.Helper()
+	for _, name := range dirEntries(t, filepath.Dir(path), filepath.Base(index.ContentDir(path))) {
+		if strings.HasSuffix(name, ext) {
+			return filepath.Join(index.ContentDir(path), name)
+		}
+	}
+	t.Fatalf("index %s has no segment file %s", path, ext)
+	return ""
+}
+
+// contentSize reads the whole content of snap's index.
 func contentSize(t *testing.T, snap *Snapshot) int64 {
 	t.Helper()
-	f, err := snap.OpenContent()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	n, err := io.Copy(io.Discard, f)
+	n, err := io.Copy(io.Discard, snap.Content())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,8 +255,13 @@ func TestStoreReopensAfterRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
-	// Debris of a build that was killed midway.
-	for _, f := range index.Files(filepath.Join(dir, "demo", ".build-dead.db")) {
+	// Debris of a build that was killed midway: a database, and a content
+	// directory with a segment half written.
+	dead := filepath.Join(dir, "demo", ".build-dead.db")
+	if err := os.Mkdir(index.ContentDir(dead), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{dead, filepath.Join(index.ContentDir(dead), "000000.all")} {
 		if err := os.WriteFile(f, []byte("partial"), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -389,9 +402,11 @@ func TestConcurrentReadersDuringRebuilds(t *testing.T) {
 }
 
 // TestUnusableIndexIsRebuilt: an index that cannot be served as it is (built
-// by a different schema, its content file or the file's gzip copy missing,
-// or the content file not of the size the index recorded) is not reused after a restart, even for the same
-// content digest, and its files are removed.
+// by a different schema, a segment of its content or gzip copy missing or
+// not of the size its list gives, the list missing, or an index of the
+// layout before segments: a content file and a gzip copy beside the
+// database) is not reused after a restart, even for the same content
+// digest, and its files are removed.
 func TestUnusableIndexIsRebuilt(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -407,19 +422,46 @@ func TestUnusableIndexIsRebuilt(t *testing.T) {
 				t.Fatal(err)
 			}
 		}},
-		{"content file missing", func(t *testing.T, path string) {
-			if err := os.Remove(index.ContentPath(path)); err != nil {
+		{"content segment missing", func(t *testing.T, path string) {
+			if err := os.Remove(segmentFile(t, path, ".all")); err != nil {
 				t.Fatal(err)
 			}
 		}},
-		{"gzip copy missing", func(t *testing.T, path string) {
-			if err := os.Remove(index.GzipPath(path)); err != nil {
+		{"gzip segment missing", func(t *testing.T, path string) {
+			if err := os.Remove(segmentFile(t, path, ".gz")); err != nil {
 				t.Fatal(err)
 			}
 		}},
-		{"content file cut short", func(t *testing.T, path string) {
-			if err := os.Truncate(index.ContentPath(path), 10); err != nil {
+		{"content segment cut short", func(t *testing.T, path string) {
+			if err := os.Truncate(segmentFile(t, path, ".all"), 10); err != nil {
 				t.Fatal(err)
+			}
+		}},
+		{"gzip segment grown", func(t *testing.T, path string) {
+			f, err := os.OpenFile(segmentFile(t, path, ".gz"), os.O_WRONLY|os.O_APPEND, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			if _, err := f.Write([]byte{0}); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"segment list missing", func(t *testing.T, path string) {
+			if err := os.Remove(filepath.Join(index.ContentDir(path), "segments.json")); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"layout before segments", func(t *testing.T, path string) {
+			// What the catalogd before segments wrote: the same database,
+			// its content in one file and the gzip copy in another.
+			if err := os.RemoveAll(index.ContentDir(path)); err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range []string{path + ".all", path + ".all.gz"} {
+				if err := os.WriteFile(f, []byte("old layout"), 0o644); err != nil {
+					t.Fatal(err)
+				}
 			}
 		}},
 	}
@@ -442,7 +484,7 @@ func TestUnusableIndexIsRebuilt(t *testing.T) {
 			if _, ok := s2.Info("demo"); ok {
 				t.Fatal("an unusable index was reopened")
 			}
-			for _, f := range index.Files(old.Path) {
+			for _, f := range append(index.Files(old.Path), old.Path+".all", old.Path+".all.gz") {
 				if _, err := os.Stat(f); !os.IsNotExist(err) {
 					t.Errorf("unusable index left on disk: %v", err)
 				}

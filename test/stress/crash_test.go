@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"math/rand/v2"
 	"net/http"
@@ -136,10 +137,11 @@ func expectVersion(t *testing.T, base string, book *etagBook, want ...*version) 
 
 // TestCrashDuringBuild SIGKILLs `catalogd serve` during index builds and
 // swaps, again and again, the content alternating between two versions so
-// that every start has something to build. Every other kill comes at a
-// random delay (it mostly lands in the build); the others come the moment
-// the first built file is renamed to its final name, in the swap, before the
-// current link names it. Where each kill landed is read from what it left on
+// that every start has something to build. A kill comes at a random delay
+// (it mostly lands in the build), or the moment the build creates its
+// first segment file (written, or linked from the live index), or the
+// moment the first built file is renamed to its final name, in the swap,
+// before the current link names it, in turn. Where each kill landed is read from what it left on
 // disk. After each kill the server is started again on the same data
 // directory: from its first request it must answer one of the two versions
 // whole (the new one if the kill left the current link pointing at it),
@@ -185,30 +187,48 @@ func TestCrashDuringBuild(t *testing.T) {
 	editOneBundle(t, versions[0].dir, edited)
 	near := [2]*version{versions[0], newVersion(t, "a-edited", edited)}
 
+	// A catalog of three package files of about 9 MB each, a segment
+	// each, and a version with the last of them edited: its incremental
+	// builds link two segments from the live index and write one.
+	big := filepath.Join(root, "big")
+	generate(t, big, fbcgen.Options{Packages: 3, Bundles: 6, BundleObjectBytes: 2000, CRDObjectBytes: 4_500_000, Seed: 3})
+	bigEdited := filepath.Join(root, "big-edited")
+	editLastFile(t, big, bigEdited)
+	segmented := [2]*version{newVersion(t, "big", big), newVersion(t, "big-edited", bigEdited)}
+
 	for _, tc := range []struct {
 		name        string
 		versions    [2]*version
 		incremental bool
+		segments    bool
 	}{
 		{name: "full", versions: versions},
 		{name: "incremental", versions: near, incremental: true},
+		{name: "incremental-segments", versions: segmented, incremental: true, segments: true},
 	} {
 		t.Run(tc.name+"/directory", func(t *testing.T) {
 			link := filepath.Join(t.TempDir(), "catalog")
 			dataDir := filepath.Join(t.TempDir(), "data")
-			crashLoop(t, dirKills, seed, dataDir, tc.versions, tc.incremental, func(v *version) []string {
+			kills := dirKills
+			if tc.segments {
+				kills = min(kills, 3)
+			}
+			crashLoop(t, kills, seed, dataDir, tc.versions, tc.incremental, tc.segments, func(v *version) []string {
 				pointAt(t, link, v.dir)
 				return []string{"--data-dir", dataDir, "--catalog", "c=" + link}
 			})
 		})
 		t.Run(tc.name+"/image", func(t *testing.T) {
+			if tc.segments {
+				t.Skip("the directory's runs kill the segmented builds; an image adds only its pull")
+			}
 			reg := registrytest.New(t)
 			for _, v := range tc.versions {
 				reg.PushCatalog(t, "catalogs/c:"+v.name, v.dir, registrytest.PushOptions{})
 			}
 			dataDir := filepath.Join(t.TempDir(), "data")
 			// Two tags of one repository: one catalog whose tag moves.
-			crashLoop(t, imageKills, seed, dataDir, tc.versions, tc.incremental, func(v *version) []string {
+			crashLoop(t, imageKills, seed, dataDir, tc.versions, tc.incremental, false, func(v *version) []string {
 				return []string{"--data-dir", dataDir, "--catalog", "c=" + reg.Host + "/catalogs/c:" + v.name, "--insecure-registry", reg.Host}
 			})
 		})
@@ -252,6 +272,39 @@ func editOneBundle(t *testing.T, src, dst string) {
 	t.Fatalf("no bundle image to edit in %s", src)
 }
 
+// editLastFile copies the catalog in src to dst with one blob added to its
+// last file in name order, of that file's package.
+func editLastFile(t *testing.T, src, dst string) {
+	t.Helper()
+	if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
+		t.Fatal(err)
+	}
+	var files []string
+	err := filepath.WalkDir(dst, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			files = append(files, p)
+		}
+		return err
+	})
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no file in %s: %v", dst, err)
+	}
+	slices.Sort(files)
+	last := files[len(files)-1]
+	data, err := os.ReadFile(last)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pkg := regexp.MustCompile(`"package": *"([^"]+)"`).FindSubmatch(data)
+	if pkg == nil {
+		t.Fatalf("no package in %s", last)
+	}
+	data = fmt.Appendf(data, "\n"+`{"schema":"test.edit","package":%q,"name":"edit"}`+"\n", pkg[1])
+	if err := os.WriteFile(last, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // Where a kill landed, as told by what it left in the data directory.
 const (
 	beforeBuild = "before the build" // nothing new on disk (start-up, digest, pull)
@@ -289,15 +342,10 @@ func killPhase(t *testing.T, cdir, liveTarget string) string {
 	return phase
 }
 
-// isIndexFile reports whether name is one of an index's files (index.Files)
-// under its final name.
+// isIndexFile reports whether name is one of an index's files (index.Files:
+// its database or its content directory) under its final name.
 func isIndexFile(name string) bool {
-	db := name
-	for _, suffix := range []string{".all", ".all.gz"} {
-		if base, ok := strings.CutSuffix(name, suffix); ok {
-			db = base
-		}
-	}
+	db := strings.TrimSuffix(name, index.ContentDirSuffix)
 	return !strings.HasPrefix(name, ".") && strings.HasSuffix(db, ".db") && slices.Contains(index.Files(db), name)
 }
 
@@ -340,11 +388,73 @@ func killAtSwap(t *testing.T, s *server, w *fsnotify.Watcher) {
 	}
 }
 
+// killAtSegment SIGKILLs s the moment w sees a file appear in a build's
+// content directory (index.ContentDir of a temporary database): the
+// build writing or linking its first segment, or with linked, linking its
+// first segment from the live index (a file of more than one name). A
+// build that links nothing is killed at its swap instead.
+func killAtSegment(t *testing.T, s *server, w *fsnotify.Watcher, linked bool) {
+	t.Helper()
+	timeout := time.After(2 * time.Minute)
+	for {
+		select {
+		case ev := <-w.Events:
+			name := filepath.Base(ev.Name)
+			if !ev.Has(fsnotify.Create) {
+				continue
+			}
+			if strings.HasPrefix(filepath.Base(filepath.Dir(ev.Name)), ".build-") && (!linked || isLinked(ev.Name)) {
+				s.Kill(t)
+				t.Logf("killed as the build made segment file %s (linked: %v)", name, isLinked(ev.Name))
+				return
+			}
+			if linked && isIndexFile(name) {
+				s.Kill(t)
+				t.Logf("the build linked no segment; killed at its swap")
+				return
+			}
+			if strings.HasPrefix(name, ".build-") && strings.HasSuffix(name, index.ContentDirSuffix) {
+				// Gone already, the build has moved on to its swap.
+				if err := w.Add(ev.Name); err != nil && !errors.Is(err, os.ErrNotExist) {
+					t.Fatalf("watch the build's content directory: %v", err)
+				}
+				// A segment made before the watch began is not seen.
+				entries, _ := os.ReadDir(ev.Name)
+				for _, e := range entries {
+					if p := filepath.Join(ev.Name, e.Name()); !linked || isLinked(p) {
+						s.Kill(t)
+						t.Logf("killed as the build had made segment file %s (linked: %v)", e.Name(), isLinked(p))
+						return
+					}
+				}
+			}
+		case err := <-w.Errors:
+			t.Fatalf("watch the index directory: %v", err)
+		case <-s.Exited:
+			t.Fatalf("catalogd exited (%v) before building:\n%s", s.ExitErr, s.Stdout)
+		case <-timeout:
+			t.Fatalf("catalogd wrote no segment in 2 minutes:\n%s", s.Stdout)
+		}
+	}
+}
+
+// isLinked reports whether the file at path has more than one name.
+func isLinked(path string) bool {
+	info, err := os.Stat(path)
+	if err != nil {
+		return false
+	}
+	st, ok := info.Sys().(*syscall.Stat_t)
+	return ok && st.Nlink > 1
+}
+
 // crashLoop runs the kills of TestCrashDuringBuild; serveArgs makes version
 // v the catalog's content and returns the arguments of `catalogd serve`.
 // With incremental, every build but the first must be incremental, and
-// the kill delays are drawn from the time of an incremental build.
-func crashLoop(t *testing.T, kills int, seed uint64, dataDir string, versions [2]*version, incremental bool, serveArgs func(v *version) []string) {
+// the kill delays are drawn from the time of an incremental build. With
+// segments, the versions' content spans several segments and the kills
+// at a segment wait for one linked from the live index.
+func crashLoop(t *testing.T, kills int, seed uint64, dataDir string, versions [2]*version, incremental, segments bool, serveArgs func(v *version) []string) {
 	a, b := versions[0], versions[1]
 	other := func(v *version) *version {
 		if v == a {
@@ -374,7 +484,7 @@ func crashLoop(t *testing.T, kills int, seed uint64, dataDir string, versions [2
 		}
 		second.Kill(t)
 	}
-	t.Logf("seed %d; a first sync took %s; killing at delays up to %s and at swaps", seed, buildTime.Round(time.Millisecond), (buildTime * 3 / 2).Round(time.Millisecond))
+	t.Logf("seed %d; a first sync took %s; killing at delays up to %s, at segments and at swaps", seed, buildTime.Round(time.Millisecond), (buildTime * 3 / 2).Round(time.Millisecond))
 
 	rng := rand.New(rand.NewPCG(seed, 0))
 	landed := map[string]int{}
@@ -393,25 +503,40 @@ func crashLoop(t *testing.T, kills int, seed uint64, dataDir string, versions [2
 		s := start(t, args...)
 		since := time.Now()
 		// Listening means the index kept on disk answers, before any build.
-		expectVersion(t, s.base, book, live, next)
-		// Past the planned kills, aim at the phase no kill landed in yet.
-		random := i%2 == 0
+		// An incremental build of the segmented catalog links its segments
+		// and is done within tens of milliseconds: the kill must not wait
+		// for the answer (the restart below checks it).
+		if !segments {
+			expectVersion(t, s.base, book, live, next)
+		}
+		// Kills come after a random delay, at the first segment file the
+		// build writes or links, or at the swap, in turn; past the planned
+		// kills, they aim at the phase no kill landed in yet.
+		mode := i % 3
 		if i >= kills {
-			random = landed[inBuild] == 0
+			mode = 2
+			if landed[inBuild] == 0 {
+				mode = 0
+			}
 		}
 		how := "at the swap"
-		if random {
+		switch mode {
+		case 0:
 			delay := time.Duration(rng.Int64N(int64(buildTime * 3 / 2)))
 			how = "after " + delay.String()
 			time.Sleep(delay - time.Since(since))
 			s.Kill(t)
-		} else {
+		case 1:
+			how = "at a segment"
+			killAtSegment(t, s, swaps, segments)
+		default:
 			killAtSwap(t, s, swaps)
 		}
 		_ = swaps.Close()
 		done := strings.Contains(s.Stdout.String(), "Try:")
 		phase := killPhase(t, cdir, liveTarget)
 		landed[phase]++
+		t.Logf("kill %d (%s) landed %s", i, how, phase)
 
 		// The restart answers at once from whatever is live on disk, then
 		// completes (or skips) the interrupted build.

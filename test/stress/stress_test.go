@@ -192,9 +192,9 @@ func getAll(ctx context.Context, c *http.Client, base, catalog string, gzip bool
 
 // leftovers lists what under the data directory is not a live index: every
 // file but index/<catalog>/current, the files of the index it points at
-// (index.Files), the catalog's history (store.HistoryFile) and the data
-// directory's mark (datadir.LayoutFile), and
-// anything in unpack/. A crash or a failed build must leave nothing else once the
+// (index.Files, its content directory's files included), the catalog's
+// history (store.HistoryFile) and the data directory's mark
+// (datadir.LayoutFile), and anything in unpack/. A crash or a failed build must leave nothing else once the
 // server has started again and finished its syncs.
 func leftovers(t testing.TB, dataDir string) []string {
 	t.Helper()
@@ -215,6 +215,11 @@ func leftovers(t testing.TB, dataDir string) []string {
 		case parts[0] == "index" && len(parts) == 3:
 			target, err := os.Readlink(filepath.Join(dataDir, "index", parts[1], "current"))
 			if err == nil && slices.Contains(index.Files(target), parts[2]) {
+				return nil
+			}
+		case parts[0] == "index" && len(parts) == 4 && !d.IsDir():
+			target, err := os.Readlink(filepath.Join(dataDir, "index", parts[1], "current"))
+			if err == nil && parts[2] == index.ContentDir(target) {
 				return nil
 			}
 		}
@@ -238,8 +243,10 @@ func TestLeftovers(t *testing.T) {
 		"index/c/sha256-bb.2.db", "index/c/sha256-aa.1.db-wal", "index/d/.build-2.db",
 		"unpack/unpack-3/fbc/catalog.json", "index/c/" + store.HistoryFile, "index/c/.history-4",
 	}
-	for _, f := range index.Files("sha256-aa.1.db")[1:] {
-		files = append(files, "index/c/"+f, "index/c/"+strings.Replace(f, "aa.1", "bb.2", 1))
+	segments := []string{"segments.json", "000000.all", "000000.gz"}
+	for _, f := range segments {
+		files = append(files, "index/c/"+index.ContentDir("sha256-aa.1.db")+"/"+f, "index/c/"+index.ContentDir("sha256-bb.2.db")+"/"+f,
+			"index/c/"+index.ContentDir(".build-1.db")+"/"+f)
 	}
 	for _, f := range files {
 		p := filepath.Join(dir, f)
@@ -258,8 +265,11 @@ func TestLeftovers(t *testing.T) {
 		"index/d/.build-2.db", "unpack/unpack-3", "unpack/unpack-3/fbc", "unpack/unpack-3/fbc/catalog.json",
 		"index/c/.history-4",
 	}
-	for _, f := range index.Files("sha256-bb.2.db")[1:] {
-		want = append(want, "index/c/"+f)
+	for _, db := range []string{"sha256-bb.2.db", ".build-1.db"} {
+		want = append(want, "index/c/"+index.ContentDir(db))
+		for _, f := range segments {
+			want = append(want, "index/c/"+index.ContentDir(db)+"/"+f)
+		}
 	}
 	slices.Sort(want)
 	if got := leftovers(t, dir); !slices.Equal(got, want) {
