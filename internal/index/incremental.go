@@ -513,42 +513,77 @@ func (l *loader) copyContent(offset, length int64) error {
 	return nil
 }
 
-// carryQueries carry a package's rows that finish writes from the
-// previous index, in the order finish writes them, so that the ids
-// SQLite gives them are a full build's. package_search's rows were
-// written beside the packages' rows, so share their rowids.
+// carryQueries carry the rows that finish writes of a run of packages
+// from the previous index, first to last in name order (?1 and ?2), in
+// the order finish writes them, so that the ids SQLite gives them are a
+// full build's. package_search's rows were written beside the packages'
+// rows, so share their rowids.
 var carryQueries = []string{
-	`INSERT INTO problems (package, position, message) SELECT package, position, message FROM prev.problems WHERE package = ? ORDER BY id`,
+	`INSERT INTO problems (package, position, message)
+		SELECT package, position, message FROM prev.problems WHERE package BETWEEN ?1 AND ?2 ORDER BY package, id`,
 	`INSERT INTO channels (package, name, properties, head, head_problem)
-		SELECT package, name, properties, head, head_problem FROM prev.channels WHERE package = ? ORDER BY id`,
+		SELECT package, name, properties, head, head_problem FROM prev.channels WHERE package BETWEEN ?1 AND ?2 ORDER BY package, id`,
 	`INSERT INTO packages (name, default_channel, description, icon_data, icon_media_type, display, digest)
-		SELECT name, default_channel, description, icon_data, icon_media_type, display, digest FROM prev.packages WHERE name = ?`,
+		SELECT name, default_channel, description, icon_data, icon_media_type, display, digest FROM prev.packages
+		WHERE name BETWEEN ?1 AND ?2 ORDER BY name`,
 	`INSERT INTO package_search (name, display_name, keywords, provider, description)
-		SELECT name, display_name, keywords, provider, description FROM prev.package_search
-		WHERE rowid = (SELECT rowid FROM prev.packages WHERE name = ?)`,
+		SELECT s.name, s.display_name, s.keywords, s.provider, s.description
+		FROM prev.packages p JOIN prev.package_search s ON s.rowid = p.rowid
+		WHERE p.name BETWEEN ?1 AND ?2 ORDER BY p.name`,
 }
 
-// carriedCountsQuery counts what a carried package adds to Stats.
+// carriedCountsQuery counts what a run of carried packages adds to Stats.
 const carriedCountsQuery = `SELECT
-	(SELECT count(*) FROM prev.packages WHERE name = ?1),
-	(SELECT count(*) FROM prev.channels WHERE package = ?1),
-	(SELECT count(*) FROM prev.bundles WHERE package = ?1),
-	(SELECT count(*) FROM prev.problems WHERE package = ?1)`
+	(SELECT count(*) FROM prev.packages WHERE name BETWEEN ?1 AND ?2),
+	(SELECT count(*) FROM prev.channels WHERE package BETWEEN ?1 AND ?2),
+	(SELECT count(*) FROM prev.bundles WHERE package BETWEEN ?1 AND ?2),
+	(SELECT count(*) FROM prev.problems WHERE package BETWEEN ?1 AND ?2)`
 
-// carry writes, in finish's place, the rows of a package the build did
-// not load: as the previous index holds them.
-func (l *loader) carry(ctx context.Context, pkg string) error {
+// carriedRuns returns the runs of carried packages, each from its first
+// name to its last: packages next to each other in name order among
+// those of either index, with none loaded or dropped between them, so
+// that the rows of a run are a range of the previous index's. The build
+// may add affected packages as it reads, so runs are taken after it.
+func (p *plan) carriedRuns() map[string]string {
+	names := make([]string, 0, len(p.known)+len(p.affected))
+	for g := range p.known {
+		names = append(names, g)
+	}
+	for g := range p.affected {
+		if !p.known[g] {
+			names = append(names, g)
+		}
+	}
+	sort.Strings(names)
+	runs := map[string]string{}
+	first := ""
+	for i, g := range names {
+		if p.affected[g] {
+			continue
+		}
+		if i == 0 || p.affected[names[i-1]] {
+			first = g
+		}
+		runs[first] = g
+	}
+	return runs
+}
+
+// carry writes, in finish's place, the rows of a run of packages the
+// build did not load, first to last in name order: as the previous index
+// holds them.
+func (l *loader) carry(ctx context.Context, first, last string) error {
 	if err := l.flushAll(ctx); err != nil {
 		return err
 	}
 	for _, q := range carryQueries {
-		if _, err := l.tx.ExecContext(ctx, q, pkg); err != nil {
-			return fmt.Errorf("carry package %q over: %w", pkg, err)
+		if _, err := l.tx.ExecContext(ctx, q, first, last); err != nil {
+			return fmt.Errorf("carry packages %q to %q over: %w", first, last, err)
 		}
 	}
 	var packages, channels, bundles, problems int
-	if err := l.tx.QueryRowContext(ctx, carriedCountsQuery, pkg).Scan(&packages, &channels, &bundles, &problems); err != nil {
-		return fmt.Errorf("carry package %q over: %w", pkg, err)
+	if err := l.tx.QueryRowContext(ctx, carriedCountsQuery, first, last).Scan(&packages, &channels, &bundles, &problems); err != nil {
+		return fmt.Errorf("carry packages %q to %q over: %w", first, last, err)
 	}
 	l.stats.Packages += packages
 	l.stats.Channels += channels

@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -624,8 +625,8 @@ func TestIncrementalQueryPlans(t *testing.T) {
 			rows, err = scratch.NamedQuery("EXPLAIN QUERY PLAN "+q, named)
 		} else {
 			n := strings.Count(q, "?")
-			if strings.Contains(q, "?1") {
-				n = 1 // one argument, numbered
+			for i := 1; strings.Contains(q, "?"+strconv.Itoa(i)); i++ {
+				n = i // numbered arguments
 			}
 			args := make([]any, n)
 			for i := range args {
