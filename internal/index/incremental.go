@@ -50,14 +50,22 @@ import (
 // maxChangedShare is the share of a catalog's packages, or of its content
 // bytes, to load anew beyond which a build is full. An incremental build
 // costs a fixed part (planning, copying the other files' rows and bytes,
-// the secondary indexes and the checks over the whole file) plus about a
-// full build's cost per package loaded: on the 300-package bench catalog
-// (BenchmarkBuildIncremental, CPU time) 0.8 s for 1 package, 1.0 s for
-// 10, 2.1 s for 100, against 5.0 s in full, a line that meets the full
-// build's cost only near the whole catalog. Half leaves a margin for
-// what the line leaves out (the previous index's files read from disk
-// rather than the page cache, a slower disk copying the content file).
-const maxChangedShare = 0.5
+// the secondary indexes and the check of the new file) plus about a full
+// build's cost per package loaded, so it stops paying only near the whole
+// catalog. BenchmarkBuildIncremental, CPU-s per build (machine load
+// 15-23, so wall times say little; peak RSS in MiB):
+//
+//	bench (300 packages):  full 4.6-4.9 (55)
+//	  changed  1: 0.59-0.60 (48)   30: 1.03-1.07 (55-58)  150: 3.23-3.26 (58-59)
+//	          10: 0.78-0.80 (53-56) 100: 1.90-1.96 (55-57) 250: 4.05-4.09 (60-66)
+//	                                                     300: 4.59-4.63 (57-60)
+//	crd (40 packages, 1.3 GB): full 21.1-21.8 (115-120)
+//	  changed  5: 2.3-2.4 (92-104)  20: 13.7 (120)  30: 18.0 (120)
+//
+// Up to three quarters an incremental build still saves a sixth to a
+// third of a full build's CPU with a peak RSS no higher; beyond, it saves
+// a tenth or less, and its peak passes the full build's.
+const maxChangedShare = 0.75
 
 // fallbackError makes a build full, saying why.
 type fallbackError struct{ reason string }

@@ -322,6 +322,7 @@ func TestIncrementalFallbacks(t *testing.T) {
 	m := fbcchange.ReadModel(t, dir)
 	m.Write(t, dir)
 	pkgs := m.Packages()
+	tooMany := int(maxChangedShare*float64(len(pkgs))) + 1
 	exec := func(query string) func(t *testing.T, prev, dir string) {
 		return func(t *testing.T, prev, dir string) {
 			db, err := sqlx.Open("sqlite", FileURI(prev, nil))
@@ -355,9 +356,9 @@ func TestIncrementalFallbacks(t *testing.T) {
 		}, "previous gzip copy unreadable: "},
 		{"most packages changed", func(t *testing.T, prev, dir string) {
 			m := fbcchange.ReadModel(t, dir)
-			m.Remove(pkgs[:len(pkgs)/2+1]...)
+			m.Remove(pkgs[:tooMany]...)
 			m.Write(t, dir)
-		}, fmt.Sprintf("%d of %d packages changed", len(pkgs)/2+1, len(pkgs))},
+		}, fmt.Sprintf("%d of %d packages changed", tooMany, len(pkgs))},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
