@@ -8,9 +8,10 @@ import (
 	"time"
 )
 
-// TestCheckFindsDamage: the check of a finished index, the whole one of a
-// full build and the quick one of an incremental build, fails on a file
-// whose pages were damaged after SQLite wrote them (a torn or lost write).
+// TestCheckFindsDamage: the check of a finished database, the whole one
+// of a full build and the quick one of an incremental build, fails on a
+// file whose pages were damaged after SQLite wrote them (a torn or lost
+// write).
 func TestCheckFindsDamage(t *testing.T) {
 	damages := []struct {
 		name string
@@ -42,11 +43,9 @@ func TestCheckFindsDamage(t *testing.T) {
 			for _, d := range damages {
 				t.Run(mode+"/"+table+"/"+d.name, func(t *testing.T) {
 					path := filepath.Join(t.TempDir(), "index.db")
-					stats, err := Build(context.Background(), path, Content{FS: os.DirFS(demoDir), Ref: demoDir, Digest: "sha256:test"}, time.Now())
-					if err != nil {
+					if _, err := Build(context.Background(), path, Content{FS: os.DirFS(demoDir), Ref: demoDir, Digest: "sha256:test"}, time.Now()); err != nil {
 						t.Fatal(err)
 					}
-					stats.Build.Mode = mode
 					db, err := openForBuild(path)
 					if err != nil {
 						t.Fatal(err)
@@ -59,12 +58,7 @@ func TestCheckFindsDamage(t *testing.T) {
 					if err := db.Get(&pageSize, `PRAGMA page_size`); err != nil {
 						t.Fatal(err)
 					}
-					content, err := os.Open(ContentPath(path))
-					if err != nil {
-						t.Fatal(err)
-					}
-					defer content.Close()
-					if err := check(context.Background(), db, content, stats); err != nil {
+					if err := checkDatabase(context.Background(), db, mode); err != nil {
 						t.Fatalf("the undamaged file fails its check: %v", err)
 					}
 					// The pages are read anew, not from the connection's cache.
@@ -73,7 +67,7 @@ func TestCheckFindsDamage(t *testing.T) {
 					if db, err = openForBuild(path); err != nil {
 						t.Fatal(err)
 					}
-					if err := check(context.Background(), db, content, stats); err == nil {
+					if err := checkDatabase(context.Background(), db, mode); err == nil {
 						t.Errorf("the %s check passes a file whose %s table has a damaged page (%s)", mode, table, d.name)
 					}
 				})
