@@ -52,19 +52,24 @@ import (
 // costs a fixed part (planning, copying the other files' rows and bytes,
 // the secondary indexes and the check of the new file) plus about a full
 // build's cost per package loaded, so it stops paying only near the whole
-// catalog. BenchmarkBuildIncremental, CPU-s per build (machine load
-// 15-23, so wall times say little; peak RSS in MiB):
+// catalog. BenchmarkBuildIncremental, CPU-s per build, three runs (two
+// for crd/5 to crd/30) at a machine load of 15-24 on 2 cores, so wall
+// times say little; peak RSS in MiB:
 //
-//	bench (300 packages):  full 4.6-4.9 (55)
-//	  changed  1: 0.59-0.60 (48)   30: 1.03-1.07 (55-58)  150: 3.23-3.26 (58-59)
-//	          10: 0.78-0.80 (53-56) 100: 1.90-1.96 (55-57) 250: 4.05-4.09 (60-66)
-//	                                                     300: 4.59-4.63 (57-60)
-//	crd (40 packages, 1.3 GB): full 21.1-21.8 (115-120)
-//	  changed  5: 2.3-2.4 (92-104)  20: 13.7 (120)  30: 18.0 (120)
+//	bench (300 packages, 98 MB):  full 4.63-4.93 (55-56)
+//	  changed   1: 0.59-0.60 (48-49)   100: 1.90-1.96 (55-57)
+//	           10: 0.78-0.80 (53-56)   150: 3.18-3.26 (58-59)
+//	           30: 1.03-1.13 (55-58)   200: 3.14-3.20 (57-59)
+//	                                   250: 4.05-4.09 (58-66)
+//	                                   300: 4.59-4.84 (56-60)
+//	crd (40 packages, 1.3 GB):  full 21.0-21.8 (115-120)
+//	  changed   5: 2.29-2.38 (92-104)   20: 13.2-13.7 (114-120)
+//	                                    30: 17.6-18.0 (120-124)
 //
 // Up to three quarters an incremental build still saves a sixth to a
-// third of a full build's CPU with a peak RSS no higher; beyond, it saves
-// a tenth or less, and its peak passes the full build's.
+// third of a full build's CPU, its peak RSS at most a few MiB above a
+// full build's; beyond, it saves a tenth or less (250 of 300 packages)
+// to nothing (all of them), and its peak grows further.
 const maxChangedShare = 0.75
 
 // fallbackError makes a build full, saying why.
