@@ -388,12 +388,8 @@ func walk(ctx context.Context, l *loader, src Content) error {
 
 // check verifies the finished files before anyone may read them.
 func check(ctx context.Context, db *sqlx.DB, content *segWriter, stats Stats) error {
-	var result string
-	if err := db.GetContext(ctx, &result, "PRAGMA integrity_check"); err != nil {
-		return fmt.Errorf("check index integrity: %w", err)
-	}
-	if result != "ok" {
-		return fmt.Errorf("check index integrity: %s", result)
+	if err := checkDatabase(ctx, db, stats.Build.Mode); err != nil {
+		return err
 	}
 	counts := []struct {
 		table string
@@ -426,6 +422,36 @@ func check(ctx context.Context, db *sqlx.DB, content *segWriter, stats Stats) er
 	}
 	if size != stats.AllBytes {
 		return fmt.Errorf("check content: %d bytes, loaded %d", size, stats.AllBytes)
+	}
+	return nil
+}
+
+// checkDatabase runs SQLite's check of a finished database file, built
+// in the mode given (ModeFull or ModeIncremental).
+//
+// A full build runs integrity_check. An incremental build runs
+// quick_check, a quarter of the cost (0.2 of 0.7 CPU-s on the bench
+// catalog, BenchmarkBuildIncremental): it still reads every page of the
+// file, so that a torn or lost write, a page used twice or not at all, a
+// b-tree out of order, a malformed record or a NULL where NOT NULL stands
+// fails the build, which is what writing with neither journal nor sync
+// risks. What it leaves out is whether each index holds exactly its
+// table's rows, and UNIQUE, both SQLite's own invariants rather than the
+// disk's: the secondary indexes are made whole by CREATE INDEX from the
+// finished tables, and every INSERT enforces UNIQUE. A full build, which
+// starts every chain of incremental builds and is their fallback, keeps
+// the whole check.
+func checkDatabase(ctx context.Context, db *sqlx.DB, mode string) error {
+	pragma := "PRAGMA integrity_check"
+	if mode == ModeIncremental {
+		pragma = "PRAGMA quick_check"
+	}
+	var result string
+	if err := db.GetContext(ctx, &result, pragma); err != nil {
+		return fmt.Errorf("check index integrity: %w", err)
+	}
+	if result != "ok" {
+		return fmt.Errorf("check index integrity: %s", result)
 	}
 	return nil
 }

@@ -31,13 +31,15 @@ func (l *loader) finish(ctx context.Context) error {
 		names = append(names, name)
 	}
 	// An incremental build carries the packages it did not load over from
-	// the previous index, in their place in name order.
+	// the previous index, in their place in name order, a run at a time.
 	carried := map[string]bool{}
+	var runs map[string]string
 	if l.plan != nil {
 		for _, name := range l.plan.carried {
 			carried[name] = true
 			names = append(names, name)
 		}
+		runs = l.plan.carriedRuns()
 	}
 	sort.Strings(names)
 
@@ -69,8 +71,10 @@ func (l *loader) finish(ctx context.Context) error {
 			}
 		}
 		if carried[name] {
-			if err := l.carry(ctx, name); err != nil {
-				return err
+			if last, ok := runs[name]; ok {
+				if err := l.carry(ctx, name, last); err != nil {
+					return err
+				}
 			}
 			continue
 		}

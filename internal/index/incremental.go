@@ -53,14 +53,27 @@ import (
 // maxChangedShare is the share of a catalog's packages, or of its content
 // bytes, to load anew beyond which a build is full. An incremental build
 // costs a fixed part (planning, copying the other files' rows and bytes,
-// the secondary indexes and the checks over the whole file) plus about a
-// full build's cost per package loaded: on the 300-package bench catalog
-// (BenchmarkBuildIncremental, CPU time) 0.8 s for 1 package, 1.0 s for
-// 10, 2.1 s for 100, against 5.0 s in full, a line that meets the full
-// build's cost only near the whole catalog. Half leaves a margin for
-// what the line leaves out (the previous index's files read from disk
-// rather than the page cache, a slower disk copying the content file).
-const maxChangedShare = 0.5
+// the secondary indexes and the check of the new file) plus about a full
+// build's cost per package loaded, so it stops paying only near the whole
+// catalog. BenchmarkBuildIncremental, CPU-s per build, three runs (two
+// for crd/5 to crd/30) at a machine load of 15-24 on 2 cores, so wall
+// times say little; peak RSS in MiB:
+//
+//	bench (300 packages, 98 MB):  full 4.63-4.93 (55-56)
+//	  changed   1: 0.59-0.60 (48-49)   100: 1.90-1.96 (55-57)
+//	           10: 0.78-0.80 (53-56)   150: 3.18-3.26 (58-59)
+//	           30: 1.03-1.13 (55-58)   200: 3.14-3.20 (57-59)
+//	                                   250: 4.05-4.09 (58-66)
+//	                                   300: 4.59-4.84 (56-60)
+//	crd (40 packages, 1.3 GB):  full 21.0-21.8 (115-120)
+//	  changed   5: 2.29-2.38 (92-104)   20: 13.2-13.7 (114-120)
+//	                                    30: 17.6-18.0 (120-124)
+//
+// Up to three quarters an incremental build still saves a sixth to a
+// third of a full build's CPU, its peak RSS at most a few MiB above a
+// full build's; beyond, it saves a tenth or less (250 of 300 packages)
+// to nothing (all of them), and its peak grows further.
+const maxChangedShare = 0.75
 
 // fallbackError makes a build full, saying why.
 type fallbackError struct{ reason string }
@@ -599,42 +612,77 @@ func (l *loader) copyContent(offset, length int64) error {
 	return nil
 }
 
-// carryQueries carry a package's rows that finish writes from the
-// previous index, in the order finish writes them, so that the ids
-// SQLite gives them are a full build's. package_search's rows were
-// written beside the packages' rows, so share their rowids.
+// carryQueries carry the rows that finish writes of a run of packages
+// from the previous index, first to last in name order (?1 and ?2), in
+// the order finish writes them, so that the ids SQLite gives them are a
+// full build's. package_search's rows were written beside the packages'
+// rows, so share their rowids.
 var carryQueries = []string{
-	`INSERT INTO problems (package, position, message) SELECT package, position, message FROM prev.problems WHERE package = ? ORDER BY id`,
+	`INSERT INTO problems (package, position, message)
+		SELECT package, position, message FROM prev.problems WHERE package BETWEEN ?1 AND ?2 ORDER BY package, id`,
 	`INSERT INTO channels (package, name, properties, head, head_problem)
-		SELECT package, name, properties, head, head_problem FROM prev.channels WHERE package = ? ORDER BY id`,
+		SELECT package, name, properties, head, head_problem FROM prev.channels WHERE package BETWEEN ?1 AND ?2 ORDER BY package, id`,
 	`INSERT INTO packages (name, default_channel, description, icon_data, icon_media_type, display, digest)
-		SELECT name, default_channel, description, icon_data, icon_media_type, display, digest FROM prev.packages WHERE name = ?`,
+		SELECT name, default_channel, description, icon_data, icon_media_type, display, digest FROM prev.packages
+		WHERE name BETWEEN ?1 AND ?2 ORDER BY name`,
 	`INSERT INTO package_search (name, display_name, keywords, provider, description)
-		SELECT name, display_name, keywords, provider, description FROM prev.package_search
-		WHERE rowid = (SELECT rowid FROM prev.packages WHERE name = ?)`,
+		SELECT s.name, s.display_name, s.keywords, s.provider, s.description
+		FROM prev.packages p JOIN prev.package_search s ON s.rowid = p.rowid
+		WHERE p.name BETWEEN ?1 AND ?2 ORDER BY p.name`,
 }
 
-// carriedCountsQuery counts what a carried package adds to Stats.
+// carriedCountsQuery counts what a run of carried packages adds to Stats.
 const carriedCountsQuery = `SELECT
-	(SELECT count(*) FROM prev.packages WHERE name = ?1),
-	(SELECT count(*) FROM prev.channels WHERE package = ?1),
-	(SELECT count(*) FROM prev.bundles WHERE package = ?1),
-	(SELECT count(*) FROM prev.problems WHERE package = ?1)`
+	(SELECT count(*) FROM prev.packages WHERE name BETWEEN ?1 AND ?2),
+	(SELECT count(*) FROM prev.channels WHERE package BETWEEN ?1 AND ?2),
+	(SELECT count(*) FROM prev.bundles WHERE package BETWEEN ?1 AND ?2),
+	(SELECT count(*) FROM prev.problems WHERE package BETWEEN ?1 AND ?2)`
 
-// carry writes, in finish's place, the rows of a package the build did
-// not load: as the previous index holds them.
-func (l *loader) carry(ctx context.Context, pkg string) error {
+// carriedRuns returns the runs of carried packages, each from its first
+// name to its last: packages next to each other in name order among
+// those of either index, with none loaded or dropped between them, so
+// that the rows of a run are a range of the previous index's. The build
+// may add affected packages as it reads, so runs are taken after it.
+func (p *plan) carriedRuns() map[string]string {
+	names := make([]string, 0, len(p.known)+len(p.affected))
+	for g := range p.known {
+		names = append(names, g)
+	}
+	for g := range p.affected {
+		if !p.known[g] {
+			names = append(names, g)
+		}
+	}
+	sort.Strings(names)
+	runs := map[string]string{}
+	first := ""
+	for i, g := range names {
+		if p.affected[g] {
+			continue
+		}
+		if i == 0 || p.affected[names[i-1]] {
+			first = g
+		}
+		runs[first] = g
+	}
+	return runs
+}
+
+// carry writes, in finish's place, the rows of a run of packages the
+// build did not load, first to last in name order: as the previous index
+// holds them.
+func (l *loader) carry(ctx context.Context, first, last string) error {
 	if err := l.flushAll(ctx); err != nil {
 		return err
 	}
 	for _, q := range carryQueries {
-		if _, err := l.tx.ExecContext(ctx, q, pkg); err != nil {
-			return fmt.Errorf("carry package %q over: %w", pkg, err)
+		if _, err := l.tx.ExecContext(ctx, q, first, last); err != nil {
+			return fmt.Errorf("carry packages %q to %q over: %w", first, last, err)
 		}
 	}
 	var packages, channels, bundles, problems int
-	if err := l.tx.QueryRowContext(ctx, carriedCountsQuery, pkg).Scan(&packages, &channels, &bundles, &problems); err != nil {
-		return fmt.Errorf("carry package %q over: %w", pkg, err)
+	if err := l.tx.QueryRowContext(ctx, carriedCountsQuery, first, last).Scan(&packages, &channels, &bundles, &problems); err != nil {
+		return fmt.Errorf("carry packages %q to %q over: %w", first, last, err)
 	}
 	l.stats.Packages += packages
 	l.stats.Channels += channels

@@ -3,382 +3,40 @@ package index
 import (
 	"bytes"
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
-	"io/fs"
 	"math/rand/v2"
 	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
-	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jmoiron/sqlx"
-	"sigs.k8s.io/yaml"
 
+	"github.com/catalogd/catalogd/test/fbcchange"
 	"github.com/catalogd/catalogd/test/fbcgen"
 )
-
-// catalogModel is a catalog being edited: the documents of each file, by
-// path; a path ending in .yaml is written as YAML, any other as JSON.
-type catalogModel struct {
-	files map[string][]map[string]any
-	// written holds the bytes last written of each file.
-	written map[string][]byte
-}
-
-// readModel reads a catalog directory into a model.
-func readModel(t testing.TB, dir string) *catalogModel {
-	t.Helper()
-	m := &catalogModel{files: map[string][]map[string]any{}, written: map[string][]byte{}}
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || strings.HasPrefix(d.Name(), ".") {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, path)
-		rel = filepath.ToSlash(rel)
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		var docs []map[string]any
-		if strings.HasSuffix(rel, ".yaml") || strings.HasSuffix(rel, ".yml") {
-			for _, part := range strings.Split(string(data), "\n---") {
-				if strings.TrimSpace(strings.TrimPrefix(part, "---")) == "" {
-					continue
-				}
-				var doc map[string]any
-				if err := yaml.Unmarshal([]byte(part), &doc); err != nil {
-					return fmt.Errorf("%s: %w", rel, err)
-				}
-				docs = append(docs, doc)
-			}
-		} else {
-			dec := json.NewDecoder(bytes.NewReader(data))
-			for {
-				var doc map[string]any
-				if err := dec.Decode(&doc); err == io.EOF {
-					break
-				} else if err != nil {
-					return fmt.Errorf("%s: %w", rel, err)
-				}
-				docs = append(docs, doc)
-			}
-		}
-		m.files[rel] = docs
-		m.written[rel] = data
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
-}
-
-// write writes the model into dir: the files whose bytes changed, and
-// removes the files gone from it.
-func (m *catalogModel) write(t testing.TB, dir string) {
-	t.Helper()
-	for path := range m.written {
-		if _, ok := m.files[path]; !ok {
-			if err := os.Remove(filepath.Join(dir, path)); err != nil {
-				t.Fatal(err)
-			}
-			delete(m.written, path)
-		}
-	}
-	for path, docs := range m.files {
-		var buf bytes.Buffer
-		for _, doc := range docs {
-			if strings.HasSuffix(path, ".yaml") {
-				data, err := yaml.Marshal(doc)
-				if err != nil {
-					t.Fatal(err)
-				}
-				buf.WriteString("---\n")
-				buf.Write(data)
-			} else {
-				data, err := json.Marshal(doc)
-				if err != nil {
-					t.Fatal(err)
-				}
-				buf.Write(append(data, '\n'))
-			}
-		}
-		if bytes.Equal(buf.Bytes(), m.written[path]) {
-			continue
-		}
-		full := filepath.Join(dir, filepath.FromSlash(path))
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, buf.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		m.written[path] = buf.Bytes()
-	}
-}
-
-// owner is the package a document belongs to.
-func owner(doc map[string]any) string {
-	if doc["schema"] == "olm.package" {
-		s, _ := doc["name"].(string)
-		return s
-	}
-	s, _ := doc["package"].(string)
-	return s
-}
-
-// docRef is a document of the model, by file and place.
-type docRef struct {
-	path string
-	i    int
-}
-
-func (m *catalogModel) paths() []string {
-	paths := make([]string, 0, len(m.files))
-	for p := range m.files {
-		paths = append(paths, p)
-	}
-	sort.Strings(paths)
-	return paths
-}
-
-// find lists the documents matching keep, in path order.
-func (m *catalogModel) find(keep func(map[string]any) bool) []docRef {
-	var out []docRef
-	for _, p := range m.paths() {
-		for i, d := range m.files[p] {
-			if keep(d) {
-				out = append(out, docRef{p, i})
-			}
-		}
-	}
-	return out
-}
-
-func (m *catalogModel) doc(r docRef) map[string]any { return m.files[r.path][r.i] }
-
-// remove removes the documents matching drop.
-func (m *catalogModel) remove(drop func(map[string]any) bool) {
-	for p, docs := range m.files {
-		m.files[p] = slices.DeleteFunc(docs, drop)
-	}
-}
-
-func (m *catalogModel) packages() []string {
-	var out []string
-	for _, r := range m.find(func(d map[string]any) bool { return d["schema"] == "olm.package" }) {
-		out = append(out, m.doc(r)["name"].(string))
-	}
-	return out
-}
-
-// clone copies a document through JSON.
-func clone(doc map[string]any) map[string]any {
-	data, _ := json.Marshal(doc)
-	var out map[string]any
-	_ = json.Unmarshal(data, &out)
-	return out
-}
-
-// edit is one random change to a catalog model; it returns what it did.
-type edit func(m *catalogModel, rng *rand.Rand, step int) string
-
-func pick[T any](rng *rand.Rand, list []T) (T, bool) {
-	var zero T
-	if len(list) == 0 {
-		return zero, false
-	}
-	return list[rng.IntN(len(list))], true
-}
-
-func isSchema(schema string) func(map[string]any) bool {
-	return func(d map[string]any) bool { return d["schema"] == schema }
-}
-
-// edits are the changes the differential test makes, by name.
-var edits = map[string]edit{
-	"change a bundle": func(m *catalogModel, rng *rand.Rand, step int) string {
-		r, ok := pick(rng, m.find(isSchema("olm.bundle")))
-		if !ok {
-			return ""
-		}
-		b := m.doc(r)
-		props, _ := b["properties"].([]any)
-		b["properties"] = append(props, map[string]any{"type": "test.edit", "value": map[string]any{"step": step}})
-		return fmt.Sprintf("bundle %v in %s", b["name"], r.path)
-	},
-	"remove a bundle": func(m *catalogModel, rng *rand.Rand, step int) string {
-		r, ok := pick(rng, m.find(isSchema("olm.bundle")))
-		if !ok {
-			return ""
-		}
-		name := m.doc(r)["name"]
-		m.files[r.path] = slices.Delete(m.files[r.path], r.i, r.i+1)
-		return fmt.Sprintf("bundle %v from %s", name, r.path)
-	},
-	"add a bundle": func(m *catalogModel, rng *rand.Rand, step int) string {
-		r, ok := pick(rng, m.find(isSchema("olm.bundle")))
-		if !ok {
-			return ""
-		}
-		b := clone(m.doc(r))
-		name := fmt.Sprintf("%v-added%d", b["name"], step)
-		b["name"] = name
-		m.files[r.path] = append(m.files[r.path], b)
-		// Listed in a channel of its package, replacing nothing.
-		if c, ok := pick(rng, m.find(func(d map[string]any) bool { return d["schema"] == "olm.channel" && d["package"] == b["package"] })); ok {
-			ch := m.doc(c)
-			entries, _ := ch["entries"].([]any)
-			ch["entries"] = append(entries, map[string]any{"name": name})
-		}
-		return fmt.Sprintf("bundle %s to %s", name, r.path)
-	},
-	"remove a package": func(m *catalogModel, rng *rand.Rand, step int) string {
-		pkg, ok := pick(rng, m.packages())
-		if !ok || len(m.packages()) < 3 {
-			return ""
-		}
-		m.remove(func(d map[string]any) bool { return owner(d) == pkg })
-		return "package " + pkg
-	},
-	"add a package": func(m *catalogModel, rng *rand.Rand, step int) string {
-		pkg, ok := pick(rng, m.packages())
-		if !ok {
-			return ""
-		}
-		name := fmt.Sprintf("%s-copy%d", pkg, step)
-		path := fmt.Sprintf("added/%s/catalog.json", name)
-		if rng.IntN(2) == 0 {
-			path = fmt.Sprintf("added/%s.yaml", name)
-		}
-		for _, r := range m.find(func(d map[string]any) bool { return owner(d) == pkg }) {
-			d := clone(m.doc(r))
-			if d["schema"] == "olm.package" {
-				d["name"] = name
-			} else {
-				d["package"] = name
-			}
-			m.files[path] = append(m.files[path], d)
-		}
-		return "package " + name + " in " + path
-	},
-	"add a channel": func(m *catalogModel, rng *rand.Rand, step int) string {
-		r, ok := pick(rng, m.find(isSchema("olm.channel")))
-		if !ok {
-			return ""
-		}
-		c := clone(m.doc(r))
-		c["name"] = fmt.Sprintf("added-%d", step)
-		m.files[r.path] = append(m.files[r.path], c)
-		return fmt.Sprintf("channel %v of %v", c["name"], c["package"])
-	},
-	"remove a channel": func(m *catalogModel, rng *rand.Rand, step int) string {
-		r, ok := pick(rng, m.find(isSchema("olm.channel")))
-		if !ok {
-			return ""
-		}
-		c := m.doc(r)
-		m.files[r.path] = slices.Delete(m.files[r.path], r.i, r.i+1)
-		return fmt.Sprintf("channel %v of %v", c["name"], c["package"])
-	},
-	"deprecate": func(m *catalogModel, rng *rand.Rand, step int) string {
-		if r, ok := pick(rng, m.find(isSchema("olm.deprecations"))); ok && rng.IntN(2) == 0 {
-			pkg := m.doc(r)["package"]
-			m.files[r.path] = slices.Delete(m.files[r.path], r.i, r.i+1)
-			return fmt.Sprintf("deprecations of %v removed", pkg)
-		}
-		r, ok := pick(rng, m.find(isSchema("olm.package")))
-		if !ok {
-			return ""
-		}
-		pkg := m.doc(r)["name"].(string)
-		m.remove(func(d map[string]any) bool { return d["schema"] == "olm.deprecations" && d["package"] == pkg })
-		m.files[r.path] = append(m.files[r.path], map[string]any{"schema": "olm.deprecations", "package": pkg,
-			"entries": []any{map[string]any{"reference": map[string]any{"schema": "olm.package"}, "message": fmt.Sprintf("gone at %d", step)}}})
-		return "deprecations of " + pkg + " added"
-	},
-	"move a package": func(m *catalogModel, rng *rand.Rand, step int) string {
-		pkg, ok := pick(rng, m.packages())
-		if !ok {
-			return ""
-		}
-		to, _ := pick(rng, m.paths())
-		if rng.IntN(3) == 0 {
-			to = fmt.Sprintf("moved/%d.json", step)
-		}
-		var moved []map[string]any
-		for _, p := range m.paths() {
-			m.files[p] = slices.DeleteFunc(m.files[p], func(d map[string]any) bool {
-				if owner(d) == pkg {
-					moved = append(moved, d)
-					return true
-				}
-				return false
-			})
-		}
-		m.files[to] = append(m.files[to], moved...)
-		return "package " + pkg + " to " + to
-	},
-	"spread a package": func(m *catalogModel, rng *rand.Rand, step int) string {
-		pkg, ok := pick(rng, m.packages())
-		if !ok {
-			return ""
-		}
-		to := fmt.Sprintf("spread/%s-%d.yaml", pkg, step)
-		var moved []map[string]any
-		for _, p := range m.paths() {
-			m.files[p] = slices.DeleteFunc(m.files[p], func(d map[string]any) bool {
-				if owner(d) == pkg && d["schema"] == "olm.bundle" && rng.IntN(2) == 0 {
-					moved = append(moved, d)
-					return true
-				}
-				return false
-			})
-		}
-		m.files[to] = moved
-		return fmt.Sprintf("%d bundles of %s to %s", len(moved), pkg, to)
-	},
-	"break or fix a package": func(m *catalogModel, rng *rand.Rand, step int) string {
-		if r, ok := pick(rng, m.find(func(d map[string]any) bool { return d["schema"] == "olm.package" && d["broken"] != nil })); ok {
-			d := m.doc(r)
-			d["defaultChannel"] = d["broken"]
-			delete(d, "broken")
-			return fmt.Sprintf("package %v fixed", d["name"])
-		}
-		r, ok := pick(rng, m.find(isSchema("olm.package")))
-		if !ok {
-			return ""
-		}
-		d := m.doc(r)
-		d["broken"] = d["defaultChannel"]
-		d["defaultChannel"] = "no-such-channel"
-		return fmt.Sprintf("package %v broken", d["name"])
-	},
-	"custom blob": func(m *catalogModel, rng *rand.Rand, step int) string {
-		to, _ := pick(rng, m.paths())
-		m.files[to] = append(m.files[to], map[string]any{"schema": "test.custom", "name": fmt.Sprintf("c%d", step)})
-		return "custom blob in " + to
-	},
-	"touch nothing": func(m *catalogModel, rng *rand.Rand, step int) string { return "no change" },
-}
 
 // buildAt builds dir into a new index in tmp, incrementally from prev when
 // it is set.
 func buildAt(t testing.TB, tmp, name, dir, prev string) (string, Stats) {
 	t.Helper()
-	path := filepath.Join(tmp, name+".db")
-	stats, err := Build(context.Background(), path, Content{FS: os.DirFS(dir), Ref: dir, Digest: "sha256:test", Previous: prev}, time.Unix(0, 0))
+	path, stats, err := tryBuildAt(tmp, name, dir, prev)
 	if err != nil {
 		t.Fatalf("build %s: %v", name, err)
 	}
 	return path, stats
+}
+
+func tryBuildAt(tmp, name, dir, prev string) (string, Stats, error) {
+	path := filepath.Join(tmp, name+".db")
+	stats, err := Build(context.Background(), path, Content{FS: os.DirFS(dir), Ref: dir, Digest: "sha256:test", Previous: prev}, time.Unix(0, 0))
+	return path, stats, err
 }
 
 // tableRows reads every row of every table of the index at path, as text,
@@ -484,29 +142,35 @@ func sameIndex(t testing.TB, got, want string) {
 // incremental.
 func differential(t *testing.T, dir string, seed uint64, steps int) int {
 	rng := rand.New(rand.NewPCG(seed, 25))
-	m := readModel(t, dir)
+	m := fbcchange.ReadModel(t, dir)
 	tmp := t.TempDir()
 	prev, _ := buildAt(t, tmp, "0-full", dir, "")
-	names := slices.Sorted(func(yield func(string) bool) {
-		for k := range edits {
-			if !yield(k) {
-				return
-			}
-		}
-	})
 	incremental := 0
 	for step := 1; step <= steps; step++ {
 		var did []string
 		for range 1 + rng.IntN(3) {
-			name := names[rng.IntN(len(names))]
-			if what := edits[name](m, rng, step); what != "" {
-				did = append(did, name+": "+what)
+			if what := m.Edit(t, rng, "", step); what != "" {
+				did = append(did, what)
 			}
 		}
-		m.write(t, dir)
-		got, stats := buildAt(t, tmp, fmt.Sprintf("%d-incremental", step), dir, prev)
-		want, wantStats := buildAt(t, tmp, fmt.Sprintf("%d-full", step), dir, "")
+		m.Write(t, dir)
+		got, stats, err := tryBuildAt(tmp, fmt.Sprintf("%d-incremental", step), dir, prev)
+		want, wantStats, wantErr := tryBuildAt(tmp, fmt.Sprintf("%d-full", step), dir, "")
 		t.Logf("step %d: %s: %+v", step, strings.Join(did, "; "), stats.Build)
+		// A catalog that cannot be read fails both builds alike, and the
+		// next step builds from the index before.
+		if err != nil || wantErr != nil {
+			if err == nil || wantErr == nil || err.Error() != wantErr.Error() {
+				t.Fatalf("step %d: the incremental build fails with %v, the full one with %v", step, err, wantErr)
+			}
+			if !m.Broken() || !errors.Is(err, ErrInvalidCatalog) {
+				t.Fatalf("step %d: build fails with %v, the catalog broken: %v", step, err, m.Broken())
+			}
+			continue
+		}
+		if m.Broken() {
+			t.Fatalf("step %d: a catalog with a blob that does not parse built", step)
+		}
 		if stats.Build.Mode == ModeIncremental {
 			incremental++
 		}
@@ -544,23 +208,12 @@ func TestIncrementalMatchesFull(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Reshape: two packages share a YAML file, one package spans files.
-	m := readModel(t, dir)
-	pkgs := m.packages()
+	m := fbcchange.ReadModel(t, dir)
 	rng := rand.New(rand.NewPCG(1, 1))
-	edits["move a package"](m, rng, 0)
-	for _, pkg := range pkgs[:2] {
-		for _, p := range m.paths() {
-			m.files[p] = slices.DeleteFunc(m.files[p], func(d map[string]any) bool {
-				if owner(d) == pkg {
-					m.files["shared/two.yaml"] = append(m.files["shared/two.yaml"], d)
-					return true
-				}
-				return false
-			})
-		}
-	}
-	edits["spread a package"](m, rng, 0)
-	m.write(t, dir)
+	m.Edit(t, rng, "move a package", 0)
+	m.Share("shared/two.yaml", m.Packages()[:2]...)
+	m.Edit(t, rng, "spread a package", 0)
+	m.Write(t, dir)
 	if n := differential(t, dir, 1, steps); n < steps/2 {
 		t.Errorf("%d of %d builds incremental", n, steps)
 	}
@@ -620,8 +273,8 @@ func TestIncrementalQueryPlans(t *testing.T) {
 			rows, err = scratch.NamedQuery("EXPLAIN QUERY PLAN "+q, named)
 		} else {
 			n := strings.Count(q, "?")
-			if strings.Contains(q, "?1") {
-				n = 1 // one argument, numbered
+			for i := 1; strings.Contains(q, "?"+strconv.Itoa(i)); i++ {
+				n = i // numbered arguments
 			}
 			args := make([]any, n)
 			for i := range args {
@@ -662,9 +315,10 @@ func TestIncrementalFallbacks(t *testing.T) {
 	}
 	// Written once as the model writes files, so that a file the test
 	// leaves alone keeps its bytes.
-	m := readModel(t, dir)
-	m.write(t, dir)
-	pkgs := m.packages()
+	m := fbcchange.ReadModel(t, dir)
+	m.Write(t, dir)
+	pkgs := m.Packages()
+	tooMany := int(maxChangedShare*float64(len(pkgs))) + 1
 	exec := func(query string) func(t *testing.T, prev, dir string) {
 		return func(t *testing.T, prev, dir string) {
 			db, err := sqlx.Open("sqlite", FileURI(prev, nil))
@@ -702,12 +356,10 @@ func TestIncrementalFallbacks(t *testing.T) {
 			}
 		}, "previous content unreadable: "},
 		{"most packages changed", func(t *testing.T, prev, dir string) {
-			m := readModel(t, dir)
-			for i := range len(pkgs)/2 + 1 {
-				m.remove(func(d map[string]any) bool { return owner(d) == pkgs[i] })
-			}
-			m.write(t, dir)
-		}, fmt.Sprintf("%d of %d packages changed", len(pkgs)/2+1, len(pkgs))},
+			m := fbcchange.ReadModel(t, dir)
+			m.Remove(pkgs[:tooMany]...)
+			m.Write(t, dir)
+		}, fmt.Sprintf("%d of %d packages changed", tooMany, len(pkgs))},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/catalogd/catalogd/internal/fbc"
+	"github.com/catalogd/catalogd/test/fbcchange"
 	"github.com/catalogd/catalogd/test/fbcgen"
 )
 
@@ -72,7 +73,7 @@ func generated(t testing.TB, opts fbcgen.Options) string {
 	}
 	// As the model writes files, so that a file a test leaves alone keeps
 	// its bytes.
-	readModel(t, dir).write(t, dir)
+	fbcchange.ReadModel(t, dir).Write(t, dir)
 	return dir
 }
 
@@ -228,11 +229,10 @@ func TestIncrementalLinksUnchangedSegments(t *testing.T) {
 			dir := generated(t, fbcgen.Options{Packages: 12, Bundles: 120, BundleObjectBytes: 300, Seed: 4})
 			work := t.TempDir()
 			prev, _ := buildAt(t, work, "prev", dir, "")
-			m := readModel(t, dir)
-			paths := m.paths()
-			changed := paths[len(paths)/2]
-			m.files[changed] = append(m.files[changed], map[string]any{"schema": "test.custom", "package": owner(m.files[changed][0]), "name": "edit"})
-			m.write(t, dir)
+			m := fbcchange.ReadModel(t, dir)
+			paths := m.Paths()
+			m.AppendBlob(paths[len(paths)/2], "test.custom", "edit")
+			m.Write(t, dir)
 			got, stats := buildAt(t, work, "got", dir, prev)
 			if stats.Build.Mode != ModeIncremental {
 				t.Fatalf("build %+v, want incremental", stats.Build)

@@ -3,6 +3,8 @@
 // what changed between two catalog directories without any of catalogd's
 // own code (from package fbcfacts' plain values), so that a test of
 // catalogd's changes answers checks them against an independent account.
+// Its Model edits a catalog directory at random, one kind of edit at a
+// time, for the differential tests of incremental index builds.
 package fbcchange
 
 import (
