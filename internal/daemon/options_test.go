@@ -197,16 +197,7 @@ func TestPullTimeoutFlag(t *testing.T) {
 // reason).
 func TestIncrementalIndexFlag(t *testing.T) {
 	dir := copyDemo(t)
-	commands := map[string]func(args []string) (Config, error){
-		"serve": func(args []string) (Config, error) {
-			cfg, err := parseServe(append(args, "--data-dir", t.TempDir(), "--catalog", "demo="+dir, "--listen", "127.0.0.1:0"))
-			return cfg.Config, err
-		},
-		"manager": func(args []string) (Config, error) {
-			cfg, err := parseFlags(append(args, "--data-dir", t.TempDir(), "--listen", "127.0.0.1:0"))
-			return cfg.Config, err
-		},
-	}
+	commands := bothCommands(t, dir)
 	for command, parse := range commands {
 		for _, tc := range []struct {
 			args []string
@@ -250,16 +241,7 @@ func TestIncrementalIndexFlag(t *testing.T) {
 // upgrade edges of a /resolve that names none, which the answer says;
 // anything but legacy or semver is refused naming the flag.
 func TestUpgradeEdgesFlag(t *testing.T) {
-	commands := map[string]func(args []string) (Config, error){
-		"serve": func(args []string) (Config, error) {
-			cfg, err := parseServe(append(args, "--data-dir", t.TempDir(), "--catalog", "demo="+copyDemo(t), "--listen", "127.0.0.1:0"))
-			return cfg.Config, err
-		},
-		"manager": func(args []string) (Config, error) {
-			cfg, err := parseFlags(append(args, "--data-dir", t.TempDir(), "--listen", "127.0.0.1:0"))
-			return cfg.Config, err
-		},
-	}
+	commands := bothCommands(t, copyDemo(t))
 	for command, parse := range commands {
 		for _, tc := range []struct {
 			args    []string
@@ -299,5 +281,21 @@ func TestUpgradeEdgesFlag(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// bothCommands parses the arguments it is given as serve (serving the
+// catalog in dir as demo) or manager would, each with a data directory of
+// its own and a loopback address chosen by the kernel.
+func bothCommands(t *testing.T, dir string) map[string]func(args []string) (Config, error) {
+	return map[string]func(args []string) (Config, error){
+		"serve": func(args []string) (Config, error) {
+			cfg, err := parseServe(append(args, "--data-dir", t.TempDir(), "--catalog", "demo="+dir, "--listen", "127.0.0.1:0"))
+			return cfg.Config, err
+		},
+		"manager": func(args []string) (Config, error) {
+			cfg, err := parseFlags(append(args, "--data-dir", t.TempDir(), "--listen", "127.0.0.1:0"))
+			return cfg.Config, err
+		},
 	}
 }

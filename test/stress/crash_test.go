@@ -238,9 +238,9 @@ func TestCrashDuringBuild(t *testing.T) {
 // imageField is a bundle's image in a JSON or a YAML catalog file.
 var imageField = regexp.MustCompile(`("image": *"[^"]+|image: [^\s]+)`)
 
-// editOneBundle copies the catalog in src to dst with the image of one
-// bundle changed: the first in the first file, in name order, that has one.
-func editOneBundle(t *testing.T, src, dst string) {
+// copyCatalog copies the catalog in src to dst and lists the copy's files
+// in name order.
+func copyCatalog(t *testing.T, src, dst string) []string {
 	t.Helper()
 	if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
 		t.Fatal(err)
@@ -256,7 +256,14 @@ func editOneBundle(t *testing.T, src, dst string) {
 		t.Fatal(err)
 	}
 	slices.Sort(files)
-	for _, p := range files {
+	return files
+}
+
+// editOneBundle copies the catalog in src to dst with the image of one
+// bundle changed: the first in the first file, in name order, that has one.
+func editOneBundle(t *testing.T, src, dst string) {
+	t.Helper()
+	for _, p := range copyCatalog(t, src, dst) {
 		data, err := os.ReadFile(p)
 		if err != nil {
 			t.Fatal(err)
@@ -276,20 +283,10 @@ func editOneBundle(t *testing.T, src, dst string) {
 // last file in name order, of that file's package.
 func editLastFile(t *testing.T, src, dst string) {
 	t.Helper()
-	if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
-		t.Fatal(err)
+	files := copyCatalog(t, src, dst)
+	if len(files) == 0 {
+		t.Fatalf("no file in %s", dst)
 	}
-	var files []string
-	err := filepath.WalkDir(dst, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && d.Type().IsRegular() {
-			files = append(files, p)
-		}
-		return err
-	})
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no file in %s: %v", dst, err)
-	}
-	slices.Sort(files)
 	last := files[len(files)-1]
 	data, err := os.ReadFile(last)
 	if err != nil {
