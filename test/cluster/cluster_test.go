@@ -724,7 +724,14 @@ properties:
 // read packages and others may not; a watch sees exactly the package a new
 // catalog image adds, then removes.
 func (e *env) testPackageAPI(t *testing.T, reg *registrytest.Registry, registry string, facts *fbcfacts.Catalog) {
-	e.kc(t, nil, "wait", "apiservice/"+apiServiceName, "--for=condition=Available", "--timeout=3m")
+	if _, err := e.kcErr(nil, "wait", "apiservice/"+apiServiceName, "--for=condition=Available", "--timeout=3m"); err != nil {
+		// What the aggregator says, and what the replicas logged, is all
+		// there is to go on once the cluster is down.
+		status, _ := e.kcErr(nil, "get", "apiservice/"+apiServiceName, "-o", "yaml")
+		pods, _ := e.kcErr(nil, "-n", namespace, "get", "pods,endpoints,services", "-o", "wide")
+		logs, logErr := e.kcErr(nil, "-n", namespace, "logs", "deployment/catalogd-controller-manager", "--all-containers", "--tail=60")
+		t.Fatalf("%v\nthe APIService:\n%s\npods, endpoints and services:\n%s\nthe replicas' last log lines (%v):\n%s", err, status, pods, logErr, logs)
+	}
 	want := packageNames(facts)
 
 	table := e.kc(t, nil, "get", "packagemanifests", "-A")
