@@ -83,18 +83,19 @@ for h in /sys/fs/cgroup/*/ /sys/fs/cgroup/; do
 	find "$h/kubepods" -depth -type d -exec rmdir {} \; 2>/dev/null
 done
 
-# kube-proxy's rules, then what remains: the CNI plugins' chains (CNI-*) and
-# the kubelet's (KUBE-FIREWALL, KUBE-KUBELET-CANARY, KUBE-IPTABLES-HINT), in
-# IPv4 and IPv6. Nothing else on the machine names its chains so.
+# kube-proxy's rules, then what remains: the CNI plugins' chains (CNI-*),
+# the kubelet's (KUBE-FIREWALL, KUBE-KUBELET-CANARY, KUBE-IPTABLES-HINT) and
+# up.sh's guard of the Service range (CATALOGD-SERVICE-RANGE), in IPv4 and
+# IPv6. Nothing else on the machine names its chains so.
 if [ -x "$CLUSTER_BIN/kube-proxy" ]; then
 	"$CLUSTER_BIN/kube-proxy" --cleanup >/dev/null 2>&1
 fi
 for ipt in iptables ip6tables; do
 	for table in filter nat mangle; do
-		chains=$("$ipt" -t "$table" -S 2>/dev/null | awk '$1 == "-N" && $2 ~ /^(KUBE|CNI)-/ { print $2 }')
+		chains=$("$ipt" -t "$table" -S 2>/dev/null | awk '$1 == "-N" && $2 ~ /^(KUBE|CNI|CATALOGD)-/ { print $2 }')
 		[ -n "$chains" ] || continue
 		# Rules of other chains that jump to ours, then ours.
-		"$ipt" -t "$table" -S 2>/dev/null | awk '$1 == "-A" && $2 !~ /^(KUBE|CNI)-/ && $0 ~ / -j (KUBE|CNI)-/ { $1 = "-D"; print }' |
+		"$ipt" -t "$table" -S 2>/dev/null | awk '$1 == "-A" && $2 !~ /^(KUBE|CNI|CATALOGD)-/ && $0 ~ / -j (KUBE|CNI|CATALOGD)-/ { $1 = "-D"; print }' |
 			while read -r rule; do eval "$ipt -t $table $rule"; done
 		for chain in $chains; do "$ipt" -t "$table" -F "$chain" 2>/dev/null; done
 		for chain in $chains; do "$ipt" -t "$table" -X "$chain" 2>/dev/null; done

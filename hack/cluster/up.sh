@@ -53,6 +53,23 @@ fi
 echo 1 >/proc/sys/net/ipv4/ip_forward
 echo 1 >/proc/sys/net/bridge/bridge-nf-call-iptables
 
+# A Service's address is reachable only through kube-proxy's rules, which
+# rewrite it to a pod's. A connection made before kube-proxy has written the
+# rules of a new Service leaves by the default route instead, and a gateway
+# that answers every address (a transparent proxy, as sandboxes have) then
+# holds it: the aggregator reuses such a connection for an APIService for as
+# long as it lives, so the APIService never becomes Available. The filter
+# table sees packets after kube-proxy's rewriting, so what still goes to the
+# Service range here is refused at once, as in a cluster whose Service range
+# routes nowhere, and the client retries through kube-proxy's rules.
+# down.sh removes the chain.
+iptables -N CATALOGD-SERVICE-RANGE 2>/dev/null || iptables -F CATALOGD-SERVICE-RANGE
+iptables -A CATALOGD-SERVICE-RANGE -d "$SERVICE_CIDR" -p tcp -j REJECT --reject-with tcp-reset
+iptables -A CATALOGD-SERVICE-RANGE -d "$SERVICE_CIDR" -j REJECT
+for chain in OUTPUT FORWARD; do
+	iptables -C "$chain" -j CATALOGD-SERVICE-RANGE 2>/dev/null || iptables -I "$chain" -j CATALOGD-SERVICE-RANGE
+done
+
 # --- certificates ------------------------------------------------------------
 pki="$STATE/pki"
 if [ ! -e "$pki/ca.crt" ]; then
