@@ -55,7 +55,9 @@ cluster-packages:
 	fi
 
 ## test-cluster: bring up the cluster, run test/cluster against catalogd deployed from config/, tear it down.
-test-cluster: cluster-packages cluster-bins envtest-bins $(CLUSTER_IMAGE_TAR)
+# bin/olm-packagemanifests is OLM v0's client, run through the aggregator
+# (mk/olmclient.mk, read after this file, has its rule).
+test-cluster: cluster-packages cluster-bins envtest-bins $(CLUSTER_IMAGE_TAR) $(BIN)/olm-packagemanifests
 	$(CLUSTER_ENV) hack/cluster/test.sh $(CLUSTER_IMAGE_TAR)
 
 ## cluster-up / cluster-down: the same cluster by hand (KUBECONFIG=tmp/cluster/admin.kubeconfig).

@@ -624,6 +624,28 @@ func (e *env) save(t *testing.T, name, content string) {
 	}
 }
 
+// olmClient runs bin/olm-packagemanifests, OLM v0's generated
+// PackageManifest clientset built from the module proxy (hack/olmclient),
+// against server with token in namespace ns, decodes what it printed into
+// out and returns it.
+func (e *env) olmClient(t *testing.T, out any, server, token, ns string, args ...string) string {
+	t.Helper()
+	path, err := filepath.Abs(filepath.Join("..", "..", "bin", "olm-packagemanifests"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(path, append([]string{"--server", server, "--token", token, "--namespace", ns}, args...)...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("olm-packagemanifests %v (make test-cluster builds it): %v: %s", args, err, stderr.String())
+	}
+	if err := json.Unmarshal(stdout.Bytes(), out); err != nil {
+		t.Fatalf("olm-packagemanifests %v printed %s: %v", args, stdout.String(), err)
+	}
+	return stdout.String()
+}
+
 // watchEvent is one line of kubectl get --watch --output-watch-events -o json.
 type watchEvent struct {
 	Type   string          `json:"type"`
@@ -874,6 +896,28 @@ func (e *env) testPackageAPI(t *testing.T, reg *registrytest.Registry, registry 
 		}
 	}
 	e.save(t, "replicas.txt", strings.Join(answers, "\n")+"\n")
+
+	// OLM v0's own clientset, unchanged, through the aggregator with the
+	// viewer's token: a list, a list by catalog label, and a get.
+	server := strings.TrimSpace(e.kc(t, nil, "config", "view", "--minify", "-o", "jsonpath={.clusters[0].cluster.server}"))
+	var olmList struct {
+		Items []packageManifest `json:"items"`
+	}
+	out := e.olmClient(t, &olmList, server, token, "team-a", "list")
+	e.save(t, "olm-client-list.json", out)
+	if got := names(olmList.Items); !slices.Equal(got, want) {
+		t.Errorf("OLM v0's client lists %q, the catalog has %q", got, want)
+	}
+	e.olmClient(t, &olmList, server, token, "team-a", "list", "catalog=demo")
+	if got := names(olmList.Items); !slices.Equal(got, want) {
+		t.Errorf("OLM v0's client, -l catalog=demo, lists %q, the catalog has %q", got, want)
+	}
+	var olmOne packageManifest
+	e.save(t, "olm-client-get.json", e.olmClient(t, &olmOne, server, token, "team-a", "get", pkg))
+	if olmOne.Metadata.Name != pkg || olmOne.Status.DefaultChannel != facts.Packages[pkg].DefaultChannel {
+		t.Errorf("OLM v0's client gets %s with default channel %q; the catalog says %s, %s",
+			olmOne.Metadata.Name, olmOne.Status.DefaultChannel, pkg, facts.Packages[pkg].DefaultChannel)
+	}
 
 	// A watch sees the package a new image adds, and only it; then its
 	// removal when the catalog goes back to the image without it.
