@@ -271,6 +271,7 @@ func (c *cache) read(ctx context.Context, catalog string, snap *store.Snapshot, 
 		meta.Labels, priority = cat.Labels, cat.Priority
 	}
 	next = make(map[string]*entry, len(sums.Items))
+	var made []string
 	for _, sum := range sums.Items {
 		if prev, ok := old[sum.Name]; ok && prev.digest == sum.Digest && prev.priority == priority {
 			next[sum.Name] = prev
@@ -286,6 +287,17 @@ func (c *cache) read(ctx context.Context, catalog string, snap *store.Snapshot, 
 			continue
 		}
 		next[sum.Name] = &entry{catalog: catalog, priority: priority, digest: sum.Digest, obj: m}
+		made = append(made, sum.Name)
+	}
+	// Packed once every package is converted, so that the packed copies
+	// share nothing with any conversion's garbage.
+	ms := make([]*pkgv1.PackageManifest, len(made))
+	for i, name := range made {
+		ms[i] = next[name].obj
+	}
+	pack(ms)
+	for i, name := range made {
+		next[name].obj = ms[i]
 	}
 	return next, converted, nil
 }

@@ -32,7 +32,9 @@
 // cache follows the store (store.Watch), and on a catalog's swap or removal
 // re-reads only the packages whose digest changed, so that a list or get
 // costs no query and a watch sees ADDED, MODIFIED and DELETED for exactly
-// the packages whose content changed. resourceVersions count these
+// the packages whose content changed. What it keeps is packed (pack.go),
+// and what a list leaves behind is given back to the kernel once its
+// answer is written (release.go): docs/architecture.md has the figures. resourceVersions count these
 // changes (see cache); a watch from one older than the changes kept gets
 // 410 Gone. Each replica counts its own: docs/architecture.md says what
 // numbers every replica shares would take.

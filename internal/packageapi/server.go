@@ -8,7 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-
+	"runtime/debug"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -50,6 +50,7 @@ type Config struct {
 // packages.operators.coreos.com/v1 answering from the store's indexes.
 type Server struct {
 	cache    *cache
+	lists    *listReleaser
 	generic  *genericapiserver.GenericAPIServer
 	listener net.Listener
 	log      logr.Logger
@@ -107,6 +108,10 @@ func New(cfg Config, idx Indexes, cats Catalogs) (*Server, error) {
 	if err := delegate(cfg.Kube, config); err != nil {
 		return nil, err
 	}
+	lists := &listReleaser{giveBack: debug.FreeOSMemory}
+	config.BuildHandlerChainFunc = func(api http.Handler, c *genericapiserver.Config) http.Handler {
+		return genericapiserver.DefaultBuildHandlerChain(lists.wrap(api), c)
+	}
 	namer := openapinamer.NewDefinitionNamer(scheme)
 	config.OpenAPIConfig = genericapiserver.DefaultOpenAPIConfig(openapi.GetOpenAPIDefinitions, namer)
 	config.OpenAPIConfig.Info.Title = "catalogd package API"
@@ -133,7 +138,7 @@ func New(cfg Config, idx Indexes, cats Catalogs) (*Server, error) {
 		return nil, fmt.Errorf("package API: %w", err)
 	}
 	ok = true
-	return &Server{cache: c, generic: generic, listener: ln, log: cfg.Log}, nil
+	return &Server{cache: c, lists: lists, generic: generic, listener: ln, log: cfg.Log}, nil
 }
 
 // Loaded reports whether the server holds the manifests of every catalog

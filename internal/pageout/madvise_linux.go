@@ -17,3 +17,13 @@ func pageOut(addr, n uint64) error {
 	}
 	return nil
 }
+
+// readAlone advises MADV_RANDOM on [addr, addr+n): a page touched after
+// the range was paged out is read from the file alone, without the
+// read-around that would bring back the pages about it.
+func readAlone(addr, n uint64) error {
+	if _, _, errno := unix.Syscall(unix.SYS_MADVISE, uintptr(addr), uintptr(n), unix.MADV_RANDOM); errno != 0 {
+		return errno
+	}
+	return nil
+}

@@ -4,7 +4,9 @@
 // the file's pages around each one touched) although serving never uses
 // most of them again. They are clean and file-backed: asked to, the
 // kernel drops them at once, and a page touched again is read back from
-// the page cache or the file, as any page of a program is the first time.
+// the page cache or the file, as any page of a program is the first time,
+// but alone: without the read-around that would bring back its
+// neighbours, which serving would not use either.
 // docs/architecture.md ("What the binary links") has the figures.
 package pageout
 
@@ -35,8 +37,12 @@ var ErrUnsupported = errors.New("paging out on request is not supported here")
 
 // Executable asks the kernel to reclaim the resident pages of the running
 // executable's read-only mappings (code and read-only data; never the
-// writable ones, whose pages may differ from the file). Pages other
-// processes map too stay, as the kernel leaves shared pages alone.
+// writable ones, whose pages may differ from the file), and to read back
+// only the page a later fault needs (MADV_RANDOM): by default a fault on a
+// mapped file reads the pages around it too and maps them, and the pages
+// one request through a large library touches, scattered over the binary,
+// brought back several times what they use. Pages other processes map too
+// stay, as the kernel leaves shared pages alone.
 func Executable() (Stats, error) {
 	exe, err := os.Readlink("/proc/self/exe")
 	if err != nil {
@@ -56,6 +62,9 @@ func Executable() (Stats, error) {
 	for _, r := range regions {
 		if err := pageOut(r.start, r.end-r.start); err != nil {
 			return st, fmt.Errorf("page out %s [%#x, %#x): %w", exe, r.start, r.end, err)
+		}
+		if err := readAlone(r.start, r.end-r.start); err != nil {
+			return st, fmt.Errorf("advise random reads of %s [%#x, %#x): %w", exe, r.start, r.end, err)
 		}
 		st.Mappings++
 		st.Bytes += r.end - r.start

@@ -97,6 +97,54 @@ func TestExecutableReleasesPages(t *testing.T) {
 	if after*4 > before*3 {
 		t.Errorf("%d KiB of the executable resident after paging out, %d before: want at most three quarters", after, before)
 	}
+	// A page touched later is read alone: the kernel marks each advised
+	// mapping "rr" (random reads) in its VmFlags.
+	for _, m := range readOnlyFlags(t, exe) {
+		if !slices.Contains(m.flags, "rr") {
+			t.Errorf("read-only mapping %s of %s has VmFlags %v: not advised to read pages alone (rr)", m.addr, exe, m.flags)
+		}
+	}
+}
+
+type mappingFlags struct {
+	addr  string
+	flags []string
+}
+
+// readOnlyFlags returns the VmFlags of each read-only mapping of exe in
+// /proc/self/smaps.
+func readOnlyFlags(t *testing.T, exe string) []mappingFlags {
+	t.Helper()
+	f, err := os.Open("/proc/self/smaps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var (
+		out []mappingFlags
+		cur string
+	)
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) > 0 && strings.Contains(fields[0], "-") && !strings.HasSuffix(fields[0], ":") {
+			cur = ""
+			if len(fields) >= 6 && strings.Join(fields[5:], " ") == exe && !strings.Contains(fields[1], "w") {
+				cur = fields[0]
+			}
+			continue
+		}
+		if cur != "" && len(fields) > 0 && fields[0] == "VmFlags:" {
+			out = append(out, mappingFlags{addr: cur, flags: fields[1:]})
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(out) == 0 {
+		t.Fatalf("no read-only mapping of %s with VmFlags", exe)
+	}
+	return out
 }
 
 // residentKiB sums the Rss of the read-only mappings of exe in
