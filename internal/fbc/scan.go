@@ -74,12 +74,14 @@ type valueScan struct {
 // many of them belong to the value and whether it ended within them.
 func (v *valueScan) scan(buf []byte) (n int, done bool) {
 	i := 0
-	// Where the next quote and the next backslash at or after i are
-	// (len(buf) for none): two IndexByte searches find them several
-	// times faster than one IndexAny for either, which goes a byte at a
-	// time through strings of megabytes (bundle objects). Each is kept
-	// until i passes it, so that a string of many escapes is still
-	// searched through once.
+	// Where the next quote at or after i is (len(buf) for none), and the
+	// next backslash before it (the quote's place for none): two
+	// IndexByte searches find them several times faster than one
+	// IndexAny for either, which goes a byte at a time through strings
+	// of megabytes (bundle objects). Each is kept until i passes it, and
+	// a backslash is looked for only up to the quote, so that neither a
+	// string of many escapes nor a value of many strings is searched
+	// through more than once.
 	quote, backslash := -1, -1
 	for i < len(buf) {
 		if v.inString {
@@ -92,7 +94,7 @@ func (v *valueScan) scan(buf []byte) (n int, done bool) {
 				quote = indexFrom(buf, i, '"')
 			}
 			if backslash < i {
-				backslash = indexFrom(buf, i, '\\')
+				backslash = indexFrom(buf[:quote], i, '\\')
 			}
 			if i = min(quote, backslash); i == len(buf) {
 				return len(buf), false
