@@ -2,6 +2,7 @@ package fbc
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"slices"
 	"strconv"
@@ -293,8 +294,24 @@ func (c *canonicalizer) skipValue() bool {
 // U+2029 (which encoding/json escapes).
 func plainString(tok []byte) bool {
 	body := tok[1 : len(tok)-1]
+	// Eight bytes at a time while they are ASCII, which strings of
+	// megabytes (bundle objects' base64) are: a word has a byte below
+	// 0x20, a quote or a backslash exactly when one of these has a high
+	// bit (a zero byte of x^c is a byte c of x).
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	i := 0
+	for ; i+8 <= len(body); i += 8 {
+		x := binary.LittleEndian.Uint64(body[i:])
+		if x&highs != 0 {
+			break // not ASCII: the loop below sees the rest
+		}
+		quote, backslash := x^(ones*'"'), x^(ones*'\\')
+		if (x-ones*0x20)&^x&highs != 0 || (quote-ones)&^quote&highs != 0 || (backslash-ones)&^backslash&highs != 0 {
+			return false
+		}
+	}
 	ascii := true
-	for _, b := range body {
+	for _, b := range body[i:] {
 		if b < 0x20 || b == '\\' || b == '"' {
 			return false
 		}

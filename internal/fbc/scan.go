@@ -74,6 +74,15 @@ type valueScan struct {
 // many of them belong to the value and whether it ended within them.
 func (v *valueScan) scan(buf []byte) (n int, done bool) {
 	i := 0
+	// Where the next quote at or after i is (len(buf) for none), and the
+	// next backslash before it (the quote's place for none): two
+	// IndexByte searches find them several times faster than one
+	// IndexAny for either, which goes a byte at a time through strings
+	// of megabytes (bundle objects). Each is kept until i passes it, and
+	// a backslash is looked for only up to the quote, so that neither a
+	// string of many escapes nor a value of many strings is searched
+	// through more than once.
+	quote, backslash := -1, -1
 	for i < len(buf) {
 		if v.inString {
 			if v.escape {
@@ -81,11 +90,15 @@ func (v *valueScan) scan(buf []byte) (n int, done bool) {
 				i++
 				continue
 			}
-			j := bytes.IndexAny(buf[i:], `"\`)
-			if j < 0 {
+			if quote < i {
+				quote = indexFrom(buf, i, '"')
+			}
+			if backslash < i {
+				backslash = indexFrom(buf[:quote], i, '\\')
+			}
+			if i = min(quote, backslash); i == len(buf) {
 				return len(buf), false
 			}
-			i += j
 			if buf[i] == '\\' {
 				v.escape = true
 			} else {
@@ -111,6 +124,15 @@ func (v *valueScan) scan(buf []byte) (n int, done bool) {
 		}
 	}
 	return i, false
+}
+
+// indexFrom returns the position of the first c in buf at or after i,
+// or len(buf).
+func indexFrom(buf []byte, i int, c byte) int {
+	if j := bytes.IndexByte(buf[i:], c); j >= 0 {
+		return i + j
+	}
+	return len(buf)
 }
 
 // validNumber checks JSON's number grammar: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?

@@ -53,26 +53,29 @@ import (
 // maxChangedShare is the share of a catalog's packages, or of its content
 // bytes, to load anew beyond which a build is full. An incremental build
 // costs a fixed part (planning, copying the other files' rows and bytes,
-// the secondary indexes and the check of the new file) plus about a full
-// build's cost per package loaded, so it stops paying only near the whole
-// catalog. BenchmarkBuildIncremental, CPU-s per build, three runs (two
-// for crd/5 to crd/30) at a machine load of 15-24 on 2 cores, so wall
-// times say little; peak RSS in MiB:
+// the secondary indexes and the check of the new file: 0.45 CPU-s on the
+// bench catalog, most of it copying rows) plus about a full build's cost
+// per package loaded, so it stops paying only near the whole catalog.
+// BenchmarkBuildIncremental, CPU-s per build, one to three runs at a
+// machine load of 1.6-3.6 on 2 cores; peak RSS in MiB:
 //
-//	bench (300 packages, 98 MB):  full 4.63-4.93 (55-56)
-//	  changed   1: 0.59-0.60 (48-49)   100: 1.90-1.96 (55-57)
-//	           10: 0.78-0.80 (53-56)   150: 3.18-3.26 (58-59)
-//	           30: 1.03-1.13 (55-58)   200: 3.14-3.20 (57-59)
-//	                                   250: 4.05-4.09 (58-66)
-//	                                   300: 4.59-4.84 (56-60)
-//	crd (40 packages, 1.3 GB):  full 21.0-21.8 (115-120)
-//	  changed   5: 2.29-2.38 (92-104)   20: 13.2-13.7 (114-120)
-//	                                    30: 17.6-18.0 (120-124)
+//	bench (300 packages, 132 MiB):  full 3.31-3.55 (54-56)
+//	  changed   1: 0.48-0.50 (50)      150: 2.29-2.46 (58-60)
+//	           10: 0.68-0.70 (57-58)   200: 2.50 (61)
+//	           30: 0.90-0.92 (57-58)   225: 2.80-2.99 (61-63)
+//	          100: 1.50-1.58 (57-60)
+//	crd (40 packages, 1.39 GB):  full 12.3-12.9 (111-123)
+//	  changed   1: 0.13-0.21 (63-65)    20: 7.5-7.7 (118-127)
+//	            5: 0.89 (97)            30: 10.5 (122)
+//	           10: 4.4-4.5 (105-123)
 //
-// Up to three quarters an incremental build still saves a sixth to a
-// third of a full build's CPU, its peak RSS at most a few MiB above a
-// full build's; beyond, it saves a tenth or less (250 of 300 packages)
-// to nothing (all of them), and its peak grows further.
+// On the CRD catalog what counts is the share of bytes: its packages
+// range from 3 to 275 MB, and the ten changed above hold a third of it.
+// Up to three quarters an incremental build still saves a sixth or more
+// of a full build's CPU; its peak RSS is a few MiB above a full build's
+// on the bench catalog (SQLite's memory: the Go heap peaks at 13 MiB in
+// both) and within a full build's spread on the CRD catalog. Beyond, the
+// trend says, the saving goes to nothing and the peak grows further.
 const maxChangedShare = 0.75
 
 // fallbackError makes a build full, saying why.
