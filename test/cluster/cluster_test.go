@@ -817,6 +817,7 @@ func (e *env) testPackageAPI(t *testing.T, reg *registrytest.Registry, registry 
 		}
 		icons++
 		got := e.kc(t, nil, "get", "--raw", "/apis/packages.operators.coreos.com/v1/namespaces/default/packagemanifests/"+name+"/icon")
+		e.save(t, "icon-"+name+"."+strings.TrimPrefix(strings.TrimSuffix(p.Icon.MediaType, "+xml"), "image/"), got)
 		if !bytes.Equal([]byte(got), p.Icon.Data) {
 			t.Errorf("icon of %s: %d bytes that differ from the catalog's %d-byte %s icon", name, len(got), len(p.Icon.Data), p.Icon.MediaType)
 		}
