@@ -114,7 +114,7 @@ type jsonFallback struct {
 // parseJSONStream sends the blobs of a JSON stream. It returns a fallback,
 // having sent nothing, when the stream's first two values do not both
 // parse.
-func parseJSONStream(in *input, limits Limits, budget fileBudget, send func(Blob) bool) (*jsonFallback, error) {
+func parseJSONStream(in *input, limits Limits, known knownFunc, budget fileBudget, send func(Blob) bool) (*jsonFallback, error) {
 	split := &jsonSplitter{in: in, limit: limits.BlobBytes}
 	var first *Blob // held until a second value parses
 	var firstEnd int64
@@ -151,7 +151,7 @@ func parseJSONStream(in *input, limits Limits, budget fileBudget, send func(Blob
 			return nil, err
 		}
 		parsed++
-		b, err := newBlob(meta, pos, limits)
+		b, err := newBlob(meta, pos, limits, known)
 		if err != nil {
 			return nil, err
 		}
