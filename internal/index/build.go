@@ -116,6 +116,19 @@ type Stats struct {
 	AllBytes int64 `json:"allBytes"`
 	// Build says how the index was built.
 	Build BuildMode `json:"build"`
+	// Work says what the build did with the files it parsed, which the
+	// index does not record.
+	Work BuildWork `json:"work"`
+}
+
+// BuildWork is what a build did with the files it parsed.
+type BuildWork struct {
+	// BlobsReused counts the big blobs (see bigBlobBytes) taken from the
+	// previous index without being decoded, checked or compressed.
+	BlobsReused int `json:"blobsReused"`
+	// CompressedBytes counts the bytes of content compressed for the
+	// gzip copy rather than copied from the previous index's.
+	CompressedBytes int64 `json:"compressedBytes"`
 }
 
 // Build writes the index of src into a new SQLite file at path, the blobs
@@ -209,7 +222,7 @@ func build(ctx context.Context, path string, src Content, builtAt time.Time, p *
 	// load writes it.
 	gz := startCompress(ctx, content, newSegWriter(dir, gzipExt, int64(len(gzipHeader))))
 	defer gz.stop()
-	stats, records, err := load(ctx, db, content, gz, src, builtAt, p, mode)
+	stats, records, big, err := load(ctx, db, content, gz, src, builtAt, p, mode)
 	if err != nil {
 		return Stats{}, err
 	}
@@ -223,7 +236,8 @@ func build(ctx context.Context, path string, src Content, builtAt time.Time, p *
 	if err != nil {
 		return Stats{}, err
 	}
-	if err := writeFiles(ctx, db, records, segments); err != nil {
+	stats.Work.CompressedBytes = gz.compressed
+	if err := writeFiles(ctx, db, records, segments, big, gz.blobs); err != nil {
 		return Stats{}, err
 	}
 	if err := check(ctx, db, content, stats); err != nil {
@@ -303,30 +317,31 @@ func openForBuild(path string) (*sqlx.DB, error) {
 }
 
 // load streams the catalog into the database in one transaction, and the
-// blobs' bytes into content, telling gz how much of it is written.
-func load(ctx context.Context, db *sqlx.DB, content *segWriter, gz *compressor, src Content, builtAt time.Time, p *plan, mode BuildMode) (Stats, []fileRecord, error) {
+// blobs' bytes into content, telling gz how much of it is written. It
+// returns what writeFiles records once the gzip copy is complete.
+func load(ctx context.Context, db *sqlx.DB, content *segWriter, gz *compressor, src Content, builtAt time.Time, p *plan, mode BuildMode) (Stats, []fileRecord, []bigBlob, error) {
 	if p != nil {
 		if _, err := db.ExecContext(ctx, `ATTACH DATABASE ? AS prev`, previousURI(p.prev)); err != nil {
-			return Stats{}, nil, fallback("previous index unreadable: %v", err)
+			return Stats{}, nil, nil, fallback("previous index unreadable: %v", err)
 		}
 		// Its rows are read once, in order: a cache saves nothing, and
 		// would count against the build's memory as the main file's does
 		// (see openForBuild).
 		if _, err := db.ExecContext(ctx, `PRAGMA prev.cache_size = -256`); err != nil {
-			return Stats{}, nil, fmt.Errorf("attach previous index: %w", err)
+			return Stats{}, nil, nil, fmt.Errorf("attach previous index: %w", err)
 		}
 		// Attached, it would be checked with the new file (check).
 		defer db.ExecContext(context.Background(), `DETACH DATABASE prev`) //nolint:errcheck // closing the file detaches it too
 	}
 	tx, err := db.BeginTxx(ctx, nil)
 	if err != nil {
-		return Stats{}, nil, fmt.Errorf("begin load: %w", err)
+		return Stats{}, nil, nil, fmt.Errorf("begin load: %w", err)
 	}
 	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
 
 	l, err := newLoader(ctx, tx, content, gz)
 	if err != nil {
-		return Stats{}, nil, err
+		return Stats{}, nil, nil, err
 	}
 	defer l.close()
 	l.plan = p
@@ -335,20 +350,21 @@ func load(ctx context.Context, db *sqlx.DB, content *segWriter, gz *compressor, 
 	l.sums = &fileSums{fsys: src.FS, given: src.FileHash, hashes: hashes}
 	src.FS = hashes
 	if err := walk(ctx, l, src); err != nil {
-		return Stats{}, nil, err
+		return Stats{}, nil, nil, err
 	}
 	l.stats.Build = mode
 	l.stats.Build.PackagesRebuilt = len(l.pkgs)
+	l.stats.Work.BlobsReused = l.reused
 	if _, err := tx.ExecContext(ctx,
 		`INSERT INTO catalog_info (id, source_ref, content_digest, built_at, all_size, schema_digest, build_mode, build_reason, packages_rebuilt) VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		src.Ref, l.stats.Digest, builtAt.UTC().Format(time.RFC3339Nano), l.stats.AllBytes, migrations.Digest(),
 		l.stats.Build.Mode, l.stats.Build.Reason, l.stats.Build.PackagesRebuilt); err != nil {
-		return Stats{}, nil, fmt.Errorf("record catalog info: %w", err)
+		return Stats{}, nil, nil, fmt.Errorf("record catalog info: %w", err)
 	}
 	if err := tx.Commit(); err != nil {
-		return Stats{}, nil, fmt.Errorf("commit load: %w", err)
+		return Stats{}, nil, nil, fmt.Errorf("commit load: %w", err)
 	}
-	return l.stats, l.records, nil
+	return l.stats, l.records, l.big, nil
 }
 
 // walk reads src into l and finishes every package: what Build and Check
@@ -363,7 +379,11 @@ func walk(ctx context.Context, l *loader, src Content) error {
 			return err
 		}
 	}
-	if err := fbc.WalkFiles(ctx, src.FS, src.Limits, paths, fbc.FileHooks{Start: l.fileStart, Blob: l.add, End: l.fileEnd}); err != nil {
+	hooks := fbc.FileHooks{Start: l.fileStart, Blob: l.add, End: l.fileEnd}
+	if l.plan != nil {
+		hooks.Known = l.plan.knownHook
+	}
+	if err := fbc.WalkFiles(ctx, src.FS, src.Limits, paths, hooks); err != nil {
 		return err
 	}
 	if l.plan != nil {

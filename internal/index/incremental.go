@@ -128,6 +128,9 @@ type plan struct {
 	affected map[string]bool
 	known    map[string]bool
 	carried  []string
+	// big are the previous index's big blobs a build can take over (see
+	// knownHook).
+	big map[knownKey][]*knownBlob
 }
 
 func (p *plan) close() {
@@ -227,6 +230,9 @@ func newPlan(ctx context.Context, src Content, extra map[string]bool) (_ *plan, 
 		return nil, err
 	}
 	if err := checkPrevious(old, allSize, p.content, p.gz); err != nil {
+		return nil, err
+	}
+	if p.big, err = readKnownBlobs(ctx, db, old); err != nil {
 		return nil, err
 	}
 
@@ -444,6 +450,7 @@ var copyRowsQueries = []string{
 		SELECT bundle_id + :bundle, position, package_name, version_range FROM prev.required_packages WHERE bundle_id BETWEEN :n1 AND :n2`,
 	`INSERT INTO deprecations (package, schema, name, message, blob_id)
 		SELECT package, schema, name, message, blob_id + :blob FROM prev.deprecations WHERE blob_id BETWEEN :b1 AND :b2 ORDER BY blob_id, rowid`,
+	copyBigBlobsQuery,
 }
 
 // copiedBlobsQuery counts the blobs of a run of files by schema.
@@ -570,7 +577,7 @@ func (l *loader) copyRunContent(run []fileAction) error {
 			return err
 		}
 		l.written += a.old.contentLength
-		l.gz.endSegment(segmentSource{size: a.old.contentLength, from: l.plan.gz, seg: a.old.gz}, l.written)
+		l.gz.endSegment(segmentSource{size: a.old.contentLength, from: l.plan.gz, seg: a.old.gz, endsFile: true}, l.written)
 		if err := l.endFile(); err != nil {
 			return err
 		}
