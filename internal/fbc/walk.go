@@ -71,7 +71,8 @@ type Blob struct {
 	// not space ('{' in JSON), nor in a YAML comment line before it.
 	Pos Position
 	// Known is what FileHooks.Known answered for the blob: when not nil,
-	// Value and ValueStarts are unset, the blob's value not decoded.
+	// Value and ValueStarts are unset, the blob's value not decoded, and
+	// so is Meta.Blob, the bytes the caller already holds.
 	Known any
 }
 
@@ -133,7 +134,8 @@ func Walk(ctx context.Context, fsys fs.FS, limits Limits, yield func(context.Con
 //
 // Known, when set, is asked about each blob once its Meta is made, from
 // the parsing goroutines, before its value is decoded: a blob it answers
-// for with a value other than nil is sent without its value (Blob.Known).
+// for with a value other than nil is sent without its value or its bytes
+// (Blob.Known).
 // An incremental index build (package index) so skips decoding the large
 // blobs it already holds: making a blob's canonical encoding costs a small
 // part of decoding and checking it.
@@ -567,6 +569,7 @@ func newBlob(meta *declcfg.Meta, pos Position, limits Limits, known knownFunc) (
 	}
 	if known != nil {
 		if k := known(meta); k != nil {
+			meta.Blob = nil
 			return Blob{Meta: meta, Pos: pos, Known: k}, nil
 		}
 	}
