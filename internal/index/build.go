@@ -346,9 +346,14 @@ func load(ctx context.Context, db *sqlx.DB, content *segWriter, gz *compressor, 
 	defer l.close()
 	l.plan = p
 
-	hashes := newHashFS(src.FS)
-	l.sums = &fileSums{fsys: src.FS, given: src.FileHash, hashes: hashes}
-	src.FS = hashes
+	l.sums = &fileSums{fsys: src.FS, given: src.FileHash}
+	// An incremental build records the hashes it planned with
+	// (fileAction.sum): hashing the files it parses again would be thrown
+	// away, a third of its time where those are large.
+	if p == nil {
+		l.sums.hashes = newHashFS(src.FS)
+		src.FS = l.sums.hashes
+	}
 	if err := walk(ctx, l, src); err != nil {
 		return Stats{}, nil, nil, err
 	}
