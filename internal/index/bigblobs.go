@@ -58,14 +58,11 @@ type knownBlob struct {
 	version, release, im string
 }
 
-// knownBlobsQuery reads the previous index's big blobs that a build can
-// take over: those of a schema finish does not read back, bundles only
-// where the previous build kept the bundle (a repeated name's parts are
-// removed).
+// knownBlobsQuery reads the previous index's big blobs, with their rows
+// and their bundles' where they have one.
 const knownBlobsQuery = `SELECT g.blob_id, g.digest, g.problems, g.bundle_id, g.gzip_start, g.gzip_length, g.gzip_crc,
 	b.schema, b.package, b.name, b.offset, b.length, n.name, n.version, n.release, n.image
-	FROM big_blobs g JOIN blobs b ON b.id = g.blob_id LEFT JOIN bundles n ON n.id = g.bundle_id
-	WHERE b.schema NOT IN ('olm.package', 'olm.channel', 'olm.deprecations') ORDER BY g.blob_id`
+	FROM big_blobs g JOIN blobs b ON b.id = g.blob_id LEFT JOIN bundles n ON n.id = g.bundle_id ORDER BY g.blob_id`
 
 // knownKey is what a big blob is looked up by, before its bytes are
 // compared.
@@ -75,7 +72,9 @@ type knownKey struct {
 }
 
 // readKnownBlobs reads the big blobs of the previous index a build can
-// take over, old being its files.
+// take over, old being its files: those of a schema finish does not read
+// back, bundles only where the previous build kept the bundle (a repeated
+// name's parts are removed).
 func readKnownBlobs(ctx context.Context, db *sqlx.DB, old []fileRecord) (map[knownKey][]*knownBlob, error) {
 	rows, err := db.QueryxContext(ctx, knownBlobsQuery)
 	if err != nil {
@@ -97,8 +96,8 @@ func readKnownBlobs(ctx context.Context, db *sqlx.DB, old []fileRecord) (map[kno
 		if bundle.Valid != problems.Valid || (k.schema == declcfg.SchemaBundle) != bundle.Valid {
 			return fallback("previous index inconsistent: big blob %d of schema %s, bundle %v", k.id, k.schema, bundle.Valid)
 		}
-		if bundle.Valid && !bundleName.Valid {
-			return nil // a repeated bundle: its parts are gone
+		if readBack(k.schema) || (bundle.Valid && !bundleName.Valid) {
+			return nil
 		}
 		k.bundle, k.bundleName, k.version, k.release, k.im = bundle.Int64, bundleName.String, version.String, release.String, image.String
 		if problems.Valid {
@@ -132,7 +131,7 @@ func readKnownBlobs(ctx context.Context, db *sqlx.DB, old []fileRecord) (map[kno
 // knownHook is the walk's fbc.FileHooks.Known for an incremental build
 // along p: it finds big blobs the previous index holds, byte for byte.
 func (p *plan) knownHook(m *declcfg.Meta) any {
-	if int64(len(m.Blob)) < bigBlobBytes || readBack(m.Schema) {
+	if int64(len(m.Blob)) < bigBlobBytes {
 		return nil
 	}
 	for _, k := range p.big[knownKey{m.Schema, m.Package, m.Name, int64(len(m.Blob))}] {
