@@ -21,7 +21,9 @@
 // compresses each file apart, so that the next build of the same catalog
 // (Content.Previous) can parse only the files that changed and carry the
 // rest over, rows copied and segments linked, into the same streams a full
-// build writes (incremental.go).
+// build writes (incremental.go). Big blobs are recorded and compressed
+// apart too, so that a changed file's big blobs that did not change are
+// carried over undecoded (bigblobs.go).
 package index
 
 import (
