@@ -82,7 +82,12 @@ type Content struct {
 	// already computed it (catalogdir while taking its digest, unpack while
 	// extracting), so that an incremental build tells unchanged files
 	// without reading them; ok false makes Build hash the file itself.
-	// May be nil.
+	// Once Build has read a file through FS to its end and closed it,
+	// FileHash must give the hash of the bytes read (catalogdir hashes
+	// them as they are read; unpack's files do not change): an
+	// incremental build records that for the files it parses rather than
+	// hashing them a second time, and a file without one as parsed again
+	// next time. May be nil.
 	FileHash func(name string) (sum [sha256.Size]byte, ok bool)
 }
 
@@ -349,9 +354,9 @@ func load(ctx context.Context, db *sqlx.DB, content *segWriter, gz *compressor, 
 	l.plan = p
 
 	l.sums = &fileSums{fsys: src.FS, given: src.FileHash}
-	// An incremental build records the hashes it planned with
-	// (fileAction.sum): hashing the files it parses again would be thrown
-	// away, a third of its time where those are large.
+	// An incremental build takes the hashes of what it read from the
+	// source (see Content.FileHash, fileSums.readSum): hashing the files it
+	// parses again would be a third of its time where those are large.
 	if p == nil {
 		l.sums.hashes = newHashFS(src.FS)
 		src.FS = l.sums.hashes

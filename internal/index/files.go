@@ -57,7 +57,16 @@ func (l *loader) fileEnd(ctx context.Context, path string) error {
 	r.bundles = l.bundleID + 1 - r.firstBundle
 	r.entries = l.entryID + 1 - r.firstEntry
 	if l.action != nil {
-		r.sum = l.action.sum
+		sum, err := l.sums.readSum(path)
+		if err != nil {
+			return err
+		}
+		// An unchanged file keeps its bytes of the previous index (they
+		// are copied below): what was parsed must be those bytes.
+		if l.action.old != nil && sum != l.action.sum {
+			return fallback("file %s changed while it was read", path)
+		}
+		r.sum = sum
 	} else {
 		sum, err := l.sums.sum(path)
 		if err != nil {
@@ -145,6 +154,22 @@ func (s *fileSums) sum(path string) ([sha256.Size]byte, error) {
 		return [sha256.Size]byte{}, fmt.Errorf("hash %s: %w", path, err)
 	}
 	return [sha256.Size]byte(h.Sum(nil)), nil
+}
+
+// readSum returns the SHA-256 of the file as an incremental build read it.
+// Such a build does not hash what it reads: the source does (Content.FileHash
+// gives the hash of the bytes read once a file was read through FS). A file
+// the source cannot vouch for is recorded with no hash, which matches no
+// file, so that the next build parses it again; without a source's hashes
+// the file is hashed anew.
+func (s *fileSums) readSum(path string) ([sha256.Size]byte, error) {
+	if s.given == nil {
+		return s.sum(path)
+	}
+	if sum, ok := s.given(path); ok {
+		return sum, nil
+	}
+	return [sha256.Size]byte{}, nil
 }
 
 // hashFS hashes each file as it is read: a file read to its end through
