@@ -218,3 +218,25 @@ CREATE TABLE files (
     first_entry    INTEGER NOT NULL,
     entries        INTEGER NOT NULL
 );
+
+-- Every blob of at least index.bigBlobBytes of content (a bundle carrying
+-- its CRDs, say), whose bytes the gzip copy compresses apart from the
+-- blobs around it, so that the next build of the catalog reuses what it
+-- knows of the blob where a changed file still holds it, byte for byte
+-- once made canonical, instead of decoding, checking and compressing it
+-- again. digest is its hash in its package's digest (index.blobHash,
+-- computed also for a blob of no package), which the next build looks it
+-- up by; problems what checking it alone found (a bundle's, as JSON; NULL
+-- for other schemas); bundle_id its bundle (NULL for other schemas);
+-- gzip_start where its piece of the gzip copy starts, counted from its
+-- file's (files.gzip_offset), gzip_length the piece's length and gzip_crc
+-- the CRC-32 of the blob's bytes.
+CREATE TABLE big_blobs (
+    blob_id     INTEGER PRIMARY KEY,
+    digest      BLOB    NOT NULL,
+    problems    TEXT,
+    bundle_id   INTEGER,
+    gzip_start  INTEGER NOT NULL,
+    gzip_length INTEGER NOT NULL,
+    gzip_crc    INTEGER NOT NULL
+);

@@ -385,3 +385,58 @@ func TestFileHash(t *testing.T) {
 		t.Errorf("the second Read found %d files in the cache; want all %d", len(c.files), len(want))
 	}
 }
+
+// Once a build has read a file through FS, FileHash gives the hash of the
+// bytes read, not the walk's: an incremental build records it for the files
+// it parses (index.Content.FileHash). A file read only in part, or still
+// open, has none.
+func TestFileHashAfterRead(t *testing.T) {
+	tests := []struct {
+		name string
+		// read reads the file through f, or not at all when nil.
+		read   func(t *testing.T, f fs.File)
+		close  bool
+		want   string
+		wantOK bool
+	}{
+		{name: "not read", want: "walk", wantOK: true},
+		{name: "read to its end", read: readAll, close: true, want: "edited", wantOK: true},
+		{name: "still open", read: readAll, wantOK: false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			name := "pkg/catalog.json"
+			content := map[string]string{"walk": `{"schema":"olm.package","name":"pkg"}`, "edited": `{"schema":"olm.package","name":"pkg","description":"edited"}`}
+			writeTree(t, dir, map[string]string{name: content["walk"]})
+			src, err := Read(context.Background(), dir, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			writeTree(t, dir, map[string]string{name: content["edited"]})
+			if tc.read != nil {
+				f, err := src.FS.Open(name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				tc.read(t, f)
+				if tc.close {
+					f.Close()
+				} else {
+					t.Cleanup(func() { f.Close() })
+				}
+			}
+			sum, ok := src.FileHash(name)
+			if ok != tc.wantOK || (ok && sum != sha256.Sum256([]byte(content[tc.want]))) {
+				t.Errorf("FileHash = %x, %v; want the hash of the %s content, %v", sum, ok, tc.want, tc.wantOK)
+			}
+		})
+	}
+}
+
+func readAll(t *testing.T, f fs.File) {
+	t.Helper()
+	if _, err := io.ReadAll(f); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -154,11 +154,20 @@ func (t *trackedFile) Close() error {
 	return t.f.Close()
 }
 
-// fileHash returns the walk's hash of the regular file name (a link to one
-// counts as that file): the hash the digest holds for it. A build hashes
-// what it reads itself (package index), so this serves the files it does
-// not read.
+// fileHash returns the hash of the regular file name (a link to one counts
+// as that file) as the build last read it through FS to its end, or, for a
+// file it has not read, the walk's hash, the one the digest holds. An
+// incremental build plans with the walk's hashes and records, for each
+// file it parses, the hash of the bytes it read: a file edited after the
+// walk must not be recorded with the walk's hash, or reverting the edit
+// would look like no change and leave the edit served.
 func (s *snapshot) fileHash(name string) ([sha256.Size]byte, bool) {
+	s.mu.Lock()
+	r, read := s.reads[name]
+	s.mu.Unlock()
+	if read {
+		return r.entry.sum, r.entry.kind == 'f'
+	}
 	i, ok := s.at[name]
 	if !ok || s.entries[i].kind != 'f' {
 		return [sha256.Size]byte{}, false

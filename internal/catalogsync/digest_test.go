@@ -12,6 +12,7 @@ import (
 
 	"github.com/catalogd/catalogd/internal/catalogdir"
 	"github.com/catalogd/catalogd/internal/catalogsync"
+	"github.com/catalogd/catalogd/internal/index"
 )
 
 // editingFetcher is a catalog directory whose builds call edit when they
@@ -113,7 +114,10 @@ func dirDigest(t *testing.T, dir string) string {
 // under the digest of what was read, which is what the directory digests
 // to once settled: after a restart, a sync of the unchanged directory
 // rebuilds nothing and serves the edit; a sync after a further change, or
-// after the file went back to what the walk saw, rebuilds.
+// after the file went back to what the walk saw, rebuilds. The same holds
+// when the edited file is read by an incremental build, which records the
+// hash of the bytes it parsed: recorded with the walk's, the file gone back
+// to what the walk saw would look unchanged and its edit stay served.
 func TestDirectoryEditedWhileIndexed(t *testing.T) {
 	tests := []struct {
 		name string
@@ -126,50 +130,65 @@ func TestDirectoryEditedWhileIndexed(t *testing.T) {
 		{name: "changed back to what the walk saw", after: "v1", wantRebuilt: true, wantServed: "v1"},
 		{name: "changed again", after: "v3", wantRebuilt: true, wantServed: "v3"},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			dir := demoWith(t, map[string]string{extraPackage: extraVersion("v1")})
-			data := t.TempDir()
-			ctx := context.Background()
+	for _, mode := range []string{index.ModeFull, index.ModeIncremental} {
+		for _, tc := range tests {
+			t.Run(mode+"/"+tc.name, func(t *testing.T) {
+				dir := demoWith(t, map[string]string{extraPackage: extraVersion("v1")})
+				data := t.TempDir()
+				ctx := context.Background()
 
-			e := newEnvIn(t, data, catalogsync.Options{})
-			var opened atomic.Int32
-			edit := sync.OnceFunc(func() { writeFile(t, filepath.Join(dir, extraPackage), extraVersion("v2")) })
-			e.svc.Set(catalogsync.Spec{Name: "demo", Fetcher: editingFetcher{
-				DirFetcher: catalogsync.DirFetcher{Path: dir}, file: extraPackage, edit: edit, opened: &opened}})
-			res, err := e.svc.Sync(ctx, "demo", nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := e.served(t, "demo"); got != "v2" {
-				t.Fatalf("serves %s, want v2, the version the build read", got)
-			}
-			info, _ := e.store.Info("demo")
-			if want := dirDigest(t, dir); res.Digest != want || info.Digest != want {
-				t.Errorf("synced digest %s, index digest %s; want %s, the digest of the directory as indexed", res.Digest, info.Digest, want)
-			}
-			e.store.Close()
+				e := newEnvIn(t, data, catalogsync.Options{})
+				if mode == index.ModeIncremental {
+					// A live index to build from, of another version of
+					// the file: the build that reads the edit parses it.
+					writeFile(t, filepath.Join(dir, extraPackage), extraVersion("v0"))
+					e.svc.Set(catalogsync.Spec{Name: "demo", Fetcher: catalogsync.DirFetcher{Path: dir}})
+					if _, err := e.svc.Sync(ctx, "demo", nil); err != nil {
+						t.Fatal(err)
+					}
+					writeFile(t, filepath.Join(dir, extraPackage), extraVersion("v1"))
+				}
+				var opened atomic.Int32
+				edit := sync.OnceFunc(func() { writeFile(t, filepath.Join(dir, extraPackage), extraVersion("v2")) })
+				e.svc.Set(catalogsync.Spec{Name: "demo", Fetcher: editingFetcher{
+					DirFetcher: catalogsync.DirFetcher{Path: dir}, file: extraPackage, edit: edit, opened: &opened}})
+				res, err := e.svc.Sync(ctx, "demo", nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := e.served(t, "demo"); got != "v2" {
+					t.Fatalf("serves %s, want v2, the version the build read", got)
+				}
+				info, _ := e.store.Info("demo")
+				if info.Build.Mode != mode {
+					t.Fatalf("the build that read the edit was %s (%s), want %s", info.Build.Mode, info.Build.Reason, mode)
+				}
+				if want := dirDigest(t, dir); res.Digest != want || info.Digest != want {
+					t.Errorf("synced digest %s, index digest %s; want %s, the digest of the directory as indexed", res.Digest, info.Digest, want)
+				}
+				e.store.Close()
 
-			if tc.after != "" {
-				writeFile(t, filepath.Join(dir, extraPackage), extraVersion(tc.after))
-			}
-			restarted := newEnvIn(t, data, catalogsync.Options{})
-			restarted.svc.Load()
-			restarted.svc.Set(catalogsync.Spec{Name: "demo", Fetcher: catalogsync.DirFetcher{Path: dir}})
-			res, err = restarted.svc.Sync(ctx, "demo", nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if res.Rebuilt != tc.wantRebuilt {
-				t.Errorf("sync after the restart rebuilt: %v, want %v", res.Rebuilt, tc.wantRebuilt)
-			}
-			if got := restarted.served(t, "demo"); got != tc.wantServed {
-				t.Errorf("serves %s after the restart, want %s", got, tc.wantServed)
-			}
-			if want := dirDigest(t, dir); res.Digest != want {
-				t.Errorf("digest after the restart %s, want the directory's %s", res.Digest, want)
-			}
-		})
+				if tc.after != "" {
+					writeFile(t, filepath.Join(dir, extraPackage), extraVersion(tc.after))
+				}
+				restarted := newEnvIn(t, data, catalogsync.Options{})
+				restarted.svc.Load()
+				restarted.svc.Set(catalogsync.Spec{Name: "demo", Fetcher: catalogsync.DirFetcher{Path: dir}})
+				res, err = restarted.svc.Sync(ctx, "demo", nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.Rebuilt != tc.wantRebuilt {
+					t.Errorf("sync after the restart rebuilt: %v, want %v", res.Rebuilt, tc.wantRebuilt)
+				}
+				if got := restarted.served(t, "demo"); got != tc.wantServed {
+					t.Errorf("serves %s after the restart, want %s", got, tc.wantServed)
+				}
+				if want := dirDigest(t, dir); res.Digest != want {
+					t.Errorf("digest after the restart %s, want the directory's %s", res.Digest, want)
+				}
+			})
+		}
 	}
 }
 

@@ -5,12 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"testing/fstest"
 
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
 
+	catalogddecl "github.com/catalogd/catalogd/internal/declcfg"
 	"github.com/catalogd/catalogd/test/fbcgen"
 )
 
@@ -136,4 +138,67 @@ func loadTyped(m *declcfg.Meta) error {
 		return nil
 	}
 	return json.Unmarshal(m.Blob, v)
+}
+
+// FuzzKnownMatchesWalk: a walk whose FileHooks.Known recognises blobs
+// gives the blobs, positions and errors of a walk without it, in the same
+// files, and leaves exactly the recognised blobs undecoded. Known answers,
+// as an index build's does, only for blobs that decode (the ones an index
+// held before), here every other one.
+func FuzzKnownMatchesWalk(f *testing.F) {
+	for _, seed := range []string{
+		string(fbcgen.ReplacesChain("foo", 3, false)["foo/catalog.json"].Data),
+		`{"schema":"a"}{"schema":"b"}` + "\n" + `{"schema":"c"}`,
+		`{"schema":"a"}` + "\nschema: b\n",
+		`{"schema":"olm.channel","entries":"not a list"}{"schema":"x"}`,
+		"schema: olm.bundle\nname: b\n---\nschema: x\n",
+		`{"schema":"a","n":"1"}{"schema":"a","n":"2"}{"schema":"a","n":"3"}{"schema":"a","n":"45"}{"schema":"a","n":"6"}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	type seen struct {
+		blob, pos string
+		known     bool
+	}
+	walk := func(data []byte, known func(*catalogddecl.Meta) any) ([]seen, error) {
+		var out []seen
+		fsys := fstest.MapFS{"a/c.json": {Data: data}, "b/c.yaml": {Data: data}}
+		err := WalkFiles(context.Background(), fsys, Limits{}, nil, FileHooks{Known: known, Blob: func(_ context.Context, b Blob) error {
+			s := seen{string(b.Meta.Blob), b.Pos.String(), b.Known != nil}
+			if s.known {
+				if b.Value != nil || b.ValueStarts != nil || b.Meta.Blob != nil {
+					return fmt.Errorf("blob known as %q with value %v, bytes %q", b.Known, b.Value, b.Meta.Blob)
+				}
+				// Known answered with the blob's bytes.
+				s.blob = b.Known.(string)
+			}
+			out = append(out, s)
+			return nil
+		}})
+		return out, err
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		want, wantErr := walk(data, nil)
+		n := 0
+		got, gotErr := walk(data, func(m *catalogddecl.Meta) any {
+			if _, _, err := decodeValue(m); err != nil {
+				return nil
+			}
+			if n++; n%2 == 0 {
+				return nil
+			}
+			return string(m.Blob)
+		})
+		if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
+			t.Fatalf("with Known the walk fails with %v, without %v:\n%q", gotErr, wantErr, data)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("with Known the walk gives %d blobs, without %d:\n%q", len(got), len(want), data)
+		}
+		for i := range got {
+			if got[i].blob != want[i].blob || got[i].pos != want[i].pos || want[i].known {
+				t.Fatalf("blob %d is %q at %s with Known, %q at %s without:\n%q", i, got[i].blob, got[i].pos, want[i].blob, want[i].pos, data)
+			}
+		}
+	})
 }

@@ -114,10 +114,14 @@ type jsonFallback struct {
 // parseJSONStream sends the blobs of a JSON stream. It returns a fallback,
 // having sent nothing, when the stream's first two values do not both
 // parse.
-func parseJSONStream(in *input, limits Limits, budget fileBudget, send func(Blob) bool) (*jsonFallback, error) {
+func parseJSONStream(in *input, limits Limits, known knownFunc, budget fileBudget, send func(Blob) bool) (*jsonFallback, error) {
 	split := &jsonSplitter{in: in, limit: limits.BlobBytes}
 	var first *Blob // held until a second value parses
 	var firstEnd int64
+	// spare is the encoding of the last blob known recognised, which the
+	// consumer does not take: the next value of about its size is encoded
+	// into it rather than into new memory.
+	var spare []byte
 	parsed := 0
 	for {
 		raw, pos, err := split.nextValue(func(n int) bool { return budget.reserve(int64(n)) })
@@ -133,7 +137,12 @@ func parseJSONStream(in *input, limits Limits, budget fileBudget, send func(Blob
 			if !budget.reserve(int64(len(raw))) {
 				return nil, errCancelled
 			}
-			meta, err = decodeJSONMeta(raw, make([]byte, 0, len(raw)+1), pos)
+			out := spare[:0]
+			if need := len(raw) + 1; cap(out) < need || cap(out) > 2*need {
+				out = make([]byte, 0, need)
+			}
+			spare = nil
+			meta, err = decodeJSONMeta(raw, out, pos)
 		}
 		if err != nil {
 			switch {
@@ -151,9 +160,13 @@ func parseJSONStream(in *input, limits Limits, budget fileBudget, send func(Blob
 			return nil, err
 		}
 		parsed++
-		b, err := newBlob(meta, pos, limits)
+		encoded := meta.Blob
+		b, err := newBlob(meta, pos, limits, known)
 		if err != nil {
 			return nil, err
+		}
+		if b.Known != nil {
+			spare = encoded
 		}
 		if parsed == 1 {
 			first, firstEnd = &b, in.off

@@ -70,6 +70,10 @@ type Blob struct {
 	// Pos is where the blob starts in the catalog: its first byte that is
 	// not space ('{' in JSON), nor in a YAML comment line before it.
 	Pos Position
+	// Known is what FileHooks.Known answered for the blob: when not nil,
+	// Value and ValueStarts are unset, the blob's value not decoded, and
+	// so is Meta.Blob, the bytes the caller already holds.
+	Known any
 }
 
 // size is what a blob counts against the walk's byte budget.
@@ -127,9 +131,18 @@ func Walk(ctx context.Context, fsys fs.FS, limits Limits, yield func(context.Con
 // FileHooks are what WalkFiles calls: Start before a file's first blob,
 // Blob with each blob, End after a file's last blob (Start and End also
 // for a file without blobs). Start and End may be nil.
+//
+// Known, when set, is asked about each blob once its Meta is made, from
+// the parsing goroutines, before its value is decoded: a blob it answers
+// for with a value other than nil is sent without its value or its bytes
+// (Blob.Known).
+// An incremental index build (package index) so skips decoding the large
+// blobs it already holds: making a blob's canonical encoding costs a small
+// part of decoding and checking it.
 type FileHooks struct {
 	Start, End func(ctx context.Context, path string) error
 	Blob       func(context.Context, Blob) error
+	Known      func(*declcfg.Meta) any
 }
 
 // Files lists the catalog files of fsys in walk order, with the ignore
@@ -208,7 +221,7 @@ func walk(ctx context.Context, fsys fs.FS, limits Limits, opts walkOptions, path
 						<-workers
 					}
 				}()
-				parseFile(ctx, fsys, src, limits, file, fileBudget{budget, i})
+				parseFile(ctx, fsys, src, limits, hooks.Known, file, fileBudget{budget, i})
 			})
 		}
 	})
@@ -417,7 +430,7 @@ func (s source) close() {
 // or as YAML, as openSource found; a JSON stream whose first two values do
 // not both parse is read on as YAML after the first value that did (see
 // jsonFallback).
-func parseFile(ctx context.Context, fsys fs.FS, src source, limits Limits, out chan<- parsed, budget fileBudget) {
+func parseFile(ctx context.Context, fsys fs.FS, src source, limits Limits, known knownFunc, out chan<- parsed, budget fileBudget) {
 	defer close(out)
 	path := src.path
 	send := func(b Blob) bool {
@@ -450,7 +463,7 @@ func parseFile(ctx context.Context, fsys fs.FS, src source, limits Limits, out c
 	}
 	f, in := src.f, src.in
 	if src.json {
-		fallback, err := parseJSONStream(in, limits, budget, send)
+		fallback, err := parseJSONStream(in, limits, known, budget, send)
 		if fallback == nil {
 			f.Close()
 			if err != nil {
@@ -481,7 +494,7 @@ func parseFile(ctx context.Context, fsys fs.FS, src source, limits Limits, out c
 			return
 		}
 	}
-	err := parseYAMLStream(in, limits, budget, send)
+	err := parseYAMLStream(in, limits, known, budget, send)
 	f.Close()
 	if err != nil {
 		fail(err)
@@ -493,7 +506,7 @@ func parseFile(ctx context.Context, fsys fs.FS, src source, limits Limits, out c
 const sniffBytes = 4096
 
 // parseYAMLStream sends the blobs of a YAML stream.
-func parseYAMLStream(in *input, limits Limits, budget fileBudget, send func(Blob) bool) error {
+func parseYAMLStream(in *input, limits Limits, known knownFunc, budget fileBudget, send func(Blob) bool) error {
 	split := &yamlSplitter{in: in, limit: limits.BlobBytes}
 	// The document's text is reserved as the splitter keeps it, in steps
 	// of reserveStep rather than line by line: the budget's lock and maps
@@ -527,7 +540,7 @@ func parseYAMLStream(in *input, limits Limits, budget fileBudget, send func(Blob
 		if !budget.reserve(int64(len(meta.Blob))) {
 			return errCancelled
 		}
-		b, err := newBlob(meta, doc.blobPos(), limits)
+		b, err := newBlob(meta, doc.blobPos(), limits, known)
 		if err != nil {
 			return err
 		}
@@ -541,15 +554,24 @@ func parseYAMLStream(in *input, limits Limits, budget fileBudget, send func(Blob
 // at a time: about the size of a bundle's document in published catalogs.
 const reserveStep = 16 << 10
 
+// knownFunc is FileHooks.Known, nil when not set.
+type knownFunc func(*declcfg.Meta) any
+
 // newBlob checks a parsed blob, which starts at pos, and decodes its typed
-// value.
-func newBlob(meta *declcfg.Meta, pos Position, limits Limits) (Blob, error) {
+// value, unless known knows the blob.
+func newBlob(meta *declcfg.Meta, pos Position, limits Limits, known knownFunc) (Blob, error) {
 	if meta.Schema == "" {
 		return Blob{}, invalidAt(pos, "blob without a schema: %.200s", meta.Blob)
 	}
 	if n := int64(len(bytes.TrimSuffix(meta.Blob, []byte("\n")))); n > limits.BlobBytes {
 		// A YAML document can grow on the way to JSON.
 		return Blob{}, invalidAt(pos, "blob %s %q is %d bytes, over the limit of %d bytes per blob", meta.Schema, meta.Name, n, limits.BlobBytes)
+	}
+	if known != nil {
+		if k := known(meta); k != nil {
+			meta.Blob = nil
+			return Blob{Meta: meta, Pos: pos, Known: k}, nil
+		}
 	}
 	value, starts, err := decodeValue(meta)
 	if err != nil {

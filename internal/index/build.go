@@ -21,7 +21,9 @@
 // compresses each file apart, so that the next build of the same catalog
 // (Content.Previous) can parse only the files that changed and carry the
 // rest over, rows copied and segments linked, into the same streams a full
-// build writes (incremental.go).
+// build writes (incremental.go). Big blobs are recorded and compressed
+// apart too, so that a changed file's big blobs that did not change are
+// carried over undecoded (bigblobs.go).
 package index
 
 import (
@@ -80,7 +82,12 @@ type Content struct {
 	// already computed it (catalogdir while taking its digest, unpack while
 	// extracting), so that an incremental build tells unchanged files
 	// without reading them; ok false makes Build hash the file itself.
-	// May be nil.
+	// Once Build has read a file through FS to its end and closed it,
+	// FileHash must give the hash of the bytes read (catalogdir hashes
+	// them as they are read; unpack's files do not change): an
+	// incremental build records that for the files it parses rather than
+	// hashing them a second time, and a file without one as parsed again
+	// next time. May be nil.
 	FileHash func(name string) (sum [sha256.Size]byte, ok bool)
 }
 
@@ -116,6 +123,19 @@ type Stats struct {
 	AllBytes int64 `json:"allBytes"`
 	// Build says how the index was built.
 	Build BuildMode `json:"build"`
+	// Work says what the build did with the files it parsed, which the
+	// index does not record.
+	Work BuildWork `json:"work"`
+}
+
+// BuildWork is what a build did with the files it parsed.
+type BuildWork struct {
+	// BlobsReused counts the big blobs (see bigBlobBytes) taken from the
+	// previous index without being decoded, checked or compressed.
+	BlobsReused int `json:"blobsReused"`
+	// CompressedBytes counts the bytes of content compressed for the
+	// gzip copy rather than copied from the previous index's.
+	CompressedBytes int64 `json:"compressedBytes"`
 }
 
 // Build writes the index of src into a new SQLite file at path, the blobs
@@ -209,7 +229,7 @@ func build(ctx context.Context, path string, src Content, builtAt time.Time, p *
 	// load writes it.
 	gz := startCompress(ctx, content, newSegWriter(dir, gzipExt, int64(len(gzipHeader))))
 	defer gz.stop()
-	stats, records, err := load(ctx, db, content, gz, src, builtAt, p, mode)
+	stats, records, big, err := load(ctx, db, content, gz, src, builtAt, p, mode)
 	if err != nil {
 		return Stats{}, err
 	}
@@ -223,7 +243,8 @@ func build(ctx context.Context, path string, src Content, builtAt time.Time, p *
 	if err != nil {
 		return Stats{}, err
 	}
-	if err := writeFiles(ctx, db, records, segments); err != nil {
+	stats.Work.CompressedBytes = gz.compressed
+	if err := writeFiles(ctx, db, records, segments, big, gz.blobs); err != nil {
 		return Stats{}, err
 	}
 	if err := check(ctx, db, content, stats); err != nil {
@@ -303,52 +324,59 @@ func openForBuild(path string) (*sqlx.DB, error) {
 }
 
 // load streams the catalog into the database in one transaction, and the
-// blobs' bytes into content, telling gz how much of it is written.
-func load(ctx context.Context, db *sqlx.DB, content *segWriter, gz *compressor, src Content, builtAt time.Time, p *plan, mode BuildMode) (Stats, []fileRecord, error) {
+// blobs' bytes into content, telling gz how much of it is written. It
+// returns what writeFiles records once the gzip copy is complete.
+func load(ctx context.Context, db *sqlx.DB, content *segWriter, gz *compressor, src Content, builtAt time.Time, p *plan, mode BuildMode) (Stats, []fileRecord, []bigBlob, error) {
 	if p != nil {
 		if _, err := db.ExecContext(ctx, `ATTACH DATABASE ? AS prev`, previousURI(p.prev)); err != nil {
-			return Stats{}, nil, fallback("previous index unreadable: %v", err)
+			return Stats{}, nil, nil, fallback("previous index unreadable: %v", err)
 		}
 		// Its rows are read once, in order: a cache saves nothing, and
 		// would count against the build's memory as the main file's does
 		// (see openForBuild).
 		if _, err := db.ExecContext(ctx, `PRAGMA prev.cache_size = -256`); err != nil {
-			return Stats{}, nil, fmt.Errorf("attach previous index: %w", err)
+			return Stats{}, nil, nil, fmt.Errorf("attach previous index: %w", err)
 		}
 		// Attached, it would be checked with the new file (check).
 		defer db.ExecContext(context.Background(), `DETACH DATABASE prev`) //nolint:errcheck // closing the file detaches it too
 	}
 	tx, err := db.BeginTxx(ctx, nil)
 	if err != nil {
-		return Stats{}, nil, fmt.Errorf("begin load: %w", err)
+		return Stats{}, nil, nil, fmt.Errorf("begin load: %w", err)
 	}
 	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
 
 	l, err := newLoader(ctx, tx, content, gz)
 	if err != nil {
-		return Stats{}, nil, err
+		return Stats{}, nil, nil, err
 	}
 	defer l.close()
 	l.plan = p
 
-	hashes := newHashFS(src.FS)
-	l.sums = &fileSums{fsys: src.FS, given: src.FileHash, hashes: hashes}
-	src.FS = hashes
+	l.sums = &fileSums{fsys: src.FS, given: src.FileHash}
+	// An incremental build takes the hashes of what it read from the
+	// source (see Content.FileHash, fileSums.readSum): hashing the files it
+	// parses again would be a third of its time where those are large.
+	if p == nil {
+		l.sums.hashes = newHashFS(src.FS)
+		src.FS = l.sums.hashes
+	}
 	if err := walk(ctx, l, src); err != nil {
-		return Stats{}, nil, err
+		return Stats{}, nil, nil, err
 	}
 	l.stats.Build = mode
 	l.stats.Build.PackagesRebuilt = len(l.pkgs)
+	l.stats.Work.BlobsReused = l.reused
 	if _, err := tx.ExecContext(ctx,
 		`INSERT INTO catalog_info (id, source_ref, content_digest, built_at, all_size, schema_digest, build_mode, build_reason, packages_rebuilt) VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		src.Ref, l.stats.Digest, builtAt.UTC().Format(time.RFC3339Nano), l.stats.AllBytes, migrations.Digest(),
 		l.stats.Build.Mode, l.stats.Build.Reason, l.stats.Build.PackagesRebuilt); err != nil {
-		return Stats{}, nil, fmt.Errorf("record catalog info: %w", err)
+		return Stats{}, nil, nil, fmt.Errorf("record catalog info: %w", err)
 	}
 	if err := tx.Commit(); err != nil {
-		return Stats{}, nil, fmt.Errorf("commit load: %w", err)
+		return Stats{}, nil, nil, fmt.Errorf("commit load: %w", err)
 	}
-	return l.stats, l.records, nil
+	return l.stats, l.records, l.big, nil
 }
 
 // walk reads src into l and finishes every package: what Build and Check
@@ -363,7 +391,11 @@ func walk(ctx context.Context, l *loader, src Content) error {
 			return err
 		}
 	}
-	if err := fbc.WalkFiles(ctx, src.FS, src.Limits, paths, fbc.FileHooks{Start: l.fileStart, Blob: l.add, End: l.fileEnd}); err != nil {
+	hooks := fbc.FileHooks{Start: l.fileStart, Blob: l.add, End: l.fileEnd}
+	if l.plan != nil {
+		hooks.Known = l.plan.knownHook
+	}
+	if err := fbc.WalkFiles(ctx, src.FS, src.Limits, paths, hooks); err != nil {
 		return err
 	}
 	if l.plan != nil {

@@ -38,6 +38,7 @@ func (l *loader) fileStart(ctx context.Context, path string) error {
 	}
 	l.cur = fileRecord{path: path, contentOffset: l.written,
 		firstBlob: int64(l.stats.Blobs) + 1, firstBundle: l.bundleID + 1, firstEntry: l.entryID + 1}
+	l.unitStart = l.written
 	// An unchanged file parsed for its affected packages keeps its bytes:
 	// they are copied, not written, at its end.
 	l.skipWrite = l.action != nil && l.action.old != nil
@@ -46,7 +47,7 @@ func (l *loader) fileStart(ctx context.Context, path string) error {
 
 // fileEnd completes the record of the file the walk read last, and ends
 // its segment of the gzip copy.
-func (l *loader) fileEnd(_ context.Context, path string) error {
+func (l *loader) fileEnd(ctx context.Context, path string) error {
 	if l.checkOnly {
 		return nil
 	}
@@ -56,7 +57,16 @@ func (l *loader) fileEnd(_ context.Context, path string) error {
 	r.bundles = l.bundleID + 1 - r.firstBundle
 	r.entries = l.entryID + 1 - r.firstEntry
 	if l.action != nil {
-		r.sum = l.action.sum
+		sum, err := l.sums.readSum(path)
+		if err != nil {
+			return err
+		}
+		// An unchanged file keeps its bytes of the previous index (they
+		// are copied below): what was parsed must be those bytes.
+		if l.action.old != nil && sum != l.action.sum {
+			return fallback("file %s changed while it was read", path)
+		}
+		r.sum = sum
 	} else {
 		sum, err := l.sums.sum(path)
 		if err != nil {
@@ -69,7 +79,7 @@ func (l *loader) fileEnd(_ context.Context, path string) error {
 	if err := l.content.Flush(); err != nil {
 		return fmt.Errorf("write content file: %w", fileError(err))
 	}
-	src := segmentSource{size: r.contentLength}
+	src := segmentSource{size: l.written - l.unitStart, endsFile: true}
 	if l.skipWrite {
 		old := l.action.old
 		if r.contentLength != old.contentLength || r.blobs != old.blobs || r.bundles != old.bundles {
@@ -79,7 +89,13 @@ func (l *loader) fileEnd(_ context.Context, path string) error {
 		if err := l.copyContent(old.contentOffset, old.contentLength); err != nil {
 			return err
 		}
-		src.from, src.seg = l.plan.gz, old.gz
+		// Its pieces are copied whole, its big blobs' with them.
+		if _, err := l.tx.NamedExecContext(ctx, copyBigBlobsQuery, map[string]any{
+			"blob": r.firstBlob - old.firstBlob, "bundle": r.firstBundle - old.firstBundle,
+			"b1": old.firstBlob, "b2": old.firstBlob + old.blobs - 1}); err != nil {
+			return fmt.Errorf("copy big blobs of unchanged file %s: %w", path, err)
+		}
+		src.size, src.from, src.seg = r.contentLength, l.plan.gz, old.gz
 		l.skipWrite = false
 	}
 	l.records = append(l.records, *r)
@@ -138,6 +154,22 @@ func (s *fileSums) sum(path string) ([sha256.Size]byte, error) {
 		return [sha256.Size]byte{}, fmt.Errorf("hash %s: %w", path, err)
 	}
 	return [sha256.Size]byte(h.Sum(nil)), nil
+}
+
+// readSum returns the SHA-256 of the file as an incremental build read it.
+// Such a build does not hash what it reads: the source does (Content.FileHash
+// gives the hash of the bytes read once a file was read through FS). A file
+// the source cannot vouch for is recorded with no hash, which matches no
+// file, so that the next build parses it again; without a source's hashes
+// the file is hashed anew.
+func (s *fileSums) readSum(path string) ([sha256.Size]byte, error) {
+	if s.given == nil {
+		return s.sum(path)
+	}
+	if sum, ok := s.given(path); ok {
+		return sum, nil
+	}
+	return [sha256.Size]byte{}, nil
 }
 
 // hashFS hashes each file as it is read: a file read to its end through
@@ -209,8 +241,9 @@ const insertFilesQuery = `INSERT INTO files (id, path, sha256, content_offset, c
 	first_blob, blobs, first_bundle, bundles, first_entry, entries) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 // writeFiles records the catalog's files, with their segments of the gzip
-// copy, which the compressor wrote one per file.
-func writeFiles(ctx context.Context, db *sqlx.DB, records []fileRecord, segments []gzipSegment) error {
+// copy, which the compressor wrote one per file, and the big blobs
+// written outside unchanged files, big, with their pieces.
+func writeFiles(ctx context.Context, db *sqlx.DB, records []fileRecord, segments []gzipSegment, big []bigBlob, pieces []blobPiece) error {
 	if len(segments) != len(records) {
 		return fmt.Errorf("record catalog files: %d files, %d gzip segments", len(records), len(segments))
 	}
@@ -233,6 +266,9 @@ func writeFiles(ctx context.Context, db *sqlx.DB, records []fileRecord, segments
 			r.firstBlob, r.blobs, r.firstBundle, r.bundles, r.firstEntry, r.entries); err != nil {
 			return fmt.Errorf("record catalog file %s: %w", r.path, err)
 		}
+	}
+	if err := writeBigBlobs(ctx, tx, big, pieces, records, segments); err != nil {
+		return err
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("record catalog files: %w", err)

@@ -31,8 +31,10 @@ import (
 // content), are made before the timer starts; "-hashing" builds hash
 // every file themselves. Peak RSS (of the build alone) is only meaningful
 // with one sub-benchmark per process, as make bench runs them, and bytes
-// written are what the process wrote (wchar, write calls; copied ranges
-// are not counted) and the index's files.
+// written are what the process wrote (wchar, which counts the ranges
+// copy_file_range copied as written too) and the index's files; what a
+// build compressed and how many big blobs it took over undecoded are
+// Stats.Work's.
 func BenchmarkBuildIncremental(b *testing.B) {
 	catalogs := []struct{ name, env string }{{"bench", "CATALOGD_BENCH_CATALOG"}, {"crd", "CATALOGD_BENCH_CRD_CATALOG"}}
 	for _, c := range catalogs {
@@ -138,6 +140,8 @@ func benchmarkIncremental(b *testing.B, src, mode string) {
 	b.ReportMetric(float64(procIO(b, "wchar")-wchar)/(1<<20)/float64(i), "written-MiB/op")
 	b.ReportMetric(float64(size)/(1<<20), "file-MiB")
 	b.ReportMetric(float64(stats.Build.PackagesRebuilt), "packages-rebuilt")
+	b.ReportMetric(float64(stats.Work.CompressedBytes)/(1<<20), "compressed-MiB")
+	b.ReportMetric(float64(stats.Work.BlobsReused), "blobs-reused")
 }
 
 // indexBytes adds up the sizes of the database and the segment files of

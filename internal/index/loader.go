@@ -63,6 +63,23 @@ type loader struct {
 	next      int
 	action    *fileAction
 	skipWrite bool
+	// unitStart is where the content's current piece of the gzip copy
+	// begins (see gzipSegment); big are the big blobs (bigBlobBytes)
+	// written so far outside unchanged files, whose big_blobs rows are
+	// written once the gzip copy says where their pieces are; reused
+	// counts the blobs taken from the previous index undecoded.
+	unitStart int64
+	big       []bigBlob
+	reused    int
+}
+
+// bigBlob is what a build records of a big blob it wrote (the big_blobs
+// table) but for its piece of the gzip copy.
+type bigBlob struct {
+	id       int64
+	digest   []byte
+	problems *string
+	bundle   int64
 }
 
 // readBack says whether finish reads blobs of the schema back from the
@@ -237,15 +254,25 @@ func (l *loader) pkg(name string) *pkgState {
 
 // add stores one blob: always its bytes in the content file and its row in
 // blobs, and in the typed tables when it is of a schema this index
-// understands.
+// understands. A big blob (bigBlobBytes) has a piece of the gzip copy of
+// its own, and a row in big_blobs; one the previous index holds (b.Known)
+// is taken from there (addKnown).
 func (l *loader) add(ctx context.Context, b fbc.Blob) error {
 	m := b.Meta
+	if err := l.checkPlanned(packageOf(m)); err != nil {
+		return err
+	}
+	if k, ok := b.Known.(*knownBlob); ok {
+		return l.addKnown(ctx, b, k)
+	}
 	blobID := int64(l.stats.Blobs) + 1
-	if l.plan != nil && !l.plan.affected[packageOf(m)] {
-		if l.plan.known[packageOf(m)] {
-			return &restartError{group: packageOf(m)}
+	// Units are cut where the content is written: an unchanged file's
+	// pieces are copied whole.
+	big := !l.checkOnly && !l.skipWrite && int64(len(m.Blob)) >= bigBlobBytes
+	if big {
+		if err := l.endUnit(0); err != nil {
+			return err
 		}
-		l.plan.affected[packageOf(m)] = true // a new package
 	}
 	if !l.checkOnly || readBack(m.Schema) {
 		// An unchanged file's bytes are copied at its end (skipWrite).
@@ -259,8 +286,12 @@ func (l *loader) add(ctx context.Context, b fbc.Blob) error {
 		}
 		l.written += int64(len(m.Blob))
 	}
+	var digest []byte
+	if owner := packageOf(m); owner != "" || big {
+		digest = blobHash(m)
+	}
 	if owner := packageOf(m); owner != "" {
-		if err := l.insert(ctx, "work_digests", owner, blobHash(m), blobID); err != nil {
+		if err := l.insert(ctx, "work_digests", owner, digest, blobID); err != nil {
 			return fmt.Errorf("store blob %s %q: %w", m.Schema, m.Name, err)
 		}
 	}
@@ -273,16 +304,56 @@ func (l *loader) add(ctx context.Context, b fbc.Blob) error {
 	}
 
 	pos := b.Pos.String()
+	var err error
+	var problems *string
 	switch v := b.Value.(type) {
 	case *declcfg.Package:
-		return l.addPackage(ctx, v, blobID, pos)
+		err = l.addPackage(ctx, v, blobID, pos)
 	case *declcfg.Channel:
-		return l.addChannel(ctx, v, blobID, pos)
+		err = l.addChannel(ctx, v, blobID, pos)
 	case *declcfg.Bundle:
-		return l.addBundle(ctx, v, blobID, pos, b.ValueStarts)
+		problems, err = l.addBundle(ctx, v, blobID, pos, b.ValueStarts)
 	case *declcfg.Deprecation:
-		return l.addDeprecation(ctx, v, blobID, pos)
+		err = l.addDeprecation(ctx, v, blobID, pos)
 	}
+	if err != nil || !big {
+		return err
+	}
+	bb := bigBlob{id: blobID, digest: digest, problems: problems}
+	if problems != nil {
+		bb.bundle = l.bundleID
+	}
+	l.big = append(l.big, bb)
+	return l.endUnit(blobID)
+}
+
+// checkPlanned checks that an incremental build planned to load the
+// package group of a blob: a group it did not know is a new package, one
+// it knew and did not plan to load makes it start over (restartError).
+func (l *loader) checkPlanned(group string) error {
+	if l.plan == nil || l.plan.affected[group] {
+		return nil
+	}
+	if l.plan.known[group] {
+		return &restartError{group: group}
+	}
+	l.plan.affected[group] = true // a new package
+	return nil
+}
+
+// endUnit ends the content's current piece of the gzip copy, unless it is
+// empty, as the piece of the big blob given (0 for none).
+func (l *loader) endUnit(blob int64) error {
+	if l.written == l.unitStart {
+		return nil
+	}
+	// The piece's bytes must be in the file before the compressor reads
+	// them.
+	if err := l.content.Flush(); err != nil {
+		return fmt.Errorf("write content file: %w", fileError(err))
+	}
+	l.gz.endSegment(segmentSource{size: l.written - l.unitStart, blob: blob}, l.written)
+	l.unitStart = l.written
 	return nil
 }
 
@@ -326,36 +397,37 @@ func (l *loader) addChannel(ctx context.Context, c *declcfg.Channel, blobID int6
 
 // addBundle stores the bundle's parts (properties, related images, GVKs
 // and required packages) and notes its row for finish, with what
-// checkBundle found wrong with it. A bundle repeating an earlier one's name
-// is stored the same way; finish, which sees the whole package, removes its
-// parts again and only validates it.
-func (l *loader) addBundle(ctx context.Context, b *declcfg.Bundle, blobID int64, pos string, valueStarts []int) error {
+// checkBundle found wrong with it, which it returns as stored. A bundle
+// repeating an earlier one's name is stored the same way; finish, which
+// sees the whole package, removes its parts again and only validates it.
+func (l *loader) addBundle(ctx context.Context, b *declcfg.Bundle, blobID int64, pos string, valueStarts []int) (*string, error) {
 	l.pkg(b.Package)
 	l.bundleID++
 	id := l.bundleID
 
 	check := checkBundle(b)
-	problems, err := json.Marshal(check.problems)
+	data, err := json.Marshal(check.problems)
 	if err != nil {
-		return fmt.Errorf("index bundle %q: %w", b.Name, err)
+		return nil, fmt.Errorf("index bundle %q: %w", b.Name, err)
 	}
-	if err := l.insert(ctx, "work_bundles", b.Package, id, blobID, b.Name, check.version, check.release, b.Image, string(problems), pos); err != nil {
-		return fmt.Errorf("index bundle %q: %w", b.Name, err)
+	problems := string(data)
+	if err := l.insert(ctx, "work_bundles", b.Package, id, blobID, b.Name, check.version, check.release, b.Image, problems, pos); err != nil {
+		return nil, fmt.Errorf("index bundle %q: %w", b.Name, err)
 	}
 	if l.checkOnly {
-		return nil
+		return &problems, nil
 	}
 
 	for i, v := range check.values {
 		if row := typedRowOf(id, i, v); row.table != "" {
 			if err := l.insert(ctx, row.table, row.values...); err != nil {
-				return fmt.Errorf("index property %d (%s) of bundle %q: %w", i, b.Properties[i].Type, b.Name, err)
+				return nil, fmt.Errorf("index property %d (%s) of bundle %q: %w", i, b.Properties[i].Type, b.Name, err)
 			}
 		}
 	}
 	for i, ri := range b.RelatedImages {
 		if err := l.insert(ctx, "related_images", id, i, ri.Name, ri.Image); err != nil {
-			return fmt.Errorf("index related images of bundle %q: %w", b.Name, err)
+			return nil, fmt.Errorf("index related images of bundle %q: %w", b.Name, err)
 		}
 	}
 	for i, p := range b.Properties {
@@ -366,10 +438,10 @@ func (l *loader) addBundle(ctx context.Context, b *declcfg.Bundle, blobID int64,
 			err = l.insert(ctx, "properties", id, i, p.Type, rawJSON(p.Value), nil, nil)
 		}
 		if err != nil {
-			return fmt.Errorf("index properties of bundle %q: %w", b.Name, err)
+			return nil, fmt.Errorf("index properties of bundle %q: %w", b.Name, err)
 		}
 	}
-	return nil
+	return &problems, nil
 }
 
 // typedRow is a row of one of the tables that hold a property type queries

@@ -233,12 +233,7 @@ func TestIncrementalLinksUnchangedSegments(t *testing.T) {
 			paths := m.Paths()
 			m.AppendBlob(paths[len(paths)/2], "test.custom", "edit")
 			m.Write(t, dir)
-			got, stats := buildAt(t, work, "got", dir, prev)
-			if stats.Build.Mode != ModeIncremental {
-				t.Fatalf("build %+v, want incremental", stats.Build)
-			}
-			want, _ := buildAt(t, work, "want", dir, "")
-			sameIndex(t, got, want)
+			got, want, _ := incrementalMatchesFull(t, work, dir, prev)
 			shared, written := sharedSegments(t, got, prev)
 			if shared < tc.wantShared(len(paths)) {
 				t.Errorf("%d segments shared with the previous index, want at least %d", shared, tc.wantShared(len(paths)))
@@ -266,12 +261,7 @@ func TestIncrementalLimitsLowered(t *testing.T) {
 		{"file", fbc.Limits{FileBytes: 2000}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			work := t.TempDir()
-			catalog := filepath.Join(work, "catalog")
-			if err := os.CopyFS(catalog, os.DirFS(dir)); err != nil {
-				t.Fatal(err)
-			}
-			prev, _ := buildAt(t, work, "prev", catalog, "")
+			work, catalog, prev := copyCatalog(t, dir)
 			// A small file is the one change: it breaks neither limit.
 			if err := os.WriteFile(filepath.Join(catalog, "zz-extra.json"), []byte(`{"schema":"test.custom","name":"x"}`+"\n"), 0o644); err != nil {
 				t.Fatal(err)
