@@ -27,9 +27,10 @@ import (
 // CRDs, one file each) or, without it, on a small generated catalog, and
 // times what a user saving an edit waits for: from the moment the edited
 // files are in place (each written aside and renamed over it, an atomic
-// save) to the moment /catalogs/c reports the edited directory's digest
-// (digest-s), and to the moment every edited bundle answers its new image
-// (content-s). It edits one bundle in each of 1 and 10 packages' files,
+// save) to the moment /catalogs/c first reports a new digest (digest-s:
+// the first index holding an edit is served), and to the moment it
+// reports the digest of an index that serves every edited bundle's new
+// image (content-s). It edits one bundle in each of 1 and 10 packages' files,
 // with incremental builds (the default) and with
 // --incremental-index=false. Saving 10 files of tens of MB takes long
 // enough for the watch to index a first burst before the rest: the
@@ -79,23 +80,34 @@ func BenchmarkWatchEdit(b *testing.B) {
 							edited = append(edited, editBundle(b, f, root, tag))
 						}
 						saved := time.Now()
-						// Polled until every edited bundle answers its new
-						// image; the digest's time is when it last changed.
-						digest, changed := catalogDetailOf(b, s.base).ResolvedDigest, saved
+						// /catalogs/c is polled, a small answer, until its
+						// digest changes, which it does once the index that
+						// holds the edit is swapped in; the edited bundles
+						// are then asked for, and their new images make
+						// that moment the one the edit was served at. The
+						// bundles are not what is polled: each answer holds
+						// megabytes of CRDs, and decoding one took 0.3 s,
+						// which was counted as waiting.
+						digest := catalogDetailOf(b, s.base).ResolvedDigest
+						var first, served time.Duration
 						for {
 							// A sync that read the directory amid the saves
-							// may fail; the next one, after the last save,
-							// serves the edit.
+							// may serve only some of them; the next one,
+							// after the last save, serves the rest.
 							d := catalogDetailOf(b, s.base)
 							if d.ResolvedDigest != digest {
-								digest, changed = d.ResolvedDigest, time.Now()
-							}
-							if allServe(b, s.base, edited) {
-								break
+								digest = d.ResolvedDigest
+								at := time.Since(saved)
+								if first == 0 {
+									first = at
+								}
+								if allServe(b, s.base, edited) {
+									served = at
+									break
+								}
 							}
 							waitOrFail(b, saved, s)
 						}
-						served := time.Since(saved)
 						b.StopTimer()
 						src, err := catalogdir.Read(context.Background(), dir, hashes)
 						if err != nil {
@@ -105,9 +117,9 @@ func BenchmarkWatchEdit(b *testing.B) {
 							b.Fatalf("serving digest %s; the directory's is %s", digest, src.Digest)
 						}
 						b.StartTimer()
-						toDigest += changed.Sub(saved)
+						toDigest += first
 						toContent += served
-						b.Logf("edit %d: digest after %.2fs, content after %.2fs (%s)", edits, changed.Sub(saved).Seconds(), served.Seconds(), loadAvg())
+						b.Logf("edit %d: first new digest after %.2fs, every edit served after %.2fs (%s)", edits, first.Seconds(), served.Seconds(), loadAvg())
 					}
 					d := catalogDetailOf(b, s.base)
 					b.ReportMetric(toDigest.Seconds()/float64(edits), "digest-s")
