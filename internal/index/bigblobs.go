@@ -149,7 +149,10 @@ const compareChunk = 256 << 10
 // holds says whether the previous content holds blob at offset. A read
 // that fails says no: the blob is then decoded, as if it were new.
 func (p *plan) holds(offset int64, blob []byte) bool {
-	buf := make([]byte, min(compareChunk, len(blob)))
+	if p.compare == nil {
+		p.compare = make([]byte, compareChunk)
+	}
+	buf := p.compare[:min(compareChunk, len(blob))]
 	for done := 0; done < len(blob); {
 		n := min(len(buf), len(blob)-done)
 		if _, err := p.content.ReadAt(buf[:n], offset+int64(done)); err != nil || !bytes.Equal(buf[:n], blob[done:done+n]) {
@@ -158,22 +161,6 @@ func (p *plan) holds(offset int64, blob []byte) bool {
 		done += n
 	}
 	return true
-}
-
-// bundlePartsQueries copy a bundle's parts from the previous index, its
-// id there ?2, its id now ?1. Their tables are keyed by bundle and
-// position, so the order rows go in does not matter.
-var bundlePartsQueries = []string{
-	`INSERT INTO related_images (bundle_id, position, name, image)
-		SELECT ?1, position, name, image FROM prev.related_images WHERE bundle_id = ?2`,
-	`INSERT INTO properties (bundle_id, position, type, value, value_start, value_length)
-		SELECT ?1, position, type, value, value_start, value_length FROM prev.properties WHERE bundle_id = ?2`,
-	`INSERT INTO provided_gvks (bundle_id, position, grp, version, kind)
-		SELECT ?1, position, grp, version, kind FROM prev.provided_gvks WHERE bundle_id = ?2`,
-	`INSERT INTO required_gvks (bundle_id, position, grp, version, kind)
-		SELECT ?1, position, grp, version, kind FROM prev.required_gvks WHERE bundle_id = ?2`,
-	`INSERT INTO required_packages (bundle_id, position, package_name, version_range)
-		SELECT ?1, position, package_name, version_range FROM prev.required_packages WHERE bundle_id = ?2`,
 }
 
 // addKnown stores a big blob the previous index holds, k, as add would
@@ -214,8 +201,9 @@ func (l *loader) addKnown(ctx context.Context, b fbc.Blob, k *knownBlob) error {
 		if err := l.insert(ctx, "work_bundles", k.pkg, l.bundleID, blobID, k.bundleName, k.version, k.release, k.im, *k.problems, b.Pos.String()); err != nil {
 			return fmt.Errorf("index bundle %q: %w", k.bundleName, err)
 		}
+		moved := map[string]any{"bundle": l.bundleID - k.bundle, "n1": k.bundle, "n2": k.bundle}
 		for _, q := range bundlePartsQueries {
-			if _, err := l.tx.ExecContext(ctx, q, l.bundleID, k.bundle); err != nil {
+			if _, err := l.tx.NamedExecContext(ctx, q, moved); err != nil {
 				return fmt.Errorf("copy parts of bundle %q: %w", k.bundleName, err)
 			}
 		}

@@ -144,6 +144,8 @@ type plan struct {
 	// big are the previous index's big blobs a build can take over (see
 	// knownHook).
 	big map[knownKey][]*knownBlob
+	// compare is holds's buffer, one for the build's every big blob.
+	compare []byte
 }
 
 func (p *plan) close() {
@@ -441,7 +443,7 @@ func fileGroups(ctx context.Context, db *sqlx.DB, old []fileRecord) ([][]string,
 // the order a full build inserts them; for the tables without an id of
 // their own, that is rowid order, which is also the order of the id they
 // refer to (entry or blob), so that their index gives it without a sort.
-var copyRowsQueries = []string{
+var copyRowsQueries = slices.Concat([]string{
 	`INSERT INTO blobs (id, schema, package, name, offset, length)
 		SELECT id + :blob, schema, package, name, offset + :offset, length FROM prev.blobs WHERE id BETWEEN :b1 AND :b2 ORDER BY id`,
 	`INSERT INTO channel_entries (id, package, channel, position, bundle, replaces, skip_range)
@@ -451,6 +453,17 @@ var copyRowsQueries = []string{
 	`INSERT INTO bundles (id, package, name, version, release, image, blob_id, ver_major, ver_minor, ver_patch, ver_pre, version_rank, channels)
 		SELECT id + :bundle, package, name, version, release, image, blob_id + :blob, ver_major, ver_minor, ver_patch, ver_pre, version_rank, channels
 		FROM prev.bundles WHERE id BETWEEN :n1 AND :n2 ORDER BY id`,
+}, bundlePartsQueries, []string{
+	`INSERT INTO deprecations (package, schema, name, message, blob_id)
+		SELECT package, schema, name, message, blob_id + :blob FROM prev.deprecations WHERE blob_id BETWEEN :b1 AND :b2 ORDER BY blob_id, rowid`,
+	copyBigBlobsQuery,
+})
+
+// bundlePartsQueries copy the parts of the bundles :n1 to :n2 of the
+// previous index, ids moved by :bundle: for a run of unchanged files
+// (copyRowsQueries), and for one bundle taken over with its big blob
+// (addKnown). Their tables are keyed by bundle and position.
+var bundlePartsQueries = []string{
 	`INSERT INTO related_images (bundle_id, position, name, image)
 		SELECT bundle_id + :bundle, position, name, image FROM prev.related_images WHERE bundle_id BETWEEN :n1 AND :n2`,
 	`INSERT INTO properties (bundle_id, position, type, value, value_start, value_length)
@@ -461,9 +474,6 @@ var copyRowsQueries = []string{
 		SELECT bundle_id + :bundle, position, grp, version, kind FROM prev.required_gvks WHERE bundle_id BETWEEN :n1 AND :n2`,
 	`INSERT INTO required_packages (bundle_id, position, package_name, version_range)
 		SELECT bundle_id + :bundle, position, package_name, version_range FROM prev.required_packages WHERE bundle_id BETWEEN :n1 AND :n2`,
-	`INSERT INTO deprecations (package, schema, name, message, blob_id)
-		SELECT package, schema, name, message, blob_id + :blob FROM prev.deprecations WHERE blob_id BETWEEN :b1 AND :b2 ORDER BY blob_id, rowid`,
-	copyBigBlobsQuery,
 }
 
 // copiedBlobsQuery counts the blobs of a run of files by schema.
