@@ -12,45 +12,16 @@ import (
 	"github.com/catalogd/catalogd/internal/catalogdir"
 	"github.com/catalogd/catalogd/internal/datadir"
 	"github.com/catalogd/catalogd/internal/index"
+	"github.com/catalogd/catalogd/internal/source"
 	"github.com/catalogd/catalogd/internal/unpack"
 )
 
-// Fetcher gets one catalog's content from where it comes from: a directory
-// or an image. Keeping it behind this interface is what lets a catalog be either without
-// the indexing, reporting and retrying code caring which.
-type Fetcher interface {
-	// Fetch makes the current content available for indexing. On failure it
-	// still returns the content's Ref and Digest when it learnt them. skip reports,
-	// for the digest of the content the source holds now, that the content
-	// itself is not needed (it is already live, or it failed before): a
-	// fetcher that can learn the digest more cheaply than the content (an
-	// image tag: one manifest request) then returns a Fetched with only Ref
-	// and Digest set.
-	Fetch(ctx context.Context, skip func(digest string) bool) (Fetched, error)
-	// Describe says where the content comes from, as shown in /catalogs.
-	Describe() string
-	// Built reports whether an index whose SourceRef is ref was built from
-	// this source, so that one left on disk by an earlier run of a different
-	// catalog of the same name is not served as this one.
-	Built(ref string) bool
-}
-
-// Fetched is content made available by Fetcher.Fetch.
-type Fetched struct {
-	index.Content
-	// Pulled says the content was downloaded (an image), and Bytes how much
-	// it unpacked to, for the pull metrics.
-	Pulled bool
-	Bytes  int64
-	// Cleanup releases what Fetch made; nil when there is nothing to release.
-	Cleanup func()
-}
-
-func (f Fetched) cleanup() {
-	if f.Cleanup != nil {
-		f.Cleanup()
-	}
-}
+// Fetcher and Fetched are the source's: every kind of source implements
+// Fetcher (see internal/source).
+type (
+	Fetcher = source.Fetcher
+	Fetched = source.Fetched
+)
 
 // DirFetcher fetches a catalog directory on local disk.
 type DirFetcher struct {

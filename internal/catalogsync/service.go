@@ -397,7 +397,7 @@ func (s *Service) fetchAndBuild(ctx context.Context, name string, fetcher Fetche
 	}
 	fetchStart := time.Now()
 	f, err := fetcher.Fetch(ctx, func(d string) bool { return d == live || d == bad })
-	defer f.cleanup()
+	defer f.Release()
 	res := Result{Ref: f.Ref, Digest: f.Digest}
 	if err != nil {
 		return res, withCause(ctx, fmt.Errorf("read catalog %q: %w", name, err))

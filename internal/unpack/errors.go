@@ -186,6 +186,7 @@ func IsTerminal(err error) bool {
 		ErrNoMatchingPlatform,
 		ErrUnsupportedMediaType,
 		ErrForeignLayer,
+		ErrEmptyArchive,
 	} {
 		if errors.Is(err, sentinel) {
 			return true

@@ -102,9 +102,14 @@ func cleanEntryName(name string) (string, error) {
 }
 
 // within reports whether p is base or below it, and p relative to base.
+// A base of "." is the root of an archive extracted whole (ExtractArchive):
+// everything is within it.
 func within(p, base string) (string, bool) {
 	if p == base {
 		return ".", true
+	}
+	if base == "." {
+		return p, true
 	}
 	if rest, ok := strings.CutPrefix(p, base+"/"); ok {
 		return rest, true
