@@ -31,6 +31,7 @@ import (
 	"github.com/catalogd/catalogd/internal/catalogs"
 	"github.com/catalogd/catalogd/internal/index"
 	"github.com/catalogd/catalogd/internal/query"
+	"github.com/catalogd/catalogd/internal/source"
 	"github.com/catalogd/catalogd/internal/store"
 	"github.com/catalogd/catalogd/internal/unpack"
 )
@@ -474,7 +475,8 @@ func withCause(ctx context.Context, err error) error {
 // IsContentError reports whether err is about a catalog's content, which
 // retrying the same digest cannot fix.
 func IsContentError(err error) bool {
-	return errors.Is(err, index.ErrInvalidCatalog) || (unpack.IsTerminal(err) && !errors.Is(err, unpack.ErrInvalidReference))
+	return errors.Is(err, index.ErrInvalidCatalog) || source.IsTerminal(err) ||
+		(unpack.IsTerminal(err) && !errors.Is(err, unpack.ErrInvalidReference))
 }
 
 // record writes the outcome of a sync into the table and the entry. The
