@@ -43,9 +43,23 @@ type Fetched struct {
 	// repository), and Bytes how much it unpacked to, for the pull metrics.
 	Pulled bool
 	Bytes  int64
+	// Form says what the content was found as, where one kind of source
+	// can hold a catalog in more than one form: for an image reference,
+	// FormImage or FormArtifact. Empty where there is only one.
+	Form string
 	// Cleanup releases what Fetch made; nil when there is nothing to release.
 	Cleanup func()
 }
+
+// Forms of content an image reference can name.
+const (
+	// FormImage: a container image whose config label names the catalog's
+	// directory.
+	FormImage = "Image"
+	// FormArtifact: an OCI artifact whose layers are the catalog (as `oras
+	// push` writes a directory or files).
+	FormArtifact = "Artifact"
+)
 
 // Release calls Cleanup when there is one.
 func (f Fetched) Release() {
