@@ -39,7 +39,6 @@ const (
 // Values of ResolveCandidateRejections.
 const (
 	ResolveCandidateRejectionsNotInChannel        = catalogapi.ResolveCandidateRejectionsNotInChannel
-	ResolveCandidateRejectionsNotSemverSuccessor  = catalogapi.ResolveCandidateRejectionsNotSemverSuccessor
 	ResolveCandidateRejectionsNotSuccessor        = catalogapi.ResolveCandidateRejectionsNotSuccessor
 	ResolveCandidateRejectionsOutsideVersionRange = catalogapi.ResolveCandidateRejectionsOutsideVersionRange
 )
@@ -48,7 +47,6 @@ const (
 const (
 	ResolveCandidateSuccessorInstalled = catalogapi.ResolveCandidateSuccessorInstalled
 	ResolveCandidateSuccessorReplaces  = catalogapi.ResolveCandidateSuccessorReplaces
-	ResolveCandidateSuccessorSemver    = catalogapi.ResolveCandidateSuccessorSemver
 	ResolveCandidateSuccessorSkipRange = catalogapi.ResolveCandidateSuccessorSkipRange
 	ResolveCandidateSuccessorSkips     = catalogapi.ResolveCandidateSuccessorSkips
 )
@@ -70,12 +68,6 @@ const (
 const (
 	UpgradeConstraintPolicyCatalogProvided = catalogapi.UpgradeConstraintPolicyCatalogProvided
 	UpgradeConstraintPolicySelfCertified   = catalogapi.UpgradeConstraintPolicySelfCertified
-)
-
-// Values of UpgradeEdges.
-const (
-	UpgradeEdgesLegacy = catalogapi.UpgradeEdgesLegacy
-	UpgradeEdgesSemver = catalogapi.UpgradeEdgesSemver
 )
 
 // Values of UpgradeRule.
@@ -234,9 +226,6 @@ type UpgradeConstraintPolicy = catalogapi.UpgradeConstraintPolicy
 
 // UpgradeEdge is catalogapi.UpgradeEdge.
 type UpgradeEdge = catalogapi.UpgradeEdge
-
-// UpgradeEdges is catalogapi.UpgradeEdges.
-type UpgradeEdges = catalogapi.UpgradeEdges
 
 // UpgradeList is catalogapi.UpgradeList.
 type UpgradeList = catalogapi.UpgradeList
@@ -2564,14 +2553,6 @@ func NewResolveInCatalogRequest(server string, catalog CatalogParam, params *Res
 			}
 		}
 
-		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "upgradeEdges", params.UpgradeEdges, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
-			return nil, err
-		} else {
-			for _, qp := range strings.Split(queryFrag, "&") {
-				rawQueryFragments = append(rawQueryFragments, qp)
-			}
-		}
-
 		if encoded := queryValues.Encode(); encoded != "" {
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
@@ -2914,14 +2895,6 @@ func NewResolveRequest(server string, params *ResolveParams) (*http.Request, err
 		}
 
 		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "upgradeConstraintPolicy", params.UpgradeConstraintPolicy, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
-			return nil, err
-		} else {
-			for _, qp := range strings.Split(queryFrag, "&") {
-				rawQueryFragments = append(rawQueryFragments, qp)
-			}
-		}
-
-		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "upgradeEdges", params.UpgradeEdges, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 			return nil, err
 		} else {
 			for _, qp := range strings.Split(queryFrag, "&") {

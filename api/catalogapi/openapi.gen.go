@@ -73,7 +73,6 @@ func (e ResolveCandidateRanking) Valid() bool {
 // Defines values for ResolveCandidateRejections.
 const (
 	ResolveCandidateRejectionsNotInChannel        ResolveCandidateRejections = "NotInChannel"
-	ResolveCandidateRejectionsNotSemverSuccessor  ResolveCandidateRejections = "NotSemverSuccessor"
 	ResolveCandidateRejectionsNotSuccessor        ResolveCandidateRejections = "NotSuccessor"
 	ResolveCandidateRejectionsOutsideVersionRange ResolveCandidateRejections = "OutsideVersionRange"
 )
@@ -82,8 +81,6 @@ const (
 func (e ResolveCandidateRejections) Valid() bool {
 	switch e {
 	case ResolveCandidateRejectionsNotInChannel:
-		return true
-	case ResolveCandidateRejectionsNotSemverSuccessor:
 		return true
 	case ResolveCandidateRejectionsNotSuccessor:
 		return true
@@ -98,7 +95,6 @@ func (e ResolveCandidateRejections) Valid() bool {
 const (
 	ResolveCandidateSuccessorInstalled ResolveCandidateSuccessor = "Installed"
 	ResolveCandidateSuccessorReplaces  ResolveCandidateSuccessor = "replaces"
-	ResolveCandidateSuccessorSemver    ResolveCandidateSuccessor = "semver"
 	ResolveCandidateSuccessorSkipRange ResolveCandidateSuccessor = "skipRange"
 	ResolveCandidateSuccessorSkips     ResolveCandidateSuccessor = "skips"
 )
@@ -109,8 +105,6 @@ func (e ResolveCandidateSuccessor) Valid() bool {
 	case ResolveCandidateSuccessorInstalled:
 		return true
 	case ResolveCandidateSuccessorReplaces:
-		return true
-	case ResolveCandidateSuccessorSemver:
 		return true
 	case ResolveCandidateSuccessorSkipRange:
 		return true
@@ -172,24 +166,6 @@ func (e UpgradeConstraintPolicy) Valid() bool {
 	case UpgradeConstraintPolicyCatalogProvided:
 		return true
 	case UpgradeConstraintPolicySelfCertified:
-		return true
-	default:
-		return false
-	}
-}
-
-// Defines values for UpgradeEdges.
-const (
-	UpgradeEdgesLegacy UpgradeEdges = "legacy"
-	UpgradeEdgesSemver UpgradeEdges = "semver"
-)
-
-// Valid indicates whether the value is a known member of the UpgradeEdges enum.
-func (e UpgradeEdges) Valid() bool {
-	switch e {
-	case UpgradeEdgesLegacy:
-		return true
-	case UpgradeEdgesSemver:
 		return true
 	default:
 		return false
@@ -1009,23 +985,10 @@ type Resolution struct {
 	// Example: no bundles found for package "aurora-cache" matching version ">=3.0.0"
 	Message string `json:"message,omitempty,omitzero"`
 	Package string `json:"package"`
-
-	// SuccessorRange With `installed` and `semver` upgrade edges, the range a successor's
-	// version must be in, which `NotSemverSuccessor` refers to.
-	//
-	//
-	// Example: ^1.2.0
-	SuccessorRange string `json:"successorRange,omitempty,omitzero"`
-
-	// UpgradeEdges The rule by which a bundle succeeds the installed version:
-	// `legacy`, the channel entries' replaces, skips and skipRange;
-	// `semver`, the caret range of the installed version
-	// (operator-controller's `ForceSemverUpgradeConstraints` gate).
-	UpgradeEdges UpgradeEdges `json:"upgradeEdges"`
 }
 
 // ResolutionProblem A failed resolution, as a problem document carrying the members of
-// the Resolution (`package`, `upgradeEdges` and `catalogs` always, `message` equal to
+// the Resolution (`package` and `catalogs` always, `message` equal to
 // `detail`); a 404 for a catalog that does not exist carries none.
 type ResolutionProblem struct {
 	// Candidates The possible values when a name or version was ambiguous.
@@ -1057,8 +1020,7 @@ type ResolutionProblem struct {
 	// Status The HTTP status code of the answer.
 	//
 	// Example: 400
-	Status         int32  `json:"status"`
-	SuccessorRange string `json:"successorRange,omitempty,omitzero"`
+	Status int32 `json:"status"`
 
 	// Title Short summary of the problem type; the same for every problem of a type.
 	//
@@ -1071,12 +1033,6 @@ type ResolutionProblem struct {
 	//
 	// Example: /problems/invalid-parameter
 	Type string `json:"type"`
-
-	// UpgradeEdges The rule by which a bundle succeeds the installed version:
-	// `legacy`, the channel entries' replaces, skips and skipRange;
-	// `semver`, the caret range of the installed version
-	// (operator-controller's `ForceSemverUpgradeConstraints` gate).
-	UpgradeEdges UpgradeEdges `json:"upgradeEdges,omitempty,omitzero"`
 }
 
 // ResolveCandidate A bundle of the package; `deprecation` is the bundle's own (only that
@@ -1094,17 +1050,14 @@ type ResolveCandidate struct {
 
 	// Rejections The rules the bundle fails, empty for a candidate:
 	// `NotInChannel` (no requested channel lists it),
-	// `OutsideVersionRange`, `NotSuccessor` (`legacy` edges: neither
-	// the installed version nor an upgrade of it in a considered
-	// channel), `NotSemverSuccessor` (`semver` edges: neither the
-	// installed version nor in `successorRange`).
+	// `OutsideVersionRange`, `NotSuccessor` (neither the installed
+	// version nor an upgrade of it in a considered channel).
 	Rejections []ResolveCandidateRejections `json:"rejections"`
 	Release    string                       `json:"release,omitempty,omitzero"`
 
 	// Successor With `installed`, how the bundle follows it: `Installed` is the
 	// installed version itself; `replaces`, `skips` and `skipRange`
-	// are `legacy` edges, `semver` that its version is in
-	// `successorRange`.
+	// the channel entry's field that makes it an upgrade.
 	Successor []ResolveCandidateSuccessor `json:"successor,omitempty,omitzero"`
 	Version   string                      `json:"version"`
 }
@@ -1199,12 +1152,6 @@ type UpgradeEdge struct {
 	// Version Example: 0.9.4
 	Version string `json:"version"`
 }
-
-// UpgradeEdges The rule by which a bundle succeeds the installed version:
-// `legacy`, the channel entries' replaces, skips and skipRange;
-// `semver`, the caret range of the installed version
-// (operator-controller's `ForceSemverUpgradeConstraints` gate).
-type UpgradeEdges string
 
 // UpgradeList defines model for UpgradeList.
 type UpgradeList struct {
@@ -1352,7 +1299,7 @@ type PreconditionFailed = Problem
 type RangeNotSatisfiable = Problem
 
 // ResolutionFailed A failed resolution, as a problem document carrying the members of
-// the Resolution (`package`, `upgradeEdges` and `catalogs` always, `message` equal to
+// the Resolution (`package` and `catalogs` always, `message` equal to
 // `detail`); a 404 for a catalog that does not exist carries none.
 type ResolutionFailed = ResolutionProblem
 
@@ -1696,27 +1643,14 @@ type ResolveInCatalogParams struct {
 	// Installed The installed version (a semantic version; build metadata is read
 	// as the release, as registry+v1 bundles write it). Under the
 	// `CatalogProvided` policy only this version and its successors
-	// (by `upgradeEdges`) are candidates. The installed bundle is the catalog's bundle of
+	// (by the `replaces`, `skips` and `skipRange` of the channels
+	// considered) are candidates. The installed bundle is the catalog's bundle of
 	// this version and release.
 	Installed string `form:"installed,omitempty" json:"installed,omitempty,omitzero"`
 
 	// UpgradeConstraintPolicy `CatalogProvided` (the default) keeps only successors of the
 	// installed version; `SelfCertified` allows any version.
 	UpgradeConstraintPolicy UpgradeConstraintPolicy `form:"upgradeConstraintPolicy,omitempty" json:"upgradeConstraintPolicy,omitempty,omitzero"`
-
-	// UpgradeEdges Which bundles succeed `installed` under the `CatalogProvided`
-	// policy, as operator-controller's `ForceSemverUpgradeConstraints`
-	// feature gate chooses for a whole cluster: `legacy` (the gate off,
-	// operator-controller's default) follows the channel entries'
-	// `replaces`, `skips` and `skipRange`; `semver` (the gate on) takes
-	// every version in the caret range of `installed` (`^1.2.0`: below
-	// 2.0.0; `^0.2.3`: below 0.3.0; `^0.0.3`: 0.0.3 alone; pre-releases
-	// only from an installed pre-release), whatever the entries say.
-	// Ask with the rule the cluster runs to get the answer its
-	// ClusterExtensions would. Absent or empty means the server's default
-	// (`--upgrade-edges`, itself `legacy` unless set); the answer says
-	// which applied.
-	UpgradeEdges UpgradeEdges `form:"upgradeEdges,omitempty" json:"upgradeEdges,omitempty,omitzero"`
 
 	// IfNoneMatch ETag(s) of a representation the client already has; the server answers
 	// `304` when one of them is current.
@@ -1793,27 +1727,14 @@ type ResolveParams struct {
 	// Installed The installed version (a semantic version; build metadata is read
 	// as the release, as registry+v1 bundles write it). Under the
 	// `CatalogProvided` policy only this version and its successors
-	// (by `upgradeEdges`) are candidates. The installed bundle is the catalog's bundle of
+	// (by the `replaces`, `skips` and `skipRange` of the channels
+	// considered) are candidates. The installed bundle is the catalog's bundle of
 	// this version and release.
 	Installed string `form:"installed,omitempty" json:"installed,omitempty,omitzero"`
 
 	// UpgradeConstraintPolicy `CatalogProvided` (the default) keeps only successors of the
 	// installed version; `SelfCertified` allows any version.
 	UpgradeConstraintPolicy UpgradeConstraintPolicy `form:"upgradeConstraintPolicy,omitempty" json:"upgradeConstraintPolicy,omitempty,omitzero"`
-
-	// UpgradeEdges Which bundles succeed `installed` under the `CatalogProvided`
-	// policy, as operator-controller's `ForceSemverUpgradeConstraints`
-	// feature gate chooses for a whole cluster: `legacy` (the gate off,
-	// operator-controller's default) follows the channel entries'
-	// `replaces`, `skips` and `skipRange`; `semver` (the gate on) takes
-	// every version in the caret range of `installed` (`^1.2.0`: below
-	// 2.0.0; `^0.2.3`: below 0.3.0; `^0.0.3`: 0.0.3 alone; pre-releases
-	// only from an installed pre-release), whatever the entries say.
-	// Ask with the rule the cluster runs to get the answer its
-	// ClusterExtensions would. Absent or empty means the server's default
-	// (`--upgrade-edges`, itself `legacy` unless set); the answer says
-	// which applied.
-	UpgradeEdges UpgradeEdges `form:"upgradeEdges,omitempty" json:"upgradeEdges,omitempty,omitzero"`
 
 	// CatalogSelector Only catalogs whose labels match this Kubernetes label selector
 	// (`tier=prod,region in (eu,us)`) are considered (a

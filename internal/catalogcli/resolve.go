@@ -15,7 +15,7 @@ import (
 
 func (r *runner) resolveCmd() *cobra.Command {
 	var channels []string
-	var versionRange, installed, policy, edges, selector string
+	var versionRange, installed, policy, selector string
 	cmd := &cobra.Command{
 		Use:   "resolve PACKAGE [--channel NAME]... [--version RANGE] [--installed VERSION]",
 		Short: "Show which bundle a ClusterExtension would install, and why",
@@ -32,10 +32,10 @@ tie, with operator-controller's message.`,
 			default:
 				return fmt.Errorf("--upgrade-constraint-policy %q: want CatalogProvided or SelfCertified", policy)
 			}
-			switch edges {
-			case "", string(client.UpgradeEdgesLegacy), string(client.UpgradeEdgesSemver):
-			default:
-				return fmt.Errorf("--upgrade-edges %q: want legacy or semver", edges)
+			if cmd.Flags().Changed("upgrade-edges") {
+				return errors.New("--upgrade-edges was removed: operator-controller removed its ForceSemverUpgradeConstraints gate " +
+					"(operator-controller #1638, January 2025), so every cluster follows the channels' replaces, skips and skipRange, " +
+					"which resolve always does; drop the flag")
 			}
 			if selector != "" && r.catalog != "" {
 				return errors.New("--selector and -c do not go together: -c asks one catalog, the selector chooses among all")
@@ -43,7 +43,7 @@ tie, with operator-controller's message.`,
 			var failure error
 			err := r.run(cmd, true, func(ctx context.Context, c *conn) ([]answer, error) {
 				res, err := resolve(ctx, c, r.catalog, &client.ResolveParams{Package: args[0], Channels: channels, Version: versionRange,
-					Installed: installed, UpgradeConstraintPolicy: client.UpgradeConstraintPolicy(policy), UpgradeEdges: client.UpgradeEdges(edges),
+					Installed: installed, UpgradeConstraintPolicy: client.UpgradeConstraintPolicy(policy),
 					CatalogSelector: selector})
 				if res == nil {
 					return nil, err
@@ -61,15 +61,14 @@ tie, with operator-controller's message.`,
 	cmd.Flags().StringVar(&versionRange, "version", "", "only versions in this range, for example '>=1.2.0 <2.0.0'")
 	cmd.Flags().StringVar(&installed, "installed", "", "the installed version: only it and its successors are candidates")
 	cmd.Flags().StringVar(&policy, "upgrade-constraint-policy", "", "CatalogProvided (default: successors of --installed only) or SelfCertified (any version)")
-	cmd.Flags().StringVar(&edges, "upgrade-edges", "", "which bundles succeed --installed, as operator-controller's ForceSemverUpgradeConstraints gate chooses:\n"+
-		"legacy (replaces, skips, skipRange) or semver (the caret range of --installed); default: the server's")
+	// Kept hidden, so that a command line still passing it fails saying why.
+	cmd.Flags().String("upgrade-edges", "", "removed")
+	_ = cmd.Flags().MarkHidden("upgrade-edges")
 	cmd.Flags().StringVarP(&selector, "selector", "l", "", "only catalogs whose labels match this selector, for example tier=prod")
 	_ = cmd.RegisterFlagCompletionFunc("channel", r.complete(r.channelNames))
 	_ = cmd.RegisterFlagCompletionFunc("installed", r.complete(r.versionNames))
 	_ = cmd.RegisterFlagCompletionFunc("upgrade-constraint-policy", cobra.FixedCompletions(
 		[]string{string(client.UpgradeConstraintPolicyCatalogProvided), string(client.UpgradeConstraintPolicySelfCertified)}, cobra.ShellCompDirectiveNoFileComp))
-	_ = cmd.RegisterFlagCompletionFunc("upgrade-edges", cobra.FixedCompletions(
-		[]string{string(client.UpgradeEdgesLegacy), string(client.UpgradeEdgesSemver)}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
 
@@ -82,8 +81,7 @@ func resolve(ctx context.Context, c *conn, catalog string, p *client.ResolvePara
 	var ok *client.Resolution
 	if catalog != "" {
 		rsp, err := c.api.ResolveInCatalogWithResponse(ctx, catalog, &client.ResolveInCatalogParams{Package: p.Package,
-			Channels: p.Channels, Version: p.Version, Installed: p.Installed, UpgradeConstraintPolicy: p.UpgradeConstraintPolicy,
-			UpgradeEdges: p.UpgradeEdges})
+			Channels: p.Channels, Version: p.Version, Installed: p.Installed, UpgradeConstraintPolicy: p.UpgradeConstraintPolicy})
 		if res, err := okOr(c, rsp, err, func(r *client.ResolveInCatalogResponse) (*client.Resolution, *http.Response, []byte) {
 			return r.JSON200, r.HTTPResponse, r.Body
 		}); err == nil || rsp == nil {
@@ -111,16 +109,12 @@ func resolve(ctx context.Context, c *conn, catalog string, p *client.ResolvePara
 }
 
 // resolveVerdict is what the VERDICT column says of a bundle: the rules it
-// fails, or why it ranks lower, in its catalog or across catalogs. A bundle
-// outside the caret range of semver upgrade edges names the range.
-func resolveVerdict(res *client.Resolution, cat client.ResolveCatalog, b client.ResolveCandidate) string {
+// fails, or why it ranks lower, in its catalog or across catalogs.
+func resolveVerdict(cat client.ResolveCatalog, b client.ResolveCandidate) string {
 	if len(b.Rejections) > 0 {
 		parts := make([]string, len(b.Rejections))
 		for i, r := range b.Rejections {
 			parts[i] = string(r)
-			if r == client.ResolveCandidateRejectionsNotSemverSuccessor && res.SuccessorRange != "" {
-				parts[i] += "(" + res.SuccessorRange + ")"
-			}
 		}
 		return strings.Join(parts, ",")
 	}

@@ -35,9 +35,7 @@ func TestResolve(t *testing.T) {
 		{"installed", server, []string{"resolve", "ferry", "--installed", "1.2.0", "-c", "a"}, "ferry.v2.0.0", 1},
 		{"self-certified", server, []string{"resolve", "ferry", "--installed", "1.2.0", "--upgrade-constraint-policy", "SelfCertified", "-c", "a"}, "ferry.v2.1.0-rc.1", 1},
 		{"offline", offline, []string{"resolve", "ferry", "--installed", "1.0.0", "--version", "<2.0.0"}, "ferry.v1.2.0", 1},
-		{"legacy edges", server, []string{"resolve", "canoe", "--installed", "0.0.1", "-c", "a"}, "canoe.v0.0.2", 1},
-		{"semver edges", server, []string{"resolve", "canoe", "--installed", "0.0.1", "--upgrade-edges", "semver", "-c", "a"}, "canoe.v0.0.1", 1},
-		{"semver edges offline", offline, []string{"resolve", "canoe", "--installed", "0.1.0", "--upgrade-edges", "semver"}, "canoe.v0.1.3", 1},
+		{"replaces", server, []string{"resolve", "canoe", "--installed", "0.0.1", "-c", "a"}, "canoe.v0.0.2", 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res := decode[client.Resolution](t, tc.c, tc.args...)
@@ -72,16 +70,12 @@ func TestResolve(t *testing.T) {
 			t.Errorf("the table does not say why each bundle was left out:\n%s", out)
 		}
 	})
-	t.Run("semver edges name the caret range", func(t *testing.T) {
-		out := server.ok(t, "resolve", "canoe", "--installed", "0.1.0", "--upgrade-edges", "semver", "-c", "a")
-		for _, row := range strings.Split(strings.TrimSpace(out), "\n")[1:] {
-			f := strings.Fields(row)
-			if len(f) == 4 && (f[2] == "canoe.v0.2.0" || f[2] == "canoe.v0.0.2") && f[3] != "NotSemverSuccessor(^0.1.0)" {
-				t.Errorf("%s: verdict %q, want NotSemverSuccessor(^0.1.0)", f[2], f[3])
+	t.Run("--upgrade-edges was removed, and says why", func(t *testing.T) {
+		for _, c := range []cli{server, offline} {
+			out, errOut, ok := c.run(t, "resolve", "canoe", "--installed", "0.1.0", "--upgrade-edges", "legacy")
+			if ok || out != "" || !strings.Contains(errOut, "--upgrade-edges was removed") || !strings.Contains(errOut, "ForceSemverUpgradeConstraints") {
+				t.Errorf("ok %v, stdout %q, stderr %q; want the flag refused as removed, with why", ok, out, errOut)
 			}
-		}
-		if !strings.Contains(out, "NotSemverSuccessor(^0.1.0)") {
-			t.Errorf("no verdict names the caret range:\n%s", out)
 		}
 	})
 	t.Run("a catalog offering only deprecated bundles", func(t *testing.T) {

@@ -2,12 +2,9 @@ package daemon
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -237,47 +234,17 @@ func TestIncrementalIndexFlag(t *testing.T) {
 	}
 }
 
-// TestUpgradeEdgesFlag: --upgrade-edges of serve and manager is the
-// upgrade edges of a /resolve that names none, which the answer says;
-// anything but legacy or semver is refused naming the flag.
-func TestUpgradeEdgesFlag(t *testing.T) {
-	commands := bothCommands(t, copyDemo(t))
-	for command, parse := range commands {
-		for _, tc := range []struct {
-			args    []string
-			want    string
-			wantErr bool
-		}{
-			{args: nil, want: "legacy"},
-			{args: []string{"--upgrade-edges", "semver"}, want: "semver"},
-			{args: []string{"--upgrade-edges=legacy"}, want: "legacy"},
-			{args: []string{"--upgrade-edges", "caret"}, wantErr: true},
-		} {
-			t.Run(fmt.Sprintf("%s %q", command, tc.args), func(t *testing.T) {
-				cfg, err := parse(tc.args)
-				if tc.wantErr {
-					if err == nil || !strings.Contains(err.Error(), "--upgrade-edges") {
-						t.Fatalf("error %v, want one naming --upgrade-edges", err)
-					}
-					return
-				}
-				if err != nil {
-					t.Fatal(err)
-				}
-				core, err := cfg.Complete(logr.Discard())
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer core.Close()
-				// No catalog is indexed: the answer is a failed resolution,
-				// which still says which edges applied.
-				rec := httptest.NewRecorder()
-				core.API.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/resolve?package=aurora-cache&installed=1.0.0", nil))
-				var doc struct {
-					UpgradeEdges string `json:"upgradeEdges"`
-				}
-				if err := json.Unmarshal(rec.Body.Bytes(), &doc); err != nil || doc.UpgradeEdges != tc.want {
-					t.Errorf("status %d, upgradeEdges %q (%v), want %q: %s", rec.Code, doc.UpgradeEdges, err, tc.want, rec.Body)
+// TestUpgradeEdgesFlagRemoved: --upgrade-edges of serve and manager was
+// removed with the semver upgrade edges it chose; passing it, with any
+// value, fails saying so and why, rather than being ignored.
+func TestUpgradeEdgesFlagRemoved(t *testing.T) {
+	for command, parse := range bothCommands(t, copyDemo(t)) {
+		for _, args := range [][]string{{"--upgrade-edges", "semver"}, {"--upgrade-edges=legacy"}} {
+			t.Run(fmt.Sprintf("%s %q", command, args), func(t *testing.T) {
+				_, err := parse(args)
+				if err == nil || !strings.Contains(err.Error(), "--upgrade-edges") || !strings.Contains(err.Error(), "removed") ||
+					!strings.Contains(err.Error(), "ForceSemverUpgradeConstraints") {
+					t.Fatalf("error %v, want one naming --upgrade-edges and why it was removed", err)
 				}
 			})
 		}

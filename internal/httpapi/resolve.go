@@ -3,6 +3,7 @@ package httpapi
 import (
 	"errors"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 
@@ -15,10 +16,24 @@ import (
 
 // resolveParams are the parameters of both resolve endpoints; /resolve
 // also takes catalogSelector.
-var resolveParams = []string{"package", "channels", "version", "installed", "upgradeConstraintPolicy", "upgradeEdges"}
+var resolveParams = []string{"package", "channels", "version", "installed", "upgradeConstraintPolicy"}
 
-// parseResolve reads a resolve request's parameters; upgradeEdges defaults
-// to the server's.
+// checkResolveParams refuses unknown parameters, and upgradeEdges with
+// why it went: a client that asked for semver edges must learn that no
+// cluster follows them any more, not be told the parameter is unknown.
+// Empty is absent, as for the other parameters (generated clients send
+// unset parameters empty).
+func checkResolveParams(q url.Values, known []string) error {
+	if q.Get("upgradeEdges") != "" {
+		return badParam("upgradeEdges", "upgradeEdges was removed: operator-controller removed its ForceSemverUpgradeConstraints "+
+			"gate (operator-controller #1638, January 2025), so every cluster follows the channels' replaces, skips and skipRange, "+
+			"which /resolve always does; drop the parameter")
+	}
+	q.Del("upgradeEdges")
+	return checkParams(q, known)
+}
+
+// parseResolve reads a resolve request's parameters.
 func (s *Server) parseResolve(r *http.Request) (query.ResolveRequest, error) {
 	q := r.URL.Query()
 	pkg := q.Get("package")
@@ -43,13 +58,8 @@ func (s *Server) parseResolve(r *http.Request) (query.ResolveRequest, error) {
 	default:
 		return query.ResolveRequest{}, badParam("upgradeConstraintPolicy", "upgradeConstraintPolicy %q is not CatalogProvided or SelfCertified", policy)
 	}
-	// Empty is absent, as for the other parameters (the generated client
-	// sends them empty).
-	edges := q.Get("upgradeEdges")
-	if edges == "" {
-		edges = string(s.edges)
-	}
-	req, err := query.NewResolveRequest(pkg, channels, q.Get("version"), q.Get("installed"), selfCertified, edges)
+	req, err := query.NewResolveRequest(query.ResolveParams{Package: pkg, Channels: channels, Version: q.Get("version"),
+		Installed: q.Get("installed"), SelfCertified: selfCertified})
 	var perr *query.ResolveParamError
 	if errors.As(err, &perr) {
 		return req, badParam(perr.Param, "%s", perr.Error())
@@ -60,7 +70,7 @@ func (s *Server) parseResolve(r *http.Request) (query.ResolveRequest, error) {
 // resolveAll answers /resolve over every catalog the selector matches,
 // higher priority first, then by name.
 func (s *Server) resolveAll(w http.ResponseWriter, r *http.Request) {
-	if err := checkParams(r.URL.Query(), append(resolveParams, "catalogSelector")); err != nil {
+	if err := checkResolveParams(r.URL.Query(), append(resolveParams, "catalogSelector")); err != nil {
 		s.writeProblem(w, r, err)
 		return
 	}
@@ -117,7 +127,7 @@ func (s *Server) resolveIn(r *http.Request, c catalogs.Catalog, req query.Resolv
 // resolveOne answers /catalogs/{catalog}/resolve: resolution as if the
 // catalog were the only one.
 func (s *Server) resolveOne(w http.ResponseWriter, r *http.Request) {
-	if err := checkParams(r.URL.Query(), resolveParams); err != nil {
+	if err := checkResolveParams(r.URL.Query(), resolveParams); err != nil {
 		s.writeProblem(w, r, err)
 		return
 	}

@@ -101,7 +101,7 @@ func TestQueryPlans(t *testing.T) {
 			return err
 		}},
 		{"resolve", func() error {
-			req, err := query.NewResolveRequest("aurora-cache", []string{"stable"}, ">=1.0.0", "1.1.0", false, "")
+			req, err := query.NewResolveRequest(query.ResolveParams{Package: "aurora-cache", Channels: []string{"stable"}, Version: ">=1.0.0", Installed: "1.1.0"})
 			if err == nil {
 				_, err = c.ResolvePackage(ctx, req)
 			}

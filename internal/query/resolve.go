@@ -22,15 +22,12 @@ import (
 //     listed by one of the requested channels (any channel if none), its
 //     version is in the requested range (Masterminds constraints), and,
 //     when an installed version is given and the policy is CatalogProvided,
-//     it is the installed version itself or a successor of it. By the
-//     default (legacy) upgrade edges, a successor is an entry of a
-//     considered channel that replaces or skips the installed bundle, or
+//     it is the installed version itself or a successor of it: an entry of
+//     a considered channel that replaces or skips the installed bundle, or
 //     whose skipRange (blang ranges, as OLM v0) holds the installed version.
-//     By semver upgrade edges (operator-controller's
-//     ForceSemverUpgradeConstraints feature gate), it is a version in the
-//     caret range of the installed one (Masterminds ^V: same major from
-//     1.0.0, same minor below it, only V's patch for 0.0.z); channel entries
-//     play no part in it, though the channel filter still applies.
+//     These are the only upgrade edges operator-controller has followed
+//     since it removed its ForceSemverUpgradeConstraints gate (#1638,
+//     January 2025).
 //   - Within a catalog, candidates that are not deprecated come first, then
 //     higher version and release; the first is the catalog's choice.
 //   - Across catalogs, catalogs offering a non-deprecated choice beat those
@@ -55,43 +52,6 @@ type ResolveRequest struct {
 	InstalledText string
 	// SelfCertified lifts the successor rule (policy SelfCertified).
 	SelfCertified bool
-	// UpgradeEdges is the successor rule; "" is EdgesLegacy.
-	UpgradeEdges UpgradeEdges
-}
-
-// UpgradeEdges names the rule by which a bundle succeeds the installed
-// version. operator-controller has two, chosen by a feature gate of the
-// whole cluster, so a resolution must be asked with the one the cluster
-// runs to give the answer its ClusterExtensions get.
-type UpgradeEdges string
-
-const (
-	// EdgesLegacy: the replaces, skips and skipRange of channel entries,
-	// OLM v0's update graph; operator-controller's default.
-	EdgesLegacy UpgradeEdges = "legacy"
-	// EdgesSemver: any version in the caret range of the installed one;
-	// operator-controller with its ForceSemverUpgradeConstraints gate on.
-	EdgesSemver UpgradeEdges = "semver"
-)
-
-// ParseUpgradeEdges reads an upgrade edge rule by its name; "" is legacy.
-func ParseUpgradeEdges(s string) (UpgradeEdges, error) {
-	switch e := UpgradeEdges(s); e {
-	case "":
-		return EdgesLegacy, nil
-	case EdgesLegacy, EdgesSemver:
-		return e, nil
-	}
-	return "", fmt.Errorf("upgrade edges %q are not %s or %s", s, EdgesLegacy, EdgesSemver)
-}
-
-// SuccessorRange is the caret range of the installed version, as semver
-// upgrade edges read it; "" unless they apply.
-func (r ResolveRequest) SuccessorRange() string {
-	if r.UpgradeEdges != EdgesSemver || r.Installed == nil {
-		return ""
-	}
-	return "^" + r.Installed.String()
 }
 
 // Rejection says why a bundle of the package is not a candidate.
@@ -105,11 +65,8 @@ const (
 	// does not parse.
 	OutsideVersionRange Rejection = "OutsideVersionRange"
 	// NotSuccessor: it is neither the installed version nor an upgrade of it
-	// by replaces, skips or skipRange in a considered channel (legacy edges).
+	// by replaces, skips or skipRange in a considered channel.
 	NotSuccessor Rejection = "NotSuccessor"
-	// NotSemverSuccessor: it is neither the installed version nor in its
-	// caret range (semver edges).
-	NotSemverSuccessor Rejection = "NotSemverSuccessor"
 )
 
 // Ranking says why a candidate was not its catalog's choice.
@@ -135,9 +92,6 @@ const (
 	SuccessorReplaces  SuccessorRule = SuccessorRule(RuleReplaces)
 	SuccessorSkips     SuccessorRule = SuccessorRule(RuleSkips)
 	SuccessorSkipRange SuccessorRule = SuccessorRule(RuleSkipRange)
-	// SuccessorSemver: its version is in the caret range of the installed
-	// one (semver edges).
-	SuccessorSemver SuccessorRule = "semver"
 )
 
 // ResolveCandidate is a bundle of the package as resolution saw it.
@@ -324,13 +278,6 @@ func judge(req ResolveRequest, bundles []resolveBundle) PackageCandidates {
 	}
 	var installed *versionRelease
 	var installedNames map[string]bool
-	// caret is the successors' range under semver edges.
-	var caret *mmsemver.Constraints
-	if r := req.SuccessorRange(); r != "" {
-		// NewResolveRequest checked that it parses; if not, no bundle but
-		// the installed one succeeds.
-		caret, _ = mmsemver.NewConstraint(r)
-	}
 	if req.Installed != nil {
 		vr := legacyVersionRelease(*req.Installed)
 		installed = &vr
@@ -369,34 +316,24 @@ func judge(req ResolveRequest, bundles []resolveBundle) PackageCandidates {
 			if isInstalled {
 				successors = append(successors, SuccessorInstalled)
 			}
-			if req.UpgradeEdges == EdgesSemver {
-				if !isInstalled && caret != nil && b.mm != nil && caret.Check(b.mm) {
-					successors = append(successors, SuccessorSemver)
+			for _, e := range b.entries {
+				if !considered(e.channel) {
+					continue
 				}
-			} else {
-				for _, e := range b.entries {
-					if !considered(e.channel) {
-						continue
-					}
-					if installedNames[e.replaces] && !has(SuccessorReplaces) {
-						successors = append(successors, SuccessorReplaces)
-					}
-					if !has(SuccessorSkips) && slices.ContainsFunc(e.skips, func(s string) bool { return installedNames[s] }) {
-						successors = append(successors, SuccessorSkips)
-					}
-					if e.skipRange != nil && !has(SuccessorSkipRange) && e.skipRange(*req.Installed) {
-						successors = append(successors, SuccessorSkipRange)
-					}
+				if installedNames[e.replaces] && !has(SuccessorReplaces) {
+					successors = append(successors, SuccessorReplaces)
+				}
+				if !has(SuccessorSkips) && slices.ContainsFunc(e.skips, func(s string) bool { return installedNames[s] }) {
+					successors = append(successors, SuccessorSkips)
+				}
+				if e.skipRange != nil && !has(SuccessorSkipRange) && e.skipRange(*req.Installed) {
+					successors = append(successors, SuccessorSkipRange)
 				}
 			}
 			if len(successors) > first {
 				cand.Successor = successors[first:len(successors):len(successors)]
 			}
-			switch {
-			case req.SelfCertified || cand.Successor != nil:
-			case req.UpgradeEdges == EdgesSemver:
-				reasons = append(reasons, NotSemverSuccessor)
-			default:
+			if !req.SelfCertified && cand.Successor == nil {
 				reasons = append(reasons, NotSuccessor)
 			}
 		}
@@ -682,7 +619,7 @@ func resolutionMessage(req ResolveRequest, tied []string) string {
 
 // ResolveParamError says which part of a resolve request is malformed.
 type ResolveParamError struct {
-	// Param is the request field: "version", "installed" or "upgradeEdges".
+	// Param is the request field: "version" or "installed".
 	Param string
 	Err   error
 }
@@ -690,35 +627,36 @@ type ResolveParamError struct {
 func (e *ResolveParamError) Error() string { return e.Err.Error() }
 func (e *ResolveParamError) Unwrap() error { return e.Err }
 
-// NewResolveRequest parses a resolve request's version range (Masterminds
-// constraints, as a ClusterExtension's version field) and installed version
-// (a semantic version, as operator-controller records it); "" leaves either
-// unset. edges is the successor rule, "" for legacy.
-func NewResolveRequest(pkg string, channels []string, versionRange, installed string, selfCertified bool, edges string) (ResolveRequest, error) {
-	req := ResolveRequest{Package: pkg, Channels: channels, VersionRangeText: versionRange, InstalledText: installed, SelfCertified: selfCertified}
-	e, err := ParseUpgradeEdges(edges)
-	if err != nil {
-		return req, &ResolveParamError{Param: "upgradeEdges", Err: err}
-	}
-	req.UpgradeEdges = e
-	if versionRange != "" {
-		r, err := mmsemver.NewConstraint(versionRange)
+// ResolveParams are a resolve request as written, before parsing.
+type ResolveParams struct {
+	Package  string
+	Channels []string
+	// Version is a version range (Masterminds constraints, as a
+	// ClusterExtension's version field); "" is any version.
+	Version string
+	// Installed is the installed version (a semantic version, as
+	// operator-controller records it); "" is none.
+	Installed     string
+	SelfCertified bool
+}
+
+// NewResolveRequest parses a resolve request's version range and installed
+// version, so that a malformed one is refused before any catalog is read.
+func NewResolveRequest(p ResolveParams) (ResolveRequest, error) {
+	req := ResolveRequest{Package: p.Package, Channels: p.Channels, VersionRangeText: p.Version, InstalledText: p.Installed, SelfCertified: p.SelfCertified}
+	if p.Version != "" {
+		r, err := mmsemver.NewConstraint(p.Version)
 		if err != nil {
-			return req, &ResolveParamError{Param: "version", Err: fmt.Errorf("version range %q is invalid: %w", versionRange, err)}
+			return req, &ResolveParamError{Param: "version", Err: fmt.Errorf("version range %q is invalid: %w", p.Version, err)}
 		}
 		req.VersionRange = r
 	}
-	if installed != "" {
-		v, err := semver.Parse(installed)
+	if p.Installed != "" {
+		v, err := semver.Parse(p.Installed)
 		if err != nil {
-			return req, &ResolveParamError{Param: "installed", Err: fmt.Errorf("installed version %q is not a semantic version: %w", installed, err)}
+			return req, &ResolveParamError{Param: "installed", Err: fmt.Errorf("installed version %q is not a semantic version: %w", p.Installed, err)}
 		}
 		req.Installed = &v
-	}
-	if r := req.SuccessorRange(); r != "" {
-		if _, err := mmsemver.NewConstraint(r); err != nil {
-			return req, &ResolveParamError{Param: "installed", Err: fmt.Errorf("installed version %q has no caret range for semver upgrade edges: %w", installed, err)}
-		}
 	}
 	return req, nil
 }

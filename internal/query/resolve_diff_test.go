@@ -150,40 +150,9 @@ type refOutcome struct {
 	deprecated map[string]bool
 }
 
-// refInCaret says whether v is in the caret range of the installed version,
-// worked out from the rule itself rather than a constraint library: at
-// least the installed version, below the next major (from 1.0.0), the next
-// minor (0.y.z) or the next patch (0.0.z) with its pre-releases, and a
-// pre-release only when the installed version is one. Build metadata plays
-// no part.
-func refInCaret(installed semver.Version, version string) bool {
-	v, err := semver.Parse(version)
-	if err != nil {
-		return false
-	}
-	if len(v.Pre) > 0 && len(installed.Pre) == 0 {
-		return false
-	}
-	v.Build, installed.Build = nil, nil
-	if v.LT(installed) {
-		return false
-	}
-	next := semver.Version{Major: installed.Major + 1}
-	switch {
-	case installed.Major == 0 && installed.Minor > 0:
-		next = semver.Version{Minor: installed.Minor + 1}
-	case installed.Major == 0:
-		next = semver.Version{Patch: installed.Patch + 1}
-	}
-	// Below next, its pre-releases included.
-	v.Pre = nil
-	return v.LT(next)
-}
-
 // refResolve applies the rules of resolution, as written in the task and
-// operator-controller's documentation, to one catalog's FBC; semver picks
-// semver upgrade edges over legacy ones.
-func refResolve(cfg *declcfg.DeclarativeConfig, pkg string, channels []string, rangeText, installed string, selfCertified, semverEdges bool) refOutcome {
+// operator-controller's documentation, to one catalog's FBC.
+func refResolve(cfg *declcfg.DeclarativeConfig, pkg string, channels []string, rangeText, installed string, selfCertified bool) refOutcome {
 	out := refOutcome{rejections: map[string][]string{}, deprecated: map[string]bool{}}
 	for _, p := range cfg.Packages {
 		out.found = out.found || p.Name == pkg
@@ -233,9 +202,6 @@ func refResolve(cfg *declcfg.DeclarativeConfig, pkg string, channels []string, r
 					continue
 				}
 				inChannel = true
-				if semverEdges {
-					continue
-				}
 				if installedNames[e.Replaces] {
 					successor = true
 				}
@@ -247,9 +213,6 @@ func refResolve(cfg *declcfg.DeclarativeConfig, pkg string, channels []string, r
 				}
 			}
 		}
-		if semverEdges && inst != nil && refInCaret(instVersion, refVersion(b)) {
-			successor = true
-		}
 		if !inChannel {
 			rejections = append(rejections, "NotInChannel")
 		}
@@ -260,11 +223,7 @@ func refResolve(cfg *declcfg.DeclarativeConfig, pkg string, channels []string, r
 			}
 		}
 		if inst != nil && !selfCertified && !successor && !installedNames[b.Name] {
-			if semverEdges {
-				rejections = append(rejections, "NotSemverSuccessor")
-			} else {
-				rejections = append(rejections, "NotSuccessor")
-			}
+			rejections = append(rejections, "NotSuccessor")
 		}
 		out.rejections[b.Name] = rejections
 		if len(rejections) == 0 {
@@ -323,7 +282,7 @@ func refChoose(outcomes map[string]refOutcome, cats []refCatalog) (string, []str
 
 // TestResolveDifferential compares resolution with refResolve and
 // refChoose over two random catalogs: every package, channel set,
-// installed version, range, policy and upgrade edges, under three priority
+// installed version, range and policy, under three priority
 // orders. It compares the answer, each bundle's rejections, and the order
 // of each catalog's candidates.
 func TestResolveDifferential(t *testing.T) {
@@ -346,7 +305,7 @@ func TestResolveDifferential(t *testing.T) {
 	channelSets := [][]string{nil, {"stable"}, {"fast", "candidate"}, {"nosuch"}}
 	ranges := []string{"", ">=1.0.0", "<1.0.0", "~1.1", ">=0.1.0 <2.0.0", "1.x || >=2.1.0-0"}
 	type tally struct{ cases, answered, ambiguous int }
-	counts := map[bool]*tally{false: {}, true: {}}
+	count := &tally{}
 	for _, prio := range priorities {
 		for _, pkg := range []string{"p0", "p1", "p2", "p4", "p9"} {
 			installs := []string{"", "9.9.9"}
@@ -361,20 +320,18 @@ func TestResolveDifferential(t *testing.T) {
 				for _, installed := range installs {
 					for _, rangeText := range ranges {
 						for _, self := range []bool{false, true} {
-							for _, semverEdges := range []bool{false, true} {
-								edges := map[bool]string{false: "legacy", true: "semver"}[semverEdges]
-								count := counts[semverEdges]
+							{
 								count.cases++
-								req, err := query.NewResolveRequest(pkg, channels, rangeText, installed, self, edges)
+								req, err := query.NewResolveRequest(query.ResolveParams{Package: pkg, Channels: channels, Version: rangeText, Installed: installed, SelfCertified: self})
 								if err != nil {
 									t.Fatal(err)
 								}
 								refCats := []refCatalog{{"a", prio[0], cfgs[0]}, {"b", prio[1], cfgs[1]}}
 								got := resolveAcross(t, req, []resolveCatalog{{"a", prio[0], cats[0]}, {"b", prio[1], cats[1]}})
-								name := fmt.Sprintf("%s channels=%v range=%q installed=%q self=%v edges=%s prio=%v", pkg, channels, rangeText, installed, self, edges, prio)
+								name := fmt.Sprintf("%s channels=%v range=%q installed=%q self=%v prio=%v", pkg, channels, rangeText, installed, self, prio)
 								outcomes := map[string]refOutcome{}
 								for i, rc := range refCats {
-									want := refResolve(rc.cfg, pkg, channels, rangeText, installed, self, semverEdges)
+									want := refResolve(rc.cfg, pkg, channels, rangeText, installed, self)
 									outcomes[rc.name] = want
 									gc := got.Catalogs[i]
 									if gc.Found != (want.found || len(want.rejections) > 0) {
@@ -425,11 +382,9 @@ func TestResolveDifferential(t *testing.T) {
 			}
 		}
 	}
-	for semverEdges, c := range counts {
-		edges := map[bool]string{false: "legacy", true: "semver"}[semverEdges]
-		t.Logf("%s edges, %d cases: %d answered, %d ambiguous, %d without a bundle", edges, c.cases, c.answered, c.ambiguous, c.cases-c.answered-c.ambiguous)
-		if c.cases < 1000 || c.answered < c.cases/10 || c.ambiguous == 0 || c.cases-c.answered-c.ambiguous < c.cases/10 {
-			t.Errorf("%s edges: the generated cases do not cover each outcome well enough: %d cases, %d answered, %d ambiguous", edges, c.cases, c.answered, c.ambiguous)
-		}
+	c := count
+	t.Logf("%d cases: %d answered, %d ambiguous, %d without a bundle", c.cases, c.answered, c.ambiguous, c.cases-c.answered-c.ambiguous)
+	if c.cases < 1000 || c.answered < c.cases/10 || c.ambiguous == 0 || c.cases-c.answered-c.ambiguous < c.cases/10 {
+		t.Errorf("the generated cases do not cover each outcome well enough: %d cases, %d answered, %d ambiguous", c.cases, c.answered, c.ambiguous)
 	}
 }

@@ -62,8 +62,6 @@ func TestResolve(t *testing.T) {
 		version   string
 		installed string
 		self      bool
-		// edges are the upgrade edges, "" for the default.
-		edges string
 		// wantCatalog and wantBundle are the answer; wantError the message
 		// when there is none.
 		wantCatalog, wantBundle, wantError string
@@ -153,54 +151,10 @@ func TestResolve(t *testing.T) {
 			wantCatalog: "a", wantBundle: "ferry.v1.2.0",
 			outcomes: map[string]query.CatalogOutcome{"a": query.CatalogChosen, "b": query.CatalogNoCandidate}},
 
-		// Semver upgrade edges: successors are the caret range of the
-		// installed version, whatever the channel entries say.
-		{name: "semver: within the major, entries play no part", cats: onlyA, pkg: "ferry", installed: "1.1.0", edges: "semver",
-			wantCatalog: "a", wantBundle: "ferry.v1.2.0",
-			verdicts: map[string]string{"ferry.v1.3.0": "Deprecated", "ferry.v1.1.0": "LowerVersion",
-				"ferry.v1.0.0": "NotSemverSuccessor", "ferry.v2.0.0": "NotSemverSuccessor", "ferry.v2.1.0-rc.1": "NotSemverSuccessor"},
-			successors: map[string]string{"ferry.v1.1.0": "Installed", "ferry.v1.2.0": "semver", "ferry.v1.3.0": "semver", "ferry.v2.0.0": ""}},
-		{name: "legacy: the same request follows the entries", cats: onlyA, pkg: "ferry", installed: "1.1.0", edges: "legacy",
-			wantCatalog: "a", wantBundle: "ferry.v1.2.0",
-			verdicts:   map[string]string{"ferry.v1.3.0": "NotSuccessor", "ferry.v1.0.0": "NotSuccessor"},
-			successors: map[string]string{"ferry.v1.2.0": "replaces+skipRange"}},
-		{name: "semver: crossing a major is refused", cats: onlyA, pkg: "ferry", installed: "1.2.0", channels: []string{"fast"}, edges: "semver",
-			wantCatalog: "a", wantBundle: "ferry.v1.2.0",
-			verdicts:   map[string]string{"ferry.v1.2.0": "Chosen", "ferry.v2.0.0": "NotSemverSuccessor", "ferry.v1.3.0": "NotInChannel"},
-			successors: map[string]string{"ferry.v1.2.0": "Installed", "ferry.v1.3.0": "semver"}},
-		{name: "semver: 0.y.z takes patches only, and no pre-release", cats: onlyA, pkg: "canoe", installed: "0.1.0", edges: "semver",
-			wantCatalog: "a", wantBundle: "canoe.v0.1.3",
-			verdicts: map[string]string{"canoe.v0.1.1": "LowerVersion", "canoe.v0.1.0": "LowerVersion",
-				"canoe.v0.1.2-rc.1": "NotSemverSuccessor", "canoe.v0.1.4-rc.1": "NotSemverSuccessor",
-				"canoe.v0.2.0": "NotSemverSuccessor", "canoe.v0.0.2": "NotSemverSuccessor", "canoe.v1.0.0-rc.1": "NotSemverSuccessor"}},
-		{name: "semver: 0.0.z has no successor, the installed version stays", cats: onlyA, pkg: "canoe", installed: "0.0.1", edges: "semver",
-			wantCatalog: "a", wantBundle: "canoe.v0.0.1",
-			verdicts:   map[string]string{"canoe.v0.0.1": "Chosen", "canoe.v0.0.2": "NotSemverSuccessor", "canoe.v0.1.0": "NotSemverSuccessor"},
-			successors: map[string]string{"canoe.v0.0.1": "Installed"}},
-		{name: "semver: an installed pre-release takes later pre-releases", cats: onlyA, pkg: "canoe", installed: "0.1.2-rc.1", edges: "semver",
-			wantCatalog: "a", wantBundle: "canoe.v0.1.4-rc.1",
-			verdicts: map[string]string{"canoe.v0.1.3": "LowerVersion", "canoe.v0.1.2-rc.1": "LowerVersion",
-				"canoe.v0.1.1": "NotSemverSuccessor", "canoe.v0.2.0": "NotSemverSuccessor", "canoe.v1.0.0-rc.1": "NotSemverSuccessor"},
-			order: []string{"canoe.v0.1.4-rc.1", "canoe.v0.1.3", "canoe.v0.1.2-rc.1"}},
-		{name: "semver: the channel filter still applies", cats: onlyA, pkg: "canoe", installed: "0.1.2-rc.1", channels: []string{"beta"}, edges: "semver",
-			wantCatalog: "a", wantBundle: "canoe.v0.1.4-rc.1",
-			verdicts: map[string]string{"canoe.v0.1.3": "NotInChannel", "canoe.v0.1.2-rc.1": "LowerVersion",
-				"canoe.v1.0.0-rc.1": "NotSemverSuccessor", "canoe.v0.2.0": "NotInChannel+NotSemverSuccessor"}},
-		{name: "semver: SelfCertified is unaffected", cats: onlyA, pkg: "canoe", installed: "0.0.1", edges: "semver", self: true,
-			wantCatalog: "a", wantBundle: "canoe.v1.0.0-rc.1",
-			verdicts:   map[string]string{"canoe.v0.0.2": "LowerVersion", "canoe.v0.2.0": "LowerVersion"},
-			successors: map[string]string{"canoe.v0.0.1": "Installed", "canoe.v0.0.2": ""}},
-		{name: "semver: every release of the installed version succeeds it", cats: onlyA, pkg: "raft", installed: "1.0.0+1", edges: "semver",
-			wantCatalog: "a", wantBundle: "raft.v1.0.0+3",
-			verdicts:   map[string]string{"raft-v1.0.0-2": "LowerVersion", "raft-v1.0.0-1": "LowerVersion", "raft.v1.0.0": "LowerVersion"},
-			successors: map[string]string{"raft-v1.0.0-1": "Installed", "raft.v1.0.0": "semver", "raft.v1.0.0+3": "semver"}},
-		{name: "semver: no successor is the same error", cats: onlyA, pkg: "canoe", installed: "0.3.0", edges: "semver",
-			wantError: `error upgrading from currently installed version "0.3.0": no bundles found for package "canoe"`,
-			verdicts:  map[string]string{"canoe.v0.2.0": "NotSemverSuccessor"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			req, err := query.NewResolveRequest(tt.pkg, tt.channels, tt.version, tt.installed, tt.self, tt.edges)
+			req, err := query.NewResolveRequest(query.ResolveParams{Package: tt.pkg, Channels: tt.channels, Version: tt.version, Installed: tt.installed, SelfCertified: tt.self})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -258,18 +212,15 @@ func TestResolve(t *testing.T) {
 
 // TestNewResolveRequest checks that malformed parameters name themselves.
 func TestNewResolveRequest(t *testing.T) {
-	for _, tt := range []struct{ version, installed, edges, param string }{
+	for _, tt := range []struct{ version, installed, param string }{
 		{version: ">=1.0.0 <<2", param: "version"},
-		{edges: "caret", param: "upgradeEdges"},
-		{edges: "Semver", param: "upgradeEdges"},
-		{installed: "1.0.0", edges: "semver"},
-		{installed: "1.0.0-rc.1+build.5", edges: "legacy"},
+		{installed: "1.0.0-rc.1+build.5"},
 		{version: "banana", param: "version"},
 		{installed: "1.0", param: "installed"},
 		{installed: "v1.0.0", param: "installed"},
 		{version: ">=1.0.0, <2.0.0 || 3.x", installed: "1.0.0-rc.1+build.5"},
 	} {
-		_, err := query.NewResolveRequest("p", nil, tt.version, tt.installed, false, tt.edges)
+		_, err := query.NewResolveRequest(query.ResolveParams{Package: "p", Version: tt.version, Installed: tt.installed})
 		var perr *query.ResolveParamError
 		switch {
 		case tt.param == "" && err != nil:
@@ -312,7 +263,7 @@ func TestResolveKeepsWithinBudget(t *testing.T) {
 	budget := sizes["ferry"] + sizes["skiff"] + sizes["raft"] - 1
 	query.SetResolveBudget(bounded, budget)
 	req := func(pkg string) query.ResolveRequest {
-		r, err := query.NewResolveRequest(pkg, nil, "", "1.0.0", false, "")
+		r, err := query.NewResolveRequest(query.ResolveParams{Package: pkg, Installed: "1.0.0"})
 		if err != nil {
 			t.Fatal(err)
 		}
