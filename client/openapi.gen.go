@@ -2545,6 +2545,26 @@ func NewResolveInCatalogRequest(server string, catalog CatalogParam, params *Res
 			}
 		}
 
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "installedBundle", params.InstalledBundle, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if params.BundleReleaseSupport != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "bundleReleaseSupport", *params.BundleReleaseSupport, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "upgradeConstraintPolicy", params.UpgradeConstraintPolicy, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 			return nil, err
 		} else {
@@ -2892,6 +2912,26 @@ func NewResolveRequest(server string, params *ResolveParams) (*http.Request, err
 			for _, qp := range strings.Split(queryFrag, "&") {
 				rawQueryFragments = append(rawQueryFragments, qp)
 			}
+		}
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "installedBundle", params.InstalledBundle, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if params.BundleReleaseSupport != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "bundleReleaseSupport", *params.BundleReleaseSupport, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
 		}
 
 		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "upgradeConstraintPolicy", params.UpgradeConstraintPolicy, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {

@@ -975,6 +975,9 @@ type Resolution struct {
 	// deprecation (it is chosen deprecated only when every candidate is).
 	Bundle ResolvedBundle `json:"bundle,omitempty,omitzero"`
 
+	// BundleReleaseSupport Whether releases were read with operator-controller's `BundleReleaseSupport` gate on.
+	BundleReleaseSupport bool `json:"bundleReleaseSupport"`
+
 	// Catalogs Every catalog with what became of it: those considered in
 	// priority order (higher first), then by name; then, in the same
 	// order, those not considered.
@@ -988,9 +991,11 @@ type Resolution struct {
 }
 
 // ResolutionProblem A failed resolution, as a problem document carrying the members of
-// the Resolution (`package` and `catalogs` always, `message` equal to
+// the Resolution (`package`, `bundleReleaseSupport` and `catalogs` always, `message` equal to
 // `detail`); a 404 for a catalog that does not exist carries none.
 type ResolutionProblem struct {
+	BundleReleaseSupport bool `json:"bundleReleaseSupport,omitempty,omitzero"`
+
 	// Candidates The possible values when a name or version was ambiguous.
 	//
 	// Example: ["etcdoperator.v0.9.4","etcdoperator.v0.9.4-1"]
@@ -1053,7 +1058,10 @@ type ResolveCandidate struct {
 	// `OutsideVersionRange`, `NotSuccessor` (neither the installed
 	// version nor an upgrade of it in a considered channel).
 	Rejections []ResolveCandidateRejections `json:"rejections"`
-	Release    string                       `json:"release,omitempty,omitzero"`
+
+	// Release The explicit release of its `olm.package` property, as written;
+	// whether resolution reads it is `bundleReleaseSupport`'s call.
+	Release string `json:"release,omitempty,omitzero"`
 
 	// Successor With `installed`, how the bundle follows it: `Installed` is the
 	// installed version itself; `replaces`, `skips` and `skipRange`
@@ -1108,8 +1116,11 @@ type ResolvedBundle struct {
 	Deprecation Deprecation `json:"deprecation,omitempty,omitzero"`
 	Image       string      `json:"image"`
 	Name        string      `json:"name"`
-	Release     string      `json:"release,omitempty,omitzero"`
-	Version     string      `json:"version"`
+
+	// Release The explicit release of its `olm.package` property, as written;
+	// whether resolution reads it is `bundleReleaseSupport`'s call.
+	Release string `json:"release,omitempty,omitzero"`
+	Version string `json:"version"`
 }
 
 // SchemaCount defines model for SchemaCount.
@@ -1299,7 +1310,7 @@ type PreconditionFailed = Problem
 type RangeNotSatisfiable = Problem
 
 // ResolutionFailed A failed resolution, as a problem document carrying the members of
-// the Resolution (`package` and `catalogs` always, `message` equal to
+// the Resolution (`package`, `bundleReleaseSupport` and `catalogs` always, `message` equal to
 // `detail`); a 404 for a catalog that does not exist carries none.
 type ResolutionFailed = ResolutionProblem
 
@@ -1641,12 +1652,33 @@ type ResolveInCatalogParams struct {
 	Version string `form:"version,omitempty" json:"version,omitempty,omitzero"`
 
 	// Installed The installed version (a semantic version; build metadata is read
-	// as the release, as registry+v1 bundles write it). Under the
-	// `CatalogProvided` policy only this version and its successors
-	// (by the `replaces`, `skips` and `skipRange` of the channels
-	// considered) are candidates. The installed bundle is the catalog's bundle of
-	// this version and release.
+	// as the release, as registry+v1 bundles write it: a
+	// ClusterExtension's `status.install.bundle` with version `1.2.0`
+	// and release `2` is `1.2.0+2`). Under the `CatalogProvided`
+	// policy only this version and its successors (by the `replaces`,
+	// `skips` and `skipRange` of the channels considered) are
+	// candidates.
 	Installed string `form:"installed,omitempty" json:"installed,omitempty,omitzero"`
+
+	// InstalledBundle The installed bundle's name (`status.install.bundle.name`);
+	// needs `installed`. `replaces` and `skips` then count only when
+	// they name it, as in operator-controller. Absent, every bundle of
+	// the catalog with the installed version and release counts as
+	// the installed one, so an entry replacing or skipping any of them
+	// is a successor.
+	InstalledBundle string `form:"installedBundle,omitempty" json:"installedBundle,omitempty,omitzero"`
+
+	// BundleReleaseSupport Read releases as operator-controller does with its
+	// `BundleReleaseSupport` feature gate on (`true`): a bundle's
+	// explicit `release` of its `olm.package` property, even empty,
+	// is its release, and its version keeps its build metadata; or
+	// off (`false`, operator-controller's default): the version's
+	// build metadata is the release, and an explicit `release` is not
+	// read. Releases order bundles of one version and say which
+	// bundles are the installed one. Absent means the server's
+	// setting (`--bundle-release-support`, itself off unless set); the
+	// answer says which applied.
+	BundleReleaseSupport *bool `form:"bundleReleaseSupport,omitempty" json:"bundleReleaseSupport,omitempty"`
 
 	// UpgradeConstraintPolicy `CatalogProvided` (the default) keeps only successors of the
 	// installed version; `SelfCertified` allows any version.
@@ -1725,12 +1757,33 @@ type ResolveParams struct {
 	Version string `form:"version,omitempty" json:"version,omitempty,omitzero"`
 
 	// Installed The installed version (a semantic version; build metadata is read
-	// as the release, as registry+v1 bundles write it). Under the
-	// `CatalogProvided` policy only this version and its successors
-	// (by the `replaces`, `skips` and `skipRange` of the channels
-	// considered) are candidates. The installed bundle is the catalog's bundle of
-	// this version and release.
+	// as the release, as registry+v1 bundles write it: a
+	// ClusterExtension's `status.install.bundle` with version `1.2.0`
+	// and release `2` is `1.2.0+2`). Under the `CatalogProvided`
+	// policy only this version and its successors (by the `replaces`,
+	// `skips` and `skipRange` of the channels considered) are
+	// candidates.
 	Installed string `form:"installed,omitempty" json:"installed,omitempty,omitzero"`
+
+	// InstalledBundle The installed bundle's name (`status.install.bundle.name`);
+	// needs `installed`. `replaces` and `skips` then count only when
+	// they name it, as in operator-controller. Absent, every bundle of
+	// the catalog with the installed version and release counts as
+	// the installed one, so an entry replacing or skipping any of them
+	// is a successor.
+	InstalledBundle string `form:"installedBundle,omitempty" json:"installedBundle,omitempty,omitzero"`
+
+	// BundleReleaseSupport Read releases as operator-controller does with its
+	// `BundleReleaseSupport` feature gate on (`true`): a bundle's
+	// explicit `release` of its `olm.package` property, even empty,
+	// is its release, and its version keeps its build metadata; or
+	// off (`false`, operator-controller's default): the version's
+	// build metadata is the release, and an explicit `release` is not
+	// read. Releases order bundles of one version and say which
+	// bundles are the installed one. Absent means the server's
+	// setting (`--bundle-release-support`, itself off unless set); the
+	// answer says which applied.
+	BundleReleaseSupport *bool `form:"bundleReleaseSupport,omitempty" json:"bundleReleaseSupport,omitempty"`
 
 	// UpgradeConstraintPolicy `CatalogProvided` (the default) keeps only successors of the
 	// installed version; `SelfCertified` allows any version.

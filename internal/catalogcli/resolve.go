@@ -15,16 +15,18 @@ import (
 
 func (r *runner) resolveCmd() *cobra.Command {
 	var channels []string
-	var versionRange, installed, policy, selector string
+	var versionRange, installed, installedBundle, policy, selector string
+	var bundleRelease bool
 	cmd := &cobra.Command{
-		Use:   "resolve PACKAGE [--channel NAME]... [--version RANGE] [--installed VERSION]",
+		Use:   "resolve PACKAGE [--channel NAME]... [--version RANGE] [--installed VERSION [--installed-bundle NAME]]",
 		Short: "Show which bundle a ClusterExtension would install, and why",
 		Long: `Resolve a ClusterExtension's catalog source as operator-controller does,
 and list every bundle with the rule it fails or how it ranked. Exits 1,
 after the list, when no bundle is found or catalogs of the same priority
 tie, with operator-controller's message.`,
-		Args:              cobra.ExactArgs(1),
-		Example:           "  kubectl catalog resolve aurora-cache --channel stable --installed 1.1.1",
+		Args: cobra.ExactArgs(1),
+		Example: "  kubectl catalog resolve aurora-cache --channel stable --installed 1.1.1\n" +
+			"  kubectl catalog resolve aurora-cache --installed 1.1.1 --installed-bundle aurora-cache.v1.1.1 --bundle-release-support",
 		ValidArgsFunction: r.completeArgs(r.packageNames),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			switch policy {
@@ -40,11 +42,16 @@ tie, with operator-controller's message.`,
 			if selector != "" && r.catalog != "" {
 				return errors.New("--selector and -c do not go together: -c asks one catalog, the selector chooses among all")
 			}
+			// Unset, the server's setting applies.
+			var release *bool
+			if cmd.Flags().Changed("bundle-release-support") {
+				release = &bundleRelease
+			}
 			var failure error
 			err := r.run(cmd, true, func(ctx context.Context, c *conn) ([]answer, error) {
 				res, err := resolve(ctx, c, r.catalog, &client.ResolveParams{Package: args[0], Channels: channels, Version: versionRange,
-					Installed: installed, UpgradeConstraintPolicy: client.UpgradeConstraintPolicy(policy),
-					CatalogSelector: selector})
+					Installed: installed, InstalledBundle: installedBundle, BundleReleaseSupport: release,
+					UpgradeConstraintPolicy: client.UpgradeConstraintPolicy(policy), CatalogSelector: selector})
 				if res == nil {
 					return nil, err
 				}
@@ -59,7 +66,11 @@ tie, with operator-controller's message.`,
 	}
 	cmd.Flags().StringArrayVar(&channels, "channel", nil, "only bundles this channel lists; repeatable")
 	cmd.Flags().StringVar(&versionRange, "version", "", "only versions in this range, for example '>=1.2.0 <2.0.0'")
-	cmd.Flags().StringVar(&installed, "installed", "", "the installed version: only it and its successors are candidates")
+	cmd.Flags().StringVar(&installed, "installed", "", "the installed version (its release as build metadata, 1.2.0+2): only it and its successors are candidates")
+	cmd.Flags().StringVar(&installedBundle, "installed-bundle", "", "the installed bundle's name, which replaces and skips must name;\n"+
+		"without it, every bundle of the --installed version and release counts as installed")
+	cmd.Flags().BoolVar(&bundleRelease, "bundle-release-support", false, "read releases as operator-controller with its BundleReleaseSupport gate on (explicit\n"+
+		"release of olm.package first) or =false off (build metadata only); default: the server's")
 	cmd.Flags().StringVar(&policy, "upgrade-constraint-policy", "", "CatalogProvided (default: successors of --installed only) or SelfCertified (any version)")
 	// Kept hidden, so that a command line still passing it fails saying why.
 	cmd.Flags().String("upgrade-edges", "", "removed")
@@ -67,6 +78,7 @@ tie, with operator-controller's message.`,
 	cmd.Flags().StringVarP(&selector, "selector", "l", "", "only catalogs whose labels match this selector, for example tier=prod")
 	_ = cmd.RegisterFlagCompletionFunc("channel", r.complete(r.channelNames))
 	_ = cmd.RegisterFlagCompletionFunc("installed", r.complete(r.versionNames))
+	_ = cmd.RegisterFlagCompletionFunc("installed-bundle", r.complete(r.bundleNames))
 	_ = cmd.RegisterFlagCompletionFunc("upgrade-constraint-policy", cobra.FixedCompletions(
 		[]string{string(client.UpgradeConstraintPolicyCatalogProvided), string(client.UpgradeConstraintPolicySelfCertified)}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
@@ -81,7 +93,8 @@ func resolve(ctx context.Context, c *conn, catalog string, p *client.ResolvePara
 	var ok *client.Resolution
 	if catalog != "" {
 		rsp, err := c.api.ResolveInCatalogWithResponse(ctx, catalog, &client.ResolveInCatalogParams{Package: p.Package,
-			Channels: p.Channels, Version: p.Version, Installed: p.Installed, UpgradeConstraintPolicy: p.UpgradeConstraintPolicy})
+			Channels: p.Channels, Version: p.Version, Installed: p.Installed, InstalledBundle: p.InstalledBundle,
+			BundleReleaseSupport: p.BundleReleaseSupport, UpgradeConstraintPolicy: p.UpgradeConstraintPolicy})
 		if res, err := okOr(c, rsp, err, func(r *client.ResolveInCatalogResponse) (*client.Resolution, *http.Response, []byte) {
 			return r.JSON200, r.HTTPResponse, r.Body
 		}); err == nil || rsp == nil {

@@ -36,6 +36,13 @@ func TestResolve(t *testing.T) {
 		{"self-certified", server, []string{"resolve", "ferry", "--installed", "1.2.0", "--upgrade-constraint-policy", "SelfCertified", "-c", "a"}, "ferry.v2.1.0-rc.1", 1},
 		{"offline", offline, []string{"resolve", "ferry", "--installed", "1.0.0", "--version", "<2.0.0"}, "ferry.v1.2.0", 1},
 		{"replaces", server, []string{"resolve", "canoe", "--installed", "0.0.1", "-c", "a"}, "canoe.v0.0.2", 1},
+		{"installed by version", server, []string{"resolve", "oar", "--installed", "2.0.0", "-c", "a"}, "oar.both", 1},
+		{"installed by name", server, []string{"resolve", "oar", "--installed", "2.0.0", "--installed-bundle", "oar.neither", "-c", "a"}, "oar.build", 1},
+		{"installed by name offline", offline, []string{"resolve", "oar", "--installed", "2.0.0", "--installed-bundle", "oar.neither"}, "oar.build", 1},
+		{"releases from build metadata by default", server, []string{"resolve", "oar", "-c", "a"}, "oar.both", 1},
+		{"--bundle-release-support", server, []string{"resolve", "oar", "-c", "a", "--bundle-release-support"}, "oar.build", 1},
+		{"--bundle-release-support offline", offline, []string{"resolve", "oar", "--bundle-release-support"}, "oar.build", 1},
+		{"--bundle-release-support=false", offline, []string{"resolve", "oar", "--bundle-release-support=false"}, "oar.both", 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res := decode[client.Resolution](t, tc.c, tc.args...)
@@ -88,6 +95,7 @@ func TestResolve(t *testing.T) {
 		for _, args := range [][]string{
 			{"resolve", "ferry", "--version", ">>1"},
 			{"resolve", "ferry", "--installed", "1.2"},
+			{"resolve", "ferry", "--installed-bundle", "ferry.v1.2.0"},
 			{"resolve", "ferry", "--upgrade-constraint-policy", "Sometimes"},
 			{"resolve", "ferry", "--upgrade-edges", "caret"},
 			{"resolve", "ferry", "-l", "tier in prod"},

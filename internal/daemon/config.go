@@ -51,6 +51,9 @@ type Config struct {
 	// memory budget, internal/memlimit); zero fields take the store's
 	// defaults.
 	IndexMemory store.Memory
+	// BundleRelease is /resolve's BundleReleaseSupport when a request does
+	// not say.
+	BundleRelease bool
 }
 
 // RegistryConfig is how registries are reached.
@@ -174,7 +177,7 @@ func (c Config) Complete(log logr.Logger) (_ *Core, err error) {
 		Metrics:     c.Metrics,
 	})
 	core.Sync.Load()
-	core.API = httpapi.New(core.Table, core.Store, httpapi.Options{Log: log.WithName("http"), Metrics: c.Metrics})
+	core.API = httpapi.New(core.Table, core.Store, httpapi.Options{Log: log.WithName("http"), Metrics: c.Metrics, BundleReleaseSupport: c.BundleRelease})
 	if core.Server, err = server.New(server.Options{
 		API:         core.API,
 		Ready:       core.Sync.Ready,

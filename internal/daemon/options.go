@@ -40,6 +40,9 @@ type Options struct {
 	// PageOutStartup gives back the executable's pages start-up touched
 	// once the process serves (package pageout).
 	PageOutStartup bool
+	// BundleReleaseSupport is how /resolve reads releases when a request
+	// does not say.
+	BundleReleaseSupport bool
 }
 
 // bindFlags declares the shared flags on fs.
@@ -51,6 +54,8 @@ func (o *Options) bindFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.IncrementalIndex, "incremental-index", true, "rebuild an index from the live one, parsing and validating only the packages that changed;\n"+
 		"false parses and validates the whole catalog on every change")
 	fs.BoolVar(&o.PageOutStartup, "page-out-startup", true, "once serving, have the kernel drop the pages of the executable that start-up read (they are read again if used)")
+	fs.BoolVar(&o.BundleReleaseSupport, "bundle-release-support", false, "/resolve reads releases as operator-controller with its BundleReleaseSupport gate on (an explicit\n"+
+		"release of olm.package first) when a request does not say; off, its default, a version's build metadata is the release")
 	fs.Var(removedFlag("it chose semver upgrade edges for /resolve, as operator-controller's ForceSemverUpgradeConstraints gate did; "+
 		"operator-controller removed that gate (operator-controller #1638, January 2025), so every cluster follows the channels' "+
 		"replaces, skips and skipRange, which /resolve always does: drop the flag"), "upgrade-edges", "removed")
@@ -89,6 +94,7 @@ func (o *Options) Validate() (Config, error) {
 		PageOutStartup:   o.PageOutStartup,
 		History:          o.History,
 		IncrementalIndex: o.IncrementalIndex,
+		BundleRelease:    o.BundleReleaseSupport,
 	}, nil
 }
 

@@ -2,9 +2,12 @@ package daemon
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -245,6 +248,44 @@ func TestUpgradeEdgesFlagRemoved(t *testing.T) {
 				if err == nil || !strings.Contains(err.Error(), "--upgrade-edges") || !strings.Contains(err.Error(), "removed") ||
 					!strings.Contains(err.Error(), "ForceSemverUpgradeConstraints") {
 					t.Fatalf("error %v, want one naming --upgrade-edges and why it was removed", err)
+				}
+			})
+		}
+	}
+}
+
+// TestBundleReleaseSupportFlag: --bundle-release-support of serve and
+// manager is how a /resolve that does not say reads releases, which the
+// answer says; off unless set, as operator-controller's gate.
+func TestBundleReleaseSupportFlag(t *testing.T) {
+	for command, parse := range bothCommands(t, copyDemo(t)) {
+		for _, tc := range []struct {
+			args []string
+			want bool
+		}{
+			{args: nil, want: false},
+			{args: []string{"--bundle-release-support"}, want: true},
+			{args: []string{"--bundle-release-support=false"}, want: false},
+		} {
+			t.Run(fmt.Sprintf("%s %q", command, tc.args), func(t *testing.T) {
+				cfg, err := parse(tc.args)
+				if err != nil {
+					t.Fatal(err)
+				}
+				core, err := cfg.Complete(logr.Discard())
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer core.Close()
+				// No catalog is indexed: the answer is a failed resolution,
+				// which still says how releases were read.
+				rec := httptest.NewRecorder()
+				core.API.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/resolve?package=aurora-cache", nil))
+				var doc struct {
+					BundleReleaseSupport *bool `json:"bundleReleaseSupport"`
+				}
+				if err := json.Unmarshal(rec.Body.Bytes(), &doc); err != nil || doc.BundleReleaseSupport == nil || *doc.BundleReleaseSupport != tc.want {
+					t.Errorf("status %d (%v), want bundleReleaseSupport %v: %s", rec.Code, err, tc.want, rec.Body)
 				}
 			})
 		}

@@ -208,7 +208,8 @@ func apiDeprecationEntry(d query.DeprecationFact) catalogapi.DeprecationEntry {
 
 // apiResolution is a resolution as the API shows it.
 func apiResolution(req query.ResolveRequest, res query.Resolution) catalogapi.Resolution {
-	out := catalogapi.Resolution{Package: req.Package, Message: res.Error, Catalogs: make([]catalogapi.ResolveCatalog, 0, len(res.Catalogs))}
+	out := catalogapi.Resolution{Package: req.Package, BundleReleaseSupport: req.BundleRelease, Message: res.Error,
+		Catalogs: make([]catalogapi.ResolveCatalog, 0, len(res.Catalogs))}
 	if b, catalog := res.Bundle(); b != nil {
 		out.Bundle = catalogapi.ResolvedBundle{Catalog: catalog, Name: b.Name, Version: b.Version, Release: b.Release,
 			Image: b.Image, Deprecation: apiDeprecation(b.Deprecation)}

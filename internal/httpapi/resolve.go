@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/labels"
@@ -16,7 +17,7 @@ import (
 
 // resolveParams are the parameters of both resolve endpoints; /resolve
 // also takes catalogSelector.
-var resolveParams = []string{"package", "channels", "version", "installed", "upgradeConstraintPolicy"}
+var resolveParams = []string{"package", "channels", "version", "installed", "installedBundle", "bundleReleaseSupport", "upgradeConstraintPolicy"}
 
 // checkResolveParams refuses unknown parameters, and upgradeEdges with
 // why it went: a client that asked for semver edges must learn that no
@@ -33,7 +34,8 @@ func checkResolveParams(q url.Values, known []string) error {
 	return checkParams(q, known)
 }
 
-// parseResolve reads a resolve request's parameters.
+// parseResolve reads a resolve request's parameters; bundleReleaseSupport
+// defaults to the server's.
 func (s *Server) parseResolve(r *http.Request) (query.ResolveRequest, error) {
 	q := r.URL.Query()
 	pkg := q.Get("package")
@@ -58,8 +60,15 @@ func (s *Server) parseResolve(r *http.Request) (query.ResolveRequest, error) {
 	default:
 		return query.ResolveRequest{}, badParam("upgradeConstraintPolicy", "upgradeConstraintPolicy %q is not CatalogProvided or SelfCertified", policy)
 	}
+	release := s.bundleRelease
+	if v := q.Get("bundleReleaseSupport"); v != "" {
+		var err error
+		if release, err = strconv.ParseBool(v); err != nil {
+			return query.ResolveRequest{}, badParam("bundleReleaseSupport", "bundleReleaseSupport %q is not true or false", v)
+		}
+	}
 	req, err := query.NewResolveRequest(query.ResolveParams{Package: pkg, Channels: channels, Version: q.Get("version"),
-		Installed: q.Get("installed"), SelfCertified: selfCertified})
+		Installed: q.Get("installed"), InstalledBundle: q.Get("installedBundle"), SelfCertified: selfCertified, BundleRelease: release})
 	var perr *query.ResolveParamError
 	if errors.As(err, &perr) {
 		return req, badParam(perr.Param, "%s", perr.Error())

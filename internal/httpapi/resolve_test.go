@@ -17,6 +17,7 @@ import (
 	"github.com/catalogd/catalogd/internal/catalogs"
 	"github.com/catalogd/catalogd/internal/index"
 	"github.com/catalogd/catalogd/internal/store"
+	"github.com/catalogd/catalogd/test/apivalidate"
 )
 
 const resolveDir = "../query/testdata/resolve"
@@ -47,6 +48,8 @@ func TestResolveHTTP(t *testing.T) {
 		wantBundle, wantDetail, wantParam string
 		// wantOutcomes are catalog outcomes by catalog name.
 		wantOutcomes map[string]client.ResolveCatalogOutcome
+		// wantRelease is the bundleReleaseSupport the answer says applied.
+		wantRelease bool
 	}{
 		{name: "priority wins", path: "/resolve?package=ferry&channels=stable", wantStatus: 200, wantBundle: "b/ferry.v1.4.0",
 			wantOutcomes: map[string]client.ResolveCatalogOutcome{"a": client.ResolveCatalogOutcomeLowerPriority, "b": client.ResolveCatalogOutcomeChosen,
@@ -73,6 +76,14 @@ func TestResolveHTTP(t *testing.T) {
 		{name: "bad selector", path: "/resolve?package=ferry&catalogSelector=" + url.QueryEscape("tier in prod"), wantStatus: 400, wantParam: "catalogSelector"},
 		{name: "empty channel", path: "/resolve?package=ferry&channels=stable,", wantStatus: 400, wantParam: "channels"},
 		{name: "selector on one catalog", path: "/catalogs/a/resolve?package=ferry&catalogSelector=tier%3Dprod", wantStatus: 400, wantParam: "catalogSelector"},
+		{name: "releases from build metadata by default", path: "/catalogs/a/resolve?package=oar", wantStatus: 200, wantBundle: "a/oar.both"},
+		{name: "bundleReleaseSupport=true reads explicit releases", path: "/catalogs/a/resolve?package=oar&bundleReleaseSupport=true", wantStatus: 200,
+			wantBundle: "a/oar.build", wantRelease: true},
+		{name: "bundleReleaseSupport=false", path: "/catalogs/a/resolve?package=oar&bundleReleaseSupport=false", wantStatus: 200, wantBundle: "a/oar.both"},
+		{name: "bad bundleReleaseSupport", path: "/resolve?package=oar&bundleReleaseSupport=maybe", wantStatus: 400, wantParam: "bundleReleaseSupport"},
+		{name: "installed by name", path: "/catalogs/a/resolve?package=oar&installed=2.0.0&installedBundle=oar.neither", wantStatus: 200, wantBundle: "a/oar.build"},
+		{name: "installed by version alone", path: "/catalogs/a/resolve?package=oar&installed=2.0.0", wantStatus: 200, wantBundle: "a/oar.both"},
+		{name: "installedBundle without installed", path: "/resolve?package=oar&installedBundle=oar.neither", wantStatus: 400, wantParam: "installedBundle"},
 		{name: "canoe follows replaces", path: "/catalogs/a/resolve?package=canoe&installed=0.0.1", wantStatus: 200, wantBundle: "a/canoe.v0.0.2"},
 		{name: "upgradeEdges was removed", path: "/resolve?package=ferry&upgradeEdges=semver", wantStatus: 400, wantParam: "upgradeEdges",
 			wantDetail: "upgradeEdges was removed: operator-controller removed its ForceSemverUpgradeConstraints gate"},
@@ -114,6 +125,9 @@ func TestResolveHTTP(t *testing.T) {
 					t.Errorf("message %q differs from detail %q", doc.Message, doc.Detail)
 				}
 			}
+			if tt.wantParam == "" && doc.BundleReleaseSupport != tt.wantRelease {
+				t.Errorf("bundleReleaseSupport %v, want %v", doc.BundleReleaseSupport, tt.wantRelease)
+			}
 			got := map[string]client.ResolveCatalogOutcome{}
 			for _, c := range doc.Catalogs {
 				got[c.Name] = c.Outcome
@@ -124,6 +138,53 @@ func TestResolveHTTP(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestResolveDefaultRelease checks that the server's BundleReleaseSupport
+// applies to a request that does not say, that a request saying overrides
+// it, and that the answer says which applied, through the generated client.
+func TestResolveDefaultRelease(t *testing.T) {
+	indexes, err := store.New(t.TempDir(), logr.Discard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { indexes.Close() })
+	reg := catalogs.NewTable()
+	reg.MarkLoaded()
+	if _, _, _, err := indexes.Update(context.Background(), "a", index.Content{FS: os.DirFS(resolveDir + "/a"), Digest: "sha256:a"}); err != nil {
+		t.Fatal(err)
+	}
+	reg.Put(catalogs.Catalog{Name: "a"})
+	on, off := true, false
+	for _, tt := range []struct {
+		server      bool
+		request     *bool
+		wantRelease bool
+		wantBundle  string
+	}{
+		{server: false, request: nil, wantRelease: false, wantBundle: "oar.both"},
+		{server: true, request: nil, wantRelease: true, wantBundle: "oar.build"},
+		{server: true, request: &off, wantRelease: false, wantBundle: "oar.both"},
+		{server: false, request: &on, wantRelease: true, wantBundle: "oar.build"},
+	} {
+		srv := httptest.NewServer(New(reg, indexes, Options{Log: logr.Discard(), BundleReleaseSupport: tt.server}))
+		c, err := client.NewClientWithResponses(srv.URL, client.WithHTTPClient(&http.Client{Transport: apivalidate.New(t).Transport(t, http.DefaultTransport)}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rsp, err := c.ResolveWithResponse(context.Background(), &client.ResolveParams{Package: "oar", BundleReleaseSupport: tt.request})
+		srv.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rsp.JSON200 == nil {
+			t.Fatalf("server %v, request %v: status %d: %s", tt.server, tt.request, rsp.StatusCode(), rsp.Body)
+		}
+		if got := rsp.JSON200; got.BundleReleaseSupport != tt.wantRelease || got.Bundle.Name != tt.wantBundle {
+			t.Errorf("server %v, request %v: %s with bundleReleaseSupport %v, want %s with %v", tt.server, tt.request,
+				got.Bundle.Name, got.BundleReleaseSupport, tt.wantBundle, tt.wantRelease)
+		}
 	}
 }
 

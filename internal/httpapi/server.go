@@ -64,6 +64,9 @@ type Server struct {
 	log    logr.Logger
 	router chi.Router
 	gzip   gzipPool
+	// bundleRelease is whether a resolution that does not say reads
+	// releases with BundleReleaseSupport on.
+	bundleRelease bool
 }
 
 // Options configure the REST API.
@@ -74,13 +77,17 @@ type Options struct {
 	// metrics); the manager passes controller-runtime's registry. New
 	// panics if they are registered there already.
 	Metrics prometheus.Registerer
+	// BundleReleaseSupport is how a resolution that does not say reads
+	// releases: as the operator-controller the server stands in for, with
+	// its BundleReleaseSupport gate on or off (its default).
+	BundleReleaseSupport bool
 }
 
 // New returns the REST API as an http.Handler. /healthz and /readyz are
 // not its business: internal/server answers them beside it, knowing
 // whether the catalogs are indexed.
 func New(cats Catalogs, idx Indexes, opts Options) *Server {
-	s := &Server{cats: cats, idx: idx, log: opts.Log}
+	s := &Server{cats: cats, idx: idx, log: opts.Log, bundleRelease: opts.BundleReleaseSupport}
 	var m *metrics
 	if opts.Metrics != nil {
 		m = newMetrics(opts.Metrics)

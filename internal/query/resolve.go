@@ -2,6 +2,7 @@ package query
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -28,8 +29,19 @@ import (
 //     These are the only upgrade edges operator-controller has followed
 //     since it removed its ForceSemverUpgradeConstraints gate (#1638,
 //     January 2025).
+//     The installed bundle is matched by name in replaces and skips when
+//     its name is given, as operator-controller matches the name its
+//     ClusterExtension's status records; without one, every bundle of the
+//     installed version and release counts as installed.
+//   - A bundle's release is its version's build metadata when that parses
+//     as one (registry+v1 bundles write it so), operator-controller's
+//     default; with its BundleReleaseSupport gate on, the explicit release
+//     of the olm.package property comes first (bundleutil's
+//     GetVersionAndRelease). The installed version is read as written, its
+//     build metadata as its release.
 //   - Within a catalog, candidates that are not deprecated come first, then
-//     higher version and release; the first is the catalog's choice.
+//     higher version and release, then catalog order (operator-controller
+//     sorts stably); the first is the catalog's choice.
 //   - Across catalogs, catalogs offering a non-deprecated choice beat those
 //     offering only deprecated ones; then the highest priority wins, and a
 //     tie at the top is an error.
@@ -52,6 +64,16 @@ type ResolveRequest struct {
 	InstalledText string
 	// SelfCertified lifts the successor rule (policy SelfCertified).
 	SelfCertified bool
+	// InstalledBundle, if set, is the installed bundle's name, which
+	// replaces and skips must name; "" lets them name any bundle of the
+	// installed version and release, for a caller that knows only the
+	// version.
+	InstalledBundle string
+	// BundleRelease reads releases as operator-controller with its
+	// BundleReleaseSupport gate on: an explicit release of the olm.package
+	// property first. Off, the gate's default, the build metadata of the
+	// version alone.
+	BundleRelease bool
 }
 
 // Rejection says why a bundle of the package is not a candidate.
@@ -141,13 +163,25 @@ type resolveEntry struct {
 type resolveBundle struct {
 	name, version, release, image string
 	channels                      []string
-	vr                            versionRelease
+	// vr is the version and release with BundleReleaseSupport off,
+	// vrRelease with it on.
+	vr, vrRelease versionRelease
 	// mm is the version as version ranges read it, nil when it does not parse.
 	mm *mmsemver.Version
 	// entries are the channel entries that list the bundle.
 	entries []resolveEntry
 	// deprecation is the bundle's own deprecation message.
 	deprecation string
+}
+
+// resolvePackage is a package's bundles, parsed for resolution.
+type resolvePackage struct {
+	// bundles are in the order judge lists them with BundleReleaseSupport
+	// off: higher version and release first, then catalog order.
+	bundles []resolveBundle
+	// releaseOrder indexes bundles in that order with BundleReleaseSupport
+	// on; nil when it is the same order.
+	releaseOrder []int
 }
 
 // ResolvePackage lists the bundles of req.Package in this catalog with the
@@ -158,8 +192,8 @@ type resolveBundle struct {
 // grow memory.
 func (c *Catalog) ResolvePackage(ctx context.Context, req ResolveRequest) (PackageCandidates, error) {
 	pkg := req.Package
-	if bundles, ok := c.resolved.get(pkg); ok {
-		return judge(req, bundles), nil
+	if p, ok := c.resolved.get(pkg); ok {
+		return judge(req, p), nil
 	}
 	_, err := c.Package(ctx, pkg)
 	if errors.Is(err, ErrNotFound) {
@@ -173,18 +207,17 @@ func (c *Catalog) ResolvePackage(ctx context.Context, req ResolveRequest) (Packa
 	} else if err != nil {
 		return PackageCandidates{}, err
 	}
-	bundles, err := c.resolveBundles(ctx, pkg)
+	p, err := c.resolveBundles(ctx, pkg)
 	if err != nil {
 		return PackageCandidates{}, err
 	}
-	c.resolved.put(pkg, bundles)
-	return judge(req, bundles), nil
+	c.resolved.put(pkg, p)
+	return judge(req, p), nil
 }
 
 // resolveBundles reads every bundle of a package with the entries that
-// list it and its deprecation, in the order judge lists them: higher
-// version and release first, then by name.
-func (c *Catalog) resolveBundles(ctx context.Context, pkg string) ([]resolveBundle, error) {
+// list it and its deprecation, in both orders judge lists them.
+func (c *Catalog) resolveBundles(ctx context.Context, pkg string) (resolvePackage, error) {
 	var bundleRows []struct {
 		Name     string `db:"name"`
 		Version  string `db:"version"`
@@ -192,38 +225,115 @@ func (c *Catalog) resolveBundles(ctx context.Context, pkg string) ([]resolveBund
 		Image    string `db:"image"`
 		Channels string `db:"channels"`
 	}
+	// Blob order is catalog order, which breaks ties of version and
+	// release as operator-controller's stable sort of the catalog's
+	// bundles does.
 	if err := c.sel(ctx, &bundleRows, `SELECT name, version, release, image, channels FROM bundles
-		WHERE package = ? ORDER BY version_rank DESC`, pkg); err != nil {
-		return nil, fmt.Errorf("read bundles of package %q: %w", pkg, err)
+		WHERE package = ? ORDER BY blob_id`, pkg); err != nil {
+		return resolvePackage{}, fmt.Errorf("read bundles of package %q: %w", pkg, err)
 	}
 	entries, err := c.resolveEntries(ctx, pkg)
 	if err != nil {
-		return nil, err
+		return resolvePackage{}, err
 	}
 	deprecations, err := c.bundleDeprecations(ctx, pkg)
 	if err != nil {
-		return nil, err
+		return resolvePackage{}, err
+	}
+	emptyRelease, err := c.emptyReleases(ctx, pkg)
+	if err != nil {
+		return resolvePackage{}, err
 	}
 	bundles := make([]resolveBundle, 0, len(bundleRows))
 	for _, r := range bundleRows {
 		channels := []string{}
 		if err := json.Unmarshal([]byte(r.Channels), &channels); err != nil {
-			return nil, fmt.Errorf("read channels of bundle %q: %w", r.Name, err)
+			return resolvePackage{}, fmt.Errorf("read channels of bundle %q: %w", r.Name, err)
 		}
 		b := resolveBundle{name: r.Name, version: r.Version, release: r.Release, image: r.Image,
-			channels: channels, vr: parseVersionRelease(r.Version, r.Release), entries: entries[r.Name], deprecation: deprecations[r.Name]}
+			channels: channels, entries: entries[r.Name], deprecation: deprecations[r.Name]}
+		b.vr, b.vrRelease = parseVersionRelease(r.Version, r.Release, r.Release != "" || emptyRelease[r.Name])
 		if b.vr.valid {
 			b.mm = b.vr.masterminds()
 		}
 		bundles = append(bundles, b)
 	}
-	slices.SortStableFunc(bundles, func(a, b resolveBundle) int {
-		if c := b.vr.compare(a.vr); c != 0 {
-			return c
+	return orderBundles(bundles), nil
+}
+
+// orderBundles sorts bundles given in catalog order by version and
+// release, higher first, as each gate setting reads them, ties staying in
+// catalog order.
+func orderBundles(bundles []resolveBundle) resolvePackage {
+	sorted := func(vr func(*resolveBundle) versionRelease) []int {
+		order := make([]int, len(bundles))
+		for i := range order {
+			order[i] = i
 		}
-		return strings.Compare(a.name, b.name)
-	})
-	return bundles, nil
+		slices.SortStableFunc(order, func(i, j int) int { return vr(&bundles[j]).compare(vr(&bundles[i])) })
+		return order
+	}
+	legacy := sorted(func(b *resolveBundle) versionRelease { return b.vr })
+	release := sorted(func(b *resolveBundle) versionRelease { return b.vrRelease })
+	out := resolvePackage{bundles: make([]resolveBundle, len(bundles))}
+	at := make([]int, len(bundles)) // where each bundle of the catalog order went
+	for k, i := range legacy {
+		out.bundles[k] = bundles[i]
+		at[i] = k
+	}
+	if !slices.Equal(legacy, release) {
+		out.releaseOrder = make([]int, len(bundles))
+		for k, i := range release {
+			out.releaseOrder[k] = at[i]
+		}
+	}
+	return out
+}
+
+// emptyReleases names the bundles of a package whose olm.package property
+// has an explicit empty release and whose version has build metadata: the
+// one case in which an empty release differs from none, as with
+// BundleReleaseSupport on an explicit one, even empty, keeps the build
+// metadata from being read as the release. The index keeps no release as
+// "", so the property itself is read, for those bundles only.
+func (c *Catalog) emptyReleases(ctx context.Context, pkg string) (map[string]bool, error) {
+	var rows []struct {
+		Name   string         `db:"name"`
+		Value  sql.NullString `db:"value"`
+		Offset sql.NullInt64  `db:"value_offset"`
+		Length sql.NullInt64  `db:"value_length"`
+	}
+	if err := c.sel(ctx, &rows, `SELECT b.name, p.value, bl.offset + p.value_start AS value_offset, p.value_length
+		FROM bundles b JOIN properties p ON p.bundle_id = b.id JOIN blobs bl ON bl.id = b.blob_id
+		WHERE b.package = ? AND b.release = '' AND instr(b.version, '+') > 0 AND p.type = 'olm.package'
+		ORDER BY b.id, p.position`, pkg); err != nil {
+		return nil, fmt.Errorf("read olm.package properties of package %q: %w", pkg, err)
+	}
+	out := map[string]bool{}
+	seen := map[string]bool{}
+	for _, r := range rows {
+		// The first olm.package property is the one read, as
+		// operator-controller reads it.
+		if seen[r.Name] {
+			continue
+		}
+		seen[r.Name] = true
+		value := []byte(r.Value.String)
+		if !r.Value.Valid {
+			var err error
+			if value, err = c.readContent(Range{Offset: r.Offset.Int64, Length: r.Length.Int64}); err != nil {
+				return nil, fmt.Errorf("read olm.package property of bundle %q: %w", r.Name, err)
+			}
+		}
+		var p struct {
+			Release *string `json:"release"`
+		}
+		if err := json.Unmarshal(value, &p); err != nil {
+			return nil, fmt.Errorf("read olm.package property of bundle %q: %w", r.Name, err)
+		}
+		out[r.Name] = p.Release != nil
+	}
+	return out, nil
 }
 
 // resolveEntries reads every channel entry of a package with its skips,
@@ -267,26 +377,41 @@ func (c *Catalog) resolveEntries(ctx context.Context, pkg string) (map[string][]
 	return out, nil
 }
 
-// judge applies the rules to a package's bundles, given in the order
-// resolveBundles sorts them, which it only reads: they are shared by every
-// request. The answer lists the candidates that are not deprecated, then
-// the deprecated ones, then the rejected bundles, each group in the
-// bundles' order, so it needs no sort of its own.
-func judge(req ResolveRequest, bundles []resolveBundle) PackageCandidates {
+// judge applies the rules to a package's bundles, in the order
+// resolveBundles sorts them for the request's gate setting, which it only
+// reads: they are shared by every request. The answer lists the candidates
+// that are not deprecated, then the deprecated ones, then the rejected
+// bundles, each group in the bundles' order, so it needs no sort of its own.
+func judge(req ResolveRequest, p resolvePackage) PackageCandidates {
 	considered := func(channel string) bool {
 		return len(req.Channels) == 0 || slices.Contains(req.Channels, channel)
+	}
+	vrOf := func(b *resolveBundle) versionRelease { return b.vr }
+	bundles := make([]*resolveBundle, len(p.bundles))
+	for k := range p.bundles {
+		bundles[k] = &p.bundles[k]
+	}
+	if req.BundleRelease {
+		vrOf = func(b *resolveBundle) versionRelease { return b.vrRelease }
+		for k, i := range p.releaseOrder {
+			bundles[k] = &p.bundles[i]
+		}
 	}
 	var installed *versionRelease
 	var installedNames map[string]bool
 	if req.Installed != nil {
 		vr := legacyVersionRelease(*req.Installed)
 		installed = &vr
-		// The installed bundle is named by the catalog: every bundle of the
-		// installed version and release counts as the one installed.
 		installedNames = map[string]bool{}
-		for _, b := range bundles {
-			if b.vr.valid && b.vr.compare(vr) == 0 {
-				installedNames[b.name] = true
+		if req.InstalledBundle != "" {
+			installedNames[req.InstalledBundle] = true
+		} else {
+			// Only the version is known: every bundle of the installed
+			// version and release counts as the one installed.
+			for _, b := range bundles {
+				if v := vrOf(b); v.valid && v.compare(vr) == 0 {
+					installedNames[b.name] = true
+				}
 			}
 		}
 	}
@@ -306,13 +431,14 @@ func judge(req ResolveRequest, bundles []resolveBundle) PackageCandidates {
 		if !slices.ContainsFunc(b.channels, considered) {
 			reasons = append(reasons, NotInChannel)
 		}
-		if req.VersionRange != nil && (b.mm == nil || !req.VersionRange.Check(b.mm)) {
+		vr := vrOf(b)
+		if req.VersionRange != nil && (b.mm == nil || !vr.valid || !req.VersionRange.Check(b.mm)) {
 			reasons = append(reasons, OutsideVersionRange)
 		}
 		if installed != nil {
 			first := len(successors)
 			has := func(rule SuccessorRule) bool { return slices.Contains(successors[first:], rule) }
-			isInstalled := b.vr.valid && b.vr.compare(*installed) == 0
+			isInstalled := vr.valid && vr.compare(*installed) == 0
 			if isInstalled {
 				successors = append(successors, SuccessorInstalled)
 			}
@@ -372,22 +498,29 @@ type versionRelease struct {
 	release []semver.PRVersion
 }
 
-// parseVersionRelease reads a bundle's version and release. A bundle
-// without a release of its own takes its version's build metadata as its
-// release when that parses as one, as registry+v1 bundles write it.
-func parseVersionRelease(version, release string) versionRelease {
+// parseVersionRelease reads a bundle's version and release as
+// operator-controller's bundleutil.GetVersionAndRelease does with its
+// BundleReleaseSupport gate off (legacy) and on (gated): off, the release
+// is the version's build metadata when that parses as one; on, an explicit
+// release, even empty, is the release, and the version keeps its build
+// metadata. An explicit release that does not parse makes the gated
+// reading invalid, as it makes upstream's an error.
+func parseVersionRelease(version, release string, explicit bool) (legacy, gated versionRelease) {
 	v, err := semver.Parse(version)
 	if err != nil {
-		return versionRelease{}
+		return versionRelease{}, versionRelease{}
 	}
-	if release == "" {
-		return legacyVersionRelease(v)
+	legacy = legacyVersionRelease(v)
+	if !explicit {
+		return legacy, legacy
 	}
-	rel, err := parseRelease(release)
-	if err != nil {
-		return versionRelease{valid: true, version: v}
+	gated = versionRelease{valid: true, version: v}
+	if release != "" {
+		if gated.release, err = parseRelease(release); err != nil {
+			return legacy, versionRelease{}
+		}
 	}
-	return versionRelease{valid: true, version: v, release: rel}
+	return legacy, gated
 }
 
 // legacyVersionRelease splits a version's build metadata off as its
@@ -404,9 +537,17 @@ func legacyVersionRelease(v semver.Version) versionRelease {
 	return versionRelease{valid: true, version: v, release: rel}
 }
 
+// maxReleaseLength is the longest release operator-registry's NewRelease
+// accepts (the ClusterServiceVersion CRD's limit): build metadata longer
+// than it is no release, and an explicit release longer than it is invalid.
+const maxReleaseLength = 20
+
 // parseRelease parses dot-separated release segments, each as a semver
 // pre-release identifier (numbers without leading zeros, or alphanumerics).
 func parseRelease(s string) ([]semver.PRVersion, error) {
+	if len(s) > maxReleaseLength {
+		return nil, fmt.Errorf("release %q is longer than %d characters", s, maxReleaseLength)
+	}
 	var out []semver.PRVersion
 	for _, part := range strings.Split(s, ".") {
 		pr, err := semver.NewPRVersion(part)
@@ -619,7 +760,8 @@ func resolutionMessage(req ResolveRequest, tied []string) string {
 
 // ResolveParamError says which part of a resolve request is malformed.
 type ResolveParamError struct {
-	// Param is the request field: "version" or "installed".
+	// Param is the request field: "version", "installed" or
+	// "installedBundle".
 	Param string
 	Err   error
 }
@@ -638,12 +780,22 @@ type ResolveParams struct {
 	// operator-controller records it); "" is none.
 	Installed     string
 	SelfCertified bool
+	// InstalledBundle is the installed bundle's name, "" if unknown; it
+	// needs Installed, as a ClusterExtension's status records both.
+	InstalledBundle string
+	// BundleRelease is operator-controller's BundleReleaseSupport gate.
+	BundleRelease bool
 }
 
 // NewResolveRequest parses a resolve request's version range and installed
 // version, so that a malformed one is refused before any catalog is read.
 func NewResolveRequest(p ResolveParams) (ResolveRequest, error) {
-	req := ResolveRequest{Package: p.Package, Channels: p.Channels, VersionRangeText: p.Version, InstalledText: p.Installed, SelfCertified: p.SelfCertified}
+	req := ResolveRequest{Package: p.Package, Channels: p.Channels, VersionRangeText: p.Version, InstalledText: p.Installed,
+		SelfCertified: p.SelfCertified, InstalledBundle: p.InstalledBundle, BundleRelease: p.BundleRelease}
+	if p.InstalledBundle != "" && p.Installed == "" {
+		return req, &ResolveParamError{Param: "installedBundle", Err: fmt.Errorf("installed bundle %q needs the installed version too, "+
+			"as a ClusterExtension's status records both", p.InstalledBundle)}
+	}
 	if p.Version != "" {
 		r, err := mmsemver.NewConstraint(p.Version)
 		if err != nil {

@@ -62,6 +62,10 @@ func TestResolve(t *testing.T) {
 		version   string
 		installed string
 		self      bool
+		// installedBundle is the installed bundle's name; release turns
+		// BundleReleaseSupport on.
+		installedBundle string
+		release         bool
 		// wantCatalog and wantBundle are the answer; wantError the message
 		// when there is none.
 		wantCatalog, wantBundle, wantError string
@@ -126,15 +130,54 @@ func TestResolve(t *testing.T) {
 		{name: "deprecation ranking within a package", cats: onlyA, pkg: "skiff",
 			wantCatalog: "a", wantBundle: "skiff.v0.1.0",
 			verdicts: map[string]string{"skiff.v0.2.0": "Deprecated"}},
-		{name: "release orders one version", cats: onlyA, pkg: "raft", channels: []string{"stable"},
+		{name: "gate on: the explicit release orders one version", cats: onlyA, pkg: "raft", channels: []string{"stable"}, release: true,
 			wantCatalog: "a", wantBundle: "raft-v1.0.0-2",
 			order: []string{"raft-v1.0.0-2", "raft-v1.0.0-1", "raft.v1.0.0", "raft.v1.0.0+3"}},
-		{name: "build metadata is a release", cats: onlyA, pkg: "raft",
+		{name: "gate off: explicit releases are not read, ties keep catalog order", cats: onlyA, pkg: "raft", channels: []string{"stable"},
+			wantCatalog: "a", wantBundle: "raft.v1.0.0",
+			order: []string{"raft.v1.0.0", "raft-v1.0.0-1", "raft-v1.0.0-2", "raft.v1.0.0+3"}},
+		{name: "gate on: build metadata is a release", cats: onlyA, pkg: "raft", release: true,
 			wantCatalog: "a", wantBundle: "raft.v1.0.0+3",
 			order: []string{"raft.v1.0.0+3", "raft-v1.0.0-2", "raft-v1.0.0-1", "raft.v1.0.0"}},
-		{name: "installed with a release in build metadata", cats: onlyA, pkg: "raft", installed: "1.0.0+1",
+		{name: "gate off: build metadata is the only release", cats: onlyA, pkg: "raft",
+			wantCatalog: "a", wantBundle: "raft.v1.0.0+3",
+			order: []string{"raft.v1.0.0+3", "raft.v1.0.0", "raft-v1.0.0-1", "raft-v1.0.0-2"}},
+		{name: "gate on: installed with a release in build metadata", cats: onlyA, pkg: "raft", installed: "1.0.0+1", release: true,
 			wantCatalog: "a", wantBundle: "raft-v1.0.0-2",
 			verdicts: map[string]string{"raft-v1.0.0-1": "LowerVersion", "raft.v1.0.0": "NotSuccessor", "raft.v1.0.0+3": "NotSuccessor"}},
+		{name: "gate off: no bundle has the installed release 1", cats: onlyA, pkg: "raft", installed: "1.0.0+1",
+			wantError: `error upgrading from currently installed version "1.0.0+1": no bundles found for package "raft"`,
+			verdicts:  map[string]string{"raft-v1.0.0-1": "NotSuccessor", "raft-v1.0.0-2": "NotSuccessor"}},
+
+		// oar: releases written every way (see testdata/resolve/README.md).
+		{name: "gate off: releases from build metadata only", cats: onlyA, pkg: "oar",
+			wantCatalog: "a", wantBundle: "oar.both",
+			order: []string{"oar.both", "oar.empty-release", "oar.build", "oar.neither", "oar.explicit", "oar.long-build"}},
+		{name: "gate on: explicit releases first, an empty one keeps build metadata from being one", cats: onlyA, pkg: "oar", release: true,
+			wantCatalog: "a", wantBundle: "oar.build",
+			order: []string{"oar.build", "oar.both", "oar.explicit", "oar.neither", "oar.empty-release", "oar.long-build"}},
+		{name: "gate off, installed by version: every bundle of it is installed", cats: onlyA, pkg: "oar", installed: "2.0.0",
+			wantCatalog: "a", wantBundle: "oar.both",
+			successors: map[string]string{"oar.neither": "Installed", "oar.explicit": "Installed", "oar.long-build": "Installed",
+				"oar.build": "replaces", "oar.both": "replaces", "oar.empty-release": ""},
+			verdicts: map[string]string{"oar.empty-release": "NotSuccessor"}},
+		{name: "gate off, installed by name: only its successors", cats: onlyA, pkg: "oar", installed: "2.0.0", installedBundle: "oar.neither",
+			wantCatalog: "a", wantBundle: "oar.build",
+			successors: map[string]string{"oar.neither": "Installed", "oar.explicit": "Installed", "oar.long-build": "Installed",
+				"oar.build": "replaces", "oar.both": ""},
+			verdicts: map[string]string{"oar.both": "NotSuccessor", "oar.empty-release": "NotSuccessor"}},
+		{name: "gate off, installed by another name of the same version", cats: onlyA, pkg: "oar", installed: "2.0.0", installedBundle: "oar.explicit",
+			wantCatalog: "a", wantBundle: "oar.both",
+			verdicts: map[string]string{"oar.build": "NotSuccessor", "oar.empty-release": "NotSuccessor"}},
+		{name: "gate on, installed by version: the bundles without a release", cats: onlyA, pkg: "oar", installed: "2.0.0", release: true,
+			wantCatalog: "a", wantBundle: "oar.build",
+			successors: map[string]string{"oar.neither": "Installed", "oar.empty-release": "Installed", "oar.long-build": "Installed+replaces",
+				"oar.build": "replaces", "oar.explicit": ""},
+			verdicts: map[string]string{"oar.explicit": "NotSuccessor", "oar.both": "NotSuccessor"}},
+		{name: "gate on, installed with its explicit release in build metadata", cats: onlyA, pkg: "oar", installed: "2.0.0+3", release: true,
+			wantCatalog: "a", wantBundle: "oar.both",
+			successors: map[string]string{"oar.explicit": "Installed", "oar.both": "replaces"},
+			verdicts:   map[string]string{"oar.explicit": "LowerVersion", "oar.build": "NotSuccessor", "oar.neither": "NotSuccessor"}},
 		{name: "same priority is ambiguous", cats: []resolveCatalog{{"a", 0, a}, {"b", 0, b}}, pkg: "ferry", channels: []string{"stable"},
 			wantError: `found bundles for package "ferry" in channels [stable] in multiple catalogs with the same priority [a b]`,
 			outcomes:  map[string]query.CatalogOutcome{"a": query.CatalogSamePriority, "b": query.CatalogSamePriority}},
@@ -154,7 +197,8 @@ func TestResolve(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			req, err := query.NewResolveRequest(query.ResolveParams{Package: tt.pkg, Channels: tt.channels, Version: tt.version, Installed: tt.installed, SelfCertified: tt.self})
+			req, err := query.NewResolveRequest(query.ResolveParams{Package: tt.pkg, Channels: tt.channels, Version: tt.version, Installed: tt.installed, SelfCertified: tt.self,
+				InstalledBundle: tt.installedBundle, BundleRelease: tt.release})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -212,15 +256,17 @@ func TestResolve(t *testing.T) {
 
 // TestNewResolveRequest checks that malformed parameters name themselves.
 func TestNewResolveRequest(t *testing.T) {
-	for _, tt := range []struct{ version, installed, param string }{
+	for _, tt := range []struct{ version, installed, installedBundle, param string }{
 		{version: ">=1.0.0 <<2", param: "version"},
+		{installedBundle: "p.v1.0.0", param: "installedBundle"},
+		{installed: "1.0.0", installedBundle: "p.v1.0.0"},
 		{installed: "1.0.0-rc.1+build.5"},
 		{version: "banana", param: "version"},
 		{installed: "1.0", param: "installed"},
 		{installed: "v1.0.0", param: "installed"},
 		{version: ">=1.0.0, <2.0.0 || 3.x", installed: "1.0.0-rc.1+build.5"},
 	} {
-		_, err := query.NewResolveRequest(query.ResolveParams{Package: "p", Version: tt.version, Installed: tt.installed})
+		_, err := query.NewResolveRequest(query.ResolveParams{Package: "p", Version: tt.version, Installed: tt.installed, InstalledBundle: tt.installedBundle})
 		var perr *query.ResolveParamError
 		switch {
 		case tt.param == "" && err != nil:
