@@ -23,6 +23,13 @@ const (
 	CatalogStateUnavailable = catalogapi.CatalogStateUnavailable
 )
 
+// Values of DependencyProperty.
+const (
+	DependencyPropertyOlmConstraint      = catalogapi.DependencyPropertyOlmConstraint
+	DependencyPropertyOlmGvkRequired     = catalogapi.DependencyPropertyOlmGvkRequired
+	DependencyPropertyOlmPackageRequired = catalogapi.DependencyPropertyOlmPackageRequired
+)
+
 // Values of IndexBuildMode.
 const (
 	IndexBuildModeFull        = catalogapi.IndexBuildModeFull
@@ -131,6 +138,9 @@ type ChannelList = catalogapi.ChannelList
 // ChannelSummary is catalogapi.ChannelSummary.
 type ChannelSummary = catalogapi.ChannelSummary
 
+// DependencyProperty is catalogapi.DependencyProperty.
+type DependencyProperty = catalogapi.DependencyProperty
+
 // Deprecation is catalogapi.Deprecation.
 type Deprecation = catalogapi.Deprecation
 
@@ -187,6 +197,9 @@ type ProviderChannel = catalogapi.ProviderChannel
 
 // ProviderList is catalogapi.ProviderList.
 type ProviderList = catalogapi.ProviderList
+
+// RefusedBundle is catalogapi.RefusedBundle.
+type RefusedBundle = catalogapi.RefusedBundle
 
 // RelatedImage is catalogapi.RelatedImage.
 type RelatedImage = catalogapi.RelatedImage
@@ -634,8 +647,14 @@ type ClientInterface interface {
 	// Catalogs switched off, not indexed yet, or not matched by the
 	// selector are listed and not considered.
 	//
-	// When no bundle is found the answer is `404`, and when catalogs of the
-	// same priority tie it is `409`: a problem document whose `detail` is
+	// The bundle chosen is then refused if it declares a dependency
+	// (`olm.package.required`, `olm.gvk.required` or `olm.constraint`),
+	// which operator-controller does not resolve; it does not fall back to
+	// the next candidate.
+	//
+	// When no bundle is found the answer is `404`, when catalogs of the
+	// same priority tie it is `409`, and when the chosen bundle declares a
+	// dependency it is `422`: a problem document whose `detail` is
 	// operator-controller's message for the same case, and which carries
 	// the whole resolution beside it.
 	//
@@ -1041,8 +1060,14 @@ func (c *Client) GetReadyz(ctx context.Context, reqEditors ...RequestEditorFn) (
 // Catalogs switched off, not indexed yet, or not matched by the
 // selector are listed and not considered.
 //
-// When no bundle is found the answer is `404`, and when catalogs of the
-// same priority tie it is `409`: a problem document whose `detail` is
+// The bundle chosen is then refused if it declares a dependency
+// (`olm.package.required`, `olm.gvk.required` or `olm.constraint`),
+// which operator-controller does not resolve; it does not fall back to
+// the next candidate.
+//
+// When no bundle is found the answer is `404`, when catalogs of the
+// same priority tie it is `409`, and when the chosen bundle declares a
+// dependency it is `422`: a problem document whose `detail` is
 // operator-controller's message for the same case, and which carries
 // the whole resolution beside it.
 //
@@ -3283,8 +3308,14 @@ type ClientWithResponsesInterface interface {
 	// Catalogs switched off, not indexed yet, or not matched by the
 	// selector are listed and not considered.
 	//
-	// When no bundle is found the answer is `404`, and when catalogs of the
-	// same priority tie it is `409`: a problem document whose `detail` is
+	// The bundle chosen is then refused if it declares a dependency
+	// (`olm.package.required`, `olm.gvk.required` or `olm.constraint`),
+	// which operator-controller does not resolve; it does not fall back to
+	// the next candidate.
+	//
+	// When no bundle is found the answer is `404`, when catalogs of the
+	// same priority tie it is `409`, and when the chosen bundle declares a
+	// dependency it is `422`: a problem document whose `detail` is
 	// operator-controller's message for the same case, and which carries
 	// the whole resolution beside it.
 	//
@@ -4720,6 +4751,8 @@ type ResolveInCatalogResponse struct {
 	ApplicationproblemJSON400 *BadRequest
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *ResolutionFailed
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *ResolutionFailed
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *InternalError
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -4745,6 +4778,11 @@ func (r ResolveInCatalogResponse) GetApplicationproblemJSON400() *BadRequest {
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r ResolveInCatalogResponse) GetApplicationproblemJSON404() *ResolutionFailed {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r ResolveInCatalogResponse) GetApplicationproblemJSON422() *ResolutionFailed {
+	return r.ApplicationproblemJSON422
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -5047,6 +5085,8 @@ type ResolveResponse struct {
 	ApplicationproblemJSON404 *ResolutionFailed
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *ResolutionFailed
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *ResolutionFailed
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *InternalError
 	// Headers200 the parsed response headers for an HTTP 200 response
@@ -5073,6 +5113,11 @@ func (r ResolveResponse) GetApplicationproblemJSON404() *ResolutionFailed {
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
 func (r ResolveResponse) GetApplicationproblemJSON409() *ResolutionFailed {
 	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r ResolveResponse) GetApplicationproblemJSON422() *ResolutionFailed {
+	return r.ApplicationproblemJSON422
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -5472,8 +5517,14 @@ func (c *ClientWithResponses) GetReadyzWithResponse(ctx context.Context, reqEdit
 // Catalogs switched off, not indexed yet, or not matched by the
 // selector are listed and not considered.
 //
-// When no bundle is found the answer is `404`, and when catalogs of the
-// same priority tie it is `409`: a problem document whose `detail` is
+// The bundle chosen is then refused if it declares a dependency
+// (`olm.package.required`, `olm.gvk.required` or `olm.constraint`),
+// which operator-controller does not resolve; it does not fall back to
+// the next candidate.
+//
+// When no bundle is found the answer is `404`, when catalogs of the
+// same priority tie it is `409`, and when the chosen bundle declares a
+// dependency it is `422`: a problem document whose `detail` is
 // operator-controller's message for the same case, and which carries
 // the whole resolution beside it.
 //
@@ -6957,6 +7008,13 @@ func ParseResolveInCatalogResponse(rsp *http.Response) (*ResolveInCatalogRespons
 		}
 		response.ApplicationproblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ResolutionFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -7241,6 +7299,13 @@ func ParseResolveResponse(rsp *http.Response) (*ResolveResponse, error) {
 			return nil, err
 		}
 		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ResolutionFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError

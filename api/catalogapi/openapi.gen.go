@@ -31,6 +31,27 @@ func (e CatalogState) Valid() bool {
 	}
 }
 
+// Defines values for DependencyProperty.
+const (
+	DependencyPropertyOlmConstraint      DependencyProperty = "olm.constraint"
+	DependencyPropertyOlmGvkRequired     DependencyProperty = "olm.gvk.required"
+	DependencyPropertyOlmPackageRequired DependencyProperty = "olm.package.required"
+)
+
+// Valid indicates whether the value is a known member of the DependencyProperty enum.
+func (e DependencyProperty) Valid() bool {
+	switch e {
+	case DependencyPropertyOlmConstraint:
+		return true
+	case DependencyPropertyOlmGvkRequired:
+		return true
+	case DependencyPropertyOlmPackageRequired:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for IndexBuildMode.
 const (
 	IndexBuildModeFull        IndexBuildMode = "full"
@@ -599,6 +620,9 @@ type ChannelSummary struct {
 	Name string `json:"name"`
 }
 
+// DependencyProperty A property type by which a bundle declares a dependency.
+type DependencyProperty string
+
 // Deprecation The catalog marks this deprecated (olm.deprecations); clients should warn before installing it.
 type Deprecation struct {
 	// Message The catalog's deprecation message, to show as is.
@@ -958,6 +982,27 @@ type ProviderList struct {
 	Items []Provider `json:"items"`
 }
 
+// RefusedBundle The bundle resolution chose and operator-controller refuses to
+// install, because it declares a dependency; `dependency` is the type
+// of its first property declaring one, the one operator-controller's
+// message names.
+type RefusedBundle struct {
+	Catalog string `json:"catalog"`
+
+	// Dependency A property type by which a bundle declares a dependency.
+	Dependency DependencyProperty `json:"dependency"`
+
+	// Deprecation The catalog marks this deprecated (olm.deprecations); clients should warn before installing it.
+	Deprecation Deprecation `json:"deprecation,omitempty,omitzero"`
+	Image       string      `json:"image"`
+	Name        string      `json:"name"`
+
+	// Release The explicit release of its `olm.package` property, as written;
+	// whether resolution reads it is `bundleReleaseSupport`'s call.
+	Release string `json:"release,omitempty,omitzero"`
+	Version string `json:"version"`
+}
+
 // RelatedImage defines model for RelatedImage.
 type RelatedImage struct {
 	// Image Example: quay.io/coreos/etcd-operator@sha256:66a37fd61a06a43969854ee6d3e21087a98b93838e284a6086b13917f96b0d9b
@@ -988,6 +1033,12 @@ type Resolution struct {
 	// Example: no bundles found for package "aurora-cache" matching version ">=3.0.0"
 	Message string `json:"message,omitempty,omitzero"`
 	Package string `json:"package"`
+
+	// Refused The bundle resolution chose and operator-controller refuses to
+	// install, because it declares a dependency; `dependency` is the type
+	// of its first property declaring one, the one operator-controller's
+	// message names.
+	Refused RefusedBundle `json:"refused,omitempty,omitzero"`
 }
 
 // ResolutionProblem A failed resolution, as a problem document carrying the members of
@@ -1022,6 +1073,12 @@ type ResolutionProblem struct {
 	// Example: limit
 	Parameter string `json:"parameter,omitempty,omitzero"`
 
+	// Refused The bundle resolution chose and operator-controller refuses to
+	// install, because it declares a dependency; `dependency` is the type
+	// of its first property declaring one, the one operator-controller's
+	// message names.
+	Refused RefusedBundle `json:"refused,omitempty,omitzero"`
+
 	// Status The HTTP status code of the answer.
 	//
 	// Example: 400
@@ -1044,6 +1101,10 @@ type ResolutionProblem struct {
 // ranks a candidate lower, not its channel's or package's).
 type ResolveCandidate struct {
 	Channels []string `json:"channels"`
+
+	// Dependency The type of its first property declaring a dependency, absent
+	// when it declares none. Only the bundle chosen is refused for one.
+	Dependency DependencyProperty `json:"dependency,omitempty,omitzero"`
 
 	// Deprecation The catalog marks this deprecated (olm.deprecations); clients should warn before installing it.
 	Deprecation Deprecation `json:"deprecation,omitempty,omitzero"`

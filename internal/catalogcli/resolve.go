@@ -22,8 +22,9 @@ func (r *runner) resolveCmd() *cobra.Command {
 		Short: "Show which bundle a ClusterExtension would install, and why",
 		Long: `Resolve a ClusterExtension's catalog source as operator-controller does,
 and list every bundle with the rule it fails or how it ranked. Exits 1,
-after the list, when no bundle is found or catalogs of the same priority
-tie, with operator-controller's message.`,
+after the list, when no bundle is found, catalogs of the same priority
+tie, or the bundle chosen declares a dependency (its verdict Refused,
+naming the property), with operator-controller's message.`,
 		Args: cobra.ExactArgs(1),
 		Example: "  kubectl catalog resolve aurora-cache --channel stable --installed 1.1.1\n" +
 			"  kubectl catalog resolve aurora-cache --installed 1.1.1 --installed-bundle aurora-cache.v1.1.1 --bundle-release-support",
@@ -111,7 +112,7 @@ func resolve(ctx context.Context, c *conn, catalog string, p *client.ResolvePara
 		hr, body = rsp.HTTPResponse, rsp.Body
 	}
 	failed := c.failed(hr, body)
-	if hr.StatusCode != http.StatusNotFound && hr.StatusCode != http.StatusConflict {
+	if hr.StatusCode != http.StatusNotFound && hr.StatusCode != http.StatusConflict && hr.StatusCode != http.StatusUnprocessableEntity {
 		return nil, failed
 	}
 	// A failed resolution is a problem document with the resolution's members.
@@ -122,7 +123,9 @@ func resolve(ctx context.Context, c *conn, catalog string, p *client.ResolvePara
 }
 
 // resolveVerdict is what the VERDICT column says of a bundle: the rules it
-// fails, or why it ranks lower, in its catalog or across catalogs.
+// fails, or why it ranks lower, in its catalog or across catalogs; the
+// bundle chosen across catalogs is refused, naming its dependency
+// property, when it declares one.
 func resolveVerdict(cat client.ResolveCatalog, b client.ResolveCandidate) string {
 	if len(b.Rejections) > 0 {
 		parts := make([]string, len(b.Rejections))
@@ -133,6 +136,9 @@ func resolveVerdict(cat client.ResolveCatalog, b client.ResolveCandidate) string
 	}
 	if b.Ranking == client.ResolveCandidateRankingChosen && cat.Outcome != client.ResolveCatalogOutcomeChosen {
 		return "Catalog" + string(cat.Outcome)
+	}
+	if b.Ranking == client.ResolveCandidateRankingChosen && b.Dependency != "" {
+		return "Refused(" + string(b.Dependency) + ")"
 	}
 	return string(b.Ranking)
 }

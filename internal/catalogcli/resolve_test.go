@@ -2,6 +2,7 @@ package catalogcli_test
 
 import (
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -82,6 +83,32 @@ func TestResolve(t *testing.T) {
 			out, errOut, ok := c.run(t, "resolve", "canoe", "--installed", "0.1.0", "--upgrade-edges", "legacy")
 			if ok || out != "" || !strings.Contains(errOut, "--upgrade-edges was removed") || !strings.Contains(errOut, "ForceSemverUpgradeConstraints") {
 				t.Errorf("ok %v, stdout %q, stderr %q; want the flag refused as removed, with why", ok, out, errOut)
+			}
+		}
+	})
+	t.Run("a dependency: the table, the refused bundle, then operator-controller's message", func(t *testing.T) {
+		// Catalog b, of higher priority, offers a bundle without one: the
+		// selector leaves it out.
+		for _, c := range []struct {
+			cli
+			args []string
+		}{{server, []string{"-l", "tier=prod"}}, {offline, nil}} {
+			out, errOut, ok := c.run(t, append([]string{"resolve", "kayak", "--channel", "stable"}, c.args...)...)
+			if ok {
+				t.Fatalf("succeeded:\n%s", out)
+			}
+			want := `error: validating bundle "kayak.v1.2.0": bundle "kayak.v1.2.0" has a dependency declared via property "olm.constraint" which is currently not supported`
+			if strings.TrimSpace(errOut) != want {
+				t.Errorf("stderr %q, want %q", errOut, want)
+			}
+			var verdicts []string
+			for _, row := range strings.Split(strings.TrimSpace(out), "\n")[1:] {
+				if f := strings.Fields(row); len(f) == 4 {
+					verdicts = append(verdicts, f[2]+"="+f[3])
+				}
+			}
+			if !slices.Contains(verdicts, "kayak.v1.2.0=Refused(olm.constraint)") || !slices.Contains(verdicts, "kayak.v1.0.0=LowerVersion") {
+				t.Errorf("the table does not show the refused bundle and its property: %v\n%s", verdicts, out)
 			}
 		}
 	})

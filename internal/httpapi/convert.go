@@ -214,12 +214,17 @@ func apiResolution(req query.ResolveRequest, res query.Resolution) catalogapi.Re
 		out.Bundle = catalogapi.ResolvedBundle{Catalog: catalog, Name: b.Name, Version: b.Version, Release: b.Release,
 			Image: b.Image, Deprecation: apiDeprecation(b.Deprecation)}
 	}
+	if b, catalog := res.RefusedBundle(); b != nil {
+		out.Refused = catalogapi.RefusedBundle{Catalog: catalog, Name: b.Name, Version: b.Version, Release: b.Release,
+			Image: b.Image, Deprecation: apiDeprecation(b.Deprecation), Dependency: catalogapi.DependencyProperty(b.Dependency)}
+	}
 	for _, c := range res.Catalogs {
 		rc := catalogapi.ResolveCatalog{Name: c.Catalog, Priority: c.Priority, Outcome: catalogapi.ResolveCatalogOutcome(c.Outcome),
 			Candidates: make([]catalogapi.ResolveCandidate, 0, len(c.Candidates))}
 		for _, b := range c.Candidates {
 			cand := catalogapi.ResolveCandidate{Name: b.Name, Version: b.Version, Release: b.Release, Image: b.Image,
 				Channels: b.Channels, Deprecation: apiDeprecation(b.Deprecation), Ranking: catalogapi.ResolveCandidateRanking(b.Ranking),
+				Dependency: catalogapi.DependencyProperty(b.Dependency),
 				Rejections: make([]catalogapi.ResolveCandidateRejections, 0, len(b.Rejections))}
 			for _, r := range b.Rejections {
 				cand.Rejections = append(cand.Rejections, catalogapi.ResolveCandidateRejections(r))

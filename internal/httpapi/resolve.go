@@ -162,8 +162,9 @@ func (s *Server) resolveOne(w http.ResponseWriter, r *http.Request) {
 }
 
 // writeResolution answers a resolution: 200 with the bundle, or a problem
-// document carrying the resolution, 404 when no bundle is found and 409
-// when catalogs tie. The catalogs not considered follow those that were.
+// document carrying the resolution, 404 when no bundle is found, 409 when
+// catalogs tie and 422 when the chosen bundle declares a dependency. The
+// catalogs not considered follow those that were.
 func (s *Server) writeResolution(w http.ResponseWriter, r *http.Request, req query.ResolveRequest, res query.Resolution, skipped []catalogapi.ResolveCatalog) {
 	out := apiResolution(req, res)
 	out.Catalogs = append(out.Catalogs, skipped...)
@@ -172,8 +173,11 @@ func (s *Server) writeResolution(w http.ResponseWriter, r *http.Request, req que
 		return
 	}
 	p := &problem{status: http.StatusNotFound, typ: "no-bundle", detail: res.Error, members: out}
-	if res.Ambiguous {
+	switch {
+	case res.Ambiguous:
 		p.status, p.typ = http.StatusConflict, "ambiguous-resolution"
+	case res.Refused:
+		p.status, p.typ = http.StatusUnprocessableEntity, "unsupported-dependency"
 	}
 	s.writeProblem(w, r, p)
 }

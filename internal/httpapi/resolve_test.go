@@ -50,6 +50,9 @@ func TestResolveHTTP(t *testing.T) {
 		wantOutcomes map[string]client.ResolveCatalogOutcome
 		// wantRelease is the bundleReleaseSupport the answer says applied.
 		wantRelease bool
+		// wantRefused is catalog/bundle/dependency of a bundle refused
+		// for its dependency, and wantType the problem type.
+		wantRefused, wantType string
 	}{
 		{name: "priority wins", path: "/resolve?package=ferry&channels=stable", wantStatus: 200, wantBundle: "b/ferry.v1.4.0",
 			wantOutcomes: map[string]client.ResolveCatalogOutcome{"a": client.ResolveCatalogOutcomeLowerPriority, "b": client.ResolveCatalogOutcomeChosen,
@@ -76,6 +79,17 @@ func TestResolveHTTP(t *testing.T) {
 		{name: "bad selector", path: "/resolve?package=ferry&catalogSelector=" + url.QueryEscape("tier in prod"), wantStatus: 400, wantParam: "catalogSelector"},
 		{name: "empty channel", path: "/resolve?package=ferry&channels=stable,", wantStatus: 400, wantParam: "channels"},
 		{name: "selector on one catalog", path: "/catalogs/a/resolve?package=ferry&catalogSelector=tier%3Dprod", wantStatus: 400, wantParam: "catalogSelector"},
+		{name: "the chosen bundle declares a dependency", path: "/catalogs/a/resolve?package=kayak&channels=stable", wantStatus: 422,
+			wantDetail:  `validating bundle "kayak.v1.2.0": bundle "kayak.v1.2.0" has a dependency declared via property "olm.constraint" which is currently not supported`,
+			wantRefused: "a/kayak.v1.2.0/olm.constraint", wantType: "/problems/unsupported-dependency",
+			wantOutcomes: map[string]client.ResolveCatalogOutcome{"a": client.ResolveCatalogOutcomeChosen}},
+		{name: "no fallback to the next catalog", path: "/resolve?package=kayak&channels=stable&catalogSelector=tier%3Dprod", wantStatus: 422,
+			wantDetail:  `validating bundle "kayak.v1.2.0": bundle "kayak.v1.2.0" has a dependency declared via property "olm.constraint" which is currently not supported`,
+			wantRefused: "a/kayak.v1.2.0/olm.constraint", wantType: "/problems/unsupported-dependency"},
+		{name: "olm.gvk.required", path: "/catalogs/a/resolve?package=kayak&version=" + url.QueryEscape("<1.2.0"), wantStatus: 422,
+			wantDetail:  `bundle "kayak.v1.1.0" has a dependency declared via property "olm.gvk.required" which is currently not supported`,
+			wantRefused: "a/kayak.v1.1.0/olm.gvk.required", wantType: "/problems/unsupported-dependency"},
+		{name: "a bundle without dependencies", path: "/catalogs/a/resolve?package=kayak", wantStatus: 200, wantBundle: "a/kayak.v1.3.0"},
 		{name: "releases from build metadata by default", path: "/catalogs/a/resolve?package=oar", wantStatus: 200, wantBundle: "a/oar.both"},
 		{name: "bundleReleaseSupport=true reads explicit releases", path: "/catalogs/a/resolve?package=oar&bundleReleaseSupport=true", wantStatus: 200,
 			wantBundle: "a/oar.build", wantRelease: true},
@@ -124,6 +138,16 @@ func TestResolveHTTP(t *testing.T) {
 				if tt.wantDetail != "" && tt.wantParam == "" && doc.Message != doc.Detail {
 					t.Errorf("message %q differs from detail %q", doc.Message, doc.Detail)
 				}
+			}
+			var refused string
+			if r := doc.Refused; r.Name != "" {
+				refused = r.Catalog + "/" + r.Name + "/" + string(r.Dependency)
+			}
+			if refused != tt.wantRefused || (tt.wantType != "" && doc.Type != tt.wantType) {
+				t.Errorf("refused %q, type %q; want %q, %q", refused, doc.Type, tt.wantRefused, tt.wantType)
+			}
+			if tt.wantRefused != "" && doc.Bundle.Name != "" {
+				t.Errorf("a refused bundle answered with bundle %s", doc.Bundle.Name)
 			}
 			if tt.wantParam == "" && doc.BundleReleaseSupport != tt.wantRelease {
 				t.Errorf("bundleReleaseSupport %v, want %v", doc.BundleReleaseSupport, tt.wantRelease)

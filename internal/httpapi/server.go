@@ -197,6 +197,7 @@ var problemTitles = map[string]string{
 	"version-gone":           "Catalog version unknown or expired",
 	"no-bundle":              "No bundle found",
 	"ambiguous-resolution":   "Resolution is ambiguous",
+	"unsupported-dependency": "Bundle declares a dependency",
 }
 
 func badParam(param, format string, args ...any) *problem {

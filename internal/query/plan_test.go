@@ -39,6 +39,7 @@ var wholePackageByDesign = []string{
 	"SELECT name FROM bundles WHERE package = ? ORDER BY name",
 	"SELECT name, version, release, image, channels FROM bundles WHERE package = ? ORDER BY blob_id",
 	"WHERE b.package = ? AND b.release = '' AND instr(b.version, '+') > 0 AND p.type = 'olm.package'",
+	"WHERE b.package = ? AND p.type IN (?, ?, ?) ORDER BY b.id, p.position",
 	"SELECT id, channel, bundle, replaces, skip_range FROM channel_entries WHERE package = ? ORDER BY channel, position",
 	"SELECT entry_id, skip FROM channel_entry_skips WHERE package = ?",
 	"SELECT count(*) > 0 FROM (SELECT 1 FROM bundles WHERE package = ? LIMIT 1)",

@@ -11,6 +11,7 @@ import (
 
 	mmsemver "github.com/Masterminds/semver/v3"
 	"github.com/blang/semver/v4"
+	"github.com/operator-framework/operator-registry/alpha/property"
 )
 
 // Resolution answers "if I created this ClusterExtension, what would I
@@ -45,6 +46,11 @@ import (
 //   - Across catalogs, catalogs offering a non-deprecated choice beat those
 //     offering only deprecated ones; then the highest priority wins, and a
 //     tie at the top is an error.
+//   - The bundle chosen is then refused if it declares a dependency
+//     (resolve/validation.go's NoDependencyValidation), with no fallback to
+//     the next candidate: operator-controller does not resolve
+//     dependencies, and falling back would make the answer depend on a rule
+//     the request cannot see.
 
 // ResolveRequest is a ClusterExtension's catalog source, as resolution
 // reads it.
@@ -124,6 +130,9 @@ type ResolveCandidate struct {
 	// Deprecation is the bundle's own deprecation message: only a bundle's
 	// own deprecation ranks it lower, not its channel's or package's.
 	Deprecation string
+	// Dependency is the type of its first property declaring a dependency
+	// (olm.package.required, olm.gvk.required or olm.constraint), "" when it declares none.
+	Dependency string
 	// Rejections are the rules the bundle fails, empty for a candidate.
 	Rejections []Rejection
 	// Ranking is set for candidates: Chosen, or why it ranks lower.
@@ -172,6 +181,8 @@ type resolveBundle struct {
 	entries []resolveEntry
 	// deprecation is the bundle's own deprecation message.
 	deprecation string
+	// dependency is its first dependency property's type, "" if none.
+	dependency string
 }
 
 // resolvePackage is a package's bundles, parsed for resolution.
@@ -244,6 +255,10 @@ func (c *Catalog) resolveBundles(ctx context.Context, pkg string) (resolvePackag
 	if err != nil {
 		return resolvePackage{}, err
 	}
+	dependencies, err := c.bundleDependencies(ctx, pkg)
+	if err != nil {
+		return resolvePackage{}, err
+	}
 	bundles := make([]resolveBundle, 0, len(bundleRows))
 	for _, r := range bundleRows {
 		channels := []string{}
@@ -251,7 +266,7 @@ func (c *Catalog) resolveBundles(ctx context.Context, pkg string) (resolvePackag
 			return resolvePackage{}, fmt.Errorf("read channels of bundle %q: %w", r.Name, err)
 		}
 		b := resolveBundle{name: r.Name, version: r.Version, release: r.Release, image: r.Image,
-			channels: channels, entries: entries[r.Name], deprecation: deprecations[r.Name]}
+			channels: channels, entries: entries[r.Name], deprecation: deprecations[r.Name], dependency: dependencies[r.Name]}
 		b.vr, b.vrRelease = parseVersionRelease(r.Version, r.Release, r.Release != "" || emptyRelease[r.Name])
 		if b.vr.valid {
 			b.mm = b.vr.masterminds()
@@ -288,6 +303,33 @@ func orderBundles(bundles []resolveBundle) resolvePackage {
 		}
 	}
 	return out
+}
+
+// dependencyProperties are the property types by which a bundle declares
+// a dependency, which operator-controller refuses to install (its
+// NoDependencyValidation).
+var dependencyProperties = []string{property.TypePackageRequired, property.TypeGVKRequired, property.TypeConstraint}
+
+// bundleDependencies gives the type of each bundle's first property that
+// declares a dependency, by bundle name, in property order, as
+// operator-controller names the first it finds.
+func (c *Catalog) bundleDependencies(ctx context.Context, pkg string) (map[string]string, error) {
+	var rows []struct {
+		Name string `db:"name"`
+		Type string `db:"type"`
+	}
+	if err := c.sel(ctx, &rows, `SELECT b.name, p.type FROM bundles b JOIN properties p ON p.bundle_id = b.id
+		WHERE b.package = ? AND p.type IN (?, ?, ?) ORDER BY b.id, p.position`,
+		pkg, dependencyProperties[0], dependencyProperties[1], dependencyProperties[2]); err != nil {
+		return nil, fmt.Errorf("read dependency properties of package %q: %w", pkg, err)
+	}
+	out := map[string]string{}
+	for _, r := range rows {
+		if _, ok := out[r.Name]; !ok {
+			out[r.Name] = r.Type
+		}
+	}
+	return out, nil
 }
 
 // emptyReleases names the bundles of a package whose olm.package property
@@ -426,7 +468,7 @@ func judge(req ResolveRequest, p resolvePackage) PackageCandidates {
 	var deprecated, rejected []ResolveCandidate
 	for _, b := range bundles {
 		cand := ResolveCandidate{Name: b.name, Version: b.version, Release: b.release, Image: b.image,
-			Channels: b.channels, Deprecation: b.deprecation}
+			Channels: b.channels, Deprecation: b.deprecation, Dependency: b.dependency}
 		start := len(reasons)
 		if !slices.ContainsFunc(b.channels, considered) {
 			reasons = append(reasons, NotInChannel)
@@ -656,10 +698,29 @@ type Resolution struct {
 	Error string
 	// Ambiguous says it failed because catalogs of the same priority tie.
 	Ambiguous bool
+	// Refused says it failed because the chosen bundle declares a
+	// dependency (its Dependency): Chosen still indexes its catalog.
+	Refused bool
 }
 
-// Bundle is the chosen bundle and its catalog, or nil and "".
+// Bundle is the bundle to install and its catalog, or nil and "".
 func (r Resolution) Bundle() (*ResolveCandidate, string) {
+	if r.Refused {
+		return nil, ""
+	}
+	return r.choice()
+}
+
+// RefusedBundle is the chosen bundle refused for its dependency, and its
+// catalog, or nil and "".
+func (r Resolution) RefusedBundle() (*ResolveCandidate, string) {
+	if !r.Refused {
+		return nil, ""
+	}
+	return r.choice()
+}
+
+func (r Resolution) choice() (*ResolveCandidate, string) {
 	if r.Chosen < 0 {
 		return nil, ""
 	}
@@ -713,6 +774,11 @@ func Choose(req ResolveRequest, offers []CatalogCandidates) Resolution {
 			out.Catalogs[i].Outcome = CatalogLowerPriority
 		}
 		out.Catalogs[best[0]].Outcome = CatalogChosen
+		if ch := out.Catalogs[best[0]].Choice(); ch.Dependency != "" {
+			out.Refused = true
+			out.Error = fmt.Sprintf("validating bundle %q: bundle %q has a dependency declared via property %q which is currently not supported",
+				ch.Name, ch.Name, ch.Dependency)
+		}
 		return out
 	case len(best) > 1:
 		// operator-controller names every catalog still in the running,

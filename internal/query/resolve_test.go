@@ -67,8 +67,9 @@ func TestResolve(t *testing.T) {
 		installedBundle string
 		release         bool
 		// wantCatalog and wantBundle are the answer; wantError the message
-		// when there is none.
-		wantCatalog, wantBundle, wantError string
+		// when there is none, and wantRefused the bundle of wantCatalog
+		// chosen and refused for a dependency.
+		wantCatalog, wantBundle, wantError, wantRefused string
 		// verdicts are what resolution says of some bundles, in wantCatalog
 		// (or the first catalog).
 		verdicts map[string]string
@@ -79,6 +80,9 @@ func TestResolve(t *testing.T) {
 		// successors are how some bundles follow the installed version,
 		// joined by "+", in wantCatalog (or the first catalog).
 		successors map[string]string
+		// dependencies are the dependency property some bundles declare
+		// first, in wantCatalog (or the first catalog).
+		dependencies map[string]string
 	}{
 		{name: "no constraint: highest version, pre-releases included", cats: onlyA, pkg: "ferry",
 			wantCatalog: "a", wantBundle: "ferry.v2.1.0-rc.1",
@@ -149,6 +153,32 @@ func TestResolve(t *testing.T) {
 			wantError: `error upgrading from currently installed version "1.0.0+1": no bundles found for package "raft"`,
 			verdicts:  map[string]string{"raft-v1.0.0-1": "NotSuccessor", "raft-v1.0.0-2": "NotSuccessor"}},
 
+		// kayak: the chosen bundle is refused for its dependency, with no
+		// fallback to the next candidate or catalog.
+		{name: "dependency: the chosen bundle is refused, the first dependency property named", cats: onlyA, pkg: "kayak", channels: []string{"stable"},
+			wantCatalog: "a", wantRefused: "kayak.v1.2.0",
+			wantError: `validating bundle "kayak.v1.2.0": bundle "kayak.v1.2.0" has a dependency declared via property "olm.constraint" which is currently not supported`,
+			verdicts:  map[string]string{"kayak.v1.2.0": "Chosen", "kayak.v1.0.0": "LowerVersion"},
+			dependencies: map[string]string{"kayak.v1.2.0": "olm.constraint", "kayak.v1.1.0": "olm.gvk.required", "kayak.v1.0.0": "", "kayak.v1.3.0": ""},
+			outcomes:  map[string]query.CatalogOutcome{"a": query.CatalogChosen}},
+		{name: "dependency: olm.gvk.required, not the next candidate", cats: onlyA, pkg: "kayak", version: "<1.2.0",
+			wantCatalog: "a", wantRefused: "kayak.v1.1.0",
+			wantError: `validating bundle "kayak.v1.1.0": bundle "kayak.v1.1.0" has a dependency declared via property "olm.gvk.required" which is currently not supported`,
+			verdicts:  map[string]string{"kayak.v1.1.0": "Chosen", "kayak.v1.0.0": "LowerVersion"}},
+		{name: "dependency: a range leaving it out resolves", cats: onlyA, pkg: "kayak", version: "<1.1.0",
+			wantCatalog: "a", wantBundle: "kayak.v1.0.0"},
+		{name: "dependency: lower candidates' dependencies do not matter", cats: onlyA, pkg: "kayak",
+			wantCatalog: "a", wantBundle: "kayak.v1.3.0",
+			verdicts: map[string]string{"kayak.v1.2.0": "LowerVersion", "kayak.v1.1.0": "LowerVersion"}},
+		{name: "dependency: no fallback to another catalog", cats: []resolveCatalog{{"a", 1, a}, {"b", 0, b}}, pkg: "kayak", channels: []string{"stable"},
+			wantCatalog: "a", wantRefused: "kayak.v1.2.0",
+			wantError: `validating bundle "kayak.v1.2.0": bundle "kayak.v1.2.0" has a dependency declared via property "olm.constraint" which is currently not supported`,
+			outcomes:  map[string]query.CatalogOutcome{"a": query.CatalogChosen, "b": query.CatalogLowerPriority}},
+		{name: "dependency: a catalog of higher priority without one wins", cats: []resolveCatalog{{"a", 0, a}, {"b", 1, b}}, pkg: "kayak", channels: []string{"stable"},
+			wantCatalog: "b", wantBundle: "kayak.v0.9.0"},
+		{name: "dependency: a tie is ambiguous before any bundle is validated", cats: []resolveCatalog{{"a", 0, a}, {"b", 0, b}}, pkg: "kayak", channels: []string{"stable"},
+			wantError: `found bundles for package "kayak" in channels [stable] in multiple catalogs with the same priority [a b]`},
+
 		// oar: releases written every way (see testdata/resolve/README.md).
 		{name: "gate off: releases from build metadata only", cats: onlyA, pkg: "oar",
 			wantCatalog: "a", wantBundle: "oar.both",
@@ -204,6 +234,16 @@ func TestResolve(t *testing.T) {
 			}
 			res := resolveAcross(t, req, tt.cats)
 			got, catalog := res.Bundle()
+			var refused, refusedIn, wantRefusedIn string
+			if b, in := res.RefusedBundle(); b != nil {
+				refused, refusedIn = b.Name, in
+			}
+			if tt.wantRefused != "" {
+				wantRefusedIn = tt.wantCatalog
+			}
+			if refused != tt.wantRefused || refusedIn != wantRefusedIn {
+				t.Errorf("refused %q in %q, want %q in %q", refused, refusedIn, tt.wantRefused, wantRefusedIn)
+			}
 			switch {
 			case tt.wantError != "":
 				if got != nil || res.Error != tt.wantError {
@@ -236,6 +276,11 @@ func TestResolve(t *testing.T) {
 					rules[i] = string(r)
 				}
 				successors[c.Name] = strings.Join(rules, "+")
+			}
+			for _, c := range in.Candidates {
+				if want, ok := tt.dependencies[c.Name]; ok && c.Dependency != want {
+					t.Errorf("%s in %s: dependency %q, want %q", c.Name, in.Catalog, c.Dependency, want)
+				}
 			}
 			for name, want := range tt.successors {
 				if successors[name] != want {
