@@ -2578,6 +2578,18 @@ func NewResolveInCatalogRequest(server string, catalog CatalogParam, params *Res
 			}
 		}
 
+		if params.InstalledRelease != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "installedRelease", *params.InstalledRelease, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if params.BundleReleaseSupport != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "bundleReleaseSupport", *params.BundleReleaseSupport, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
@@ -2945,6 +2957,18 @@ func NewResolveRequest(server string, params *ResolveParams) (*http.Request, err
 			for _, qp := range strings.Split(queryFrag, "&") {
 				rawQueryFragments = append(rawQueryFragments, qp)
 			}
+		}
+
+		if params.InstalledRelease != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "installedRelease", *params.InstalledRelease, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
 		}
 
 		if params.BundleReleaseSupport != nil {

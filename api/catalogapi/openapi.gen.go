@@ -1729,6 +1729,14 @@ type ResolveInCatalogParams struct {
 	// is a successor.
 	InstalledBundle string `form:"installedBundle,omitempty" json:"installedBundle,omitempty,omitzero"`
 
+	// InstalledRelease The installed bundle's release as a ClusterExtension's status
+	// records it apart from the version
+	// (`status.install.bundle.release`, with `BundleReleaseSupport`
+	// on); needs `installed`. Present, even empty, it is the release
+	// and `installed`'s build metadata is not read as one, as
+	// operator-controller reads the status.
+	InstalledRelease *string `form:"installedRelease,omitempty" json:"installedRelease,omitempty"`
+
 	// BundleReleaseSupport Read releases as operator-controller does with its
 	// `BundleReleaseSupport` feature gate on (`true`): a bundle's
 	// explicit `release` of its `olm.package` property, even empty,
@@ -1833,6 +1841,14 @@ type ResolveParams struct {
 	// the installed one, so an entry replacing or skipping any of them
 	// is a successor.
 	InstalledBundle string `form:"installedBundle,omitempty" json:"installedBundle,omitempty,omitzero"`
+
+	// InstalledRelease The installed bundle's release as a ClusterExtension's status
+	// records it apart from the version
+	// (`status.install.bundle.release`, with `BundleReleaseSupport`
+	// on); needs `installed`. Present, even empty, it is the release
+	// and `installed`'s build metadata is not read as one, as
+	// operator-controller reads the status.
+	InstalledRelease *string `form:"installedRelease,omitempty" json:"installedRelease,omitempty"`
 
 	// BundleReleaseSupport Read releases as operator-controller does with its
 	// `BundleReleaseSupport` feature gate on (`true`): a bundle's

@@ -15,7 +15,7 @@ import (
 
 func (r *runner) resolveCmd() *cobra.Command {
 	var channels []string
-	var versionRange, installed, installedBundle, policy, selector string
+	var versionRange, installed, installedBundle, installedRelease, policy, selector string
 	var bundleRelease bool
 	cmd := &cobra.Command{
 		Use:   "resolve PACKAGE [--channel NAME]... [--version RANGE] [--installed VERSION [--installed-bundle NAME]]",
@@ -48,10 +48,15 @@ naming the property), with operator-controller's message.`,
 			if cmd.Flags().Changed("bundle-release-support") {
 				release = &bundleRelease
 			}
+			// Set, even empty, it is the release.
+			var instRelease *string
+			if cmd.Flags().Changed("installed-release") {
+				instRelease = &installedRelease
+			}
 			var failure error
 			err := r.run(cmd, true, func(ctx context.Context, c *conn) ([]answer, error) {
 				res, err := resolve(ctx, c, r.catalog, &client.ResolveParams{Package: args[0], Channels: channels, Version: versionRange,
-					Installed: installed, InstalledBundle: installedBundle, BundleReleaseSupport: release,
+					Installed: installed, InstalledBundle: installedBundle, InstalledRelease: instRelease, BundleReleaseSupport: release,
 					UpgradeConstraintPolicy: client.UpgradeConstraintPolicy(policy), CatalogSelector: selector})
 				if res == nil {
 					return nil, err
@@ -70,6 +75,7 @@ naming the property), with operator-controller's message.`,
 	cmd.Flags().StringVar(&installed, "installed", "", "the installed version (its release as build metadata, 1.2.0+2): only it and its successors are candidates")
 	cmd.Flags().StringVar(&installedBundle, "installed-bundle", "", "the installed bundle's name, which replaces and skips must name;\n"+
 		"without it, every bundle of the --installed version and release counts as installed")
+	cmd.Flags().StringVar(&installedRelease, "installed-release", "", "the installed bundle's release when its status records it apart from --installed (even empty)")
 	cmd.Flags().BoolVar(&bundleRelease, "bundle-release-support", false, "read releases as operator-controller with its BundleReleaseSupport gate on (explicit\n"+
 		"release of olm.package first) or =false off (build metadata only); default: the server's")
 	cmd.Flags().StringVar(&policy, "upgrade-constraint-policy", "", "CatalogProvided (default: successors of --installed only) or SelfCertified (any version)")
@@ -94,7 +100,7 @@ func resolve(ctx context.Context, c *conn, catalog string, p *client.ResolvePara
 	var ok *client.Resolution
 	if catalog != "" {
 		rsp, err := c.api.ResolveInCatalogWithResponse(ctx, catalog, &client.ResolveInCatalogParams{Package: p.Package,
-			Channels: p.Channels, Version: p.Version, Installed: p.Installed, InstalledBundle: p.InstalledBundle,
+			Channels: p.Channels, Version: p.Version, Installed: p.Installed, InstalledBundle: p.InstalledBundle, InstalledRelease: p.InstalledRelease,
 			BundleReleaseSupport: p.BundleReleaseSupport, UpgradeConstraintPolicy: p.UpgradeConstraintPolicy})
 		if res, err := okOr(c, rsp, err, func(r *client.ResolveInCatalogResponse) (*client.Resolution, *http.Response, []byte) {
 			return r.JSON200, r.HTTPResponse, r.Body

@@ -40,6 +40,7 @@ func TestResolve(t *testing.T) {
 		{"installed by version", server, []string{"resolve", "oar", "--installed", "2.0.0", "-c", "a"}, "oar.both", 1},
 		{"installed by name", server, []string{"resolve", "oar", "--installed", "2.0.0", "--installed-bundle", "oar.neither", "-c", "a"}, "oar.build", 1},
 		{"installed by name offline", offline, []string{"resolve", "oar", "--installed", "2.0.0", "--installed-bundle", "oar.neither"}, "oar.build", 1},
+		{"installed release recorded apart", offline, []string{"resolve", "oar", "--installed", "2.0.0+7", "--installed-release", "", "--bundle-release-support"}, "oar.build", 1},
 		{"releases from build metadata by default", server, []string{"resolve", "oar", "-c", "a"}, "oar.both", 1},
 		{"--bundle-release-support", server, []string{"resolve", "oar", "-c", "a", "--bundle-release-support"}, "oar.build", 1},
 		{"--bundle-release-support offline", offline, []string{"resolve", "oar", "--bundle-release-support"}, "oar.build", 1},

@@ -17,7 +17,7 @@ import (
 
 // resolveParams are the parameters of both resolve endpoints; /resolve
 // also takes catalogSelector.
-var resolveParams = []string{"package", "channels", "version", "installed", "installedBundle", "bundleReleaseSupport", "upgradeConstraintPolicy"}
+var resolveParams = []string{"package", "channels", "version", "installed", "installedBundle", "installedRelease", "bundleReleaseSupport", "upgradeConstraintPolicy"}
 
 // checkResolveParams refuses unknown parameters, and upgradeEdges with
 // why it went: a client that asked for semver edges must learn that no
@@ -67,7 +67,13 @@ func (s *Server) parseResolve(r *http.Request) (query.ResolveRequest, error) {
 			return query.ResolveRequest{}, badParam("bundleReleaseSupport", "bundleReleaseSupport %q is not true or false", v)
 		}
 	}
-	req, err := query.NewResolveRequest(query.ResolveParams{Package: pkg, Channels: channels, Version: q.Get("version"),
+	// Present, even empty, as an explicit empty release is one.
+	var installedRelease *string
+	if q.Has("installedRelease") {
+		v := q.Get("installedRelease")
+		installedRelease = &v
+	}
+	req, err := query.NewResolveRequest(query.ResolveParams{InstalledRelease: installedRelease, Package: pkg, Channels: channels, Version: q.Get("version"),
 		Installed: q.Get("installed"), InstalledBundle: q.Get("installedBundle"), SelfCertified: selfCertified, BundleRelease: release})
 	var perr *query.ResolveParamError
 	if errors.As(err, &perr) {

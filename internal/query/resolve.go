@@ -68,6 +68,12 @@ type ResolveRequest struct {
 	// its successors are candidates.
 	Installed     *semver.Version
 	InstalledText string
+	// InstalledRelease, if set, is the installed bundle's release as a
+	// ClusterExtension's status records it apart from the version (with
+	// BundleReleaseSupport on), even empty; then the version's build
+	// metadata is not read as the release. NewResolveRequest checked that
+	// it parses.
+	InstalledRelease *string
 	// SelfCertified lifts the successor rule (policy SelfCertified).
 	SelfCertified bool
 	// InstalledBundle, if set, is the installed bundle's name, which
@@ -442,7 +448,7 @@ func judge(req ResolveRequest, p resolvePackage) PackageCandidates {
 	var installed *versionRelease
 	var installedNames map[string]bool
 	if req.Installed != nil {
-		vr := legacyVersionRelease(*req.Installed)
+		vr := req.installedVersionRelease()
 		installed = &vr
 		installedNames = map[string]bool{}
 		if req.InstalledBundle != "" {
@@ -529,6 +535,17 @@ func judge(req ResolveRequest, p resolvePackage) PackageCandidates {
 		}
 	}
 	return out
+}
+
+// installedVersionRelease is the installed version and release, read as
+// operator-controller's SuccessorsOf reads a ClusterExtension's status: a
+// release recorded apart is the release, else the version's build metadata.
+func (r ResolveRequest) installedVersionRelease() versionRelease {
+	if r.InstalledRelease == nil {
+		return legacyVersionRelease(*r.Installed)
+	}
+	_, vr := parseVersionRelease(r.Installed.String(), *r.InstalledRelease, true)
+	return vr
 }
 
 // versionRelease is a bundle's version and release in the order
@@ -826,8 +843,8 @@ func resolutionMessage(req ResolveRequest, tied []string) string {
 
 // ResolveParamError says which part of a resolve request is malformed.
 type ResolveParamError struct {
-	// Param is the request field: "version", "installed" or
-	// "installedBundle".
+	// Param is the request field: "version", "installed",
+	// "installedBundle" or "installedRelease".
 	Param string
 	Err   error
 }
@@ -846,9 +863,12 @@ type ResolveParams struct {
 	// operator-controller records it); "" is none.
 	Installed     string
 	SelfCertified bool
-	// InstalledBundle is the installed bundle's name, "" if unknown; it
-	// needs Installed, as a ClusterExtension's status records both.
-	InstalledBundle string
+	// InstalledBundle is the installed bundle's name, "" if unknown, and
+	// InstalledRelease its release when recorded apart from the version
+	// (nil if not); both need Installed, as a ClusterExtension's status
+	// records them with it.
+	InstalledBundle  string
+	InstalledRelease *string
 	// BundleRelease is operator-controller's BundleReleaseSupport gate.
 	BundleRelease bool
 }
@@ -857,10 +877,19 @@ type ResolveParams struct {
 // version, so that a malformed one is refused before any catalog is read.
 func NewResolveRequest(p ResolveParams) (ResolveRequest, error) {
 	req := ResolveRequest{Package: p.Package, Channels: p.Channels, VersionRangeText: p.Version, InstalledText: p.Installed,
-		SelfCertified: p.SelfCertified, InstalledBundle: p.InstalledBundle, BundleRelease: p.BundleRelease}
+		SelfCertified: p.SelfCertified, InstalledBundle: p.InstalledBundle, InstalledRelease: p.InstalledRelease, BundleRelease: p.BundleRelease}
 	if p.InstalledBundle != "" && p.Installed == "" {
 		return req, &ResolveParamError{Param: "installedBundle", Err: fmt.Errorf("installed bundle %q needs the installed version too, "+
 			"as a ClusterExtension's status records both", p.InstalledBundle)}
+	}
+	if p.InstalledRelease != nil {
+		if p.Installed == "" {
+			return req, &ResolveParamError{Param: "installedRelease", Err: fmt.Errorf("installed release %q needs the installed version too, "+
+				"as a ClusterExtension's status records both", *p.InstalledRelease)}
+		}
+		if _, err := parseRelease(*p.InstalledRelease); err != nil && *p.InstalledRelease != "" {
+			return req, &ResolveParamError{Param: "installedRelease", Err: fmt.Errorf("installed release %q is invalid: %w", *p.InstalledRelease, err)}
+		}
 	}
 	if p.Version != "" {
 		r, err := mmsemver.NewConstraint(p.Version)

@@ -66,6 +66,8 @@ func TestResolve(t *testing.T) {
 		// BundleReleaseSupport on.
 		installedBundle string
 		release         bool
+		// installedRelease is the installed release recorded apart.
+		installedRelease *string
 		// wantCatalog and wantBundle are the answer; wantError the message
 		// when there is none, and wantRefused the bundle of wantCatalog
 		// chosen and refused for a dependency.
@@ -157,10 +159,10 @@ func TestResolve(t *testing.T) {
 		// fallback to the next candidate or catalog.
 		{name: "dependency: the chosen bundle is refused, the first dependency property named", cats: onlyA, pkg: "kayak", channels: []string{"stable"},
 			wantCatalog: "a", wantRefused: "kayak.v1.2.0",
-			wantError: `validating bundle "kayak.v1.2.0": bundle "kayak.v1.2.0" has a dependency declared via property "olm.constraint" which is currently not supported`,
-			verdicts:  map[string]string{"kayak.v1.2.0": "Chosen", "kayak.v1.0.0": "LowerVersion"},
+			wantError:    `validating bundle "kayak.v1.2.0": bundle "kayak.v1.2.0" has a dependency declared via property "olm.constraint" which is currently not supported`,
+			verdicts:     map[string]string{"kayak.v1.2.0": "Chosen", "kayak.v1.0.0": "LowerVersion"},
 			dependencies: map[string]string{"kayak.v1.2.0": "olm.constraint", "kayak.v1.1.0": "olm.gvk.required", "kayak.v1.0.0": "", "kayak.v1.3.0": ""},
-			outcomes:  map[string]query.CatalogOutcome{"a": query.CatalogChosen}},
+			outcomes:     map[string]query.CatalogOutcome{"a": query.CatalogChosen}},
 		{name: "dependency: olm.gvk.required, not the next candidate", cats: onlyA, pkg: "kayak", version: "<1.2.0",
 			wantCatalog: "a", wantRefused: "kayak.v1.1.0",
 			wantError: `validating bundle "kayak.v1.1.0": bundle "kayak.v1.1.0" has a dependency declared via property "olm.gvk.required" which is currently not supported`,
@@ -208,6 +210,15 @@ func TestResolve(t *testing.T) {
 			wantCatalog: "a", wantBundle: "oar.both",
 			successors: map[string]string{"oar.explicit": "Installed", "oar.both": "replaces"},
 			verdicts:   map[string]string{"oar.explicit": "LowerVersion", "oar.build": "NotSuccessor", "oar.neither": "NotSuccessor"}},
+		{name: "gate on, installed with its release recorded apart", cats: onlyA, pkg: "oar", installed: "2.0.0", installedRelease: ptr("3"), release: true,
+			wantCatalog: "a", wantBundle: "oar.both",
+			successors: map[string]string{"oar.explicit": "Installed", "oar.both": "replaces"}},
+		{name: "gate on, an empty release recorded apart keeps build metadata from being one", cats: onlyA, pkg: "oar", installed: "2.0.0+7",
+			installedRelease: ptr(""), release: true,
+			wantCatalog: "a", wantBundle: "oar.build",
+			successors: map[string]string{"oar.neither": "Installed", "oar.empty-release": "Installed", "oar.build": "replaces"}},
+		{name: "gate on, the same version without a release recorded apart", cats: onlyA, pkg: "oar", installed: "2.0.0+7", release: true,
+			wantError: `error upgrading from currently installed version "2.0.0+7": no bundles found for package "oar"`},
 		{name: "same priority is ambiguous", cats: []resolveCatalog{{"a", 0, a}, {"b", 0, b}}, pkg: "ferry", channels: []string{"stable"},
 			wantError: `found bundles for package "ferry" in channels [stable] in multiple catalogs with the same priority [a b]`,
 			outcomes:  map[string]query.CatalogOutcome{"a": query.CatalogSamePriority, "b": query.CatalogSamePriority}},
@@ -223,12 +234,11 @@ func TestResolve(t *testing.T) {
 		{name: "installed across catalogs", cats: []resolveCatalog{{"a", 0, a}, {"b", 0, b}}, pkg: "ferry", installed: "1.1.0", channels: []string{"stable"},
 			wantCatalog: "a", wantBundle: "ferry.v1.2.0",
 			outcomes: map[string]query.CatalogOutcome{"a": query.CatalogChosen, "b": query.CatalogNoCandidate}},
-
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			req, err := query.NewResolveRequest(query.ResolveParams{Package: tt.pkg, Channels: tt.channels, Version: tt.version, Installed: tt.installed, SelfCertified: tt.self,
-				InstalledBundle: tt.installedBundle, BundleRelease: tt.release})
+				InstalledBundle: tt.installedBundle, InstalledRelease: tt.installedRelease, BundleRelease: tt.release})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -301,8 +311,17 @@ func TestResolve(t *testing.T) {
 
 // TestNewResolveRequest checks that malformed parameters name themselves.
 func TestNewResolveRequest(t *testing.T) {
-	for _, tt := range []struct{ version, installed, installedBundle, param string }{
+	for _, tt := range []struct {
+		version, installed, installedBundle string
+		installedRelease                    *string
+		param                               string
+	}{
 		{version: ">=1.0.0 <<2", param: "version"},
+		{installedRelease: ptr("1"), param: "installedRelease"},
+		{installed: "1.0.0", installedRelease: ptr("01"), param: "installedRelease"},
+		{installed: "1.0.0", installedRelease: ptr("abcdefghij.klmnopqrst"), param: "installedRelease"},
+		{installed: "1.0.0", installedRelease: ptr("")},
+		{installed: "1.0.0", installedRelease: ptr("rc.1")},
 		{installedBundle: "p.v1.0.0", param: "installedBundle"},
 		{installed: "1.0.0", installedBundle: "p.v1.0.0"},
 		{installed: "1.0.0-rc.1+build.5"},
@@ -311,7 +330,8 @@ func TestNewResolveRequest(t *testing.T) {
 		{installed: "v1.0.0", param: "installed"},
 		{version: ">=1.0.0, <2.0.0 || 3.x", installed: "1.0.0-rc.1+build.5"},
 	} {
-		_, err := query.NewResolveRequest(query.ResolveParams{Package: "p", Version: tt.version, Installed: tt.installed, InstalledBundle: tt.installedBundle})
+		_, err := query.NewResolveRequest(query.ResolveParams{Package: "p", Version: tt.version, Installed: tt.installed, InstalledBundle: tt.installedBundle,
+			InstalledRelease: tt.installedRelease})
 		var perr *query.ResolveParamError
 		switch {
 		case tt.param == "" && err != nil:
@@ -406,3 +426,5 @@ func TestResolveKeepsWithinBudget(t *testing.T) {
 		t.Errorf("ferry over budget: %d packages kept, want 0", n)
 	}
 }
+
+func ptr[T any](v T) *T { return &v }
