@@ -93,7 +93,7 @@ type Rejection string
 
 // The reasons a bundle is not a candidate, each a rule of resolution.
 const (
-	// NotInChannel: no requested channel lists the bundle.
+	// NotInChannel: channels were requested and none lists the bundle.
 	NotInChannel Rejection = "NotInChannel"
 	// OutsideVersionRange: its version is not in the requested range, or
 	// does not parse.
@@ -476,7 +476,9 @@ func judge(req ResolveRequest, p resolvePackage) PackageCandidates {
 		cand := ResolveCandidate{Name: b.name, Version: b.version, Release: b.release, Image: b.image,
 			Channels: b.channels, Deprecation: b.deprecation, Dependency: b.dependency}
 		start := len(reasons)
-		if !slices.ContainsFunc(b.channels, considered) {
+		// Without channels asked, operator-controller does not filter by
+		// channel, so a bundle no channel lists is a candidate too.
+		if len(req.Channels) > 0 && !slices.ContainsFunc(b.channels, considered) {
 			reasons = append(reasons, NotInChannel)
 		}
 		vr := vrOf(b)
