@@ -38,8 +38,9 @@ import (
 //     as one (registry+v1 bundles write it so), operator-controller's
 //     default; with its BundleReleaseSupport gate on, the explicit release
 //     of the olm.package property comes first (bundleutil's
-//     GetVersionAndRelease). The installed version is read as written, its
-//     build metadata as its release.
+//     GetVersionAndRelease). The installed bundle's release is the one its
+//     status records apart, if given, else its version's build metadata
+//     (filter.SuccessorsOf).
 //   - Within a catalog, candidates that are not deprecated come first, then
 //     higher version and release, then catalog order (operator-controller
 //     sorts stably); the first is the catalog's choice.
