@@ -23,6 +23,13 @@ const (
 	CatalogStateUnavailable = catalogapi.CatalogStateUnavailable
 )
 
+// Values of DependencyProperty.
+const (
+	DependencyPropertyOlmConstraint      = catalogapi.DependencyPropertyOlmConstraint
+	DependencyPropertyOlmGvkRequired     = catalogapi.DependencyPropertyOlmGvkRequired
+	DependencyPropertyOlmPackageRequired = catalogapi.DependencyPropertyOlmPackageRequired
+)
+
 // Values of IndexBuildMode.
 const (
 	IndexBuildModeFull        = catalogapi.IndexBuildModeFull
@@ -39,7 +46,6 @@ const (
 // Values of ResolveCandidateRejections.
 const (
 	ResolveCandidateRejectionsNotInChannel        = catalogapi.ResolveCandidateRejectionsNotInChannel
-	ResolveCandidateRejectionsNotSemverSuccessor  = catalogapi.ResolveCandidateRejectionsNotSemverSuccessor
 	ResolveCandidateRejectionsNotSuccessor        = catalogapi.ResolveCandidateRejectionsNotSuccessor
 	ResolveCandidateRejectionsOutsideVersionRange = catalogapi.ResolveCandidateRejectionsOutsideVersionRange
 )
@@ -48,7 +54,6 @@ const (
 const (
 	ResolveCandidateSuccessorInstalled = catalogapi.ResolveCandidateSuccessorInstalled
 	ResolveCandidateSuccessorReplaces  = catalogapi.ResolveCandidateSuccessorReplaces
-	ResolveCandidateSuccessorSemver    = catalogapi.ResolveCandidateSuccessorSemver
 	ResolveCandidateSuccessorSkipRange = catalogapi.ResolveCandidateSuccessorSkipRange
 	ResolveCandidateSuccessorSkips     = catalogapi.ResolveCandidateSuccessorSkips
 )
@@ -70,12 +75,6 @@ const (
 const (
 	UpgradeConstraintPolicyCatalogProvided = catalogapi.UpgradeConstraintPolicyCatalogProvided
 	UpgradeConstraintPolicySelfCertified   = catalogapi.UpgradeConstraintPolicySelfCertified
-)
-
-// Values of UpgradeEdges.
-const (
-	UpgradeEdgesLegacy = catalogapi.UpgradeEdgesLegacy
-	UpgradeEdgesSemver = catalogapi.UpgradeEdgesSemver
 )
 
 // Values of UpgradeRule.
@@ -139,6 +138,9 @@ type ChannelList = catalogapi.ChannelList
 // ChannelSummary is catalogapi.ChannelSummary.
 type ChannelSummary = catalogapi.ChannelSummary
 
+// DependencyProperty is catalogapi.DependencyProperty.
+type DependencyProperty = catalogapi.DependencyProperty
+
 // Deprecation is catalogapi.Deprecation.
 type Deprecation = catalogapi.Deprecation
 
@@ -196,6 +198,9 @@ type ProviderChannel = catalogapi.ProviderChannel
 // ProviderList is catalogapi.ProviderList.
 type ProviderList = catalogapi.ProviderList
 
+// RefusedBundle is catalogapi.RefusedBundle.
+type RefusedBundle = catalogapi.RefusedBundle
+
 // RelatedImage is catalogapi.RelatedImage.
 type RelatedImage = catalogapi.RelatedImage
 
@@ -234,9 +239,6 @@ type UpgradeConstraintPolicy = catalogapi.UpgradeConstraintPolicy
 
 // UpgradeEdge is catalogapi.UpgradeEdge.
 type UpgradeEdge = catalogapi.UpgradeEdge
-
-// UpgradeEdges is catalogapi.UpgradeEdges.
-type UpgradeEdges = catalogapi.UpgradeEdges
 
 // UpgradeList is catalogapi.UpgradeList.
 type UpgradeList = catalogapi.UpgradeList
@@ -645,8 +647,14 @@ type ClientInterface interface {
 	// Catalogs switched off, not indexed yet, or not matched by the
 	// selector are listed and not considered.
 	//
-	// When no bundle is found the answer is `404`, and when catalogs of the
-	// same priority tie it is `409`: a problem document whose `detail` is
+	// The bundle chosen is then refused if it declares a dependency
+	// (`olm.package.required`, `olm.gvk.required` or `olm.constraint`),
+	// which operator-controller does not resolve; it does not fall back to
+	// the next candidate.
+	//
+	// When no bundle is found the answer is `404`, when catalogs of the
+	// same priority tie it is `409`, and when the chosen bundle declares a
+	// dependency it is `422`: a problem document whose `detail` is
 	// operator-controller's message for the same case, and which carries
 	// the whole resolution beside it.
 	//
@@ -1052,8 +1060,14 @@ func (c *Client) GetReadyz(ctx context.Context, reqEditors ...RequestEditorFn) (
 // Catalogs switched off, not indexed yet, or not matched by the
 // selector are listed and not considered.
 //
-// When no bundle is found the answer is `404`, and when catalogs of the
-// same priority tie it is `409`: a problem document whose `detail` is
+// The bundle chosen is then refused if it declares a dependency
+// (`olm.package.required`, `olm.gvk.required` or `olm.constraint`),
+// which operator-controller does not resolve; it does not fall back to
+// the next candidate.
+//
+// When no bundle is found the answer is `404`, when catalogs of the
+// same priority tie it is `409`, and when the chosen bundle declares a
+// dependency it is `422`: a problem document whose `detail` is
 // operator-controller's message for the same case, and which carries
 // the whole resolution beside it.
 //
@@ -2556,7 +2570,7 @@ func NewResolveInCatalogRequest(server string, catalog CatalogParam, params *Res
 			}
 		}
 
-		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "upgradeConstraintPolicy", params.UpgradeConstraintPolicy, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "installedBundle", params.InstalledBundle, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 			return nil, err
 		} else {
 			for _, qp := range strings.Split(queryFrag, "&") {
@@ -2564,7 +2578,31 @@ func NewResolveInCatalogRequest(server string, catalog CatalogParam, params *Res
 			}
 		}
 
-		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "upgradeEdges", params.UpgradeEdges, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+		if params.InstalledRelease != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "installedRelease", *params.InstalledRelease, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.BundleReleaseSupport != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "bundleReleaseSupport", *params.BundleReleaseSupport, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "upgradeConstraintPolicy", params.UpgradeConstraintPolicy, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 			return nil, err
 		} else {
 			for _, qp := range strings.Split(queryFrag, "&") {
@@ -2913,7 +2951,7 @@ func NewResolveRequest(server string, params *ResolveParams) (*http.Request, err
 			}
 		}
 
-		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "upgradeConstraintPolicy", params.UpgradeConstraintPolicy, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "installedBundle", params.InstalledBundle, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 			return nil, err
 		} else {
 			for _, qp := range strings.Split(queryFrag, "&") {
@@ -2921,7 +2959,31 @@ func NewResolveRequest(server string, params *ResolveParams) (*http.Request, err
 			}
 		}
 
-		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "upgradeEdges", params.UpgradeEdges, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+		if params.InstalledRelease != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "installedRelease", *params.InstalledRelease, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.BundleReleaseSupport != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "bundleReleaseSupport", *params.BundleReleaseSupport, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "upgradeConstraintPolicy", params.UpgradeConstraintPolicy, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 			return nil, err
 		} else {
 			for _, qp := range strings.Split(queryFrag, "&") {
@@ -3270,8 +3332,14 @@ type ClientWithResponsesInterface interface {
 	// Catalogs switched off, not indexed yet, or not matched by the
 	// selector are listed and not considered.
 	//
-	// When no bundle is found the answer is `404`, and when catalogs of the
-	// same priority tie it is `409`: a problem document whose `detail` is
+	// The bundle chosen is then refused if it declares a dependency
+	// (`olm.package.required`, `olm.gvk.required` or `olm.constraint`),
+	// which operator-controller does not resolve; it does not fall back to
+	// the next candidate.
+	//
+	// When no bundle is found the answer is `404`, when catalogs of the
+	// same priority tie it is `409`, and when the chosen bundle declares a
+	// dependency it is `422`: a problem document whose `detail` is
 	// operator-controller's message for the same case, and which carries
 	// the whole resolution beside it.
 	//
@@ -4707,6 +4775,8 @@ type ResolveInCatalogResponse struct {
 	ApplicationproblemJSON400 *BadRequest
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *ResolutionFailed
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *ResolutionFailed
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *InternalError
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -4732,6 +4802,11 @@ func (r ResolveInCatalogResponse) GetApplicationproblemJSON400() *BadRequest {
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r ResolveInCatalogResponse) GetApplicationproblemJSON404() *ResolutionFailed {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r ResolveInCatalogResponse) GetApplicationproblemJSON422() *ResolutionFailed {
+	return r.ApplicationproblemJSON422
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -5034,6 +5109,8 @@ type ResolveResponse struct {
 	ApplicationproblemJSON404 *ResolutionFailed
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *ResolutionFailed
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *ResolutionFailed
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *InternalError
 	// Headers200 the parsed response headers for an HTTP 200 response
@@ -5060,6 +5137,11 @@ func (r ResolveResponse) GetApplicationproblemJSON404() *ResolutionFailed {
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
 func (r ResolveResponse) GetApplicationproblemJSON409() *ResolutionFailed {
 	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r ResolveResponse) GetApplicationproblemJSON422() *ResolutionFailed {
+	return r.ApplicationproblemJSON422
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -5459,8 +5541,14 @@ func (c *ClientWithResponses) GetReadyzWithResponse(ctx context.Context, reqEdit
 // Catalogs switched off, not indexed yet, or not matched by the
 // selector are listed and not considered.
 //
-// When no bundle is found the answer is `404`, and when catalogs of the
-// same priority tie it is `409`: a problem document whose `detail` is
+// The bundle chosen is then refused if it declares a dependency
+// (`olm.package.required`, `olm.gvk.required` or `olm.constraint`),
+// which operator-controller does not resolve; it does not fall back to
+// the next candidate.
+//
+// When no bundle is found the answer is `404`, when catalogs of the
+// same priority tie it is `409`, and when the chosen bundle declares a
+// dependency it is `422`: a problem document whose `detail` is
 // operator-controller's message for the same case, and which carries
 // the whole resolution beside it.
 //
@@ -6944,6 +7032,13 @@ func ParseResolveInCatalogResponse(rsp *http.Response) (*ResolveInCatalogRespons
 		}
 		response.ApplicationproblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ResolutionFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -7228,6 +7323,13 @@ func ParseResolveResponse(rsp *http.Response) (*ResolveResponse, error) {
 			return nil, err
 		}
 		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ResolutionFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError

@@ -31,6 +31,27 @@ func (e CatalogState) Valid() bool {
 	}
 }
 
+// Defines values for DependencyProperty.
+const (
+	DependencyPropertyOlmConstraint      DependencyProperty = "olm.constraint"
+	DependencyPropertyOlmGvkRequired     DependencyProperty = "olm.gvk.required"
+	DependencyPropertyOlmPackageRequired DependencyProperty = "olm.package.required"
+)
+
+// Valid indicates whether the value is a known member of the DependencyProperty enum.
+func (e DependencyProperty) Valid() bool {
+	switch e {
+	case DependencyPropertyOlmConstraint:
+		return true
+	case DependencyPropertyOlmGvkRequired:
+		return true
+	case DependencyPropertyOlmPackageRequired:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for IndexBuildMode.
 const (
 	IndexBuildModeFull        IndexBuildMode = "full"
@@ -73,7 +94,6 @@ func (e ResolveCandidateRanking) Valid() bool {
 // Defines values for ResolveCandidateRejections.
 const (
 	ResolveCandidateRejectionsNotInChannel        ResolveCandidateRejections = "NotInChannel"
-	ResolveCandidateRejectionsNotSemverSuccessor  ResolveCandidateRejections = "NotSemverSuccessor"
 	ResolveCandidateRejectionsNotSuccessor        ResolveCandidateRejections = "NotSuccessor"
 	ResolveCandidateRejectionsOutsideVersionRange ResolveCandidateRejections = "OutsideVersionRange"
 )
@@ -82,8 +102,6 @@ const (
 func (e ResolveCandidateRejections) Valid() bool {
 	switch e {
 	case ResolveCandidateRejectionsNotInChannel:
-		return true
-	case ResolveCandidateRejectionsNotSemverSuccessor:
 		return true
 	case ResolveCandidateRejectionsNotSuccessor:
 		return true
@@ -98,7 +116,6 @@ func (e ResolveCandidateRejections) Valid() bool {
 const (
 	ResolveCandidateSuccessorInstalled ResolveCandidateSuccessor = "Installed"
 	ResolveCandidateSuccessorReplaces  ResolveCandidateSuccessor = "replaces"
-	ResolveCandidateSuccessorSemver    ResolveCandidateSuccessor = "semver"
 	ResolveCandidateSuccessorSkipRange ResolveCandidateSuccessor = "skipRange"
 	ResolveCandidateSuccessorSkips     ResolveCandidateSuccessor = "skips"
 )
@@ -109,8 +126,6 @@ func (e ResolveCandidateSuccessor) Valid() bool {
 	case ResolveCandidateSuccessorInstalled:
 		return true
 	case ResolveCandidateSuccessorReplaces:
-		return true
-	case ResolveCandidateSuccessorSemver:
 		return true
 	case ResolveCandidateSuccessorSkipRange:
 		return true
@@ -172,24 +187,6 @@ func (e UpgradeConstraintPolicy) Valid() bool {
 	case UpgradeConstraintPolicyCatalogProvided:
 		return true
 	case UpgradeConstraintPolicySelfCertified:
-		return true
-	default:
-		return false
-	}
-}
-
-// Defines values for UpgradeEdges.
-const (
-	UpgradeEdgesLegacy UpgradeEdges = "legacy"
-	UpgradeEdgesSemver UpgradeEdges = "semver"
-)
-
-// Valid indicates whether the value is a known member of the UpgradeEdges enum.
-func (e UpgradeEdges) Valid() bool {
-	switch e {
-	case UpgradeEdgesLegacy:
-		return true
-	case UpgradeEdgesSemver:
 		return true
 	default:
 		return false
@@ -623,6 +620,9 @@ type ChannelSummary struct {
 	Name string `json:"name"`
 }
 
+// DependencyProperty A property type by which a bundle declares a dependency.
+type DependencyProperty string
+
 // Deprecation The catalog marks this deprecated (olm.deprecations); clients should warn before installing it.
 type Deprecation struct {
 	// Message The catalog's deprecation message, to show as is.
@@ -982,6 +982,27 @@ type ProviderList struct {
 	Items []Provider `json:"items"`
 }
 
+// RefusedBundle The bundle resolution chose and operator-controller refuses to
+// install, because it declares a dependency; `dependency` is the type
+// of its first property declaring one, the one operator-controller's
+// message names.
+type RefusedBundle struct {
+	Catalog string `json:"catalog"`
+
+	// Dependency A property type by which a bundle declares a dependency.
+	Dependency DependencyProperty `json:"dependency"`
+
+	// Deprecation The catalog marks this deprecated (olm.deprecations); clients should warn before installing it.
+	Deprecation Deprecation `json:"deprecation,omitempty,omitzero"`
+	Image       string      `json:"image"`
+	Name        string      `json:"name"`
+
+	// Release The explicit release of its `olm.package` property, as written;
+	// whether resolution reads it is `bundleReleaseSupport`'s call.
+	Release string `json:"release,omitempty,omitzero"`
+	Version string `json:"version"`
+}
+
 // RelatedImage defines model for RelatedImage.
 type RelatedImage struct {
 	// Image Example: quay.io/coreos/etcd-operator@sha256:66a37fd61a06a43969854ee6d3e21087a98b93838e284a6086b13917f96b0d9b
@@ -999,6 +1020,9 @@ type Resolution struct {
 	// deprecation (it is chosen deprecated only when every candidate is).
 	Bundle ResolvedBundle `json:"bundle,omitempty,omitzero"`
 
+	// BundleReleaseSupport Whether releases were read with operator-controller's `BundleReleaseSupport` gate on.
+	BundleReleaseSupport bool `json:"bundleReleaseSupport"`
+
 	// Catalogs Every catalog with what became of it: those considered in
 	// priority order (higher first), then by name; then, in the same
 	// order, those not considered.
@@ -1010,24 +1034,19 @@ type Resolution struct {
 	Message string `json:"message,omitempty,omitzero"`
 	Package string `json:"package"`
 
-	// SuccessorRange With `installed` and `semver` upgrade edges, the range a successor's
-	// version must be in, which `NotSemverSuccessor` refers to.
-	//
-	//
-	// Example: ^1.2.0
-	SuccessorRange string `json:"successorRange,omitempty,omitzero"`
-
-	// UpgradeEdges The rule by which a bundle succeeds the installed version:
-	// `legacy`, the channel entries' replaces, skips and skipRange;
-	// `semver`, the caret range of the installed version
-	// (operator-controller's `ForceSemverUpgradeConstraints` gate).
-	UpgradeEdges UpgradeEdges `json:"upgradeEdges"`
+	// Refused The bundle resolution chose and operator-controller refuses to
+	// install, because it declares a dependency; `dependency` is the type
+	// of its first property declaring one, the one operator-controller's
+	// message names.
+	Refused RefusedBundle `json:"refused,omitempty,omitzero"`
 }
 
 // ResolutionProblem A failed resolution, as a problem document carrying the members of
-// the Resolution (`package`, `upgradeEdges` and `catalogs` always, `message` equal to
+// the Resolution (`package`, `bundleReleaseSupport` and `catalogs` always, `message` equal to
 // `detail`); a 404 for a catalog that does not exist carries none.
 type ResolutionProblem struct {
+	BundleReleaseSupport bool `json:"bundleReleaseSupport,omitempty,omitzero"`
+
 	// Candidates The possible values when a name or version was ambiguous.
 	//
 	// Example: ["etcdoperator.v0.9.4","etcdoperator.v0.9.4-1"]
@@ -1054,11 +1073,16 @@ type ResolutionProblem struct {
 	// Example: limit
 	Parameter string `json:"parameter,omitempty,omitzero"`
 
+	// Refused The bundle resolution chose and operator-controller refuses to
+	// install, because it declares a dependency; `dependency` is the type
+	// of its first property declaring one, the one operator-controller's
+	// message names.
+	Refused RefusedBundle `json:"refused,omitempty,omitzero"`
+
 	// Status The HTTP status code of the answer.
 	//
 	// Example: 400
-	Status         int32  `json:"status"`
-	SuccessorRange string `json:"successorRange,omitempty,omitzero"`
+	Status int32 `json:"status"`
 
 	// Title Short summary of the problem type; the same for every problem of a type.
 	//
@@ -1071,18 +1095,16 @@ type ResolutionProblem struct {
 	//
 	// Example: /problems/invalid-parameter
 	Type string `json:"type"`
-
-	// UpgradeEdges The rule by which a bundle succeeds the installed version:
-	// `legacy`, the channel entries' replaces, skips and skipRange;
-	// `semver`, the caret range of the installed version
-	// (operator-controller's `ForceSemverUpgradeConstraints` gate).
-	UpgradeEdges UpgradeEdges `json:"upgradeEdges,omitempty,omitzero"`
 }
 
 // ResolveCandidate A bundle of the package; `deprecation` is the bundle's own (only that
 // ranks a candidate lower, not its channel's or package's).
 type ResolveCandidate struct {
 	Channels []string `json:"channels"`
+
+	// Dependency The type of its first property declaring a dependency, absent
+	// when it declares none. Only the bundle chosen is refused for one.
+	Dependency DependencyProperty `json:"dependency,omitempty,omitzero"`
 
 	// Deprecation The catalog marks this deprecated (olm.deprecations); clients should warn before installing it.
 	Deprecation Deprecation `json:"deprecation,omitempty,omitzero"`
@@ -1094,17 +1116,17 @@ type ResolveCandidate struct {
 
 	// Rejections The rules the bundle fails, empty for a candidate:
 	// `NotInChannel` (no requested channel lists it),
-	// `OutsideVersionRange`, `NotSuccessor` (`legacy` edges: neither
-	// the installed version nor an upgrade of it in a considered
-	// channel), `NotSemverSuccessor` (`semver` edges: neither the
-	// installed version nor in `successorRange`).
+	// `OutsideVersionRange`, `NotSuccessor` (neither the installed
+	// version nor an upgrade of it in a considered channel).
 	Rejections []ResolveCandidateRejections `json:"rejections"`
-	Release    string                       `json:"release,omitempty,omitzero"`
+
+	// Release The explicit release of its `olm.package` property, as written;
+	// whether resolution reads it is `bundleReleaseSupport`'s call.
+	Release string `json:"release,omitempty,omitzero"`
 
 	// Successor With `installed`, how the bundle follows it: `Installed` is the
 	// installed version itself; `replaces`, `skips` and `skipRange`
-	// are `legacy` edges, `semver` that its version is in
-	// `successorRange`.
+	// the channel entry's field that makes it an upgrade.
 	Successor []ResolveCandidateSuccessor `json:"successor,omitempty,omitzero"`
 	Version   string                      `json:"version"`
 }
@@ -1155,8 +1177,11 @@ type ResolvedBundle struct {
 	Deprecation Deprecation `json:"deprecation,omitempty,omitzero"`
 	Image       string      `json:"image"`
 	Name        string      `json:"name"`
-	Release     string      `json:"release,omitempty,omitzero"`
-	Version     string      `json:"version"`
+
+	// Release The explicit release of its `olm.package` property, as written;
+	// whether resolution reads it is `bundleReleaseSupport`'s call.
+	Release string `json:"release,omitempty,omitzero"`
+	Version string `json:"version"`
 }
 
 // SchemaCount defines model for SchemaCount.
@@ -1199,12 +1224,6 @@ type UpgradeEdge struct {
 	// Version Example: 0.9.4
 	Version string `json:"version"`
 }
-
-// UpgradeEdges The rule by which a bundle succeeds the installed version:
-// `legacy`, the channel entries' replaces, skips and skipRange;
-// `semver`, the caret range of the installed version
-// (operator-controller's `ForceSemverUpgradeConstraints` gate).
-type UpgradeEdges string
 
 // UpgradeList defines model for UpgradeList.
 type UpgradeList struct {
@@ -1352,7 +1371,7 @@ type PreconditionFailed = Problem
 type RangeNotSatisfiable = Problem
 
 // ResolutionFailed A failed resolution, as a problem document carrying the members of
-// the Resolution (`package`, `upgradeEdges` and `catalogs` always, `message` equal to
+// the Resolution (`package`, `bundleReleaseSupport` and `catalogs` always, `message` equal to
 // `detail`); a 404 for a catalog that does not exist carries none.
 type ResolutionFailed = ResolutionProblem
 
@@ -1694,29 +1713,45 @@ type ResolveInCatalogParams struct {
 	Version string `form:"version,omitempty" json:"version,omitempty,omitzero"`
 
 	// Installed The installed version (a semantic version; build metadata is read
-	// as the release, as registry+v1 bundles write it). Under the
-	// `CatalogProvided` policy only this version and its successors
-	// (by `upgradeEdges`) are candidates. The installed bundle is the catalog's bundle of
-	// this version and release.
+	// as the release, as registry+v1 bundles write it: a
+	// ClusterExtension's `status.install.bundle` with version `1.2.0`
+	// and release `2` is `1.2.0+2`). Under the `CatalogProvided`
+	// policy only this version and its successors (by the `replaces`,
+	// `skips` and `skipRange` of the channels considered) are
+	// candidates.
 	Installed string `form:"installed,omitempty" json:"installed,omitempty,omitzero"`
+
+	// InstalledBundle The installed bundle's name (`status.install.bundle.name`);
+	// needs `installed`. `replaces` and `skips` then count only when
+	// they name it, as in operator-controller. Absent, every bundle of
+	// the catalog with the installed version and release counts as
+	// the installed one, so an entry replacing or skipping any of them
+	// is a successor.
+	InstalledBundle string `form:"installedBundle,omitempty" json:"installedBundle,omitempty,omitzero"`
+
+	// InstalledRelease The installed bundle's release as a ClusterExtension's status
+	// records it apart from the version
+	// (`status.install.bundle.release`, with `BundleReleaseSupport`
+	// on); needs `installed`. Present, even empty, it is the release
+	// and `installed`'s build metadata is not read as one, as
+	// operator-controller reads the status.
+	InstalledRelease *string `form:"installedRelease,omitempty" json:"installedRelease,omitempty"`
+
+	// BundleReleaseSupport Read releases as operator-controller does with its
+	// `BundleReleaseSupport` feature gate on (`true`): a bundle's
+	// explicit `release` of its `olm.package` property, even empty,
+	// is its release, and its version keeps its build metadata; or
+	// off (`false`, operator-controller's default): the version's
+	// build metadata is the release, and an explicit `release` is not
+	// read. Releases order bundles of one version and say which
+	// bundles are the installed one. Absent means the server's
+	// setting (`--bundle-release-support`, itself off unless set); the
+	// answer says which applied.
+	BundleReleaseSupport *bool `form:"bundleReleaseSupport,omitempty" json:"bundleReleaseSupport,omitempty"`
 
 	// UpgradeConstraintPolicy `CatalogProvided` (the default) keeps only successors of the
 	// installed version; `SelfCertified` allows any version.
 	UpgradeConstraintPolicy UpgradeConstraintPolicy `form:"upgradeConstraintPolicy,omitempty" json:"upgradeConstraintPolicy,omitempty,omitzero"`
-
-	// UpgradeEdges Which bundles succeed `installed` under the `CatalogProvided`
-	// policy, as operator-controller's `ForceSemverUpgradeConstraints`
-	// feature gate chooses for a whole cluster: `legacy` (the gate off,
-	// operator-controller's default) follows the channel entries'
-	// `replaces`, `skips` and `skipRange`; `semver` (the gate on) takes
-	// every version in the caret range of `installed` (`^1.2.0`: below
-	// 2.0.0; `^0.2.3`: below 0.3.0; `^0.0.3`: 0.0.3 alone; pre-releases
-	// only from an installed pre-release), whatever the entries say.
-	// Ask with the rule the cluster runs to get the answer its
-	// ClusterExtensions would. Absent or empty means the server's default
-	// (`--upgrade-edges`, itself `legacy` unless set); the answer says
-	// which applied.
-	UpgradeEdges UpgradeEdges `form:"upgradeEdges,omitempty" json:"upgradeEdges,omitempty,omitzero"`
 
 	// IfNoneMatch ETag(s) of a representation the client already has; the server answers
 	// `304` when one of them is current.
@@ -1791,29 +1826,45 @@ type ResolveParams struct {
 	Version string `form:"version,omitempty" json:"version,omitempty,omitzero"`
 
 	// Installed The installed version (a semantic version; build metadata is read
-	// as the release, as registry+v1 bundles write it). Under the
-	// `CatalogProvided` policy only this version and its successors
-	// (by `upgradeEdges`) are candidates. The installed bundle is the catalog's bundle of
-	// this version and release.
+	// as the release, as registry+v1 bundles write it: a
+	// ClusterExtension's `status.install.bundle` with version `1.2.0`
+	// and release `2` is `1.2.0+2`). Under the `CatalogProvided`
+	// policy only this version and its successors (by the `replaces`,
+	// `skips` and `skipRange` of the channels considered) are
+	// candidates.
 	Installed string `form:"installed,omitempty" json:"installed,omitempty,omitzero"`
+
+	// InstalledBundle The installed bundle's name (`status.install.bundle.name`);
+	// needs `installed`. `replaces` and `skips` then count only when
+	// they name it, as in operator-controller. Absent, every bundle of
+	// the catalog with the installed version and release counts as
+	// the installed one, so an entry replacing or skipping any of them
+	// is a successor.
+	InstalledBundle string `form:"installedBundle,omitempty" json:"installedBundle,omitempty,omitzero"`
+
+	// InstalledRelease The installed bundle's release as a ClusterExtension's status
+	// records it apart from the version
+	// (`status.install.bundle.release`, with `BundleReleaseSupport`
+	// on); needs `installed`. Present, even empty, it is the release
+	// and `installed`'s build metadata is not read as one, as
+	// operator-controller reads the status.
+	InstalledRelease *string `form:"installedRelease,omitempty" json:"installedRelease,omitempty"`
+
+	// BundleReleaseSupport Read releases as operator-controller does with its
+	// `BundleReleaseSupport` feature gate on (`true`): a bundle's
+	// explicit `release` of its `olm.package` property, even empty,
+	// is its release, and its version keeps its build metadata; or
+	// off (`false`, operator-controller's default): the version's
+	// build metadata is the release, and an explicit `release` is not
+	// read. Releases order bundles of one version and say which
+	// bundles are the installed one. Absent means the server's
+	// setting (`--bundle-release-support`, itself off unless set); the
+	// answer says which applied.
+	BundleReleaseSupport *bool `form:"bundleReleaseSupport,omitempty" json:"bundleReleaseSupport,omitempty"`
 
 	// UpgradeConstraintPolicy `CatalogProvided` (the default) keeps only successors of the
 	// installed version; `SelfCertified` allows any version.
 	UpgradeConstraintPolicy UpgradeConstraintPolicy `form:"upgradeConstraintPolicy,omitempty" json:"upgradeConstraintPolicy,omitempty,omitzero"`
-
-	// UpgradeEdges Which bundles succeed `installed` under the `CatalogProvided`
-	// policy, as operator-controller's `ForceSemverUpgradeConstraints`
-	// feature gate chooses for a whole cluster: `legacy` (the gate off,
-	// operator-controller's default) follows the channel entries'
-	// `replaces`, `skips` and `skipRange`; `semver` (the gate on) takes
-	// every version in the caret range of `installed` (`^1.2.0`: below
-	// 2.0.0; `^0.2.3`: below 0.3.0; `^0.0.3`: 0.0.3 alone; pre-releases
-	// only from an installed pre-release), whatever the entries say.
-	// Ask with the rule the cluster runs to get the answer its
-	// ClusterExtensions would. Absent or empty means the server's default
-	// (`--upgrade-edges`, itself `legacy` unless set); the answer says
-	// which applied.
-	UpgradeEdges UpgradeEdges `form:"upgradeEdges,omitempty" json:"upgradeEdges,omitempty,omitzero"`
 
 	// CatalogSelector Only catalogs whose labels match this Kubernetes label selector
 	// (`tier=prod,region in (eu,us)`) are considered (a

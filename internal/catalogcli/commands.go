@@ -556,6 +556,15 @@ func (r *runner) channelNames(ctx context.Context, c *conn, args []string) ([]st
 }
 
 func (r *runner) versionNames(ctx context.Context, c *conn, args []string) ([]string, error) {
+	return r.bundleFields(ctx, c, args, func(b client.BundleSummary) string { return b.Version })
+}
+
+func (r *runner) bundleNames(ctx context.Context, c *conn, args []string) ([]string, error) {
+	return r.bundleFields(ctx, c, args, func(b client.BundleSummary) string { return b.Name })
+}
+
+// bundleFields completes a field of the bundles of the package args[0].
+func (r *runner) bundleFields(ctx context.Context, c *conn, args []string, field func(client.BundleSummary) string) ([]string, error) {
 	if len(args) == 0 {
 		return nil, nil
 	}
@@ -565,7 +574,7 @@ func (r *runner) versionNames(ctx context.Context, c *conn, args []string) ([]st
 	var names []string
 	for _, a := range answers {
 		for _, b := range a.obj.(*client.BundleList).Items {
-			names = append(names, b.Version)
+			names = append(names, field(b))
 		}
 	}
 	return names, err

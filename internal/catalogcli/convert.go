@@ -109,7 +109,7 @@ func tableOf(obj any) table {
 				for i, s := range b.Successor {
 					successor[i] = string(s)
 				}
-				t.rows = append(t.rows, []string{c.Name, b.Version, b.Name, resolveVerdict(v, c, b), strings.Join(b.Channels, ","),
+				t.rows = append(t.rows, []string{c.Name, b.Version, b.Name, resolveVerdict(c, b), strings.Join(b.Channels, ","),
 					strings.Join(successor, ","), b.Image, deprecated(b.Deprecation)})
 			}
 		}

@@ -15,16 +15,19 @@ import (
 
 func (r *runner) resolveCmd() *cobra.Command {
 	var channels []string
-	var versionRange, installed, policy, edges, selector string
+	var versionRange, installed, installedBundle, installedRelease, policy, selector string
+	var bundleRelease bool
 	cmd := &cobra.Command{
-		Use:   "resolve PACKAGE [--channel NAME]... [--version RANGE] [--installed VERSION]",
+		Use:   "resolve PACKAGE [--channel NAME]... [--version RANGE] [--installed VERSION [--installed-bundle NAME]]",
 		Short: "Show which bundle a ClusterExtension would install, and why",
 		Long: `Resolve a ClusterExtension's catalog source as operator-controller does,
 and list every bundle with the rule it fails or how it ranked. Exits 1,
-after the list, when no bundle is found or catalogs of the same priority
-tie, with operator-controller's message.`,
-		Args:              cobra.ExactArgs(1),
-		Example:           "  kubectl catalog resolve aurora-cache --channel stable --installed 1.1.1",
+after the list, when no bundle is found, catalogs of the same priority
+tie, or the bundle chosen declares a dependency (its verdict Refused,
+naming the property), with operator-controller's message.`,
+		Args: cobra.ExactArgs(1),
+		Example: "  kubectl catalog resolve aurora-cache --channel stable --installed 1.1.1\n" +
+			"  kubectl catalog resolve aurora-cache --installed 1.1.1 --installed-bundle aurora-cache.v1.1.1 --bundle-release-support",
 		ValidArgsFunction: r.completeArgs(r.packageNames),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			switch policy {
@@ -32,19 +35,29 @@ tie, with operator-controller's message.`,
 			default:
 				return fmt.Errorf("--upgrade-constraint-policy %q: want CatalogProvided or SelfCertified", policy)
 			}
-			switch edges {
-			case "", string(client.UpgradeEdgesLegacy), string(client.UpgradeEdgesSemver):
-			default:
-				return fmt.Errorf("--upgrade-edges %q: want legacy or semver", edges)
+			if cmd.Flags().Changed("upgrade-edges") {
+				return errors.New("--upgrade-edges was removed: operator-controller removed its ForceSemverUpgradeConstraints gate " +
+					"(operator-controller #1638, January 2025), so every cluster follows the channels' replaces, skips and skipRange, " +
+					"which resolve always does; drop the flag")
 			}
 			if selector != "" && r.catalog != "" {
 				return errors.New("--selector and -c do not go together: -c asks one catalog, the selector chooses among all")
 			}
+			// Unset, the server's setting applies.
+			var release *bool
+			if cmd.Flags().Changed("bundle-release-support") {
+				release = &bundleRelease
+			}
+			// Set, even empty, it is the release.
+			var instRelease *string
+			if cmd.Flags().Changed("installed-release") {
+				instRelease = &installedRelease
+			}
 			var failure error
 			err := r.run(cmd, true, func(ctx context.Context, c *conn) ([]answer, error) {
 				res, err := resolve(ctx, c, r.catalog, &client.ResolveParams{Package: args[0], Channels: channels, Version: versionRange,
-					Installed: installed, UpgradeConstraintPolicy: client.UpgradeConstraintPolicy(policy), UpgradeEdges: client.UpgradeEdges(edges),
-					CatalogSelector: selector})
+					Installed: installed, InstalledBundle: installedBundle, InstalledRelease: instRelease, BundleReleaseSupport: release,
+					UpgradeConstraintPolicy: client.UpgradeConstraintPolicy(policy), CatalogSelector: selector})
 				if res == nil {
 					return nil, err
 				}
@@ -59,17 +72,22 @@ tie, with operator-controller's message.`,
 	}
 	cmd.Flags().StringArrayVar(&channels, "channel", nil, "only bundles this channel lists; repeatable")
 	cmd.Flags().StringVar(&versionRange, "version", "", "only versions in this range, for example '>=1.2.0 <2.0.0'")
-	cmd.Flags().StringVar(&installed, "installed", "", "the installed version: only it and its successors are candidates")
+	cmd.Flags().StringVar(&installed, "installed", "", "the installed version (its release as build metadata, 1.2.0+2): only it and its successors are candidates")
+	cmd.Flags().StringVar(&installedBundle, "installed-bundle", "", "the installed bundle's name, which replaces and skips must name;\n"+
+		"without it, every bundle of the --installed version and release counts as installed")
+	cmd.Flags().StringVar(&installedRelease, "installed-release", "", "the installed bundle's release when its status records it apart from --installed (even empty)")
+	cmd.Flags().BoolVar(&bundleRelease, "bundle-release-support", false, "read releases as operator-controller with its BundleReleaseSupport gate on (explicit\n"+
+		"release of olm.package first) or =false off (build metadata only); default: the server's")
 	cmd.Flags().StringVar(&policy, "upgrade-constraint-policy", "", "CatalogProvided (default: successors of --installed only) or SelfCertified (any version)")
-	cmd.Flags().StringVar(&edges, "upgrade-edges", "", "which bundles succeed --installed, as operator-controller's ForceSemverUpgradeConstraints gate chooses:\n"+
-		"legacy (replaces, skips, skipRange) or semver (the caret range of --installed); default: the server's")
+	// Kept hidden, so that a command line still passing it fails saying why.
+	cmd.Flags().String("upgrade-edges", "", "removed")
+	_ = cmd.Flags().MarkHidden("upgrade-edges")
 	cmd.Flags().StringVarP(&selector, "selector", "l", "", "only catalogs whose labels match this selector, for example tier=prod")
 	_ = cmd.RegisterFlagCompletionFunc("channel", r.complete(r.channelNames))
 	_ = cmd.RegisterFlagCompletionFunc("installed", r.complete(r.versionNames))
+	_ = cmd.RegisterFlagCompletionFunc("installed-bundle", r.complete(r.bundleNames))
 	_ = cmd.RegisterFlagCompletionFunc("upgrade-constraint-policy", cobra.FixedCompletions(
 		[]string{string(client.UpgradeConstraintPolicyCatalogProvided), string(client.UpgradeConstraintPolicySelfCertified)}, cobra.ShellCompDirectiveNoFileComp))
-	_ = cmd.RegisterFlagCompletionFunc("upgrade-edges", cobra.FixedCompletions(
-		[]string{string(client.UpgradeEdgesLegacy), string(client.UpgradeEdgesSemver)}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
 
@@ -82,8 +100,8 @@ func resolve(ctx context.Context, c *conn, catalog string, p *client.ResolvePara
 	var ok *client.Resolution
 	if catalog != "" {
 		rsp, err := c.api.ResolveInCatalogWithResponse(ctx, catalog, &client.ResolveInCatalogParams{Package: p.Package,
-			Channels: p.Channels, Version: p.Version, Installed: p.Installed, UpgradeConstraintPolicy: p.UpgradeConstraintPolicy,
-			UpgradeEdges: p.UpgradeEdges})
+			Channels: p.Channels, Version: p.Version, Installed: p.Installed, InstalledBundle: p.InstalledBundle, InstalledRelease: p.InstalledRelease,
+			BundleReleaseSupport: p.BundleReleaseSupport, UpgradeConstraintPolicy: p.UpgradeConstraintPolicy})
 		if res, err := okOr(c, rsp, err, func(r *client.ResolveInCatalogResponse) (*client.Resolution, *http.Response, []byte) {
 			return r.JSON200, r.HTTPResponse, r.Body
 		}); err == nil || rsp == nil {
@@ -100,7 +118,7 @@ func resolve(ctx context.Context, c *conn, catalog string, p *client.ResolvePara
 		hr, body = rsp.HTTPResponse, rsp.Body
 	}
 	failed := c.failed(hr, body)
-	if hr.StatusCode != http.StatusNotFound && hr.StatusCode != http.StatusConflict {
+	if hr.StatusCode != http.StatusNotFound && hr.StatusCode != http.StatusConflict && hr.StatusCode != http.StatusUnprocessableEntity {
 		return nil, failed
 	}
 	// A failed resolution is a problem document with the resolution's members.
@@ -111,21 +129,22 @@ func resolve(ctx context.Context, c *conn, catalog string, p *client.ResolvePara
 }
 
 // resolveVerdict is what the VERDICT column says of a bundle: the rules it
-// fails, or why it ranks lower, in its catalog or across catalogs. A bundle
-// outside the caret range of semver upgrade edges names the range.
-func resolveVerdict(res *client.Resolution, cat client.ResolveCatalog, b client.ResolveCandidate) string {
+// fails, or why it ranks lower, in its catalog or across catalogs; the
+// bundle chosen across catalogs is refused, naming its dependency
+// property, when it declares one.
+func resolveVerdict(cat client.ResolveCatalog, b client.ResolveCandidate) string {
 	if len(b.Rejections) > 0 {
 		parts := make([]string, len(b.Rejections))
 		for i, r := range b.Rejections {
 			parts[i] = string(r)
-			if r == client.ResolveCandidateRejectionsNotSemverSuccessor && res.SuccessorRange != "" {
-				parts[i] += "(" + res.SuccessorRange + ")"
-			}
 		}
 		return strings.Join(parts, ",")
 	}
 	if b.Ranking == client.ResolveCandidateRankingChosen && cat.Outcome != client.ResolveCatalogOutcomeChosen {
 		return "Catalog" + string(cat.Outcome)
+	}
+	if b.Ranking == client.ResolveCandidateRankingChosen && b.Dependency != "" {
+		return "Refused(" + string(b.Dependency) + ")"
 	}
 	return string(b.Ranking)
 }

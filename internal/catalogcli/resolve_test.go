@@ -2,6 +2,7 @@ package catalogcli_test
 
 import (
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -35,9 +36,15 @@ func TestResolve(t *testing.T) {
 		{"installed", server, []string{"resolve", "ferry", "--installed", "1.2.0", "-c", "a"}, "ferry.v2.0.0", 1},
 		{"self-certified", server, []string{"resolve", "ferry", "--installed", "1.2.0", "--upgrade-constraint-policy", "SelfCertified", "-c", "a"}, "ferry.v2.1.0-rc.1", 1},
 		{"offline", offline, []string{"resolve", "ferry", "--installed", "1.0.0", "--version", "<2.0.0"}, "ferry.v1.2.0", 1},
-		{"legacy edges", server, []string{"resolve", "canoe", "--installed", "0.0.1", "-c", "a"}, "canoe.v0.0.2", 1},
-		{"semver edges", server, []string{"resolve", "canoe", "--installed", "0.0.1", "--upgrade-edges", "semver", "-c", "a"}, "canoe.v0.0.1", 1},
-		{"semver edges offline", offline, []string{"resolve", "canoe", "--installed", "0.1.0", "--upgrade-edges", "semver"}, "canoe.v0.1.3", 1},
+		{"replaces", server, []string{"resolve", "canoe", "--installed", "0.0.1", "-c", "a"}, "canoe.v0.0.2", 1},
+		{"installed by version", server, []string{"resolve", "oar", "--installed", "2.0.0", "-c", "a"}, "oar.both", 1},
+		{"installed by name", server, []string{"resolve", "oar", "--installed", "2.0.0", "--installed-bundle", "oar.neither", "-c", "a"}, "oar.build", 1},
+		{"installed by name offline", offline, []string{"resolve", "oar", "--installed", "2.0.0", "--installed-bundle", "oar.neither"}, "oar.build", 1},
+		{"installed release recorded apart", offline, []string{"resolve", "oar", "--installed", "2.0.0+7", "--installed-release", "", "--bundle-release-support"}, "oar.build", 1},
+		{"releases from build metadata by default", server, []string{"resolve", "oar", "-c", "a"}, "oar.both", 1},
+		{"--bundle-release-support", server, []string{"resolve", "oar", "-c", "a", "--bundle-release-support"}, "oar.build", 1},
+		{"--bundle-release-support offline", offline, []string{"resolve", "oar", "--bundle-release-support"}, "oar.build", 1},
+		{"--bundle-release-support=false", offline, []string{"resolve", "oar", "--bundle-release-support=false"}, "oar.both", 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res := decode[client.Resolution](t, tc.c, tc.args...)
@@ -72,16 +79,38 @@ func TestResolve(t *testing.T) {
 			t.Errorf("the table does not say why each bundle was left out:\n%s", out)
 		}
 	})
-	t.Run("semver edges name the caret range", func(t *testing.T) {
-		out := server.ok(t, "resolve", "canoe", "--installed", "0.1.0", "--upgrade-edges", "semver", "-c", "a")
-		for _, row := range strings.Split(strings.TrimSpace(out), "\n")[1:] {
-			f := strings.Fields(row)
-			if len(f) == 4 && (f[2] == "canoe.v0.2.0" || f[2] == "canoe.v0.0.2") && f[3] != "NotSemverSuccessor(^0.1.0)" {
-				t.Errorf("%s: verdict %q, want NotSemverSuccessor(^0.1.0)", f[2], f[3])
+	t.Run("--upgrade-edges was removed, and says why", func(t *testing.T) {
+		for _, c := range []cli{server, offline} {
+			out, errOut, ok := c.run(t, "resolve", "canoe", "--installed", "0.1.0", "--upgrade-edges", "legacy")
+			if ok || out != "" || !strings.Contains(errOut, "--upgrade-edges was removed") || !strings.Contains(errOut, "ForceSemverUpgradeConstraints") {
+				t.Errorf("ok %v, stdout %q, stderr %q; want the flag refused as removed, with why", ok, out, errOut)
 			}
 		}
-		if !strings.Contains(out, "NotSemverSuccessor(^0.1.0)") {
-			t.Errorf("no verdict names the caret range:\n%s", out)
+	})
+	t.Run("a dependency: the table, the refused bundle, then operator-controller's message", func(t *testing.T) {
+		// Catalog b, of higher priority, offers a bundle without one: the
+		// selector leaves it out.
+		for _, c := range []struct {
+			cli
+			args []string
+		}{{server, []string{"-l", "tier=prod"}}, {offline, nil}} {
+			out, errOut, ok := c.run(t, append([]string{"resolve", "kayak", "--channel", "stable"}, c.args...)...)
+			if ok {
+				t.Fatalf("succeeded:\n%s", out)
+			}
+			want := `error: validating bundle "kayak.v1.2.0": bundle "kayak.v1.2.0" has a dependency declared via property "olm.constraint" which is currently not supported`
+			if strings.TrimSpace(errOut) != want {
+				t.Errorf("stderr %q, want %q", errOut, want)
+			}
+			var verdicts []string
+			for _, row := range strings.Split(strings.TrimSpace(out), "\n")[1:] {
+				if f := strings.Fields(row); len(f) == 4 {
+					verdicts = append(verdicts, f[2]+"="+f[3])
+				}
+			}
+			if !slices.Contains(verdicts, "kayak.v1.2.0=Refused(olm.constraint)") || !slices.Contains(verdicts, "kayak.v1.0.0=LowerVersion") {
+				t.Errorf("the table does not show the refused bundle and its property: %v\n%s", verdicts, out)
+			}
 		}
 	})
 	t.Run("a catalog offering only deprecated bundles", func(t *testing.T) {
@@ -94,6 +123,7 @@ func TestResolve(t *testing.T) {
 		for _, args := range [][]string{
 			{"resolve", "ferry", "--version", ">>1"},
 			{"resolve", "ferry", "--installed", "1.2"},
+			{"resolve", "ferry", "--installed-bundle", "ferry.v1.2.0"},
 			{"resolve", "ferry", "--upgrade-constraint-policy", "Sometimes"},
 			{"resolve", "ferry", "--upgrade-edges", "caret"},
 			{"resolve", "ferry", "-l", "tier in prod"},

@@ -19,7 +19,6 @@ import (
 	"github.com/catalogd/catalogd/internal/catalogsync"
 	"github.com/catalogd/catalogd/internal/datadir"
 	"github.com/catalogd/catalogd/internal/httpapi"
-	"github.com/catalogd/catalogd/internal/query"
 	"github.com/catalogd/catalogd/internal/server"
 	"github.com/catalogd/catalogd/internal/store"
 	"github.com/catalogd/catalogd/internal/unpack"
@@ -52,9 +51,9 @@ type Config struct {
 	// memory budget, internal/memlimit); zero fields take the store's
 	// defaults.
 	IndexMemory store.Memory
-	// UpgradeEdges are /resolve's upgrade edges when a request names none;
-	// "" is legacy.
-	UpgradeEdges query.UpgradeEdges
+	// BundleRelease is /resolve's BundleReleaseSupport when a request does
+	// not say.
+	BundleRelease bool
 }
 
 // RegistryConfig is how registries are reached.
@@ -178,7 +177,7 @@ func (c Config) Complete(log logr.Logger) (_ *Core, err error) {
 		Metrics:     c.Metrics,
 	})
 	core.Sync.Load()
-	core.API = httpapi.New(core.Table, core.Store, httpapi.Options{Log: log.WithName("http"), Metrics: c.Metrics, UpgradeEdges: c.UpgradeEdges})
+	core.API = httpapi.New(core.Table, core.Store, httpapi.Options{Log: log.WithName("http"), Metrics: c.Metrics, BundleReleaseSupport: c.BundleRelease})
 	if core.Server, err = server.New(server.Options{
 		API:         core.API,
 		Ready:       core.Sync.Ready,

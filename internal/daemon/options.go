@@ -18,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/catalogd/catalogd/internal/catalogsync"
-	"github.com/catalogd/catalogd/internal/query"
 	"github.com/catalogd/catalogd/internal/server"
 	"github.com/catalogd/catalogd/internal/store"
 	"github.com/catalogd/catalogd/internal/unpack"
@@ -41,8 +40,9 @@ type Options struct {
 	// PageOutStartup gives back the executable's pages start-up touched
 	// once the process serves (package pageout).
 	PageOutStartup bool
-	// UpgradeEdges are /resolve's upgrade edges when a request names none.
-	UpgradeEdges string
+	// BundleReleaseSupport is how /resolve reads releases when a request
+	// does not say.
+	BundleReleaseSupport bool
 }
 
 // bindFlags declares the shared flags on fs.
@@ -54,8 +54,12 @@ func (o *Options) bindFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.IncrementalIndex, "incremental-index", true, "rebuild an index from the live one, parsing and validating only the packages that changed;\n"+
 		"false parses and validates the whole catalog on every change")
 	fs.BoolVar(&o.PageOutStartup, "page-out-startup", true, "once serving, have the kernel drop the pages of the executable that start-up read (they are read again if used)")
-	fs.StringVar(&o.UpgradeEdges, "upgrade-edges", string(query.EdgesLegacy), "which bundles /resolve takes to succeed an installed version when a request does not say: legacy (replaces, skips,\n"+
-		"skipRange) or semver (the caret range); semver where operator-controller runs with its ForceSemverUpgradeConstraints gate on")
+	fs.BoolVar(&o.BundleReleaseSupport, "bundle-release-support", false, "/resolve reads releases as operator-controller with its BundleReleaseSupport gate on (an explicit\n"+
+		"release of olm.package first) when a request does not say; off, its default, a version's build metadata is the release")
+	fs.Var(removedFlag("it chose semver upgrade edges for /resolve, as operator-controller's ForceSemverUpgradeConstraints gate did; "+
+		"operator-controller removed that gate (operator-controller #1638, January 2025), so every cluster follows the channels' "+
+		"replaces, skips and skipRange, which /resolve always does: drop the flag"), "upgrade-edges", "removed")
+	_ = fs.MarkHidden("upgrade-edges")
 	o.RegistryOptions.bindFlags(fs)
 	fs.StringVar(&o.TLSCertFile, "tls-cert", "", "serve HTTPS with the PEM certificate in `FILE`, reloaded when it changes")
 	fs.StringVar(&o.TLSKeyFile, "tls-key", "", "PEM private key of --tls-cert")
@@ -76,16 +80,11 @@ func (o *Options) Validate() (Config, error) {
 	if o.History < 1 {
 		return Config{}, fmt.Errorf("--changes-history %d: want at least 1 (the version being served)", o.History)
 	}
-	edges, err := query.ParseUpgradeEdges(o.UpgradeEdges)
-	if err != nil {
-		return Config{}, fmt.Errorf("--upgrade-edges: %w", err)
-	}
 	reg, err := o.RegistryOptions.Validate()
 	if err != nil {
 		return Config{}, err
 	}
 	return Config{
-		UpgradeEdges:     edges,
 		RegistryConfig:   reg,
 		DataDir:          o.DataDir,
 		Listen:           o.Listen,
@@ -95,6 +94,7 @@ func (o *Options) Validate() (Config, error) {
 		PageOutStartup:   o.PageOutStartup,
 		History:          o.History,
 		IncrementalIndex: o.IncrementalIndex,
+		BundleRelease:    o.BundleReleaseSupport,
 	}, nil
 }
 
@@ -406,3 +406,12 @@ func namespacedName(flag, v string) (types.NamespacedName, error) {
 	}
 	return types.NamespacedName{Namespace: ns, Name: name}, nil
 }
+
+// removedFlag is a flag that was removed: kept hidden so that a command
+// line still passing it fails saying why it went (the string), rather than
+// that the flag is unknown, or worse, with the flag ignored.
+type removedFlag string
+
+func (f removedFlag) String() string   { return "" }
+func (f removedFlag) Type() string     { return "string" }
+func (f removedFlag) Set(string) error { return fmt.Errorf("the flag was removed: %s", string(f)) }

@@ -237,30 +237,38 @@ func TestIncrementalIndexFlag(t *testing.T) {
 	}
 }
 
-// TestUpgradeEdgesFlag: --upgrade-edges of serve and manager is the
-// upgrade edges of a /resolve that names none, which the answer says;
-// anything but legacy or semver is refused naming the flag.
-func TestUpgradeEdgesFlag(t *testing.T) {
-	commands := bothCommands(t, copyDemo(t))
-	for command, parse := range commands {
+// TestUpgradeEdgesFlagRemoved: --upgrade-edges of serve and manager was
+// removed with the semver upgrade edges it chose; passing it, with any
+// value, fails saying so and why, rather than being ignored.
+func TestUpgradeEdgesFlagRemoved(t *testing.T) {
+	for command, parse := range bothCommands(t, copyDemo(t)) {
+		for _, args := range [][]string{{"--upgrade-edges", "semver"}, {"--upgrade-edges=legacy"}} {
+			t.Run(fmt.Sprintf("%s %q", command, args), func(t *testing.T) {
+				_, err := parse(args)
+				if err == nil || !strings.Contains(err.Error(), "--upgrade-edges") || !strings.Contains(err.Error(), "removed") ||
+					!strings.Contains(err.Error(), "ForceSemverUpgradeConstraints") {
+					t.Fatalf("error %v, want one naming --upgrade-edges and why it was removed", err)
+				}
+			})
+		}
+	}
+}
+
+// TestBundleReleaseSupportFlag: --bundle-release-support of serve and
+// manager is how a /resolve that does not say reads releases, which the
+// answer says; off unless set, as operator-controller's gate.
+func TestBundleReleaseSupportFlag(t *testing.T) {
+	for command, parse := range bothCommands(t, copyDemo(t)) {
 		for _, tc := range []struct {
-			args    []string
-			want    string
-			wantErr bool
+			args []string
+			want bool
 		}{
-			{args: nil, want: "legacy"},
-			{args: []string{"--upgrade-edges", "semver"}, want: "semver"},
-			{args: []string{"--upgrade-edges=legacy"}, want: "legacy"},
-			{args: []string{"--upgrade-edges", "caret"}, wantErr: true},
+			{args: nil, want: false},
+			{args: []string{"--bundle-release-support"}, want: true},
+			{args: []string{"--bundle-release-support=false"}, want: false},
 		} {
 			t.Run(fmt.Sprintf("%s %q", command, tc.args), func(t *testing.T) {
 				cfg, err := parse(tc.args)
-				if tc.wantErr {
-					if err == nil || !strings.Contains(err.Error(), "--upgrade-edges") {
-						t.Fatalf("error %v, want one naming --upgrade-edges", err)
-					}
-					return
-				}
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -270,14 +278,14 @@ func TestUpgradeEdgesFlag(t *testing.T) {
 				}
 				defer core.Close()
 				// No catalog is indexed: the answer is a failed resolution,
-				// which still says which edges applied.
+				// which still says how releases were read.
 				rec := httptest.NewRecorder()
-				core.API.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/resolve?package=aurora-cache&installed=1.0.0", nil))
+				core.API.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/resolve?package=aurora-cache", nil))
 				var doc struct {
-					UpgradeEdges string `json:"upgradeEdges"`
+					BundleReleaseSupport *bool `json:"bundleReleaseSupport"`
 				}
-				if err := json.Unmarshal(rec.Body.Bytes(), &doc); err != nil || doc.UpgradeEdges != tc.want {
-					t.Errorf("status %d, upgradeEdges %q (%v), want %q: %s", rec.Code, doc.UpgradeEdges, err, tc.want, rec.Body)
+				if err := json.Unmarshal(rec.Body.Bytes(), &doc); err != nil || doc.BundleReleaseSupport == nil || *doc.BundleReleaseSupport != tc.want {
+					t.Errorf("status %d (%v), want bundleReleaseSupport %v: %s", rec.Code, err, tc.want, rec.Body)
 				}
 			})
 		}

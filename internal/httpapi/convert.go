@@ -208,11 +208,15 @@ func apiDeprecationEntry(d query.DeprecationFact) catalogapi.DeprecationEntry {
 
 // apiResolution is a resolution as the API shows it.
 func apiResolution(req query.ResolveRequest, res query.Resolution) catalogapi.Resolution {
-	out := catalogapi.Resolution{Package: req.Package, Message: res.Error, Catalogs: make([]catalogapi.ResolveCatalog, 0, len(res.Catalogs)),
-		UpgradeEdges: catalogapi.UpgradeEdges(req.UpgradeEdges), SuccessorRange: req.SuccessorRange()}
+	out := catalogapi.Resolution{Package: req.Package, BundleReleaseSupport: req.BundleRelease, Message: res.Error,
+		Catalogs: make([]catalogapi.ResolveCatalog, 0, len(res.Catalogs))}
 	if b, catalog := res.Bundle(); b != nil {
 		out.Bundle = catalogapi.ResolvedBundle{Catalog: catalog, Name: b.Name, Version: b.Version, Release: b.Release,
 			Image: b.Image, Deprecation: apiDeprecation(b.Deprecation)}
+	}
+	if b, catalog := res.RefusedBundle(); b != nil {
+		out.Refused = catalogapi.RefusedBundle{Catalog: catalog, Name: b.Name, Version: b.Version, Release: b.Release,
+			Image: b.Image, Deprecation: apiDeprecation(b.Deprecation), Dependency: catalogapi.DependencyProperty(b.Dependency)}
 	}
 	for _, c := range res.Catalogs {
 		rc := catalogapi.ResolveCatalog{Name: c.Catalog, Priority: c.Priority, Outcome: catalogapi.ResolveCatalogOutcome(c.Outcome),
@@ -220,6 +224,7 @@ func apiResolution(req query.ResolveRequest, res query.Resolution) catalogapi.Re
 		for _, b := range c.Candidates {
 			cand := catalogapi.ResolveCandidate{Name: b.Name, Version: b.Version, Release: b.Release, Image: b.Image,
 				Channels: b.Channels, Deprecation: apiDeprecation(b.Deprecation), Ranking: catalogapi.ResolveCandidateRanking(b.Ranking),
+				Dependency: catalogapi.DependencyProperty(b.Dependency),
 				Rejections: make([]catalogapi.ResolveCandidateRejections, 0, len(b.Rejections))}
 			for _, r := range b.Rejections {
 				cand.Rejections = append(cand.Rejections, catalogapi.ResolveCandidateRejections(r))

@@ -3,7 +3,9 @@ package httpapi
 import (
 	"errors"
 	"net/http"
+	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/labels"
@@ -15,10 +17,25 @@ import (
 
 // resolveParams are the parameters of both resolve endpoints; /resolve
 // also takes catalogSelector.
-var resolveParams = []string{"package", "channels", "version", "installed", "upgradeConstraintPolicy", "upgradeEdges"}
+var resolveParams = []string{"package", "channels", "version", "installed", "installedBundle", "installedRelease", "bundleReleaseSupport", "upgradeConstraintPolicy"}
 
-// parseResolve reads a resolve request's parameters; upgradeEdges defaults
-// to the server's.
+// checkResolveParams refuses unknown parameters, and upgradeEdges with
+// why it went: a client that asked for semver edges must learn that no
+// cluster follows them any more, not be told the parameter is unknown.
+// Empty is absent, as for the other parameters (generated clients send
+// unset parameters empty).
+func checkResolveParams(q url.Values, known []string) error {
+	if q.Get("upgradeEdges") != "" {
+		return badParam("upgradeEdges", "upgradeEdges was removed: operator-controller removed its ForceSemverUpgradeConstraints "+
+			"gate (operator-controller #1638, January 2025), so every cluster follows the channels' replaces, skips and skipRange, "+
+			"which /resolve always does; drop the parameter")
+	}
+	q.Del("upgradeEdges")
+	return checkParams(q, known)
+}
+
+// parseResolve reads a resolve request's parameters; bundleReleaseSupport
+// defaults to the server's.
 func (s *Server) parseResolve(r *http.Request) (query.ResolveRequest, error) {
 	q := r.URL.Query()
 	pkg := q.Get("package")
@@ -43,13 +60,21 @@ func (s *Server) parseResolve(r *http.Request) (query.ResolveRequest, error) {
 	default:
 		return query.ResolveRequest{}, badParam("upgradeConstraintPolicy", "upgradeConstraintPolicy %q is not CatalogProvided or SelfCertified", policy)
 	}
-	// Empty is absent, as for the other parameters (the generated client
-	// sends them empty).
-	edges := q.Get("upgradeEdges")
-	if edges == "" {
-		edges = string(s.edges)
+	release := s.bundleRelease
+	if v := q.Get("bundleReleaseSupport"); v != "" {
+		var err error
+		if release, err = strconv.ParseBool(v); err != nil {
+			return query.ResolveRequest{}, badParam("bundleReleaseSupport", "bundleReleaseSupport %q is not true or false", v)
+		}
 	}
-	req, err := query.NewResolveRequest(pkg, channels, q.Get("version"), q.Get("installed"), selfCertified, edges)
+	// Present, even empty, as an explicit empty release is one.
+	var installedRelease *string
+	if q.Has("installedRelease") {
+		v := q.Get("installedRelease")
+		installedRelease = &v
+	}
+	req, err := query.NewResolveRequest(query.ResolveParams{InstalledRelease: installedRelease, Package: pkg, Channels: channels, Version: q.Get("version"),
+		Installed: q.Get("installed"), InstalledBundle: q.Get("installedBundle"), SelfCertified: selfCertified, BundleRelease: release})
 	var perr *query.ResolveParamError
 	if errors.As(err, &perr) {
 		return req, badParam(perr.Param, "%s", perr.Error())
@@ -60,7 +85,7 @@ func (s *Server) parseResolve(r *http.Request) (query.ResolveRequest, error) {
 // resolveAll answers /resolve over every catalog the selector matches,
 // higher priority first, then by name.
 func (s *Server) resolveAll(w http.ResponseWriter, r *http.Request) {
-	if err := checkParams(r.URL.Query(), append(resolveParams, "catalogSelector")); err != nil {
+	if err := checkResolveParams(r.URL.Query(), append(resolveParams, "catalogSelector")); err != nil {
 		s.writeProblem(w, r, err)
 		return
 	}
@@ -117,7 +142,7 @@ func (s *Server) resolveIn(r *http.Request, c catalogs.Catalog, req query.Resolv
 // resolveOne answers /catalogs/{catalog}/resolve: resolution as if the
 // catalog were the only one.
 func (s *Server) resolveOne(w http.ResponseWriter, r *http.Request) {
-	if err := checkParams(r.URL.Query(), resolveParams); err != nil {
+	if err := checkResolveParams(r.URL.Query(), resolveParams); err != nil {
 		s.writeProblem(w, r, err)
 		return
 	}
@@ -143,8 +168,9 @@ func (s *Server) resolveOne(w http.ResponseWriter, r *http.Request) {
 }
 
 // writeResolution answers a resolution: 200 with the bundle, or a problem
-// document carrying the resolution, 404 when no bundle is found and 409
-// when catalogs tie. The catalogs not considered follow those that were.
+// document carrying the resolution, 404 when no bundle is found, 409 when
+// catalogs tie and 422 when the chosen bundle declares a dependency. The
+// catalogs not considered follow those that were.
 func (s *Server) writeResolution(w http.ResponseWriter, r *http.Request, req query.ResolveRequest, res query.Resolution, skipped []catalogapi.ResolveCatalog) {
 	out := apiResolution(req, res)
 	out.Catalogs = append(out.Catalogs, skipped...)
@@ -153,8 +179,11 @@ func (s *Server) writeResolution(w http.ResponseWriter, r *http.Request, req que
 		return
 	}
 	p := &problem{status: http.StatusNotFound, typ: "no-bundle", detail: res.Error, members: out}
-	if res.Ambiguous {
+	switch {
+	case res.Ambiguous:
 		p.status, p.typ = http.StatusConflict, "ambiguous-resolution"
+	case res.Refused:
+		p.status, p.typ = http.StatusUnprocessableEntity, "unsupported-dependency"
 	}
 	s.writeProblem(w, r, p)
 }

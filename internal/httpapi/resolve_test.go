@@ -16,7 +16,6 @@ import (
 	"github.com/catalogd/catalogd/client"
 	"github.com/catalogd/catalogd/internal/catalogs"
 	"github.com/catalogd/catalogd/internal/index"
-	"github.com/catalogd/catalogd/internal/query"
 	"github.com/catalogd/catalogd/internal/store"
 	"github.com/catalogd/catalogd/test/apivalidate"
 )
@@ -49,10 +48,11 @@ func TestResolveHTTP(t *testing.T) {
 		wantBundle, wantDetail, wantParam string
 		// wantOutcomes are catalog outcomes by catalog name.
 		wantOutcomes map[string]client.ResolveCatalogOutcome
-		// wantEdges, if set, are the upgrade edges the answer says applied,
-		// and wantRange its successorRange.
-		wantEdges client.UpgradeEdges
-		wantRange string
+		// wantRelease is the bundleReleaseSupport the answer says applied.
+		wantRelease bool
+		// wantRefused is catalog/bundle/dependency of a bundle refused
+		// for its dependency, and wantType the problem type.
+		wantRefused, wantType string
 	}{
 		{name: "priority wins", path: "/resolve?package=ferry&channels=stable", wantStatus: 200, wantBundle: "b/ferry.v1.4.0",
 			wantOutcomes: map[string]client.ResolveCatalogOutcome{"a": client.ResolveCatalogOutcomeLowerPriority, "b": client.ResolveCatalogOutcomeChosen,
@@ -79,18 +79,36 @@ func TestResolveHTTP(t *testing.T) {
 		{name: "bad selector", path: "/resolve?package=ferry&catalogSelector=" + url.QueryEscape("tier in prod"), wantStatus: 400, wantParam: "catalogSelector"},
 		{name: "empty channel", path: "/resolve?package=ferry&channels=stable,", wantStatus: 400, wantParam: "channels"},
 		{name: "selector on one catalog", path: "/catalogs/a/resolve?package=ferry&catalogSelector=tier%3Dprod", wantStatus: 400, wantParam: "catalogSelector"},
-		{name: "legacy edges by default", path: "/catalogs/a/resolve?package=canoe&installed=0.0.1", wantStatus: 200, wantBundle: "a/canoe.v0.0.2",
-			wantEdges: client.UpgradeEdgesLegacy},
-		{name: "semver edges", path: "/catalogs/a/resolve?package=canoe&installed=0.0.1&upgradeEdges=semver", wantStatus: 200, wantBundle: "a/canoe.v0.0.1",
-			wantEdges: client.UpgradeEdgesSemver, wantRange: "^0.0.1"},
-		{name: "semver edges without a successor", path: "/resolve?package=ferry&installed=1.4.0&upgradeEdges=semver&channels=nosuch", wantStatus: 404,
-			wantDetail: `error upgrading from currently installed version "1.4.0": no bundles found for package "ferry" in channels [nosuch]`,
-			wantEdges:  client.UpgradeEdgesSemver, wantRange: "^1.4.0"},
-		{name: "semver edges without installed", path: "/catalogs/a/resolve?package=canoe&upgradeEdges=semver", wantStatus: 200, wantBundle: "a/canoe.v1.0.0-rc.1",
-			wantEdges: client.UpgradeEdgesSemver},
-		{name: "bad edges", path: "/resolve?package=ferry&upgradeEdges=caret", wantStatus: 400, wantParam: "upgradeEdges"},
-		{name: "empty edges are the default", path: "/catalogs/a/resolve?package=canoe&installed=0.0.1&upgradeEdges=", wantStatus: 200, wantBundle: "a/canoe.v0.0.2",
-			wantEdges: client.UpgradeEdgesLegacy},
+		{name: "the chosen bundle declares a dependency", path: "/catalogs/a/resolve?package=kayak&channels=stable", wantStatus: 422,
+			wantDetail:  `validating bundle "kayak.v1.2.0": bundle "kayak.v1.2.0" has a dependency declared via property "olm.constraint" which is currently not supported`,
+			wantRefused: "a/kayak.v1.2.0/olm.constraint", wantType: "/problems/unsupported-dependency",
+			wantOutcomes: map[string]client.ResolveCatalogOutcome{"a": client.ResolveCatalogOutcomeChosen}},
+		{name: "no fallback to the next catalog", path: "/resolve?package=kayak&channels=stable&catalogSelector=tier%3Dprod", wantStatus: 422,
+			wantDetail:  `validating bundle "kayak.v1.2.0": bundle "kayak.v1.2.0" has a dependency declared via property "olm.constraint" which is currently not supported`,
+			wantRefused: "a/kayak.v1.2.0/olm.constraint", wantType: "/problems/unsupported-dependency"},
+		{name: "olm.gvk.required", path: "/catalogs/a/resolve?package=kayak&version=" + url.QueryEscape("<1.2.0"), wantStatus: 422,
+			wantDetail:  `bundle "kayak.v1.1.0" has a dependency declared via property "olm.gvk.required" which is currently not supported`,
+			wantRefused: "a/kayak.v1.1.0/olm.gvk.required", wantType: "/problems/unsupported-dependency"},
+		{name: "a bundle without dependencies", path: "/catalogs/a/resolve?package=kayak", wantStatus: 200, wantBundle: "a/kayak.v1.3.0"},
+		{name: "releases from build metadata by default", path: "/catalogs/a/resolve?package=oar", wantStatus: 200, wantBundle: "a/oar.both"},
+		{name: "bundleReleaseSupport=true reads explicit releases", path: "/catalogs/a/resolve?package=oar&bundleReleaseSupport=true", wantStatus: 200,
+			wantBundle: "a/oar.build", wantRelease: true},
+		{name: "bundleReleaseSupport=false", path: "/catalogs/a/resolve?package=oar&bundleReleaseSupport=false", wantStatus: 200, wantBundle: "a/oar.both"},
+		{name: "bad bundleReleaseSupport", path: "/resolve?package=oar&bundleReleaseSupport=maybe", wantStatus: 400, wantParam: "bundleReleaseSupport"},
+		{name: "installed by name", path: "/catalogs/a/resolve?package=oar&installed=2.0.0&installedBundle=oar.neither", wantStatus: 200, wantBundle: "a/oar.build"},
+		{name: "installed by version alone", path: "/catalogs/a/resolve?package=oar&installed=2.0.0", wantStatus: 200, wantBundle: "a/oar.both"},
+		{name: "installed release recorded apart", path: "/catalogs/a/resolve?package=oar&installed=2.0.0&installedRelease=3&bundleReleaseSupport=true",
+			wantStatus: 200, wantBundle: "a/oar.both", wantRelease: true},
+		{name: "installed release present and empty", path: "/catalogs/a/resolve?package=oar&installed=2.0.0%2B7&installedRelease=&bundleReleaseSupport=true",
+			wantStatus: 200, wantBundle: "a/oar.build", wantRelease: true},
+		{name: "bad installed release", path: "/resolve?package=oar&installed=2.0.0&installedRelease=01", wantStatus: 400, wantParam: "installedRelease"},
+		{name: "installedBundle without installed", path: "/resolve?package=oar&installedBundle=oar.neither", wantStatus: 400, wantParam: "installedBundle"},
+		{name: "canoe follows replaces", path: "/catalogs/a/resolve?package=canoe&installed=0.0.1", wantStatus: 200, wantBundle: "a/canoe.v0.0.2"},
+		{name: "upgradeEdges was removed", path: "/resolve?package=ferry&upgradeEdges=semver", wantStatus: 400, wantParam: "upgradeEdges",
+			wantDetail: "upgradeEdges was removed: operator-controller removed its ForceSemverUpgradeConstraints gate"},
+		{name: "upgradeEdges=legacy too", path: "/catalogs/a/resolve?package=canoe&upgradeEdges=legacy", wantStatus: 400, wantParam: "upgradeEdges"},
+		{name: "empty upgradeEdges, as old generated clients send, is absent", path: "/catalogs/a/resolve?package=canoe&installed=0.0.1&upgradeEdges=",
+			wantStatus: 200, wantBundle: "a/canoe.v0.0.2"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -122,12 +140,22 @@ func TestResolveHTTP(t *testing.T) {
 				if !strings.Contains(doc.Detail, tt.wantDetail) || doc.Parameter != tt.wantParam {
 					t.Errorf("detail %q parameter %q; want %q and %q", doc.Detail, doc.Parameter, tt.wantDetail, tt.wantParam)
 				}
-				if tt.wantDetail != "" && doc.Message != doc.Detail {
+				if tt.wantDetail != "" && tt.wantParam == "" && doc.Message != doc.Detail {
 					t.Errorf("message %q differs from detail %q", doc.Message, doc.Detail)
 				}
 			}
-			if tt.wantEdges != "" && (doc.UpgradeEdges != tt.wantEdges || doc.SuccessorRange != tt.wantRange) {
-				t.Errorf("upgrade edges %q, successor range %q; want %q, %q", doc.UpgradeEdges, doc.SuccessorRange, tt.wantEdges, tt.wantRange)
+			var refused string
+			if r := doc.Refused; r.Name != "" {
+				refused = r.Catalog + "/" + r.Name + "/" + string(r.Dependency)
+			}
+			if refused != tt.wantRefused || (tt.wantType != "" && doc.Type != tt.wantType) {
+				t.Errorf("refused %q, type %q; want %q, %q", refused, doc.Type, tt.wantRefused, tt.wantType)
+			}
+			if tt.wantRefused != "" && doc.Bundle.Name != "" {
+				t.Errorf("a refused bundle answered with bundle %s", doc.Bundle.Name)
+			}
+			if tt.wantParam == "" && doc.BundleReleaseSupport != tt.wantRelease {
+				t.Errorf("bundleReleaseSupport %v, want %v", doc.BundleReleaseSupport, tt.wantRelease)
 			}
 			got := map[string]client.ResolveCatalogOutcome{}
 			for _, c := range doc.Catalogs {
@@ -142,10 +170,10 @@ func TestResolveHTTP(t *testing.T) {
 	}
 }
 
-// TestResolveDefaultEdges checks that the server's default upgrade edges
-// apply to a request that names none, and that a request naming them
-// overrides it.
-func TestResolveDefaultEdges(t *testing.T) {
+// TestResolveDefaultRelease checks that the server's BundleReleaseSupport
+// applies to a request that does not say, that a request saying overrides
+// it, and that the answer says which applied, through the generated client.
+func TestResolveDefaultRelease(t *testing.T) {
 	indexes, err := store.New(t.TempDir(), logr.Discard())
 	if err != nil {
 		t.Fatal(err)
@@ -157,30 +185,34 @@ func TestResolveDefaultEdges(t *testing.T) {
 		t.Fatal(err)
 	}
 	reg.Put(catalogs.Catalog{Name: "a"})
-	srv := httptest.NewServer(New(reg, indexes, Options{Log: logr.Discard(), UpgradeEdges: query.EdgesSemver}))
-	t.Cleanup(srv.Close)
-	c, err := client.NewClientWithResponses(srv.URL, client.WithHTTPClient(&http.Client{Transport: apivalidate.New(t).Transport(t, http.DefaultTransport)}))
-	if err != nil {
-		t.Fatal(err)
-	}
+	on, off := true, false
 	for _, tt := range []struct {
-		edges      client.UpgradeEdges
-		wantEdges  client.UpgradeEdges
-		wantBundle string
+		server      bool
+		request     *bool
+		wantRelease bool
+		wantBundle  string
 	}{
-		{"", client.UpgradeEdgesSemver, "canoe.v0.0.1"},
-		{client.UpgradeEdgesLegacy, client.UpgradeEdgesLegacy, "canoe.v0.0.2"},
-		{client.UpgradeEdgesSemver, client.UpgradeEdgesSemver, "canoe.v0.0.1"},
+		{server: false, request: nil, wantRelease: false, wantBundle: "oar.both"},
+		{server: true, request: nil, wantRelease: true, wantBundle: "oar.build"},
+		{server: true, request: &off, wantRelease: false, wantBundle: "oar.both"},
+		{server: false, request: &on, wantRelease: true, wantBundle: "oar.build"},
 	} {
-		rsp, err := c.ResolveWithResponse(context.Background(), &client.ResolveParams{Package: "canoe", Installed: "0.0.1", UpgradeEdges: tt.edges})
+		srv := httptest.NewServer(New(reg, indexes, Options{Log: logr.Discard(), BundleReleaseSupport: tt.server}))
+		c, err := client.NewClientWithResponses(srv.URL, client.WithHTTPClient(&http.Client{Transport: apivalidate.New(t).Transport(t, http.DefaultTransport)}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rsp, err := c.ResolveWithResponse(context.Background(), &client.ResolveParams{Package: "oar", BundleReleaseSupport: tt.request})
+		srv.Close()
 		if err != nil {
 			t.Fatal(err)
 		}
 		if rsp.JSON200 == nil {
-			t.Fatalf("edges %q: status %d: %s", tt.edges, rsp.StatusCode(), rsp.Body)
+			t.Fatalf("server %v, request %v: status %d: %s", tt.server, tt.request, rsp.StatusCode(), rsp.Body)
 		}
-		if got := rsp.JSON200; got.UpgradeEdges != tt.wantEdges || got.Bundle.Name != tt.wantBundle {
-			t.Errorf("edges %q: %s by %s edges, want %s by %s", tt.edges, got.Bundle.Name, got.UpgradeEdges, tt.wantBundle, tt.wantEdges)
+		if got := rsp.JSON200; got.BundleReleaseSupport != tt.wantRelease || got.Bundle.Name != tt.wantBundle {
+			t.Errorf("server %v, request %v: %s with bundleReleaseSupport %v, want %s with %v", tt.server, tt.request,
+				got.Bundle.Name, got.BundleReleaseSupport, tt.wantBundle, tt.wantRelease)
 		}
 	}
 }

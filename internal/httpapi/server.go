@@ -38,7 +38,6 @@ import (
 	catalogd "github.com/catalogd/catalogd"
 	"github.com/catalogd/catalogd/api/catalogapi"
 	"github.com/catalogd/catalogd/internal/catalogs"
-	"github.com/catalogd/catalogd/internal/query"
 	"github.com/catalogd/catalogd/internal/store"
 )
 
@@ -65,8 +64,9 @@ type Server struct {
 	log    logr.Logger
 	router chi.Router
 	gzip   gzipPool
-	// edges are the upgrade edges of a resolution that does not name any.
-	edges query.UpgradeEdges
+	// bundleRelease is whether a resolution that does not say reads
+	// releases with BundleReleaseSupport on.
+	bundleRelease bool
 }
 
 // Options configure the REST API.
@@ -77,20 +77,17 @@ type Options struct {
 	// metrics); the manager passes controller-runtime's registry. New
 	// panics if they are registered there already.
 	Metrics prometheus.Registerer
-	// UpgradeEdges are the upgrade edges of a resolution that does not ask
-	// for any: those of the operator-controller the server stands in for.
-	// "" is query.EdgesLegacy.
-	UpgradeEdges query.UpgradeEdges
+	// BundleReleaseSupport is how a resolution that does not say reads
+	// releases: as the operator-controller the server stands in for, with
+	// its BundleReleaseSupport gate on or off (its default).
+	BundleReleaseSupport bool
 }
 
 // New returns the REST API as an http.Handler. /healthz and /readyz are
 // not its business: internal/server answers them beside it, knowing
 // whether the catalogs are indexed.
 func New(cats Catalogs, idx Indexes, opts Options) *Server {
-	s := &Server{cats: cats, idx: idx, log: opts.Log, edges: opts.UpgradeEdges}
-	if s.edges == "" {
-		s.edges = query.EdgesLegacy
-	}
+	s := &Server{cats: cats, idx: idx, log: opts.Log, bundleRelease: opts.BundleReleaseSupport}
 	var m *metrics
 	if opts.Metrics != nil {
 		m = newMetrics(opts.Metrics)
@@ -200,6 +197,7 @@ var problemTitles = map[string]string{
 	"version-gone":           "Catalog version unknown or expired",
 	"no-bundle":              "No bundle found",
 	"ambiguous-resolution":   "Resolution is ambiguous",
+	"unsupported-dependency": "Bundle declares a dependency",
 }
 
 func badParam(param, format string, args ...any) *problem {

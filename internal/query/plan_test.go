@@ -37,7 +37,9 @@ var wholePackageByDesign = []string{
 	"FROM channel_entries e JOIN bundles b ON b.package = e.package AND b.name = e.bundle WHERE e.package = ? AND e.skip_range != ''",
 	// The names of a changed package's bundles, for a changes answer.
 	"SELECT name FROM bundles WHERE package = ? ORDER BY name",
-	"SELECT name, version, release, image, channels FROM bundles WHERE package = ? ORDER BY version_rank DESC",
+	"SELECT name, version, release, image, channels FROM bundles WHERE package = ? ORDER BY blob_id",
+	"WHERE b.package = ? AND b.release = '' AND instr(b.version, '+') > 0 AND p.type = 'olm.package'",
+	"WHERE b.package = ? AND p.type IN (?, ?, ?) ORDER BY b.id, p.position",
 	"SELECT id, channel, bundle, replaces, skip_range FROM channel_entries WHERE package = ? ORDER BY channel, position",
 	"SELECT entry_id, skip FROM channel_entry_skips WHERE package = ?",
 	"SELECT count(*) > 0 FROM (SELECT 1 FROM bundles WHERE package = ? LIMIT 1)",
@@ -101,7 +103,7 @@ func TestQueryPlans(t *testing.T) {
 			return err
 		}},
 		{"resolve", func() error {
-			req, err := query.NewResolveRequest("aurora-cache", []string{"stable"}, ">=1.0.0", "1.1.0", false, "")
+			req, err := query.NewResolveRequest(query.ResolveParams{Package: "aurora-cache", Channels: []string{"stable"}, Version: ">=1.0.0", Installed: "1.1.0"})
 			if err == nil {
 				_, err = c.ResolvePackage(ctx, req)
 			}

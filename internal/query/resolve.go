@@ -2,6 +2,7 @@ package query
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 
 	mmsemver "github.com/Masterminds/semver/v3"
 	"github.com/blang/semver/v4"
+	"github.com/operator-framework/operator-registry/alpha/property"
 )
 
 // Resolution answers "if I created this ClusterExtension, what would I
@@ -22,20 +24,34 @@ import (
 //     listed by one of the requested channels (any channel if none), its
 //     version is in the requested range (Masterminds constraints), and,
 //     when an installed version is given and the policy is CatalogProvided,
-//     it is the installed version itself or a successor of it. By the
-//     default (legacy) upgrade edges, a successor is an entry of a
-//     considered channel that replaces or skips the installed bundle, or
+//     it is the installed version itself or a successor of it: an entry of
+//     a considered channel that replaces or skips the installed bundle, or
 //     whose skipRange (blang ranges, as OLM v0) holds the installed version.
-//     By semver upgrade edges (operator-controller's
-//     ForceSemverUpgradeConstraints feature gate), it is a version in the
-//     caret range of the installed one (Masterminds ^V: same major from
-//     1.0.0, same minor below it, only V's patch for 0.0.z); channel entries
-//     play no part in it, though the channel filter still applies.
+//     These are the only upgrade edges operator-controller has followed
+//     since it removed its ForceSemverUpgradeConstraints gate (#1638,
+//     January 2025).
+//     The installed bundle is matched by name in replaces and skips when
+//     its name is given, as operator-controller matches the name its
+//     ClusterExtension's status records; without one, every bundle of the
+//     installed version and release counts as installed.
+//   - A bundle's release is its version's build metadata when that parses
+//     as one (registry+v1 bundles write it so), operator-controller's
+//     default; with its BundleReleaseSupport gate on, the explicit release
+//     of the olm.package property comes first (bundleutil's
+//     GetVersionAndRelease). The installed bundle's release is the one its
+//     status records apart, if given, else its version's build metadata
+//     (filter.SuccessorsOf).
 //   - Within a catalog, candidates that are not deprecated come first, then
-//     higher version and release; the first is the catalog's choice.
+//     higher version and release, then catalog order (operator-controller
+//     sorts stably); the first is the catalog's choice.
 //   - Across catalogs, catalogs offering a non-deprecated choice beat those
 //     offering only deprecated ones; then the highest priority wins, and a
 //     tie at the top is an error.
+//   - The bundle chosen is then refused if it declares a dependency
+//     (resolve/validation.go's NoDependencyValidation), with no fallback to
+//     the next candidate: operator-controller does not resolve
+//     dependencies, and falling back would make the answer depend on a rule
+//     the request cannot see.
 
 // ResolveRequest is a ClusterExtension's catalog source, as resolution
 // reads it.
@@ -53,45 +69,24 @@ type ResolveRequest struct {
 	// its successors are candidates.
 	Installed     *semver.Version
 	InstalledText string
+	// InstalledRelease, if set, is the installed bundle's release as a
+	// ClusterExtension's status records it apart from the version (with
+	// BundleReleaseSupport on), even empty; then the version's build
+	// metadata is not read as the release. NewResolveRequest checked that
+	// it parses.
+	InstalledRelease *string
 	// SelfCertified lifts the successor rule (policy SelfCertified).
 	SelfCertified bool
-	// UpgradeEdges is the successor rule; "" is EdgesLegacy.
-	UpgradeEdges UpgradeEdges
-}
-
-// UpgradeEdges names the rule by which a bundle succeeds the installed
-// version. operator-controller has two, chosen by a feature gate of the
-// whole cluster, so a resolution must be asked with the one the cluster
-// runs to give the answer its ClusterExtensions get.
-type UpgradeEdges string
-
-const (
-	// EdgesLegacy: the replaces, skips and skipRange of channel entries,
-	// OLM v0's update graph; operator-controller's default.
-	EdgesLegacy UpgradeEdges = "legacy"
-	// EdgesSemver: any version in the caret range of the installed one;
-	// operator-controller with its ForceSemverUpgradeConstraints gate on.
-	EdgesSemver UpgradeEdges = "semver"
-)
-
-// ParseUpgradeEdges reads an upgrade edge rule by its name; "" is legacy.
-func ParseUpgradeEdges(s string) (UpgradeEdges, error) {
-	switch e := UpgradeEdges(s); e {
-	case "":
-		return EdgesLegacy, nil
-	case EdgesLegacy, EdgesSemver:
-		return e, nil
-	}
-	return "", fmt.Errorf("upgrade edges %q are not %s or %s", s, EdgesLegacy, EdgesSemver)
-}
-
-// SuccessorRange is the caret range of the installed version, as semver
-// upgrade edges read it; "" unless they apply.
-func (r ResolveRequest) SuccessorRange() string {
-	if r.UpgradeEdges != EdgesSemver || r.Installed == nil {
-		return ""
-	}
-	return "^" + r.Installed.String()
+	// InstalledBundle, if set, is the installed bundle's name, which
+	// replaces and skips must name; "" lets them name any bundle of the
+	// installed version and release, for a caller that knows only the
+	// version.
+	InstalledBundle string
+	// BundleRelease reads releases as operator-controller with its
+	// BundleReleaseSupport gate on: an explicit release of the olm.package
+	// property first. Off, the gate's default, the build metadata of the
+	// version alone.
+	BundleRelease bool
 }
 
 // Rejection says why a bundle of the package is not a candidate.
@@ -99,17 +94,14 @@ type Rejection string
 
 // The reasons a bundle is not a candidate, each a rule of resolution.
 const (
-	// NotInChannel: no requested channel lists the bundle.
+	// NotInChannel: channels were requested and none lists the bundle.
 	NotInChannel Rejection = "NotInChannel"
 	// OutsideVersionRange: its version is not in the requested range, or
 	// does not parse.
 	OutsideVersionRange Rejection = "OutsideVersionRange"
 	// NotSuccessor: it is neither the installed version nor an upgrade of it
-	// by replaces, skips or skipRange in a considered channel (legacy edges).
+	// by replaces, skips or skipRange in a considered channel.
 	NotSuccessor Rejection = "NotSuccessor"
-	// NotSemverSuccessor: it is neither the installed version nor in its
-	// caret range (semver edges).
-	NotSemverSuccessor Rejection = "NotSemverSuccessor"
 )
 
 // Ranking says why a candidate was not its catalog's choice.
@@ -135,9 +127,6 @@ const (
 	SuccessorReplaces  SuccessorRule = SuccessorRule(RuleReplaces)
 	SuccessorSkips     SuccessorRule = SuccessorRule(RuleSkips)
 	SuccessorSkipRange SuccessorRule = SuccessorRule(RuleSkipRange)
-	// SuccessorSemver: its version is in the caret range of the installed
-	// one (semver edges).
-	SuccessorSemver SuccessorRule = "semver"
 )
 
 // ResolveCandidate is a bundle of the package as resolution saw it.
@@ -148,6 +137,9 @@ type ResolveCandidate struct {
 	// Deprecation is the bundle's own deprecation message: only a bundle's
 	// own deprecation ranks it lower, not its channel's or package's.
 	Deprecation string
+	// Dependency is the type of its first property declaring a dependency
+	// (olm.package.required, olm.gvk.required or olm.constraint), "" when it declares none.
+	Dependency string
 	// Rejections are the rules the bundle fails, empty for a candidate.
 	Rejections []Rejection
 	// Ranking is set for candidates: Chosen, or why it ranks lower.
@@ -187,13 +179,27 @@ type resolveEntry struct {
 type resolveBundle struct {
 	name, version, release, image string
 	channels                      []string
-	vr                            versionRelease
+	// vr is the version and release with BundleReleaseSupport off,
+	// vrRelease with it on.
+	vr, vrRelease versionRelease
 	// mm is the version as version ranges read it, nil when it does not parse.
 	mm *mmsemver.Version
 	// entries are the channel entries that list the bundle.
 	entries []resolveEntry
 	// deprecation is the bundle's own deprecation message.
 	deprecation string
+	// dependency is its first dependency property's type, "" if none.
+	dependency string
+}
+
+// resolvePackage is a package's bundles, parsed for resolution.
+type resolvePackage struct {
+	// bundles are in the order judge lists them with BundleReleaseSupport
+	// off: higher version and release first, then catalog order.
+	bundles []resolveBundle
+	// releaseOrder indexes bundles in that order with BundleReleaseSupport
+	// on; nil when it is the same order.
+	releaseOrder []int
 }
 
 // ResolvePackage lists the bundles of req.Package in this catalog with the
@@ -204,8 +210,8 @@ type resolveBundle struct {
 // grow memory.
 func (c *Catalog) ResolvePackage(ctx context.Context, req ResolveRequest) (PackageCandidates, error) {
 	pkg := req.Package
-	if bundles, ok := c.resolved.get(pkg); ok {
-		return judge(req, bundles), nil
+	if p, ok := c.resolved.get(pkg); ok {
+		return judge(req, p), nil
 	}
 	_, err := c.Package(ctx, pkg)
 	if errors.Is(err, ErrNotFound) {
@@ -219,18 +225,17 @@ func (c *Catalog) ResolvePackage(ctx context.Context, req ResolveRequest) (Packa
 	} else if err != nil {
 		return PackageCandidates{}, err
 	}
-	bundles, err := c.resolveBundles(ctx, pkg)
+	p, err := c.resolveBundles(ctx, pkg)
 	if err != nil {
 		return PackageCandidates{}, err
 	}
-	c.resolved.put(pkg, bundles)
-	return judge(req, bundles), nil
+	c.resolved.put(pkg, p)
+	return judge(req, p), nil
 }
 
 // resolveBundles reads every bundle of a package with the entries that
-// list it and its deprecation, in the order judge lists them: higher
-// version and release first, then by name.
-func (c *Catalog) resolveBundles(ctx context.Context, pkg string) ([]resolveBundle, error) {
+// list it and its deprecation, in both orders judge lists them.
+func (c *Catalog) resolveBundles(ctx context.Context, pkg string) (resolvePackage, error) {
 	var bundleRows []struct {
 		Name     string `db:"name"`
 		Version  string `db:"version"`
@@ -238,38 +243,146 @@ func (c *Catalog) resolveBundles(ctx context.Context, pkg string) ([]resolveBund
 		Image    string `db:"image"`
 		Channels string `db:"channels"`
 	}
+	// Blob order is catalog order, which breaks ties of version and
+	// release as operator-controller's stable sort of the catalog's
+	// bundles does.
 	if err := c.sel(ctx, &bundleRows, `SELECT name, version, release, image, channels FROM bundles
-		WHERE package = ? ORDER BY version_rank DESC`, pkg); err != nil {
-		return nil, fmt.Errorf("read bundles of package %q: %w", pkg, err)
+		WHERE package = ? ORDER BY blob_id`, pkg); err != nil {
+		return resolvePackage{}, fmt.Errorf("read bundles of package %q: %w", pkg, err)
 	}
 	entries, err := c.resolveEntries(ctx, pkg)
 	if err != nil {
-		return nil, err
+		return resolvePackage{}, err
 	}
 	deprecations, err := c.bundleDeprecations(ctx, pkg)
 	if err != nil {
-		return nil, err
+		return resolvePackage{}, err
+	}
+	emptyRelease, err := c.emptyReleases(ctx, pkg)
+	if err != nil {
+		return resolvePackage{}, err
+	}
+	dependencies, err := c.bundleDependencies(ctx, pkg)
+	if err != nil {
+		return resolvePackage{}, err
 	}
 	bundles := make([]resolveBundle, 0, len(bundleRows))
 	for _, r := range bundleRows {
 		channels := []string{}
 		if err := json.Unmarshal([]byte(r.Channels), &channels); err != nil {
-			return nil, fmt.Errorf("read channels of bundle %q: %w", r.Name, err)
+			return resolvePackage{}, fmt.Errorf("read channels of bundle %q: %w", r.Name, err)
 		}
 		b := resolveBundle{name: r.Name, version: r.Version, release: r.Release, image: r.Image,
-			channels: channels, vr: parseVersionRelease(r.Version, r.Release), entries: entries[r.Name], deprecation: deprecations[r.Name]}
+			channels: channels, entries: entries[r.Name], deprecation: deprecations[r.Name], dependency: dependencies[r.Name]}
+		b.vr, b.vrRelease = parseVersionRelease(r.Version, r.Release, r.Release != "" || emptyRelease[r.Name])
 		if b.vr.valid {
 			b.mm = b.vr.masterminds()
 		}
 		bundles = append(bundles, b)
 	}
-	slices.SortStableFunc(bundles, func(a, b resolveBundle) int {
-		if c := b.vr.compare(a.vr); c != 0 {
-			return c
+	return orderBundles(bundles), nil
+}
+
+// orderBundles sorts bundles given in catalog order by version and
+// release, higher first, as each gate setting reads them, ties staying in
+// catalog order.
+func orderBundles(bundles []resolveBundle) resolvePackage {
+	sorted := func(vr func(*resolveBundle) versionRelease) []int {
+		order := make([]int, len(bundles))
+		for i := range order {
+			order[i] = i
 		}
-		return strings.Compare(a.name, b.name)
-	})
-	return bundles, nil
+		slices.SortStableFunc(order, func(i, j int) int { return vr(&bundles[j]).compare(vr(&bundles[i])) })
+		return order
+	}
+	legacy := sorted(func(b *resolveBundle) versionRelease { return b.vr })
+	release := sorted(func(b *resolveBundle) versionRelease { return b.vrRelease })
+	out := resolvePackage{bundles: make([]resolveBundle, len(bundles))}
+	at := make([]int, len(bundles)) // where each bundle of the catalog order went
+	for k, i := range legacy {
+		out.bundles[k] = bundles[i]
+		at[i] = k
+	}
+	if !slices.Equal(legacy, release) {
+		out.releaseOrder = make([]int, len(bundles))
+		for k, i := range release {
+			out.releaseOrder[k] = at[i]
+		}
+	}
+	return out
+}
+
+// dependencyProperties are the property types by which a bundle declares
+// a dependency, which operator-controller refuses to install (its
+// NoDependencyValidation).
+var dependencyProperties = []string{property.TypePackageRequired, property.TypeGVKRequired, property.TypeConstraint}
+
+// bundleDependencies gives the type of each bundle's first property that
+// declares a dependency, by bundle name, in property order, as
+// operator-controller names the first it finds.
+func (c *Catalog) bundleDependencies(ctx context.Context, pkg string) (map[string]string, error) {
+	var rows []struct {
+		Name string `db:"name"`
+		Type string `db:"type"`
+	}
+	if err := c.sel(ctx, &rows, `SELECT b.name, p.type FROM bundles b JOIN properties p ON p.bundle_id = b.id
+		WHERE b.package = ? AND p.type IN (?, ?, ?) ORDER BY b.id, p.position`,
+		pkg, dependencyProperties[0], dependencyProperties[1], dependencyProperties[2]); err != nil {
+		return nil, fmt.Errorf("read dependency properties of package %q: %w", pkg, err)
+	}
+	out := map[string]string{}
+	for _, r := range rows {
+		if _, ok := out[r.Name]; !ok {
+			out[r.Name] = r.Type
+		}
+	}
+	return out, nil
+}
+
+// emptyReleases names the bundles of a package whose olm.package property
+// has an explicit empty release and whose version has build metadata: the
+// one case in which an empty release differs from none, as with
+// BundleReleaseSupport on an explicit one, even empty, keeps the build
+// metadata from being read as the release. The index keeps no release as
+// "", so the property itself is read, for those bundles only.
+func (c *Catalog) emptyReleases(ctx context.Context, pkg string) (map[string]bool, error) {
+	var rows []struct {
+		Name   string         `db:"name"`
+		Value  sql.NullString `db:"value"`
+		Offset sql.NullInt64  `db:"value_offset"`
+		Length sql.NullInt64  `db:"value_length"`
+	}
+	if err := c.sel(ctx, &rows, `SELECT b.name, p.value, bl.offset + p.value_start AS value_offset, p.value_length
+		FROM bundles b JOIN properties p ON p.bundle_id = b.id JOIN blobs bl ON bl.id = b.blob_id
+		WHERE b.package = ? AND b.release = '' AND instr(b.version, '+') > 0 AND p.type = 'olm.package'
+		ORDER BY b.id, p.position`, pkg); err != nil {
+		return nil, fmt.Errorf("read olm.package properties of package %q: %w", pkg, err)
+	}
+	out := map[string]bool{}
+	seen := map[string]bool{}
+	for _, r := range rows {
+		// The first olm.package property is the one read, as
+		// operator-controller reads it.
+		if seen[r.Name] {
+			continue
+		}
+		seen[r.Name] = true
+		value := []byte(r.Value.String)
+		if !r.Value.Valid {
+			var err error
+			if value, err = c.readContent(Range{Offset: r.Offset.Int64, Length: r.Length.Int64}); err != nil {
+				return nil, fmt.Errorf("read olm.package property of bundle %q: %w", r.Name, err)
+			}
+		}
+		var p struct {
+			Release *string `json:"release"`
+		}
+		if err := json.Unmarshal(value, &p); err != nil {
+			return nil, fmt.Errorf("read olm.package property of bundle %q: %w", r.Name, err)
+		}
+		out[r.Name] = p.Release != nil
+	}
+	return out, nil
 }
 
 // resolveEntries reads every channel entry of a package with its skips,
@@ -313,33 +426,41 @@ func (c *Catalog) resolveEntries(ctx context.Context, pkg string) (map[string][]
 	return out, nil
 }
 
-// judge applies the rules to a package's bundles, given in the order
-// resolveBundles sorts them, which it only reads: they are shared by every
-// request. The answer lists the candidates that are not deprecated, then
-// the deprecated ones, then the rejected bundles, each group in the
-// bundles' order, so it needs no sort of its own.
-func judge(req ResolveRequest, bundles []resolveBundle) PackageCandidates {
+// judge applies the rules to a package's bundles, in the order
+// resolveBundles sorts them for the request's gate setting, which it only
+// reads: they are shared by every request. The answer lists the candidates
+// that are not deprecated, then the deprecated ones, then the rejected
+// bundles, each group in the bundles' order, so it needs no sort of its own.
+func judge(req ResolveRequest, p resolvePackage) PackageCandidates {
 	considered := func(channel string) bool {
 		return len(req.Channels) == 0 || slices.Contains(req.Channels, channel)
 	}
+	vrOf := func(b *resolveBundle) versionRelease { return b.vr }
+	bundles := make([]*resolveBundle, len(p.bundles))
+	for k := range p.bundles {
+		bundles[k] = &p.bundles[k]
+	}
+	if req.BundleRelease {
+		vrOf = func(b *resolveBundle) versionRelease { return b.vrRelease }
+		for k, i := range p.releaseOrder {
+			bundles[k] = &p.bundles[i]
+		}
+	}
 	var installed *versionRelease
 	var installedNames map[string]bool
-	// caret is the successors' range under semver edges.
-	var caret *mmsemver.Constraints
-	if r := req.SuccessorRange(); r != "" {
-		// NewResolveRequest checked that it parses; if not, no bundle but
-		// the installed one succeeds.
-		caret, _ = mmsemver.NewConstraint(r)
-	}
 	if req.Installed != nil {
-		vr := legacyVersionRelease(*req.Installed)
+		vr := req.installedVersionRelease()
 		installed = &vr
-		// The installed bundle is named by the catalog: every bundle of the
-		// installed version and release counts as the one installed.
 		installedNames = map[string]bool{}
-		for _, b := range bundles {
-			if b.vr.valid && b.vr.compare(vr) == 0 {
-				installedNames[b.name] = true
+		if req.InstalledBundle != "" {
+			installedNames[req.InstalledBundle] = true
+		} else {
+			// Only the version is known: every bundle of the installed
+			// version and release counts as the one installed.
+			for _, b := range bundles {
+				if v := vrOf(b); v.valid && v.compare(vr) == 0 {
+					installedNames[b.name] = true
+				}
 			}
 		}
 	}
@@ -354,49 +475,42 @@ func judge(req ResolveRequest, bundles []resolveBundle) PackageCandidates {
 	var deprecated, rejected []ResolveCandidate
 	for _, b := range bundles {
 		cand := ResolveCandidate{Name: b.name, Version: b.version, Release: b.release, Image: b.image,
-			Channels: b.channels, Deprecation: b.deprecation}
+			Channels: b.channels, Deprecation: b.deprecation, Dependency: b.dependency}
 		start := len(reasons)
-		if !slices.ContainsFunc(b.channels, considered) {
+		// Without channels asked, operator-controller does not filter by
+		// channel, so a bundle no channel lists is a candidate too.
+		if len(req.Channels) > 0 && !slices.ContainsFunc(b.channels, considered) {
 			reasons = append(reasons, NotInChannel)
 		}
-		if req.VersionRange != nil && (b.mm == nil || !req.VersionRange.Check(b.mm)) {
+		vr := vrOf(b)
+		if req.VersionRange != nil && (b.mm == nil || !vr.valid || !req.VersionRange.Check(b.mm)) {
 			reasons = append(reasons, OutsideVersionRange)
 		}
 		if installed != nil {
 			first := len(successors)
 			has := func(rule SuccessorRule) bool { return slices.Contains(successors[first:], rule) }
-			isInstalled := b.vr.valid && b.vr.compare(*installed) == 0
+			isInstalled := vr.valid && vr.compare(*installed) == 0
 			if isInstalled {
 				successors = append(successors, SuccessorInstalled)
 			}
-			if req.UpgradeEdges == EdgesSemver {
-				if !isInstalled && caret != nil && b.mm != nil && caret.Check(b.mm) {
-					successors = append(successors, SuccessorSemver)
+			for _, e := range b.entries {
+				if !considered(e.channel) {
+					continue
 				}
-			} else {
-				for _, e := range b.entries {
-					if !considered(e.channel) {
-						continue
-					}
-					if installedNames[e.replaces] && !has(SuccessorReplaces) {
-						successors = append(successors, SuccessorReplaces)
-					}
-					if !has(SuccessorSkips) && slices.ContainsFunc(e.skips, func(s string) bool { return installedNames[s] }) {
-						successors = append(successors, SuccessorSkips)
-					}
-					if e.skipRange != nil && !has(SuccessorSkipRange) && e.skipRange(*req.Installed) {
-						successors = append(successors, SuccessorSkipRange)
-					}
+				if installedNames[e.replaces] && !has(SuccessorReplaces) {
+					successors = append(successors, SuccessorReplaces)
+				}
+				if !has(SuccessorSkips) && slices.ContainsFunc(e.skips, func(s string) bool { return installedNames[s] }) {
+					successors = append(successors, SuccessorSkips)
+				}
+				if e.skipRange != nil && !has(SuccessorSkipRange) && e.skipRange(*req.Installed) {
+					successors = append(successors, SuccessorSkipRange)
 				}
 			}
 			if len(successors) > first {
 				cand.Successor = successors[first:len(successors):len(successors)]
 			}
-			switch {
-			case req.SelfCertified || cand.Successor != nil:
-			case req.UpgradeEdges == EdgesSemver:
-				reasons = append(reasons, NotSemverSuccessor)
-			default:
+			if !req.SelfCertified && cand.Successor == nil {
 				reasons = append(reasons, NotSuccessor)
 			}
 		}
@@ -426,6 +540,17 @@ func judge(req ResolveRequest, bundles []resolveBundle) PackageCandidates {
 	return out
 }
 
+// installedVersionRelease is the installed version and release, read as
+// operator-controller's SuccessorsOf reads a ClusterExtension's status: a
+// release recorded apart is the release, else the version's build metadata.
+func (r ResolveRequest) installedVersionRelease() versionRelease {
+	if r.InstalledRelease == nil {
+		return legacyVersionRelease(*r.Installed)
+	}
+	_, vr := parseVersionRelease(r.Installed.String(), *r.InstalledRelease, true)
+	return vr
+}
+
 // versionRelease is a bundle's version and release in the order
 // resolution compares them: the semantic version, then the release. An
 // invalid one (the version does not parse) ranks below every valid one.
@@ -435,22 +560,29 @@ type versionRelease struct {
 	release []semver.PRVersion
 }
 
-// parseVersionRelease reads a bundle's version and release. A bundle
-// without a release of its own takes its version's build metadata as its
-// release when that parses as one, as registry+v1 bundles write it.
-func parseVersionRelease(version, release string) versionRelease {
+// parseVersionRelease reads a bundle's version and release as
+// operator-controller's bundleutil.GetVersionAndRelease does with its
+// BundleReleaseSupport gate off (legacy) and on (gated): off, the release
+// is the version's build metadata when that parses as one; on, an explicit
+// release, even empty, is the release, and the version keeps its build
+// metadata. An explicit release that does not parse makes the gated
+// reading invalid, as it makes upstream's an error.
+func parseVersionRelease(version, release string, explicit bool) (legacy, gated versionRelease) {
 	v, err := semver.Parse(version)
 	if err != nil {
-		return versionRelease{}
+		return versionRelease{}, versionRelease{}
 	}
-	if release == "" {
-		return legacyVersionRelease(v)
+	legacy = legacyVersionRelease(v)
+	if !explicit {
+		return legacy, legacy
 	}
-	rel, err := parseRelease(release)
-	if err != nil {
-		return versionRelease{valid: true, version: v}
+	gated = versionRelease{valid: true, version: v}
+	if release != "" {
+		if gated.release, err = parseRelease(release); err != nil {
+			return legacy, versionRelease{}
+		}
 	}
-	return versionRelease{valid: true, version: v, release: rel}
+	return legacy, gated
 }
 
 // legacyVersionRelease splits a version's build metadata off as its
@@ -467,9 +599,17 @@ func legacyVersionRelease(v semver.Version) versionRelease {
 	return versionRelease{valid: true, version: v, release: rel}
 }
 
+// maxReleaseLength is the longest release operator-registry's NewRelease
+// accepts (the ClusterServiceVersion CRD's limit): build metadata longer
+// than it is no release, and an explicit release longer than it is invalid.
+const maxReleaseLength = 20
+
 // parseRelease parses dot-separated release segments, each as a semver
 // pre-release identifier (numbers without leading zeros, or alphanumerics).
 func parseRelease(s string) ([]semver.PRVersion, error) {
+	if len(s) > maxReleaseLength {
+		return nil, fmt.Errorf("release %q is longer than %d characters", s, maxReleaseLength)
+	}
 	var out []semver.PRVersion
 	for _, part := range strings.Split(s, ".") {
 		pr, err := semver.NewPRVersion(part)
@@ -578,10 +718,29 @@ type Resolution struct {
 	Error string
 	// Ambiguous says it failed because catalogs of the same priority tie.
 	Ambiguous bool
+	// Refused says it failed because the chosen bundle declares a
+	// dependency (its Dependency): Chosen still indexes its catalog.
+	Refused bool
 }
 
-// Bundle is the chosen bundle and its catalog, or nil and "".
+// Bundle is the bundle to install and its catalog, or nil and "".
 func (r Resolution) Bundle() (*ResolveCandidate, string) {
+	if r.Refused {
+		return nil, ""
+	}
+	return r.choice()
+}
+
+// RefusedBundle is the chosen bundle refused for its dependency, and its
+// catalog, or nil and "".
+func (r Resolution) RefusedBundle() (*ResolveCandidate, string) {
+	if !r.Refused {
+		return nil, ""
+	}
+	return r.choice()
+}
+
+func (r Resolution) choice() (*ResolveCandidate, string) {
 	if r.Chosen < 0 {
 		return nil, ""
 	}
@@ -635,6 +794,11 @@ func Choose(req ResolveRequest, offers []CatalogCandidates) Resolution {
 			out.Catalogs[i].Outcome = CatalogLowerPriority
 		}
 		out.Catalogs[best[0]].Outcome = CatalogChosen
+		if ch := out.Catalogs[best[0]].Choice(); ch.Dependency != "" {
+			out.Refused = true
+			out.Error = fmt.Sprintf("validating bundle %q: bundle %q has a dependency declared via property %q which is currently not supported",
+				ch.Name, ch.Name, ch.Dependency)
+		}
 		return out
 	case len(best) > 1:
 		// operator-controller names every catalog still in the running,
@@ -682,7 +846,8 @@ func resolutionMessage(req ResolveRequest, tied []string) string {
 
 // ResolveParamError says which part of a resolve request is malformed.
 type ResolveParamError struct {
-	// Param is the request field: "version", "installed" or "upgradeEdges".
+	// Param is the request field: "version", "installed",
+	// "installedBundle" or "installedRelease".
 	Param string
 	Err   error
 }
@@ -690,35 +855,58 @@ type ResolveParamError struct {
 func (e *ResolveParamError) Error() string { return e.Err.Error() }
 func (e *ResolveParamError) Unwrap() error { return e.Err }
 
-// NewResolveRequest parses a resolve request's version range (Masterminds
-// constraints, as a ClusterExtension's version field) and installed version
-// (a semantic version, as operator-controller records it); "" leaves either
-// unset. edges is the successor rule, "" for legacy.
-func NewResolveRequest(pkg string, channels []string, versionRange, installed string, selfCertified bool, edges string) (ResolveRequest, error) {
-	req := ResolveRequest{Package: pkg, Channels: channels, VersionRangeText: versionRange, InstalledText: installed, SelfCertified: selfCertified}
-	e, err := ParseUpgradeEdges(edges)
-	if err != nil {
-		return req, &ResolveParamError{Param: "upgradeEdges", Err: err}
+// ResolveParams are a resolve request as written, before parsing.
+type ResolveParams struct {
+	Package  string
+	Channels []string
+	// Version is a version range (Masterminds constraints, as a
+	// ClusterExtension's version field); "" is any version.
+	Version string
+	// Installed is the installed version (a semantic version, as
+	// operator-controller records it); "" is none.
+	Installed     string
+	SelfCertified bool
+	// InstalledBundle is the installed bundle's name, "" if unknown, and
+	// InstalledRelease its release when recorded apart from the version
+	// (nil if not); both need Installed, as a ClusterExtension's status
+	// records them with it.
+	InstalledBundle  string
+	InstalledRelease *string
+	// BundleRelease is operator-controller's BundleReleaseSupport gate.
+	BundleRelease bool
+}
+
+// NewResolveRequest parses a resolve request's version range and installed
+// version, so that a malformed one is refused before any catalog is read.
+func NewResolveRequest(p ResolveParams) (ResolveRequest, error) {
+	req := ResolveRequest{Package: p.Package, Channels: p.Channels, VersionRangeText: p.Version, InstalledText: p.Installed,
+		SelfCertified: p.SelfCertified, InstalledBundle: p.InstalledBundle, InstalledRelease: p.InstalledRelease, BundleRelease: p.BundleRelease}
+	if p.InstalledBundle != "" && p.Installed == "" {
+		return req, &ResolveParamError{Param: "installedBundle", Err: fmt.Errorf("installed bundle %q needs the installed version too, "+
+			"as a ClusterExtension's status records both", p.InstalledBundle)}
 	}
-	req.UpgradeEdges = e
-	if versionRange != "" {
-		r, err := mmsemver.NewConstraint(versionRange)
+	if p.InstalledRelease != nil {
+		if p.Installed == "" {
+			return req, &ResolveParamError{Param: "installedRelease", Err: fmt.Errorf("installed release %q needs the installed version too, "+
+				"as a ClusterExtension's status records both", *p.InstalledRelease)}
+		}
+		if _, err := parseRelease(*p.InstalledRelease); err != nil && *p.InstalledRelease != "" {
+			return req, &ResolveParamError{Param: "installedRelease", Err: fmt.Errorf("installed release %q is invalid: %w", *p.InstalledRelease, err)}
+		}
+	}
+	if p.Version != "" {
+		r, err := mmsemver.NewConstraint(p.Version)
 		if err != nil {
-			return req, &ResolveParamError{Param: "version", Err: fmt.Errorf("version range %q is invalid: %w", versionRange, err)}
+			return req, &ResolveParamError{Param: "version", Err: fmt.Errorf("version range %q is invalid: %w", p.Version, err)}
 		}
 		req.VersionRange = r
 	}
-	if installed != "" {
-		v, err := semver.Parse(installed)
+	if p.Installed != "" {
+		v, err := semver.Parse(p.Installed)
 		if err != nil {
-			return req, &ResolveParamError{Param: "installed", Err: fmt.Errorf("installed version %q is not a semantic version: %w", installed, err)}
+			return req, &ResolveParamError{Param: "installed", Err: fmt.Errorf("installed version %q is not a semantic version: %w", p.Installed, err)}
 		}
 		req.Installed = &v
-	}
-	if r := req.SuccessorRange(); r != "" {
-		if _, err := mmsemver.NewConstraint(r); err != nil {
-			return req, &ResolveParamError{Param: "installed", Err: fmt.Errorf("installed version %q has no caret range for semver upgrade edges: %w", installed, err)}
-		}
 	}
 	return req, nil
 }

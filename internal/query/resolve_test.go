@@ -62,11 +62,16 @@ func TestResolve(t *testing.T) {
 		version   string
 		installed string
 		self      bool
-		// edges are the upgrade edges, "" for the default.
-		edges string
+		// installedBundle is the installed bundle's name; release turns
+		// BundleReleaseSupport on.
+		installedBundle string
+		release         bool
+		// installedRelease is the installed release recorded apart.
+		installedRelease *string
 		// wantCatalog and wantBundle are the answer; wantError the message
-		// when there is none.
-		wantCatalog, wantBundle, wantError string
+		// when there is none, and wantRefused the bundle of wantCatalog
+		// chosen and refused for a dependency.
+		wantCatalog, wantBundle, wantError, wantRefused string
 		// verdicts are what resolution says of some bundles, in wantCatalog
 		// (or the first catalog).
 		verdicts map[string]string
@@ -77,6 +82,9 @@ func TestResolve(t *testing.T) {
 		// successors are how some bundles follow the installed version,
 		// joined by "+", in wantCatalog (or the first catalog).
 		successors map[string]string
+		// dependencies are the dependency property some bundles declare
+		// first, in wantCatalog (or the first catalog).
+		dependencies map[string]string
 	}{
 		{name: "no constraint: highest version, pre-releases included", cats: onlyA, pkg: "ferry",
 			wantCatalog: "a", wantBundle: "ferry.v2.1.0-rc.1",
@@ -128,15 +136,89 @@ func TestResolve(t *testing.T) {
 		{name: "deprecation ranking within a package", cats: onlyA, pkg: "skiff",
 			wantCatalog: "a", wantBundle: "skiff.v0.1.0",
 			verdicts: map[string]string{"skiff.v0.2.0": "Deprecated"}},
-		{name: "release orders one version", cats: onlyA, pkg: "raft", channels: []string{"stable"},
+		{name: "gate on: the explicit release orders one version", cats: onlyA, pkg: "raft", channels: []string{"stable"}, release: true,
 			wantCatalog: "a", wantBundle: "raft-v1.0.0-2",
 			order: []string{"raft-v1.0.0-2", "raft-v1.0.0-1", "raft.v1.0.0", "raft.v1.0.0+3"}},
-		{name: "build metadata is a release", cats: onlyA, pkg: "raft",
+		{name: "gate off: explicit releases are not read, ties keep catalog order", cats: onlyA, pkg: "raft", channels: []string{"stable"},
+			wantCatalog: "a", wantBundle: "raft.v1.0.0",
+			order: []string{"raft.v1.0.0", "raft-v1.0.0-1", "raft-v1.0.0-2", "raft.v1.0.0+3"}},
+		{name: "gate on: build metadata is a release", cats: onlyA, pkg: "raft", release: true,
 			wantCatalog: "a", wantBundle: "raft.v1.0.0+3",
 			order: []string{"raft.v1.0.0+3", "raft-v1.0.0-2", "raft-v1.0.0-1", "raft.v1.0.0"}},
-		{name: "installed with a release in build metadata", cats: onlyA, pkg: "raft", installed: "1.0.0+1",
+		{name: "gate off: build metadata is the only release", cats: onlyA, pkg: "raft",
+			wantCatalog: "a", wantBundle: "raft.v1.0.0+3",
+			order: []string{"raft.v1.0.0+3", "raft.v1.0.0", "raft-v1.0.0-1", "raft-v1.0.0-2"}},
+		{name: "gate on: installed with a release in build metadata", cats: onlyA, pkg: "raft", installed: "1.0.0+1", release: true,
 			wantCatalog: "a", wantBundle: "raft-v1.0.0-2",
 			verdicts: map[string]string{"raft-v1.0.0-1": "LowerVersion", "raft.v1.0.0": "NotSuccessor", "raft.v1.0.0+3": "NotSuccessor"}},
+		{name: "gate off: no bundle has the installed release 1", cats: onlyA, pkg: "raft", installed: "1.0.0+1",
+			wantError: `error upgrading from currently installed version "1.0.0+1": no bundles found for package "raft"`,
+			verdicts:  map[string]string{"raft-v1.0.0-1": "NotSuccessor", "raft-v1.0.0-2": "NotSuccessor"}},
+
+		// kayak: the chosen bundle is refused for its dependency, with no
+		// fallback to the next candidate or catalog.
+		{name: "dependency: the chosen bundle is refused, the first dependency property named", cats: onlyA, pkg: "kayak", channels: []string{"stable"},
+			wantCatalog: "a", wantRefused: "kayak.v1.2.0",
+			wantError:    `validating bundle "kayak.v1.2.0": bundle "kayak.v1.2.0" has a dependency declared via property "olm.constraint" which is currently not supported`,
+			verdicts:     map[string]string{"kayak.v1.2.0": "Chosen", "kayak.v1.0.0": "LowerVersion"},
+			dependencies: map[string]string{"kayak.v1.2.0": "olm.constraint", "kayak.v1.1.0": "olm.gvk.required", "kayak.v1.0.0": "", "kayak.v1.3.0": ""},
+			outcomes:     map[string]query.CatalogOutcome{"a": query.CatalogChosen}},
+		{name: "dependency: olm.gvk.required, not the next candidate", cats: onlyA, pkg: "kayak", version: "<1.2.0",
+			wantCatalog: "a", wantRefused: "kayak.v1.1.0",
+			wantError: `validating bundle "kayak.v1.1.0": bundle "kayak.v1.1.0" has a dependency declared via property "olm.gvk.required" which is currently not supported`,
+			verdicts:  map[string]string{"kayak.v1.1.0": "Chosen", "kayak.v1.0.0": "LowerVersion"}},
+		{name: "dependency: a range leaving it out resolves", cats: onlyA, pkg: "kayak", version: "<1.1.0",
+			wantCatalog: "a", wantBundle: "kayak.v1.0.0"},
+		{name: "dependency: lower candidates' dependencies do not matter", cats: onlyA, pkg: "kayak",
+			wantCatalog: "a", wantBundle: "kayak.v1.3.0",
+			verdicts: map[string]string{"kayak.v1.2.0": "LowerVersion", "kayak.v1.1.0": "LowerVersion"}},
+		{name: "dependency: no fallback to another catalog", cats: []resolveCatalog{{"a", 1, a}, {"b", 0, b}}, pkg: "kayak", channels: []string{"stable"},
+			wantCatalog: "a", wantRefused: "kayak.v1.2.0",
+			wantError: `validating bundle "kayak.v1.2.0": bundle "kayak.v1.2.0" has a dependency declared via property "olm.constraint" which is currently not supported`,
+			outcomes:  map[string]query.CatalogOutcome{"a": query.CatalogChosen, "b": query.CatalogLowerPriority}},
+		{name: "dependency: a catalog of higher priority without one wins", cats: []resolveCatalog{{"a", 0, a}, {"b", 1, b}}, pkg: "kayak", channels: []string{"stable"},
+			wantCatalog: "b", wantBundle: "kayak.v0.9.0"},
+		{name: "dependency: a tie is ambiguous before any bundle is validated", cats: []resolveCatalog{{"a", 0, a}, {"b", 0, b}}, pkg: "kayak", channels: []string{"stable"},
+			wantError: `found bundles for package "kayak" in channels [stable] in multiple catalogs with the same priority [a b]`},
+
+		// oar: releases written every way (see testdata/resolve/README.md).
+		{name: "gate off: releases from build metadata only", cats: onlyA, pkg: "oar",
+			wantCatalog: "a", wantBundle: "oar.both",
+			order: []string{"oar.both", "oar.empty-release", "oar.build", "oar.neither", "oar.explicit", "oar.long-build"}},
+		{name: "gate on: explicit releases first, an empty one keeps build metadata from being one", cats: onlyA, pkg: "oar", release: true,
+			wantCatalog: "a", wantBundle: "oar.build",
+			order: []string{"oar.build", "oar.both", "oar.explicit", "oar.neither", "oar.empty-release", "oar.long-build"}},
+		{name: "gate off, installed by version: every bundle of it is installed", cats: onlyA, pkg: "oar", installed: "2.0.0",
+			wantCatalog: "a", wantBundle: "oar.both",
+			successors: map[string]string{"oar.neither": "Installed", "oar.explicit": "Installed", "oar.long-build": "Installed",
+				"oar.build": "replaces", "oar.both": "replaces", "oar.empty-release": ""},
+			verdicts: map[string]string{"oar.empty-release": "NotSuccessor"}},
+		{name: "gate off, installed by name: only its successors", cats: onlyA, pkg: "oar", installed: "2.0.0", installedBundle: "oar.neither",
+			wantCatalog: "a", wantBundle: "oar.build",
+			successors: map[string]string{"oar.neither": "Installed", "oar.explicit": "Installed", "oar.long-build": "Installed",
+				"oar.build": "replaces", "oar.both": ""},
+			verdicts: map[string]string{"oar.both": "NotSuccessor", "oar.empty-release": "NotSuccessor"}},
+		{name: "gate off, installed by another name of the same version", cats: onlyA, pkg: "oar", installed: "2.0.0", installedBundle: "oar.explicit",
+			wantCatalog: "a", wantBundle: "oar.both",
+			verdicts: map[string]string{"oar.build": "NotSuccessor", "oar.empty-release": "NotSuccessor"}},
+		{name: "gate on, installed by version: the bundles without a release", cats: onlyA, pkg: "oar", installed: "2.0.0", release: true,
+			wantCatalog: "a", wantBundle: "oar.build",
+			successors: map[string]string{"oar.neither": "Installed", "oar.empty-release": "Installed", "oar.long-build": "Installed+replaces",
+				"oar.build": "replaces", "oar.explicit": ""},
+			verdicts: map[string]string{"oar.explicit": "NotSuccessor", "oar.both": "NotSuccessor"}},
+		{name: "gate on, installed with its explicit release in build metadata", cats: onlyA, pkg: "oar", installed: "2.0.0+3", release: true,
+			wantCatalog: "a", wantBundle: "oar.both",
+			successors: map[string]string{"oar.explicit": "Installed", "oar.both": "replaces"},
+			verdicts:   map[string]string{"oar.explicit": "LowerVersion", "oar.build": "NotSuccessor", "oar.neither": "NotSuccessor"}},
+		{name: "gate on, installed with its release recorded apart", cats: onlyA, pkg: "oar", installed: "2.0.0", installedRelease: ptr("3"), release: true,
+			wantCatalog: "a", wantBundle: "oar.both",
+			successors: map[string]string{"oar.explicit": "Installed", "oar.both": "replaces"}},
+		{name: "gate on, an empty release recorded apart keeps build metadata from being one", cats: onlyA, pkg: "oar", installed: "2.0.0+7",
+			installedRelease: ptr(""), release: true,
+			wantCatalog: "a", wantBundle: "oar.build",
+			successors: map[string]string{"oar.neither": "Installed", "oar.empty-release": "Installed", "oar.build": "replaces"}},
+		{name: "gate on, the same version without a release recorded apart", cats: onlyA, pkg: "oar", installed: "2.0.0+7", release: true,
+			wantError: `error upgrading from currently installed version "2.0.0+7": no bundles found for package "oar"`},
 		{name: "same priority is ambiguous", cats: []resolveCatalog{{"a", 0, a}, {"b", 0, b}}, pkg: "ferry", channels: []string{"stable"},
 			wantError: `found bundles for package "ferry" in channels [stable] in multiple catalogs with the same priority [a b]`,
 			outcomes:  map[string]query.CatalogOutcome{"a": query.CatalogSamePriority, "b": query.CatalogSamePriority}},
@@ -152,60 +234,26 @@ func TestResolve(t *testing.T) {
 		{name: "installed across catalogs", cats: []resolveCatalog{{"a", 0, a}, {"b", 0, b}}, pkg: "ferry", installed: "1.1.0", channels: []string{"stable"},
 			wantCatalog: "a", wantBundle: "ferry.v1.2.0",
 			outcomes: map[string]query.CatalogOutcome{"a": query.CatalogChosen, "b": query.CatalogNoCandidate}},
-
-		// Semver upgrade edges: successors are the caret range of the
-		// installed version, whatever the channel entries say.
-		{name: "semver: within the major, entries play no part", cats: onlyA, pkg: "ferry", installed: "1.1.0", edges: "semver",
-			wantCatalog: "a", wantBundle: "ferry.v1.2.0",
-			verdicts: map[string]string{"ferry.v1.3.0": "Deprecated", "ferry.v1.1.0": "LowerVersion",
-				"ferry.v1.0.0": "NotSemverSuccessor", "ferry.v2.0.0": "NotSemverSuccessor", "ferry.v2.1.0-rc.1": "NotSemverSuccessor"},
-			successors: map[string]string{"ferry.v1.1.0": "Installed", "ferry.v1.2.0": "semver", "ferry.v1.3.0": "semver", "ferry.v2.0.0": ""}},
-		{name: "legacy: the same request follows the entries", cats: onlyA, pkg: "ferry", installed: "1.1.0", edges: "legacy",
-			wantCatalog: "a", wantBundle: "ferry.v1.2.0",
-			verdicts:   map[string]string{"ferry.v1.3.0": "NotSuccessor", "ferry.v1.0.0": "NotSuccessor"},
-			successors: map[string]string{"ferry.v1.2.0": "replaces+skipRange"}},
-		{name: "semver: crossing a major is refused", cats: onlyA, pkg: "ferry", installed: "1.2.0", channels: []string{"fast"}, edges: "semver",
-			wantCatalog: "a", wantBundle: "ferry.v1.2.0",
-			verdicts:   map[string]string{"ferry.v1.2.0": "Chosen", "ferry.v2.0.0": "NotSemverSuccessor", "ferry.v1.3.0": "NotInChannel"},
-			successors: map[string]string{"ferry.v1.2.0": "Installed", "ferry.v1.3.0": "semver"}},
-		{name: "semver: 0.y.z takes patches only, and no pre-release", cats: onlyA, pkg: "canoe", installed: "0.1.0", edges: "semver",
-			wantCatalog: "a", wantBundle: "canoe.v0.1.3",
-			verdicts: map[string]string{"canoe.v0.1.1": "LowerVersion", "canoe.v0.1.0": "LowerVersion",
-				"canoe.v0.1.2-rc.1": "NotSemverSuccessor", "canoe.v0.1.4-rc.1": "NotSemverSuccessor",
-				"canoe.v0.2.0": "NotSemverSuccessor", "canoe.v0.0.2": "NotSemverSuccessor", "canoe.v1.0.0-rc.1": "NotSemverSuccessor"}},
-		{name: "semver: 0.0.z has no successor, the installed version stays", cats: onlyA, pkg: "canoe", installed: "0.0.1", edges: "semver",
-			wantCatalog: "a", wantBundle: "canoe.v0.0.1",
-			verdicts:   map[string]string{"canoe.v0.0.1": "Chosen", "canoe.v0.0.2": "NotSemverSuccessor", "canoe.v0.1.0": "NotSemverSuccessor"},
-			successors: map[string]string{"canoe.v0.0.1": "Installed"}},
-		{name: "semver: an installed pre-release takes later pre-releases", cats: onlyA, pkg: "canoe", installed: "0.1.2-rc.1", edges: "semver",
-			wantCatalog: "a", wantBundle: "canoe.v0.1.4-rc.1",
-			verdicts: map[string]string{"canoe.v0.1.3": "LowerVersion", "canoe.v0.1.2-rc.1": "LowerVersion",
-				"canoe.v0.1.1": "NotSemverSuccessor", "canoe.v0.2.0": "NotSemverSuccessor", "canoe.v1.0.0-rc.1": "NotSemverSuccessor"},
-			order: []string{"canoe.v0.1.4-rc.1", "canoe.v0.1.3", "canoe.v0.1.2-rc.1"}},
-		{name: "semver: the channel filter still applies", cats: onlyA, pkg: "canoe", installed: "0.1.2-rc.1", channels: []string{"beta"}, edges: "semver",
-			wantCatalog: "a", wantBundle: "canoe.v0.1.4-rc.1",
-			verdicts: map[string]string{"canoe.v0.1.3": "NotInChannel", "canoe.v0.1.2-rc.1": "LowerVersion",
-				"canoe.v1.0.0-rc.1": "NotSemverSuccessor", "canoe.v0.2.0": "NotInChannel+NotSemverSuccessor"}},
-		{name: "semver: SelfCertified is unaffected", cats: onlyA, pkg: "canoe", installed: "0.0.1", edges: "semver", self: true,
-			wantCatalog: "a", wantBundle: "canoe.v1.0.0-rc.1",
-			verdicts:   map[string]string{"canoe.v0.0.2": "LowerVersion", "canoe.v0.2.0": "LowerVersion"},
-			successors: map[string]string{"canoe.v0.0.1": "Installed", "canoe.v0.0.2": ""}},
-		{name: "semver: every release of the installed version succeeds it", cats: onlyA, pkg: "raft", installed: "1.0.0+1", edges: "semver",
-			wantCatalog: "a", wantBundle: "raft.v1.0.0+3",
-			verdicts:   map[string]string{"raft-v1.0.0-2": "LowerVersion", "raft-v1.0.0-1": "LowerVersion", "raft.v1.0.0": "LowerVersion"},
-			successors: map[string]string{"raft-v1.0.0-1": "Installed", "raft.v1.0.0": "semver", "raft.v1.0.0+3": "semver"}},
-		{name: "semver: no successor is the same error", cats: onlyA, pkg: "canoe", installed: "0.3.0", edges: "semver",
-			wantError: `error upgrading from currently installed version "0.3.0": no bundles found for package "canoe"`,
-			verdicts:  map[string]string{"canoe.v0.2.0": "NotSemverSuccessor"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			req, err := query.NewResolveRequest(tt.pkg, tt.channels, tt.version, tt.installed, tt.self, tt.edges)
+			req, err := query.NewResolveRequest(query.ResolveParams{Package: tt.pkg, Channels: tt.channels, Version: tt.version, Installed: tt.installed, SelfCertified: tt.self,
+				InstalledBundle: tt.installedBundle, InstalledRelease: tt.installedRelease, BundleRelease: tt.release})
 			if err != nil {
 				t.Fatal(err)
 			}
 			res := resolveAcross(t, req, tt.cats)
 			got, catalog := res.Bundle()
+			var refused, refusedIn, wantRefusedIn string
+			if b, in := res.RefusedBundle(); b != nil {
+				refused, refusedIn = b.Name, in
+			}
+			if tt.wantRefused != "" {
+				wantRefusedIn = tt.wantCatalog
+			}
+			if refused != tt.wantRefused || refusedIn != wantRefusedIn {
+				t.Errorf("refused %q in %q, want %q in %q", refused, refusedIn, tt.wantRefused, wantRefusedIn)
+			}
 			switch {
 			case tt.wantError != "":
 				if got != nil || res.Error != tt.wantError {
@@ -239,6 +287,11 @@ func TestResolve(t *testing.T) {
 				}
 				successors[c.Name] = strings.Join(rules, "+")
 			}
+			for _, c := range in.Candidates {
+				if want, ok := tt.dependencies[c.Name]; ok && c.Dependency != want {
+					t.Errorf("%s in %s: dependency %q, want %q", c.Name, in.Catalog, c.Dependency, want)
+				}
+			}
 			for name, want := range tt.successors {
 				if successors[name] != want {
 					t.Errorf("%s in %s: successor %q, want %q", name, in.Catalog, successors[name], want)
@@ -258,18 +311,27 @@ func TestResolve(t *testing.T) {
 
 // TestNewResolveRequest checks that malformed parameters name themselves.
 func TestNewResolveRequest(t *testing.T) {
-	for _, tt := range []struct{ version, installed, edges, param string }{
+	for _, tt := range []struct {
+		version, installed, installedBundle string
+		installedRelease                    *string
+		param                               string
+	}{
 		{version: ">=1.0.0 <<2", param: "version"},
-		{edges: "caret", param: "upgradeEdges"},
-		{edges: "Semver", param: "upgradeEdges"},
-		{installed: "1.0.0", edges: "semver"},
-		{installed: "1.0.0-rc.1+build.5", edges: "legacy"},
+		{installedRelease: ptr("1"), param: "installedRelease"},
+		{installed: "1.0.0", installedRelease: ptr("01"), param: "installedRelease"},
+		{installed: "1.0.0", installedRelease: ptr("abcdefghij.klmnopqrst"), param: "installedRelease"},
+		{installed: "1.0.0", installedRelease: ptr("")},
+		{installed: "1.0.0", installedRelease: ptr("rc.1")},
+		{installedBundle: "p.v1.0.0", param: "installedBundle"},
+		{installed: "1.0.0", installedBundle: "p.v1.0.0"},
+		{installed: "1.0.0-rc.1+build.5"},
 		{version: "banana", param: "version"},
 		{installed: "1.0", param: "installed"},
 		{installed: "v1.0.0", param: "installed"},
 		{version: ">=1.0.0, <2.0.0 || 3.x", installed: "1.0.0-rc.1+build.5"},
 	} {
-		_, err := query.NewResolveRequest("p", nil, tt.version, tt.installed, false, tt.edges)
+		_, err := query.NewResolveRequest(query.ResolveParams{Package: "p", Version: tt.version, Installed: tt.installed, InstalledBundle: tt.installedBundle,
+			InstalledRelease: tt.installedRelease})
 		var perr *query.ResolveParamError
 		switch {
 		case tt.param == "" && err != nil:
@@ -312,7 +374,7 @@ func TestResolveKeepsWithinBudget(t *testing.T) {
 	budget := sizes["ferry"] + sizes["skiff"] + sizes["raft"] - 1
 	query.SetResolveBudget(bounded, budget)
 	req := func(pkg string) query.ResolveRequest {
-		r, err := query.NewResolveRequest(pkg, nil, "", "1.0.0", false, "")
+		r, err := query.NewResolveRequest(query.ResolveParams{Package: pkg, Installed: "1.0.0"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -364,3 +426,5 @@ func TestResolveKeepsWithinBudget(t *testing.T) {
 		t.Errorf("ferry over budget: %d packages kept, want 0", n)
 	}
 }
+
+func ptr[T any](v T) *T { return &v }

@@ -30,28 +30,28 @@ type resolveCache struct {
 }
 
 type resolveCached struct {
-	pkg     string
-	bundles []resolveBundle
-	size    int
+	pkg    string
+	parsed resolvePackage
+	size   int
 }
 
-// get returns a kept package's bundles, marking it recently used.
-func (rc *resolveCache) get(pkg string) ([]resolveBundle, bool) {
+// get returns a kept package, marking it recently used.
+func (rc *resolveCache) get(pkg string) (resolvePackage, bool) {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	e, ok := rc.byPkg[pkg]
 	if !ok {
-		return nil, false
+		return resolvePackage{}, false
 	}
 	rc.lru.MoveToFront(e)
-	return e.Value.(*resolveCached).bundles, true
+	return e.Value.(*resolveCached).parsed, true
 }
 
-// put keeps a package's bundles, evicting the least recently used packages
+// put keeps a parsed package, evicting the least recently used packages
 // until the budget holds it. Of two callers that parsed the same package
 // at once, the first kept wins.
-func (rc *resolveCache) put(pkg string, bundles []resolveBundle) {
-	size := resolveSize(pkg, bundles)
+func (rc *resolveCache) put(pkg string, parsed resolvePackage) {
+	size := resolveSize(pkg, parsed)
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	if _, ok := rc.byPkg[pkg]; ok || size > rc.budget {
@@ -67,13 +67,13 @@ func (rc *resolveCache) put(pkg string, bundles []resolveBundle) {
 	if rc.byPkg == nil {
 		rc.byPkg = map[string]*list.Element{}
 	}
-	rc.byPkg[pkg] = rc.lru.PushFront(&resolveCached{pkg: pkg, bundles: bundles, size: size})
+	rc.byPkg[pkg] = rc.lru.PushFront(&resolveCached{pkg: pkg, parsed: parsed, size: size})
 	rc.used += size
 }
 
 // resolveSize estimates the memory a parsed package holds: its structs,
 // strings and parsed versions.
-func resolveSize(pkg string, bundles []resolveBundle) int {
+func resolveSize(pkg string, parsed resolvePackage) int {
 	const (
 		bundleSize  = int(unsafe.Sizeof(resolveBundle{}))
 		entrySize   = int(unsafe.Sizeof(resolveEntry{}))
@@ -81,13 +81,16 @@ func resolveSize(pkg string, bundles []resolveBundle) int {
 		versionSize = 160 // a Masterminds version and its original text
 		cachedSize  = 128 // the list element, map entry and resolveCached
 	)
-	n := cachedSize + len(pkg) + cap(bundles)*bundleSize
+	bundles := parsed.bundles
+	n := cachedSize + len(pkg) + cap(bundles)*bundleSize + cap(parsed.releaseOrder)*int(unsafe.Sizeof(0))
 	for _, b := range bundles {
 		n += len(b.name) + len(b.version) + len(b.release) + len(b.image) + len(b.deprecation)
 		for _, ch := range b.channels {
 			n += stringSize + len(ch)
 		}
-		n += len(b.vr.version.Pre)*int(unsafe.Sizeof(b.vr.version.Pre[0])) + len(b.vr.release)*int(unsafe.Sizeof(b.vr.release[0]))
+		for _, vr := range []versionRelease{b.vr, b.vrRelease} {
+			n += len(vr.version.Pre)*int(unsafe.Sizeof(vr.version.Pre[0])) + len(vr.release)*int(unsafe.Sizeof(vr.release[0]))
+		}
 		if b.mm != nil {
 			n += versionSize
 		}
