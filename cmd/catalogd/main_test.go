@@ -2,11 +2,18 @@ package main
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 func TestRunExitCodes(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "missing")
 	tests := []struct {
 		name       string
 		args       []string
@@ -24,6 +31,12 @@ func TestRunExitCodes(t *testing.T) {
 		{"manager help", []string{"manager", "-h"}, 0, "--tls-cert", ""},
 		{"manager usage error", []string{"manager"}, 2, "", "--data-dir is required"},
 		{"version", []string{"version"}, 0, "catalogd devel", ""},
+		{"--version", []string{"--version"}, 0, "catalogd devel\n", ""},
+		{"validate an empty directory", []string{"validate", t.TempDir()}, 1, "holds no package; is its source the file-based catalog's directory?", "1 problem(s) found"},
+		// A catalog that cannot be read is 1, as validate --help says; 2
+		// is for mistakes in the form of the command line.
+		{"validate a directory that is not there", []string{"validate", missing}, 1, "", "no directory " + missing},
+		{"serve a directory that is not there", []string{"serve", "--catalog", "a=" + missing, "--data-dir", t.TempDir()}, 1, "", "no directory " + missing},
 		{"serve cannot listen", []string{"serve", "--catalog", "a=" + t.TempDir(), "--data-dir", t.TempDir(), "--listen", "256.0.0.1:1"}, 1, "", "listen on 256.0.0.1:1"},
 	}
 	for _, tc := range tests {
@@ -40,4 +53,72 @@ func TestRunExitCodes(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestHelp: every command's --help fits in 80 columns, names the kind of
+// every flag's value (a placeholder such as FILE or legacy|semver, not
+// "string"), and shows every default: pflag prints those that are not the
+// type's zero value, and the usage of the others says what happens without
+// the flag (or that it is required).
+func TestHelp(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	root := newRoot(&stdout, &stderr)
+	for _, cmd := range append([]*cobra.Command{root}, root.Commands()...) {
+		t.Run(cmd.Name(), func(t *testing.T) {
+			var out bytes.Buffer
+			if code := run(append(strings.Fields(cmd.CommandPath())[1:], "--help"), &out, &stderr); code != 0 {
+				t.Fatalf("%s --help: exit code %d: %s", cmd.CommandPath(), code, stderr.String())
+			}
+			for line := range strings.Lines(out.String()) {
+				if n := utf8.RuneCountInString(strings.TrimSuffix(line, "\n")); n > 80 {
+					t.Errorf("%s --help: a line of %d columns: %q", cmd.CommandPath(), n, line)
+				}
+			}
+			check := func(f *pflag.Flag) {
+				if f.Value.Type() == "bool" {
+					return
+				}
+				if kind, _ := pflag.UnquoteUsage(f); strings.HasPrefix(kind, "string") {
+					t.Errorf("--%s: its value is a %q, which names no kind", f.Name, kind)
+				}
+				if zero := f.DefValue == "" || f.DefValue == "0" || f.DefValue == "0s" || f.DefValue == "[]"; zero &&
+					!strings.Contains(f.Usage, "default") && !strings.Contains(f.Usage, "required") {
+					t.Errorf("--%s: %q shows no default", f.Name, f.Usage)
+				}
+			}
+			cmd.LocalFlags().VisitAll(check)
+			cmd.InheritedFlags().VisitAll(check)
+		})
+	}
+	manager, _, err := root.Find([]string{"manager"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if usage := manager.Flag("package-api").Usage; !strings.Contains(usage, "catalogd-package-api") {
+		t.Errorf("manager --package-api: %q does not say that only catalogd-package-api serves it", usage)
+	}
+}
+
+// TestREADMENamesServeFlags: the README's list of serve's flags, where a
+// new user looks first, leaves none out.
+func TestREADMENamesServeFlags(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	serve, _, err := newRoot(&stdout, &stderr).Find([]string{"serve"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(f *pflag.Flag) {
+		if f.Name == "help" {
+			return
+		}
+		if !bytes.Contains(readme, []byte("--"+f.Name)) && (f.Shorthand == "" || !bytes.Contains(readme, []byte("-"+f.Shorthand+" "))) {
+			t.Errorf("the README does not name serve's --%s", f.Name)
+		}
+	}
+	serve.LocalFlags().VisitAll(check)
+	serve.InheritedFlags().VisitAll(check)
 }
