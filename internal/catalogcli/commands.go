@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/Masterminds/semver/v3"
@@ -31,16 +32,35 @@ import (
 )
 
 // Run runs kubectl-catalog with args and returns the exit code: 0, or 1
-// after printing one line saying what went wrong; the line is termtext.Safe,
-// as errors quote catalog text (bundle names, the server's problem details).
+// after printing what went wrong (errorText).
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	cmd := newRoot(stdout, stderr)
+	r := newRunner(stdout, stderr)
+	cmd := r.root()
 	cmd.SetArgs(args)
 	if err := cmd.ExecuteContext(ctx); err != nil {
-		fmt.Fprintf(stderr, "error: %s\n", termtext.Safe(err.Error()))
+		fmt.Fprintf(stderr, "error: %s\n", r.errorText(err))
 		return 1
 	}
 	return 0
+}
+
+// errorText is how an error is printed. An error from a command is one
+// line, termtext.Safe, because it may quote catalog text (bundle names,
+// the server's problem details) that must neither drive the terminal nor
+// forge lines. cobra's own complaints about the command line, made before
+// any command ran, quote only what the user typed and keep their layout,
+// lines and indenting tabs, as kubectl's do: "unknown command" is followed
+// by a "Did you mean this?" block.
+func (r *runner) errorText(err error) string {
+	if r.started {
+		return termtext.Safe(err.Error())
+	}
+	lines := strings.Split(strings.TrimRight(err.Error(), "\n"), "\n")
+	for i, l := range lines {
+		text := strings.TrimLeft(l, "\t")
+		lines[i] = l[:len(l)-len(text)] + termtext.Safe(text)
+	}
+	return strings.Join(lines, "\n")
 }
 
 // runner holds the flags every command shares.
@@ -49,10 +69,18 @@ type runner struct {
 	out     outputFlags
 	catalog string
 	stdout  io.Writer
+	// stderr hears what is not an answer: that there is nothing to show.
+	stderr io.Writer
+	// started is set once the command line parsed and a command began.
+	started bool
 }
 
-func newRoot(stdout, stderr io.Writer) *cobra.Command {
-	r := &runner{connect: newConnectFlags(stderr), stdout: stdout}
+func newRunner(stdout, stderr io.Writer) *runner {
+	return &runner{connect: newConnectFlags(stderr), stdout: stdout, stderr: stderr}
+}
+
+// root builds the command tree.
+func (r *runner) root() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "kubectl-catalog",
 		Short: "Explore OLM catalogs served by catalogd, or read offline",
@@ -78,12 +106,14 @@ Every command asks all catalogs in priority order unless -c names one.`,
 		SilenceErrors: true,
 		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl catalog"},
 		PersistentPreRunE: func(*cobra.Command, []string) error {
+			r.started = true
 			return r.out.validate()
 		},
 	}
-	root.SetOut(stdout)
-	root.SetErr(stderr)
+	root.SetOut(r.stdout)
+	root.SetErr(r.stderr)
 	fs := root.PersistentFlags()
+	bindVerbosity(fs)
 	r.connect.bind(fs)
 	r.out.bind(fs)
 	fs.StringVarP(&r.catalog, "catalog", "c", "", "ask only this catalog")
@@ -94,8 +124,22 @@ Every command asks all catalogs in priority order unless -c names one.`,
 
 	root.AddCommand(r.catalogsCmd(), r.packagesCmd(), r.showCmd(), r.channelsCmd(), r.versionsCmd(),
 		r.upgradesCmd(), r.providersCmd(), r.bundleCmd(), r.cacheCmd())
-	root.AddCommand(r.changesCmd(), r.resolveCmd())
+	root.AddCommand(r.changesCmd(), r.resolveCmd(), versionCmd())
 	return root
+}
+
+// versionCmd is `kubectl catalog version`, which says what --version says,
+// as `kubectl version` does for kubectl.
+func versionCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the version of kubectl catalog",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			_, err := fmt.Fprintf(cmd.OutOrStdout(), "%s version %s\n", cmd.Root().DisplayName(), version.String())
+			return err
+		},
+	}
 }
 
 // run connects, asks and prints. A table gets a CATALOG column when the
@@ -112,7 +156,27 @@ func (r *runner) run(cmd *cobra.Command, namesCatalogs bool, ask func(ctx contex
 	if err != nil {
 		return err
 	}
-	return r.out.print(r.stdout, answers, r.catalog == "" && !namesCatalogs)
+	printed, err := r.out.print(r.stdout, answers, r.catalog == "" && !namesCatalogs)
+	if err == nil && !printed {
+		_, err = fmt.Fprintln(r.stderr, noResources(answers))
+	}
+	return err
+}
+
+// noResources says that there is nothing to show, as kubectl get does
+// ("No resources found in default namespace."), naming the catalog when
+// the answers are of one.
+func noResources(answers []answer) string {
+	var catalogs []string
+	for _, a := range answers {
+		if a.catalog != "" && !slices.Contains(catalogs, a.catalog) {
+			catalogs = append(catalogs, a.catalog)
+		}
+	}
+	if len(catalogs) == 1 {
+		return "No resources found in catalog " + termtext.Safe(catalogs[0]) + "."
+	}
+	return "No resources found"
 }
 
 // catalogNames is -c, or every catalog in priority order; servingOnly
@@ -214,9 +278,10 @@ func (r *runner) packagesCmd() *cobra.Command {
 		Example: "  kubectl catalog packages\n  kubectl catalog packages --search 'cache'",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return r.run(cmd, false, func(ctx context.Context, c *conn) ([]answer, error) {
-				return r.eachCatalog(ctx, c, "", func(catalog string) (any, error) {
+				answers, err := r.eachCatalog(ctx, c, "", func(catalog string) (any, error) {
 					return listPackages(ctx, c, catalog, search)
 				})
+				return answers, asFlag(err, "q", "--search", search)
 			})
 		},
 	}
@@ -317,9 +382,10 @@ func (r *runner) versionsCmd() *cobra.Command {
 		ValidArgsFunction: r.completeArgs(r.packageNames),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return r.run(cmd, false, func(ctx context.Context, c *conn) ([]answer, error) {
-				return r.eachCatalog(ctx, c, args[0], func(catalog string) (any, error) {
+				answers, err := r.eachCatalog(ctx, c, args[0], func(catalog string) (any, error) {
 					return listBundles(ctx, c, catalog, args[0], channel, versionRange)
 				})
+				return answers, asFlag(err, "version", "--range", versionRange)
 			})
 		},
 	}

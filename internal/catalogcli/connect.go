@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -17,6 +18,8 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/rest"
+	clienttransport "k8s.io/client-go/transport"
+	"k8s.io/klog/v2"
 
 	"github.com/catalogd/catalogd/client"
 	"github.com/catalogd/catalogd/internal/unpack"
@@ -83,6 +86,19 @@ func (c *connectFlags) bind(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.timeout, "request-timeout", 30*time.Second, "how long to wait for an answer from a server or cluster (0: no limit)")
 }
 
+// bindVerbosity adds kubectl's -v/--v: klog's verbosity, at which
+// client-go's transport logs each request to stderr (6: method, URL,
+// status and time; 7 and 8: headers too; 9: each as a curl command), for
+// the cluster, --server and --dir/--image alike. klog's settings are the
+// process's, as in kubectl, which sets them the same way.
+func bindVerbosity(fs *pflag.FlagSet) {
+	gofs := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(gofs)
+	v := pflag.PFlagFromGoFlag(gofs.Lookup("v"))
+	v.Shorthand = "v"
+	fs.AddFlag(v)
+}
+
 // conn is a client and where it reaches, for error messages.
 type conn struct {
 	api   *client.ClientWithResponses
@@ -139,7 +155,7 @@ func (c *connectFlags) connectServer() (*conn, error) {
 		transport.TLSClientConfig = cfg
 	}
 	cn := &conn{where: c.server, hint: "start one with `catalogd serve`, or point elsewhere with --server, $" + ServerEnv + ", --dir or --image", close: func() {}}
-	return cn, cn.dial(strings.TrimSuffix(c.server, "/"), transport, c.timeout)
+	return cn, cn.dial(strings.TrimSuffix(c.server, "/"), clienttransport.DebugWrappers(transport), c.timeout)
 }
 
 // connectCluster reaches the catalogd Service through the Kubernetes API
@@ -180,6 +196,7 @@ func (c *connectFlags) connectCluster() (*conn, error) {
 		hint:  "is catalogd deployed there? pick another with --service-namespace/--service-name or --context, or point elsewhere with --server, --dir or --image",
 		close: func() {},
 	}
+	// rest.TransportFor has added client-go's request logging (-v) already.
 	return cn, cn.dial(base, transport, c.timeout)
 }
 
@@ -201,7 +218,7 @@ func (c *connectFlags) connectOffline(ctx context.Context) (*conn, error) {
 		return nil, err
 	}
 	cn := &conn{where: where, close: closeIdx}
-	if err := cn.dial("http://offline", handlerTransport{handler}, 0); err != nil {
+	if err := cn.dial("http://offline", clienttransport.DebugWrappers(handlerTransport{handler}), 0); err != nil {
 		closeIdx()
 		return nil, err
 	}
