@@ -89,7 +89,8 @@ versions, upgrade edges and API providers.
 
 Where the answers come from:
   (default)       the catalogd Service of the current kubeconfig's cluster,
-                  through the Kubernetes API server (needs get on services/proxy)
+                  through the Kubernetes API server (needs get on
+                  services/proxy)
   --server URL    a catalogd server (also $` + ServerEnv + `)
   --dir DIR       a catalog directory, indexed on this machine once per content
   --image REF     a catalog image, pulled and indexed once per digest
@@ -112,11 +113,16 @@ Every command asks all catalogs in priority order unless -c names one.`,
 	}
 	root.SetOut(r.stdout)
 	root.SetErr(r.stderr)
+	// Help fits 80 columns: pflag wraps each flag's usage to that width
+	// (though not inside a word longer than the space left, which
+	// TestHelp catches).
+	root.SetUsageTemplate(strings.NewReplacer(".FlagUsages |", ".FlagUsagesWrapped 80 |",
+		"for more information about a command.", "for more about a command.").Replace(root.UsageTemplate()))
 	fs := root.PersistentFlags()
 	bindVerbosity(fs)
 	r.connect.bind(fs)
 	r.out.bind(fs)
-	fs.StringVarP(&r.catalog, "catalog", "c", "", "ask only this catalog")
+	fs.StringVarP(&r.catalog, "catalog", "c", "", "ask only the catalog `NAME` (default: every catalog, in priority order)")
 	_ = root.RegisterFlagCompletionFunc("catalog", r.complete(func(ctx context.Context, c *conn, _ []string) ([]string, error) {
 		return r.catalogNames(ctx, c, false)
 	}))
@@ -285,7 +291,7 @@ func (r *runner) packagesCmd() *cobra.Command {
 			})
 		},
 	}
-	cmd.Flags().StringVar(&search, "search", "", "full-text search over name, display name, keywords, provider and description; best match first")
+	cmd.Flags().StringVar(&search, "search", "", "search for `WORDS` in name, display name, keywords, provider and description, best match first (default: list every package)")
 	return cmd
 }
 
@@ -331,7 +337,7 @@ func allPages[T any](page func(cont *string) ([]T, string, error)) ([]T, error) 
 func (r *runner) showCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:               "show PACKAGE",
-		Short:             "Describe a package: provider, default channel, each channel's head, deprecation, problems",
+		Short:             "Describe a package: provider, channels and their heads, problems",
 		Args:              cobra.ExactArgs(1),
 		Example:           "  kubectl catalog show aurora-cache",
 		ValidArgsFunction: r.completeArgs(r.packageNames),
@@ -376,9 +382,9 @@ func (r *runner) versionsCmd() *cobra.Command {
 	var channel, versionRange string
 	cmd := &cobra.Command{
 		Use:               "versions PACKAGE",
-		Short:             "List a package's bundles, newest first, optionally in one channel or a semver range",
+		Short:             "List a package's bundles, newest first, by channel or semver range",
 		Args:              cobra.ExactArgs(1),
-		Example:           "  kubectl catalog versions aurora-cache --channel stable --range '>=1.1.0 <2.0.0'",
+		Example:           "  kubectl catalog versions aurora-cache --channel stable --range '>=1.1 <2.0'",
 		ValidArgsFunction: r.completeArgs(r.packageNames),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return r.run(cmd, false, func(ctx context.Context, c *conn) ([]answer, error) {
@@ -389,8 +395,8 @@ func (r *runner) versionsCmd() *cobra.Command {
 			})
 		},
 	}
-	cmd.Flags().StringVar(&channel, "channel", "", "only bundles of this channel")
-	cmd.Flags().StringVar(&versionRange, "range", "", "only versions in this semver range, for example '>=1.2.0 <2.0.0' or '~1.1'")
+	cmd.Flags().StringVar(&channel, "channel", "", "only bundles of the channel `NAME` (default: every channel)")
+	cmd.Flags().StringVar(&versionRange, "range", "", "only versions in the semver `RANGE`, for example '>=1.2.0 <2.0.0' or '~1.1'; a range without a pre-release leaves pre-releases out (default: every version)")
 	_ = cmd.RegisterFlagCompletionFunc("channel", r.complete(r.channelNames))
 	return cmd
 }
@@ -441,8 +447,8 @@ func (r *runner) upgradesCmd() *cobra.Command {
 			})
 		},
 	}
-	cmd.Flags().StringVar(&from, "from", "", "the installed bundle, by version or name (required)")
-	cmd.Flags().StringVar(&channel, "channel", "", "only upgrades within this channel")
+	cmd.Flags().StringVar(&from, "from", "", "the installed bundle, by `VERSION` or name (required)")
+	cmd.Flags().StringVar(&channel, "channel", "", "only upgrades within the channel `NAME` (default: every channel)")
 	_ = cmd.MarkFlagRequired("from")
 	_ = cmd.RegisterFlagCompletionFunc("channel", r.complete(r.channelNames))
 	_ = cmd.RegisterFlagCompletionFunc("from", r.complete(r.versionNames))
@@ -484,9 +490,9 @@ func (r *runner) providersCmd() *cobra.Command {
 			})
 		},
 	}
-	cmd.Flags().StringVar(&group, "group", "", "the API group (empty: the core group)")
-	cmd.Flags().StringVar(&apiVersion, "version", "", "the API version, for example v1")
-	cmd.Flags().StringVar(&kind, "kind", "", "the kind, for example EtcdCluster")
+	cmd.Flags().StringVar(&group, "group", "", "the API `GROUP` (default: the core group)")
+	cmd.Flags().StringVar(&apiVersion, "version", "", "the API `VERSION`, for example v1 (required without KIND.GROUP/VERSION)")
+	cmd.Flags().StringVar(&kind, "kind", "", "the `KIND`, for example EtcdCluster (required without KIND.GROUP/VERSION)")
 	cmd.Flags().BoolVar(&latest, "latest", false, "only the newest providing bundle of each package")
 	return cmd
 }
@@ -516,7 +522,7 @@ func parseGVK(args []string, group, apiVersion, kind string) (client.GVK, error)
 func (r *runner) bundleCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:               "bundle PACKAGE NAME|VERSION",
-		Short:             "Describe one bundle: image, channels, provided and required APIs, related images",
+		Short:             "Describe a bundle: image, channels, provided and required APIs",
 		Args:              cobra.ExactArgs(2),
 		Example:           "  kubectl catalog bundle aurora-cache 1.2.0",
 		ValidArgsFunction: r.completeArgs(r.packageNames, r.versionNames),

@@ -72,17 +72,17 @@ func newConnectFlags(stderr io.Writer) *connectFlags {
 
 func (c *connectFlags) bind(fs *pflag.FlagSet) {
 	c.kube.AddFlags(fs)
-	fs.StringVar(&c.server, "server", "", "URL of a catalogd server (catalogd serve, a port-forward, an Ingress) instead of the cluster's Service; default $"+ServerEnv+" unless --dir or --image is given")
-	fs.StringVar(&c.caFile, "certificate-authority", "", "with --server: a PEM file of the CA that signed the server's certificate")
+	fs.StringVar(&c.server, "server", "", "ask the catalogd server at `URL` (catalogd serve, a port-forward, an Ingress) instead of the cluster's Service (default $"+ServerEnv+" unless --dir or --image is given)")
+	fs.StringVar(&c.caFile, "certificate-authority", "", "with --server: trust the CA certificate in the PEM `FILE` (default: the system's certificates)")
 	fs.BoolVar(&c.insecureTLS, "insecure-skip-tls-verify", false, "with --server: do not verify the server's certificate (insecure)")
-	fs.StringVar(&c.serviceNamespace, "service-namespace", defaultServiceNamespace, "namespace of the catalogd Service in the cluster")
-	fs.StringVar(&c.serviceName, "service-name", defaultServiceName, "name of the catalogd Service in the cluster")
-	fs.StringVar(&c.servicePort, "service-port", defaultServicePort, "scheme:port of the catalogd Service's API port")
-	fs.StringVar(&c.dir, "dir", "", "answer offline from this catalog directory (indexed into the user cache once per content)")
-	fs.StringVar(&c.image, "image", "", "answer offline from this catalog image (pulled and indexed into the user cache once per digest)")
-	fs.StringSliceVar(&c.insecureRegistries, "insecure-registry", nil, "with --image: registries (host:port) spoken to over plain HTTP")
+	fs.StringVar(&c.serviceNamespace, "service-namespace", defaultServiceNamespace, "the `NAMESPACE` of the catalogd Service in the cluster")
+	fs.StringVar(&c.serviceName, "service-name", defaultServiceName, "the `NAME` of the catalogd Service in the cluster")
+	fs.StringVar(&c.servicePort, "service-port", defaultServicePort, "the `SCHEME:PORT` of the catalogd Service's API port")
+	fs.StringVar(&c.dir, "dir", "", "answer offline from the catalog directory `DIR`, indexed into the offline cache once per content (default: ask a server)")
+	fs.StringVar(&c.image, "image", "", "answer offline from the catalog image `REF`, pulled and indexed into the offline cache once per digest (default: ask a server)")
+	fs.StringSliceVar(&c.insecureRegistries, "insecure-registry", nil, "with --image: talk plain HTTP to the registry at `host[:port]`; repeatable (default: HTTPS to every registry)")
 	fs.DurationVar(&c.pullTimeout, "pull-timeout", unpack.DefaultPullTimeout, "with --image: deadline of the pull as a whole (resolve, download, extract)")
-	fs.StringVar(&c.cacheMaxSize, "cache-max-size", "", "with --dir or --image: bound the offline cache to this size (1Gi, 500Mi, 0), evicting the least recently used catalogs first; default $"+CacheMaxSizeEnv+", else "+defaultCacheMaxSize)
+	fs.StringVar(&c.cacheMaxSize, "cache-max-size", "", "with --dir or --image: bound the offline cache to `SIZE` (1Gi, 500Mi, 0), evicting the least recently used catalogs first (default $"+CacheMaxSizeEnv+", else "+defaultCacheMaxSize+")")
 	fs.DurationVar(&c.timeout, "request-timeout", 30*time.Second, "how long to wait for an answer from a server or cluster (0: no limit)")
 }
 
@@ -96,6 +96,7 @@ func bindVerbosity(fs *pflag.FlagSet) {
 	klog.InitFlags(gofs)
 	v := pflag.PFlagFromGoFlag(gofs.Lookup("v"))
 	v.Shorthand = "v"
+	v.Usage = "log verbosity `N`, as kubectl's: 6 logs each request with its status and time, higher levels more (default 0)"
 	fs.AddFlag(v)
 }
 

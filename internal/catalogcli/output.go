@@ -28,7 +28,7 @@ type outputFlags struct {
 var formats = []string{"table", "wide", "json", "yaml", "name"}
 
 func (o *outputFlags) bind(fs *pflag.FlagSet) {
-	fs.StringVarP(&o.format, "output", "o", "table", "output format: "+strings.Join(formats, "|")+" (json and yaml print the API's own objects, see openapi.yaml)")
+	fs.StringVarP(&o.format, "output", "o", "table", "output format `"+strings.Join(formats, "|")+"`: json and yaml print the API's own objects (see openapi.yaml)")
 	fs.BoolVar(&o.noHeaders, "no-headers", false, "with -o table or wide: leave out the header line")
 }
 

@@ -17,7 +17,7 @@ func (r *runner) resolveCmd() *cobra.Command {
 	var channels []string
 	var versionRange, installed, policy, edges, selector string
 	cmd := &cobra.Command{
-		Use:   "resolve PACKAGE [--channel NAME]... [--version RANGE] [--installed VERSION]",
+		Use:   "resolve PACKAGE [--installed VERSION] [flags]",
 		Short: "Show which bundle a ClusterExtension would install, and why",
 		Long: `Resolve a ClusterExtension's catalog source as operator-controller does,
 and list every bundle with the rule it fails or how it ranked. Exits 1,
@@ -57,13 +57,13 @@ tie, with operator-controller's message.`,
 			return failure
 		},
 	}
-	cmd.Flags().StringArrayVar(&channels, "channel", nil, "only bundles this channel lists; repeatable")
-	cmd.Flags().StringVar(&versionRange, "version", "", "only versions in this range, for example '>=1.2.0 <2.0.0'")
-	cmd.Flags().StringVar(&installed, "installed", "", "the installed version: only it and its successors are candidates")
-	cmd.Flags().StringVar(&policy, "upgrade-constraint-policy", "", "CatalogProvided (default: successors of --installed only) or SelfCertified (any version)")
-	cmd.Flags().StringVar(&edges, "upgrade-edges", "", "which bundles succeed --installed, as operator-controller's ForceSemverUpgradeConstraints gate chooses:\n"+
-		"legacy (replaces, skips, skipRange) or semver (the caret range of --installed); default: the server's")
-	cmd.Flags().StringVarP(&selector, "selector", "l", "", "only catalogs whose labels match this selector, for example tier=prod")
+	cmd.Flags().StringArrayVar(&channels, "channel", nil, "only bundles the channel `NAME` lists; repeatable (default: every channel)")
+	cmd.Flags().StringVar(&versionRange, "version", "", "only versions in the semver `RANGE`, for example '>=1.2.0 <2.0.0' (default: every version)")
+	cmd.Flags().StringVar(&installed, "installed", "", "the installed `VERSION`: only it and its successors are candidates (default: a first install, any version)")
+	cmd.Flags().StringVar(&policy, "upgrade-constraint-policy", "", "which versions the `POLICY` lets succeed --installed: CatalogProvided, its successors only, or SelfCertified, any (default: CatalogProvided)")
+	cmd.Flags().StringVar(&edges, "upgrade-edges", "", "the upgrade edges, `legacy|semver`, by which bundles succeed --installed, as operator-controller's semver feature gate chooses: "+
+		"legacy (replaces, skips, skipRange) or semver (the caret range of --installed) (default: the server's)")
+	cmd.Flags().StringVarP(&selector, "selector", "l", "", "only catalogs whose labels match the `SELECTOR`, for example tier=prod (default: every catalog)")
 	_ = cmd.RegisterFlagCompletionFunc("channel", r.complete(r.channelNames))
 	_ = cmd.RegisterFlagCompletionFunc("installed", r.complete(r.versionNames))
 	_ = cmd.RegisterFlagCompletionFunc("upgrade-constraint-policy", cobra.FixedCompletions(
