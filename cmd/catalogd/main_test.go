@@ -6,10 +6,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/catalogd/catalogd/test/helptest"
 )
 
 func TestRunExitCodes(t *testing.T) {
@@ -55,11 +56,9 @@ func TestRunExitCodes(t *testing.T) {
 	}
 }
 
-// TestHelp: every command's --help fits in 80 columns, names the kind of
-// every flag's value (a placeholder such as FILE or legacy|semver, not
-// "string"), and shows every default: pflag prints those that are not the
-// type's zero value, and the usage of the others says what happens without
-// the flag (or that it is required).
+// TestHelp: every command's --help keeps helptest's rules (80 columns,
+// every value's kind and every default named), and manager's says which
+// binary can serve --package-api.
 func TestHelp(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	root := newRoot(&stdout, &stderr)
@@ -69,25 +68,7 @@ func TestHelp(t *testing.T) {
 			if code := run(append(strings.Fields(cmd.CommandPath())[1:], "--help"), &out, &stderr); code != 0 {
 				t.Fatalf("%s --help: exit code %d: %s", cmd.CommandPath(), code, stderr.String())
 			}
-			for line := range strings.Lines(out.String()) {
-				if n := utf8.RuneCountInString(strings.TrimSuffix(line, "\n")); n > 80 {
-					t.Errorf("%s --help: a line of %d columns: %q", cmd.CommandPath(), n, line)
-				}
-			}
-			check := func(f *pflag.Flag) {
-				if f.Value.Type() == "bool" {
-					return
-				}
-				if kind, _ := pflag.UnquoteUsage(f); strings.HasPrefix(kind, "string") {
-					t.Errorf("--%s: its value is a %q, which names no kind", f.Name, kind)
-				}
-				if zero := f.DefValue == "" || f.DefValue == "0" || f.DefValue == "0s" || f.DefValue == "[]"; zero &&
-					!strings.Contains(f.Usage, "default") && !strings.Contains(f.Usage, "required") {
-					t.Errorf("--%s: %q shows no default", f.Name, f.Usage)
-				}
-			}
-			cmd.LocalFlags().VisitAll(check)
-			cmd.InheritedFlags().VisitAll(check)
+			helptest.Check(t, cmd, out.String(), nil)
 		})
 	}
 	manager, _, err := root.Find([]string{"manager"})
