@@ -32,6 +32,7 @@ require (
 	k8s.io/cli-runtime v0.36.6
 	k8s.io/client-go v0.36.6
 	k8s.io/component-base v0.36.6
+	k8s.io/klog/v2 v2.140.0
 	k8s.io/kube-openapi v0.0.0-20260721132016-d427ff9ee9ad
 	modernc.org/libc v1.75.6
 	modernc.org/sqlite v1.58.0
@@ -152,7 +153,6 @@ require (
 	gopkg.in/natefinch/lumberjack.v2 v2.2.1 // indirect
 	gopkg.in/warnings.v0 v0.1.2 // indirect
 	k8s.io/apiextensions-apiserver v0.36.6 // indirect
-	k8s.io/klog/v2 v2.140.0 // indirect
 	k8s.io/kms v0.36.6 // indirect
 	k8s.io/streaming v0.36.6 // indirect
 	k8s.io/utils v0.0.0-20260626114624-be93311217bd // indirect

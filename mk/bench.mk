@@ -141,6 +141,7 @@ endef
 # community-v4.20 (skipped where ../shared is absent) and on the bench
 # catalog.
 .PHONY: bench-validate
+## bench-validate: catalogd validate against opm validate, time and peak RSS, on community-v4.20 (where ../shared has it) and the bench catalog.
 bench-validate: $(BENCH_CATALOG)/.done $(OPM) build
 	$(call validate_vs_opm,$(COMMUNITY_CATALOG))
 	$(call validate_vs_opm,$(BENCH_CATALOG))

@@ -1485,7 +1485,9 @@ type GetCatalogMetasParams struct {
 
 // GetChangesParams defines parameters for GetChanges.
 type GetChangesParams struct {
-	// Since The content digest of the earlier version.
+	// Since The content digest of the earlier version, ALGORITHM:ENCODED as
+	// `resolvedDigest` gives it. A value that is not a digest at all
+	// answers `400`; a digest of no version the server remembers, `410`.
 	Since string `form:"since" json:"since"`
 
 	// IfNoneMatch ETag(s) of a representation the client already has; the server answers

@@ -47,6 +47,17 @@ func usagef(format string, args ...any) error {
 	return usageError{fmt.Errorf(format, args...)}
 }
 
+// optionsError is an error of a subcommand's flags and arguments: a mistake
+// in the command line, except a catalog location that names nothing, which
+// is a catalog that cannot be read (exit 1, as validate --help says).
+func optionsError(err error) error {
+	var missing daemon.MissingCatalogError
+	if errors.As(err, &missing) {
+		return err
+	}
+	return usageError{err}
+}
+
 // logFlags are the logging flags every subcommand takes.
 type logFlags struct {
 	verbosity int
@@ -54,8 +65,8 @@ type logFlags struct {
 }
 
 func (l *logFlags) bind(cmd *cobra.Command) {
-	cmd.PersistentFlags().IntVarP(&l.verbosity, "verbosity", "v", 0, "log verbosity: 0 start-up and failures, 1 each index build and request, 2 each file event")
-	cmd.PersistentFlags().StringVar(&l.format, "log-format", "console", "log format: console (for people) or json (for log collectors)")
+	cmd.PersistentFlags().IntVarP(&l.verbosity, "verbosity", "v", 0, "log verbosity `N`: 0 start-up and failures, 1 each index build and request, 2 each file event (default 0)")
+	cmd.PersistentFlags().StringVar(&l.format, "log-format", "console", "log as `console|json`: console for people, json for log collectors")
 }
 
 // logger builds the process's logger from the flags.
@@ -119,11 +130,18 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "catalogd",
 		Short:         "catalogd is a catalog server for OLM file-based catalogs.",
+		Version:       version.String(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
+	// --version says what `catalogd version` says; -v is the verbosity.
+	root.SetVersionTemplate("catalogd {{.Version}}\n")
+	// Help fits 80 columns: pflag wraps each flag's usage to that width
+	// (though not inside a word longer than the space left, which
+	// TestHelp catches).
+	root.SetUsageTemplate(strings.ReplaceAll(root.UsageTemplate(), ".FlagUsages |", ".FlagUsagesWrapped 80 |"))
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.CompletionOptions.DisableDefaultCmd = true
 	logs.bind(root)
@@ -148,14 +166,14 @@ func newServeCommand(logs *logFlags) *cobra.Command {
 	var opts daemon.ServeOptions
 	cmd := &cobra.Command{
 		Use:   "serve --catalog NAME=DIR|IMAGE [--catalog ...] --data-dir DIR [flags]",
-		Short: "index catalogs from directories or images and serve the API; no cluster needed",
+		Short: "index catalogs in directories or images and serve them; no cluster",
 		Long: `Index file-based catalogs into SQLite under --data-dir and serve the catalog
 API on --listen. A catalog that fails to index stays listed in /catalogs with
 the reason in lastError while the others serve.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := opts.Validate(args)
 			if err != nil {
-				return usageError{err}
+				return optionsError(err)
 			}
 			log, err := logs.logger(cmd.ErrOrStderr())
 			if err != nil {
@@ -182,7 +200,7 @@ func newManagerCommand(logs *logFlags) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := opts.Validate()
 			if err != nil {
-				return usageError{err}
+				return optionsError(err)
 			}
 			log, err := logs.logger(cmd.ErrOrStderr())
 			if err != nil {
@@ -213,7 +231,7 @@ func newValidateCommand(logs *logFlags) *cobra.Command {
 	var opts daemon.ValidateOptions
 	cmd := &cobra.Command{
 		Use:   "validate DIR|IMAGE [flags]",
-		Short: "index a catalog as the server would and print every problem; exit 1 if there is any",
+		Short: "index a catalog as the server would and print every problem",
 		Long: `Index a file-based catalog (a directory, or an image with its registry host)
 into a temporary directory, as catalogd serve and catalogd manager would, and
 print every problem they would report, one per line as
@@ -223,7 +241,7 @@ command line.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := opts.Validate(args)
 			if err != nil {
-				return usageError{err}
+				return optionsError(err)
 			}
 			log, err := logs.logger(cmd.ErrOrStderr())
 			if err != nil {

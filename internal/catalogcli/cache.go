@@ -274,7 +274,7 @@ func humanBytes(n int64) string {
 func (r *runner) cacheCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "cache",
-		Short: "Show where offline indexes (--dir, --image) are kept; clear empties it",
+		Short: "Show the offline cache of --dir and --image; clear empties it",
 		Long: `--dir and --image index a catalog on this machine into the offline cache,
 $XDG_CACHE_HOME/catalogd (or the platform's user cache directory), one entry
 per directory or image, reused while the content is unchanged. The cache is

@@ -16,7 +16,7 @@ func (r *runner) changesCmd() *cobra.Command {
 	var since string
 	cmd := &cobra.Command{
 		Use:   "changes --since DIGEST",
-		Short: "List the packages a catalog added, removed and changed since an earlier version",
+		Short: "List packages added, removed and changed since an earlier version",
 		Long: `List what changed in a catalog since an earlier version of it, named by
 its content digest (the DIGEST column of "kubectl catalog catalogs -o wide",
 noted then): packages added and removed, and for each changed package its
@@ -46,7 +46,7 @@ the client share. -c is required when more than one catalog serves.`,
 			})
 		},
 	}
-	cmd.Flags().StringVar(&since, "since", "", "the content digest of the earlier version")
+	cmd.Flags().StringVar(&since, "since", "", "the content `DIGEST` of the earlier version (required)")
 	_ = cmd.MarkFlagRequired("since")
 	return cmd
 }

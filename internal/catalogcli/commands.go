@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/Masterminds/semver/v3"
@@ -31,16 +32,35 @@ import (
 )
 
 // Run runs kubectl-catalog with args and returns the exit code: 0, or 1
-// after printing one line saying what went wrong; the line is termtext.Safe,
-// as errors quote catalog text (bundle names, the server's problem details).
+// after printing what went wrong (errorText).
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	cmd := newRoot(stdout, stderr)
+	r := newRunner(stdout, stderr)
+	cmd := r.root()
 	cmd.SetArgs(args)
 	if err := cmd.ExecuteContext(ctx); err != nil {
-		fmt.Fprintf(stderr, "error: %s\n", termtext.Safe(err.Error()))
+		fmt.Fprintf(stderr, "error: %s\n", r.errorText(err))
 		return 1
 	}
 	return 0
+}
+
+// errorText is how an error is printed. An error from a command is one
+// line, termtext.Safe, because it may quote catalog text (bundle names,
+// the server's problem details) that must neither drive the terminal nor
+// forge lines. cobra's own complaints about the command line, made before
+// any command ran, quote only what the user typed and keep their layout,
+// lines and indenting tabs, as kubectl's do: "unknown command" is followed
+// by a "Did you mean this?" block.
+func (r *runner) errorText(err error) string {
+	if r.started {
+		return termtext.Safe(err.Error())
+	}
+	lines := strings.Split(strings.TrimRight(err.Error(), "\n"), "\n")
+	for i, l := range lines {
+		text := strings.TrimLeft(l, "\t")
+		lines[i] = l[:len(l)-len(text)] + termtext.Safe(text)
+	}
+	return strings.Join(lines, "\n")
 }
 
 // runner holds the flags every command shares.
@@ -49,10 +69,18 @@ type runner struct {
 	out     outputFlags
 	catalog string
 	stdout  io.Writer
+	// stderr hears what is not an answer: that there is nothing to show.
+	stderr io.Writer
+	// started is set once the command line parsed and a command began.
+	started bool
 }
 
-func newRoot(stdout, stderr io.Writer) *cobra.Command {
-	r := &runner{connect: newConnectFlags(stderr), stdout: stdout}
+func newRunner(stdout, stderr io.Writer) *runner {
+	return &runner{connect: newConnectFlags(stderr), stdout: stdout, stderr: stderr}
+}
+
+// root builds the command tree.
+func (r *runner) root() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "kubectl-catalog",
 		Short: "Explore OLM catalogs served by catalogd, or read offline",
@@ -61,7 +89,8 @@ versions, upgrade edges and API providers.
 
 Where the answers come from:
   (default)       the catalogd Service of the current kubeconfig's cluster,
-                  through the Kubernetes API server (needs get on services/proxy)
+                  through the Kubernetes API server (needs get on
+                  services/proxy)
   --server URL    a catalogd server (also $` + ServerEnv + `)
   --dir DIR       a catalog directory, indexed on this machine once per content
   --image REF     a catalog image, pulled and indexed once per digest
@@ -78,15 +107,22 @@ Every command asks all catalogs in priority order unless -c names one.`,
 		SilenceErrors: true,
 		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl catalog"},
 		PersistentPreRunE: func(*cobra.Command, []string) error {
+			r.started = true
 			return r.out.validate()
 		},
 	}
-	root.SetOut(stdout)
-	root.SetErr(stderr)
+	root.SetOut(r.stdout)
+	root.SetErr(r.stderr)
+	// Help fits 80 columns: pflag wraps each flag's usage to that width
+	// (though not inside a word longer than the space left, which
+	// TestHelp catches).
+	root.SetUsageTemplate(strings.NewReplacer(".FlagUsages |", ".FlagUsagesWrapped 80 |",
+		"for more information about a command.", "for more about a command.").Replace(root.UsageTemplate()))
 	fs := root.PersistentFlags()
+	bindVerbosity(fs)
 	r.connect.bind(fs)
 	r.out.bind(fs)
-	fs.StringVarP(&r.catalog, "catalog", "c", "", "ask only this catalog")
+	fs.StringVarP(&r.catalog, "catalog", "c", "", "ask only the catalog `NAME` (default: every catalog, in priority order)")
 	_ = root.RegisterFlagCompletionFunc("catalog", r.complete(func(ctx context.Context, c *conn, _ []string) ([]string, error) {
 		return r.catalogNames(ctx, c, false)
 	}))
@@ -94,8 +130,22 @@ Every command asks all catalogs in priority order unless -c names one.`,
 
 	root.AddCommand(r.catalogsCmd(), r.packagesCmd(), r.showCmd(), r.channelsCmd(), r.versionsCmd(),
 		r.upgradesCmd(), r.providersCmd(), r.bundleCmd(), r.cacheCmd())
-	root.AddCommand(r.changesCmd(), r.resolveCmd())
+	root.AddCommand(r.changesCmd(), r.resolveCmd(), versionCmd())
 	return root
+}
+
+// versionCmd is `kubectl catalog version`, which says what --version says,
+// as `kubectl version` does for kubectl.
+func versionCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the version of kubectl catalog",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			_, err := fmt.Fprintf(cmd.OutOrStdout(), "%s version %s\n", cmd.Root().DisplayName(), version.String())
+			return err
+		},
+	}
 }
 
 // run connects, asks and prints. A table gets a CATALOG column when the
@@ -112,7 +162,27 @@ func (r *runner) run(cmd *cobra.Command, namesCatalogs bool, ask func(ctx contex
 	if err != nil {
 		return err
 	}
-	return r.out.print(r.stdout, answers, r.catalog == "" && !namesCatalogs)
+	printed, err := r.out.print(r.stdout, answers, r.catalog == "" && !namesCatalogs)
+	if err == nil && !printed {
+		_, err = fmt.Fprintln(r.stderr, noResources(answers))
+	}
+	return err
+}
+
+// noResources says that there is nothing to show, as kubectl get does
+// ("No resources found in default namespace."), naming the catalog when
+// the answers are of one.
+func noResources(answers []answer) string {
+	var catalogs []string
+	for _, a := range answers {
+		if a.catalog != "" && !slices.Contains(catalogs, a.catalog) {
+			catalogs = append(catalogs, a.catalog)
+		}
+	}
+	if len(catalogs) == 1 {
+		return "No resources found in catalog " + termtext.Safe(catalogs[0]) + "."
+	}
+	return "No resources found"
 }
 
 // catalogNames is -c, or every catalog in priority order; servingOnly
@@ -214,13 +284,14 @@ func (r *runner) packagesCmd() *cobra.Command {
 		Example: "  kubectl catalog packages\n  kubectl catalog packages --search 'cache'",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return r.run(cmd, false, func(ctx context.Context, c *conn) ([]answer, error) {
-				return r.eachCatalog(ctx, c, "", func(catalog string) (any, error) {
+				answers, err := r.eachCatalog(ctx, c, "", func(catalog string) (any, error) {
 					return listPackages(ctx, c, catalog, search)
 				})
+				return answers, asFlag(err, "q", "--search", search)
 			})
 		},
 	}
-	cmd.Flags().StringVar(&search, "search", "", "full-text search over name, display name, keywords, provider and description; best match first")
+	cmd.Flags().StringVar(&search, "search", "", "search for `WORDS` in name, display name, keywords, provider and description, best match first (default: list every package)")
 	return cmd
 }
 
@@ -266,7 +337,7 @@ func allPages[T any](page func(cont *string) ([]T, string, error)) ([]T, error) 
 func (r *runner) showCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:               "show PACKAGE",
-		Short:             "Describe a package: provider, default channel, each channel's head, deprecation, problems",
+		Short:             "Describe a package: provider, channels and their heads, problems",
 		Args:              cobra.ExactArgs(1),
 		Example:           "  kubectl catalog show aurora-cache",
 		ValidArgsFunction: r.completeArgs(r.packageNames),
@@ -311,20 +382,21 @@ func (r *runner) versionsCmd() *cobra.Command {
 	var channel, versionRange string
 	cmd := &cobra.Command{
 		Use:               "versions PACKAGE",
-		Short:             "List a package's bundles, newest first, optionally in one channel or a semver range",
+		Short:             "List a package's bundles, newest first, by channel or semver range",
 		Args:              cobra.ExactArgs(1),
-		Example:           "  kubectl catalog versions aurora-cache --channel stable --range '>=1.1.0 <2.0.0'",
+		Example:           "  kubectl catalog versions aurora-cache --channel stable --range '>=1.1 <2.0'",
 		ValidArgsFunction: r.completeArgs(r.packageNames),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return r.run(cmd, false, func(ctx context.Context, c *conn) ([]answer, error) {
-				return r.eachCatalog(ctx, c, args[0], func(catalog string) (any, error) {
+				answers, err := r.eachCatalog(ctx, c, args[0], func(catalog string) (any, error) {
 					return listBundles(ctx, c, catalog, args[0], channel, versionRange)
 				})
+				return answers, asFlag(err, "version", "--range", versionRange)
 			})
 		},
 	}
-	cmd.Flags().StringVar(&channel, "channel", "", "only bundles of this channel")
-	cmd.Flags().StringVar(&versionRange, "range", "", "only versions in this semver range, for example '>=1.2.0 <2.0.0' or '~1.1'")
+	cmd.Flags().StringVar(&channel, "channel", "", "only bundles of the channel `NAME` (default: every channel)")
+	cmd.Flags().StringVar(&versionRange, "range", "", "only versions in the semver `RANGE`, for example '>=1.2.0 <2.0.0' or '~1.1'; a range without a pre-release leaves pre-releases out (default: every version)")
 	_ = cmd.RegisterFlagCompletionFunc("channel", r.complete(r.channelNames))
 	return cmd
 }
@@ -375,8 +447,8 @@ func (r *runner) upgradesCmd() *cobra.Command {
 			})
 		},
 	}
-	cmd.Flags().StringVar(&from, "from", "", "the installed bundle, by version or name (required)")
-	cmd.Flags().StringVar(&channel, "channel", "", "only upgrades within this channel")
+	cmd.Flags().StringVar(&from, "from", "", "the installed bundle, by `VERSION` or name (required)")
+	cmd.Flags().StringVar(&channel, "channel", "", "only upgrades within the channel `NAME` (default: every channel)")
 	_ = cmd.MarkFlagRequired("from")
 	_ = cmd.RegisterFlagCompletionFunc("channel", r.complete(r.channelNames))
 	_ = cmd.RegisterFlagCompletionFunc("from", r.complete(r.versionNames))
@@ -418,9 +490,9 @@ func (r *runner) providersCmd() *cobra.Command {
 			})
 		},
 	}
-	cmd.Flags().StringVar(&group, "group", "", "the API group (empty: the core group)")
-	cmd.Flags().StringVar(&apiVersion, "version", "", "the API version, for example v1")
-	cmd.Flags().StringVar(&kind, "kind", "", "the kind, for example EtcdCluster")
+	cmd.Flags().StringVar(&group, "group", "", "the API `GROUP` (default: the core group)")
+	cmd.Flags().StringVar(&apiVersion, "version", "", "the API `VERSION`, for example v1 (required without KIND.GROUP/VERSION)")
+	cmd.Flags().StringVar(&kind, "kind", "", "the `KIND`, for example EtcdCluster (required without KIND.GROUP/VERSION)")
 	cmd.Flags().BoolVar(&latest, "latest", false, "only the newest providing bundle of each package")
 	return cmd
 }
@@ -450,7 +522,7 @@ func parseGVK(args []string, group, apiVersion, kind string) (client.GVK, error)
 func (r *runner) bundleCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:               "bundle PACKAGE NAME|VERSION",
-		Short:             "Describe one bundle: image, channels, provided and required APIs, related images",
+		Short:             "Describe a bundle: image, channels, provided and required APIs",
 		Args:              cobra.ExactArgs(2),
 		Example:           "  kubectl catalog bundle aurora-cache 1.2.0",
 		ValidArgsFunction: r.completeArgs(r.packageNames, r.versionNames),

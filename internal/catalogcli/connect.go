@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -17,6 +18,8 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/rest"
+	clienttransport "k8s.io/client-go/transport"
+	"k8s.io/klog/v2"
 
 	"github.com/catalogd/catalogd/client"
 	"github.com/catalogd/catalogd/internal/unpack"
@@ -69,18 +72,32 @@ func newConnectFlags(stderr io.Writer) *connectFlags {
 
 func (c *connectFlags) bind(fs *pflag.FlagSet) {
 	c.kube.AddFlags(fs)
-	fs.StringVar(&c.server, "server", "", "URL of a catalogd server (catalogd serve, a port-forward, an Ingress) instead of the cluster's Service; default $"+ServerEnv+" unless --dir or --image is given")
-	fs.StringVar(&c.caFile, "certificate-authority", "", "with --server: a PEM file of the CA that signed the server's certificate")
+	fs.StringVar(&c.server, "server", "", "ask the catalogd server at `URL` (catalogd serve, a port-forward, an Ingress) instead of the cluster's Service (default $"+ServerEnv+" unless --dir or --image is given)")
+	fs.StringVar(&c.caFile, "certificate-authority", "", "with --server: trust the CA certificate in the PEM `FILE` (default: the system's certificates)")
 	fs.BoolVar(&c.insecureTLS, "insecure-skip-tls-verify", false, "with --server: do not verify the server's certificate (insecure)")
-	fs.StringVar(&c.serviceNamespace, "service-namespace", defaultServiceNamespace, "namespace of the catalogd Service in the cluster")
-	fs.StringVar(&c.serviceName, "service-name", defaultServiceName, "name of the catalogd Service in the cluster")
-	fs.StringVar(&c.servicePort, "service-port", defaultServicePort, "scheme:port of the catalogd Service's API port")
-	fs.StringVar(&c.dir, "dir", "", "answer offline from this catalog directory (indexed into the user cache once per content)")
-	fs.StringVar(&c.image, "image", "", "answer offline from this catalog image (pulled and indexed into the user cache once per digest)")
-	fs.StringSliceVar(&c.insecureRegistries, "insecure-registry", nil, "with --image: registries (host:port) spoken to over plain HTTP")
+	fs.StringVar(&c.serviceNamespace, "service-namespace", defaultServiceNamespace, "the `NAMESPACE` of the catalogd Service in the cluster")
+	fs.StringVar(&c.serviceName, "service-name", defaultServiceName, "the `NAME` of the catalogd Service in the cluster")
+	fs.StringVar(&c.servicePort, "service-port", defaultServicePort, "the `SCHEME:PORT` of the catalogd Service's API port")
+	fs.StringVar(&c.dir, "dir", "", "answer offline from the catalog directory `DIR`, indexed into the offline cache once per content (default: ask a server)")
+	fs.StringVar(&c.image, "image", "", "answer offline from the catalog image `REF`, pulled and indexed into the offline cache once per digest (default: ask a server)")
+	fs.StringSliceVar(&c.insecureRegistries, "insecure-registry", nil, "with --image: talk plain HTTP to the registry at `host[:port]`; repeatable (default: HTTPS to every registry)")
 	fs.DurationVar(&c.pullTimeout, "pull-timeout", unpack.DefaultPullTimeout, "with --image: deadline of the pull as a whole (resolve, download, extract)")
-	fs.StringVar(&c.cacheMaxSize, "cache-max-size", "", "with --dir or --image: bound the offline cache to this size (1Gi, 500Mi, 0), evicting the least recently used catalogs first; default $"+CacheMaxSizeEnv+", else "+defaultCacheMaxSize)
+	fs.StringVar(&c.cacheMaxSize, "cache-max-size", "", "with --dir or --image: bound the offline cache to `SIZE` (1Gi, 500Mi, 0), evicting the least recently used catalogs first (default $"+CacheMaxSizeEnv+", else "+defaultCacheMaxSize+")")
 	fs.DurationVar(&c.timeout, "request-timeout", 30*time.Second, "how long to wait for an answer from a server or cluster (0: no limit)")
+}
+
+// bindVerbosity adds kubectl's -v/--v: klog's verbosity, at which
+// client-go's transport logs each request to stderr (6: method, URL,
+// status and time; 7 and 8: headers too; 9: each as a curl command), for
+// the cluster, --server and --dir/--image alike. klog's settings are the
+// process's, as in kubectl, which sets them the same way.
+func bindVerbosity(fs *pflag.FlagSet) {
+	gofs := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(gofs)
+	v := pflag.PFlagFromGoFlag(gofs.Lookup("v"))
+	v.Shorthand = "v"
+	v.Usage = "log verbosity `N`, as kubectl's: 6 logs each request with its status and time, higher levels more (default 0)"
+	fs.AddFlag(v)
 }
 
 // conn is a client and where it reaches, for error messages.
@@ -139,7 +156,7 @@ func (c *connectFlags) connectServer() (*conn, error) {
 		transport.TLSClientConfig = cfg
 	}
 	cn := &conn{where: c.server, hint: "start one with `catalogd serve`, or point elsewhere with --server, $" + ServerEnv + ", --dir or --image", close: func() {}}
-	return cn, cn.dial(strings.TrimSuffix(c.server, "/"), transport, c.timeout)
+	return cn, cn.dial(strings.TrimSuffix(c.server, "/"), clienttransport.DebugWrappers(transport), c.timeout)
 }
 
 // connectCluster reaches the catalogd Service through the Kubernetes API
@@ -180,6 +197,7 @@ func (c *connectFlags) connectCluster() (*conn, error) {
 		hint:  "is catalogd deployed there? pick another with --service-namespace/--service-name or --context, or point elsewhere with --server, --dir or --image",
 		close: func() {},
 	}
+	// rest.TransportFor has added client-go's request logging (-v) already.
 	return cn, cn.dial(base, transport, c.timeout)
 }
 
@@ -201,7 +219,7 @@ func (c *connectFlags) connectOffline(ctx context.Context) (*conn, error) {
 		return nil, err
 	}
 	cn := &conn{where: where, close: closeIdx}
-	if err := cn.dial("http://offline", handlerTransport{handler}, 0); err != nil {
+	if err := cn.dial("http://offline", clienttransport.DebugWrappers(handlerTransport{handler}), 0); err != nil {
 		closeIdx()
 		return nil, err
 	}

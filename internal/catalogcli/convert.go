@@ -34,9 +34,9 @@ type table struct {
 func tableOf(obj any) table {
 	switch v := obj.(type) {
 	case *client.CatalogList:
-		t := table{columns: cols("NAME", "STATE", "PRIORITY", "PACKAGES", "BUNDLES", "INDEXED", "+SOURCE", "+DIGEST", "+LAST ERROR")}
+		t := table{columns: cols("NAME", "STATE", "LAST BUILD", "PRIORITY", "PACKAGES", "BUNDLES", "INDEXED", "+SOURCE", "+DIGEST", "+LAST ERROR")}
 		for _, c := range v.Items {
-			t.rows = append(t.rows, []string{c.Name, string(c.State), itoa(int(c.Priority)), itoa(c.Counts.Packages), itoa(c.Counts.Bundles), age(c.IndexedAt), c.Source, c.ResolvedDigest, c.LastError})
+			t.rows = append(t.rows, []string{c.Name, string(c.State), lastBuild(c), itoa(int(c.Priority)), itoa(c.Counts.Packages), itoa(c.Counts.Bundles), age(c.IndexedAt), c.Source, c.ResolvedDigest, c.LastError})
 		}
 		return t
 	case *client.CatalogDetail:
@@ -116,6 +116,20 @@ func tableOf(obj any) table {
 		return t
 	}
 	panic(fmt.Sprintf("no table for %T", obj))
+}
+
+// lastBuild says whether the last index build of a catalog succeeded. A
+// catalog that serves while its last build failed answers from older
+// content than its source holds; the default table shows that, as kubectl
+// shows a pod's restarts, and -o wide's LAST ERROR says why.
+func lastBuild(c client.CatalogSummary) string {
+	switch {
+	case c.LastError != "":
+		return "Failed"
+	case c.IndexedAt != nil:
+		return "Succeeded"
+	}
+	return "" // not built yet
 }
 
 // namesOf is what -o name prints of an answer, one name a line.

@@ -24,7 +24,7 @@ func TestCatalogDetailShowsBuild(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var out bytes.Buffer
 			o := outputFlags{format: "wide"}
-			if err := o.print(&out, []answer{{catalog: "c", obj: &client.CatalogDetail{Name: "c", Build: tc.build}}}, false); err != nil {
+			if _, err := o.print(&out, []answer{{catalog: "c", obj: &client.CatalogDetail{Name: "c", Build: tc.build}}}, false); err != nil {
 				t.Fatal(err)
 			}
 			lines := strings.Split(strings.TrimSpace(out.String()), "\n")

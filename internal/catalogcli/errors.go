@@ -27,6 +27,17 @@ func notFound(err error, param string) bool {
 	return errors.As(err, &ae) && ae.status == http.StatusNotFound && ae.param == param
 }
 
+// asFlag names the flag behind a query parameter the server refused, where
+// the two are named differently (the API's version is --range, its q is
+// --search), so that the message points at what the user typed.
+func asFlag(err error, param, flag, value string) error {
+	var ae *apiError
+	if errors.As(err, &ae) && ae.status == http.StatusBadRequest && ae.param == param {
+		return fmt.Errorf("%s %q: %w", flag, value, err)
+	}
+	return err
+}
+
 // listHints say, for the parameter a 404 names, how to list what exists.
 var listHints = map[string]string{
 	"catalog": "list the catalogs with `kubectl catalog catalogs`",

@@ -28,7 +28,7 @@ type outputFlags struct {
 var formats = []string{"table", "wide", "json", "yaml", "name"}
 
 func (o *outputFlags) bind(fs *pflag.FlagSet) {
-	fs.StringVarP(&o.format, "output", "o", "table", "output format: "+strings.Join(formats, "|")+" (json and yaml print the API's own objects, see openapi.yaml)")
+	fs.StringVarP(&o.format, "output", "o", "table", "output format `"+strings.Join(formats, "|")+"`: json and yaml print the API's own objects (see openapi.yaml)")
 	fs.BoolVar(&o.noHeaders, "no-headers", false, "with -o table or wide: leave out the header line")
 }
 
@@ -44,41 +44,48 @@ func (o *outputFlags) validate() error {
 // print writes the answers in the chosen format. JSON and YAML print each
 // answer's API object unchanged, one document per catalog that answered,
 // in catalog priority order; a table has a CATALOG column when the answers
-// may come from several catalogs (no --catalog given).
-func (o *outputFlags) print(w io.Writer, answers []answer, catalogColumn bool) error {
+// may come from several catalogs (no --catalog given). A table or list of
+// names with nothing in it is not printed at all, header included; print
+// reports whether it printed anything, so that the caller can say that
+// there was nothing, as kubectl get does.
+func (o *outputFlags) print(w io.Writer, answers []answer, catalogColumn bool) (bool, error) {
 	switch o.format {
 	case "json":
 		for _, a := range answers {
 			b, err := json.MarshalIndent(a.obj, "", "  ")
 			if err != nil {
-				return err
+				return false, err
 			}
 			if _, err := fmt.Fprintf(w, "%s\n", b); err != nil {
-				return err
+				return false, err
 			}
 		}
-		return nil
+		return true, nil
 	case "yaml":
 		for i, a := range answers {
 			b, err := yaml.Marshal(a.obj)
 			if err != nil {
-				return err
+				return false, err
 			}
 			if i > 0 {
 				fmt.Fprintln(w, "---")
 			}
 			if _, err := w.Write(b); err != nil {
-				return err
+				return false, err
 			}
 		}
-		return nil
+		return true, nil
 	case "name":
+		printed := false
 		for _, a := range answers {
 			for _, n := range namesOf(a.obj) {
-				fmt.Fprintln(w, termtext.Safe(n))
+				printed = true
+				if _, err := fmt.Fprintln(w, termtext.Safe(n)); err != nil {
+					return false, err
+				}
 			}
 		}
-		return nil
+		return printed, nil
 	}
 	tw := printers.GetNewTabWriter(w)
 	if len(answers) > 0 && describes(answers[0].obj) {
@@ -88,12 +95,21 @@ func (o *outputFlags) print(w io.Writer, answers []answer, catalogColumn bool) e
 			}
 			describe(tw, a.catalog, a.obj)
 		}
-		return tw.Flush()
+		return true, tw.Flush()
+	}
+	tables := make([]table, len(answers))
+	rows := 0
+	for i, a := range answers {
+		tables[i] = tableOf(a.obj)
+		rows += len(tables[i].rows)
+	}
+	if rows == 0 {
+		return false, nil
 	}
 	wide := o.format == "wide"
 	header := true
-	for _, a := range answers {
-		t := tableOf(a.obj)
+	for i, a := range answers {
+		t := tables[i]
 		var keep []int
 		var names []string
 		if catalogColumn {
@@ -120,7 +136,7 @@ func (o *outputFlags) print(w io.Writer, answers []answer, catalogColumn bool) e
 			fmt.Fprintln(tw, strings.Join(cells, "\t"))
 		}
 	}
-	return tw.Flush()
+	return true, tw.Flush()
 }
 
 func orNone(s string) string {

@@ -18,7 +18,7 @@ func (r *runner) resolveCmd() *cobra.Command {
 	var versionRange, installed, installedBundle, installedRelease, policy, selector string
 	var bundleRelease bool
 	cmd := &cobra.Command{
-		Use:   "resolve PACKAGE [--channel NAME]... [--version RANGE] [--installed VERSION [--installed-bundle NAME]]",
+		Use:   "resolve PACKAGE [--installed VERSION]",
 		Short: "Show which bundle a ClusterExtension would install, and why",
 		Long: `Resolve a ClusterExtension's catalog source as operator-controller does,
 and list every bundle with the rule it fails or how it ranked. Exits 1,
@@ -27,7 +27,8 @@ tie, or the bundle chosen declares a dependency (its verdict Refused,
 naming the property), with operator-controller's message.`,
 		Args: cobra.ExactArgs(1),
 		Example: "  kubectl catalog resolve aurora-cache --channel stable --installed 1.1.1\n" +
-			"  kubectl catalog resolve aurora-cache --installed 1.1.1 --installed-bundle aurora-cache.v1.1.1 --bundle-release-support",
+			"  kubectl catalog resolve aurora-cache --installed 1.1.1 \\\n" +
+			"      --installed-bundle aurora-cache.v1.1.1 --bundle-release-support",
 		ValidArgsFunction: r.completeArgs(r.packageNames),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			switch policy {
@@ -70,19 +71,17 @@ naming the property), with operator-controller's message.`,
 			return failure
 		},
 	}
-	cmd.Flags().StringArrayVar(&channels, "channel", nil, "only bundles this channel lists; repeatable")
-	cmd.Flags().StringVar(&versionRange, "version", "", "only versions in this range, for example '>=1.2.0 <2.0.0'")
-	cmd.Flags().StringVar(&installed, "installed", "", "the installed version (its release as build metadata, 1.2.0+2): only it and its successors are candidates")
-	cmd.Flags().StringVar(&installedBundle, "installed-bundle", "", "the installed bundle's name, which replaces and skips must name;\n"+
-		"without it, every bundle of the --installed version and release counts as installed")
-	cmd.Flags().StringVar(&installedRelease, "installed-release", "", "the installed bundle's release when its status records it apart from --installed (even empty)")
-	cmd.Flags().BoolVar(&bundleRelease, "bundle-release-support", false, "read releases as operator-controller with its BundleReleaseSupport gate on (explicit\n"+
-		"release of olm.package first) or =false off (build metadata only); default: the server's")
-	cmd.Flags().StringVar(&policy, "upgrade-constraint-policy", "", "CatalogProvided (default: successors of --installed only) or SelfCertified (any version)")
+	cmd.Flags().StringArrayVar(&channels, "channel", nil, "only bundles the channel `NAME` lists; repeatable (default: every channel)")
+	cmd.Flags().StringVar(&versionRange, "version", "", "only versions in the semver `RANGE`, for example '>=1.2.0 <2.0.0' (default: every version)")
+	cmd.Flags().StringVar(&installed, "installed", "", "the installed `VERSION` (its release as build metadata, 1.2.0+2): only it and its successors are candidates (default: a first install, any version)")
+	cmd.Flags().StringVar(&installedBundle, "installed-bundle", "", "the installed bundle's `NAME`, which replaces and skips must name (default: every bundle of the --installed version and release counts as installed)")
+	cmd.Flags().StringVar(&installedRelease, "installed-release", "", "the installed bundle's `RELEASE` when its status records it apart from --installed, even empty (default: none)")
+	cmd.Flags().BoolVar(&bundleRelease, "bundle-release-support", false, "read releases as operator-controller with its BundleReleaseSupport gate on (an explicit release of olm.package first) or, =false, off (build metadata only) (default: the server's)")
+	cmd.Flags().StringVar(&policy, "upgrade-constraint-policy", "", "which versions the `POLICY` lets succeed --installed: CatalogProvided, its successors only, or SelfCertified, any (default: CatalogProvided)")
 	// Kept hidden, so that a command line still passing it fails saying why.
 	cmd.Flags().String("upgrade-edges", "", "removed")
 	_ = cmd.Flags().MarkHidden("upgrade-edges")
-	cmd.Flags().StringVarP(&selector, "selector", "l", "", "only catalogs whose labels match this selector, for example tier=prod")
+	cmd.Flags().StringVarP(&selector, "selector", "l", "", "only catalogs whose labels match the `SELECTOR`, for example tier=prod (default: every catalog)")
 	_ = cmd.RegisterFlagCompletionFunc("channel", r.complete(r.channelNames))
 	_ = cmd.RegisterFlagCompletionFunc("installed", r.complete(r.versionNames))
 	_ = cmd.RegisterFlagCompletionFunc("installed-bundle", r.complete(r.bundleNames))

@@ -514,7 +514,7 @@ func (s *Service) record(ctx context.Context, e *entry, res Result, err error) {
 		if res.Stats.Packages == 0 {
 			// Valid, and served, but almost always a wrong path or an
 			// image whose configs label points elsewhere.
-			log.Info("warning: the catalog holds no package; is its source the file-based catalog's directory?", "ref", res.Ref)
+			log.Info("warning: "+NoPackageHint, "ref", res.Ref)
 		}
 	default:
 		log.V(1).Info("catalog unchanged", "ref", res.Ref)
@@ -674,3 +674,7 @@ func (s *Service) loop(ctx context.Context, e *entry) {
 		}
 	}
 }
+
+// NoPackageHint is what serve logs, and validate reports as a problem, of a
+// catalog that holds no package.
+const NoPackageHint = "the catalog holds no package; is its source the file-based catalog's directory?"

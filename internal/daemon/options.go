@@ -48,21 +48,21 @@ type Options struct {
 // bindFlags declares the shared flags on fs.
 func (o *Options) bindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Listen, "listen", "127.0.0.1:8080", "serve the API on this `host:port` (port 0 picks a free one)")
-	fs.StringVar(&o.DataDir, "data-dir", "", "keep indexes (and unpacked images) in `DIR`; required")
+	fs.StringVar(&o.DataDir, "data-dir", "", "keep indexes (and unpacked images) in `DIR` (required)")
 	fs.DurationVar(&o.SyncTimeout, "sync-timeout", catalogsync.DefaultSyncTimeout, "deadline of one catalog sync (resolve, pull, unpack, index)")
 	fs.IntVar(&o.History, "changes-history", store.DefaultHistory, "keep the package digests of the last `N` versions of each catalog, which /changes answers from")
-	fs.BoolVar(&o.IncrementalIndex, "incremental-index", true, "rebuild an index from the live one, parsing and validating only the packages that changed;\n"+
+	fs.BoolVar(&o.IncrementalIndex, "incremental-index", true, "rebuild an index from the live one, parsing and validating only the packages that changed; "+
 		"false parses and validates the whole catalog on every change")
 	fs.BoolVar(&o.PageOutStartup, "page-out-startup", true, "once serving, have the kernel drop the pages of the executable that start-up read (they are read again if used)")
-	fs.BoolVar(&o.BundleReleaseSupport, "bundle-release-support", false, "/resolve reads releases as operator-controller with its BundleReleaseSupport gate on (an explicit\n"+
+	fs.BoolVar(&o.BundleReleaseSupport, "bundle-release-support", false, "/resolve reads releases as operator-controller with its BundleReleaseSupport gate on (an explicit "+
 		"release of olm.package first) when a request does not say; off, its default, a version's build metadata is the release")
 	fs.Var(removedFlag("it chose semver upgrade edges for /resolve, as operator-controller's ForceSemverUpgradeConstraints gate did; "+
 		"operator-controller removed that gate (operator-controller #1638, January 2025), so every cluster follows the channels' "+
 		"replaces, skips and skipRange, which /resolve always does: drop the flag"), "upgrade-edges", "removed")
 	_ = fs.MarkHidden("upgrade-edges")
 	o.RegistryOptions.bindFlags(fs)
-	fs.StringVar(&o.TLSCertFile, "tls-cert", "", "serve HTTPS with the PEM certificate in `FILE`, reloaded when it changes")
-	fs.StringVar(&o.TLSKeyFile, "tls-key", "", "PEM private key of --tls-cert")
+	fs.StringVar(&o.TLSCertFile, "tls-cert", "", "serve HTTPS with the PEM certificate in `FILE`, reloaded when it changes (default: plain HTTP)")
+	fs.StringVar(&o.TLSKeyFile, "tls-key", "", "the PEM private key of --tls-cert, in `FILE` (required with --tls-cert)")
 }
 
 // Validate checks the shared flags and returns the shared part of a Config.
@@ -107,9 +107,9 @@ type RegistryOptions struct {
 }
 
 func (o *RegistryOptions) bindFlags(fs *pflag.FlagSet) {
-	fs.StringSliceVar(&o.InsecureRegistries, "insecure-registry", nil, "talk plain HTTP to the registry at `host[:port]`; repeatable")
-	fs.StringVar(&o.CAFile, "ca-file", "", "also trust the PEM certificates in `FILE` for registries")
-	fs.DurationVar(&o.PullTimeout, "pull-timeout", unpack.DefaultPullTimeout, "deadline of one image pull as a whole (resolve the tag, download, extract), however steadily\n"+
+	fs.StringSliceVar(&o.InsecureRegistries, "insecure-registry", nil, "talk plain HTTP to the registry at `host[:port]`; repeatable (default: HTTPS to every registry)")
+	fs.StringVar(&o.CAFile, "ca-file", "", "also trust the PEM certificates in `FILE` for registries (default: the system's certificates only)")
+	fs.DurationVar(&o.PullTimeout, "pull-timeout", unpack.DefaultPullTimeout, "deadline of one image pull as a whole (resolve the tag, download, extract), however steadily "+
 		"data arrives; generous because catalog images of hundreds of MB take minutes over a slow link")
 }
 
@@ -162,17 +162,18 @@ type ServeOptions struct {
 
 // BindFlags declares the flags of `catalogd serve` on fs.
 func (o *ServeOptions) BindFlags(fs *pflag.FlagSet) {
-	fs.StringArrayVar(&o.catalogArgs, "catalog", nil, "serve catalog `NAME=DIR|IMAGE`: DIR is a file-based catalog directory, IMAGE a\n"+
-		"catalog image with its registry host (quay.io/org/catalog:tag); repeatable")
+	fs.StringArrayVar(&o.catalogArgs, "catalog", nil, "serve catalog `NAME=DIR|IMAGE`: DIR is a file-based catalog directory, IMAGE a "+
+		"catalog image with its registry host (quay.io/org/catalog:tag); repeatable, one required")
 	fs.StringArrayVar(&o.priorityArgs, "priority", nil, "give catalogs priorities as `NAME=N` (int32, default 0; higher answers first); repeatable")
-	fs.StringArrayVar(&o.labelArgs, "label", nil, "label a catalog as `NAME=KEY=VALUE`, as a ClusterCatalog's labels, for the catalog selector of /resolve; repeatable")
+	fs.StringArrayVar(&o.labelArgs, "label", nil, "label a catalog as `NAME=KEY=VALUE`, as a ClusterCatalog's labels, for the catalog selector of /resolve; repeatable (default: no labels)")
 	o.bindFlags(fs)
 	fs.BoolVar(&o.Watch, "watch", false, "re-index a directory catalog when its files change; a broken edit keeps the last good index serving")
-	fs.DurationVar(&o.PollInterval, "poll-interval", 0, "resolve image tags again this often and index new content (0: only at start-up and on failure)")
+	fs.DurationVar(&o.PollInterval, "poll-interval", 0, "resolve image tags again this often and index new content (default 0: only at start-up and on failure)")
 }
 
 // Validate checks the flags of `catalogd serve`; args are the positional
-// arguments. Every error is a mistake in the command line.
+// arguments. Every error is a mistake in the command line, but a
+// MissingCatalogError.
 func (o *ServeOptions) Validate(args []string) (ServeConfig, error) {
 	if len(args) > 0 {
 		return ServeConfig{}, fmt.Errorf("unexpected argument %q (catalogs are given as --catalog NAME=DIR)", args[0])
@@ -289,15 +290,24 @@ func parseLocation(v string) (Catalog, error) {
 	}
 
 	if !looksLikeImage(v) {
-		return Catalog{}, fmt.Errorf("no directory %s (an image reference needs a registry host, as in quay.io/org/catalog:tag)", v)
+		return Catalog{}, MissingCatalogError{fmt.Errorf("no directory %s (an image reference needs a registry host, as in quay.io/org/catalog:tag)", v)}
 	}
 	ref, err := name.ParseReference(v)
 	if err != nil {
-		return Catalog{}, fmt.Errorf("no directory %s, and not an image reference: %w", v, err)
+		return Catalog{}, MissingCatalogError{fmt.Errorf("no directory %s, and not an image reference: %w", v, err)}
 	}
 	c.Image = ref
 	return c, nil
 }
+
+// MissingCatalogError is a catalog location that names neither a directory
+// on this machine nor an image: the catalog cannot be read. The commands
+// exit 1 for it, as for an image that cannot be pulled, and keep exit 2 for
+// mistakes in the form of the command line.
+type MissingCatalogError struct{ err error }
+
+func (e MissingCatalogError) Error() string { return e.err.Error() }
+func (e MissingCatalogError) Unwrap() error { return e.err }
 
 // looksLikeImage reports whether v starts with a registry host, the way
 // container tools tell a registry from a Docker Hub namespace.
@@ -342,18 +352,19 @@ type managerSettings struct {
 
 // BindFlags declares the flags of `catalogd manager` on fs.
 func (o *ManagerOptions) BindFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, the in-cluster config, ~/.kube/config)")
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "the kubeconfig `FILE` (default: $KUBECONFIG, the in-cluster config, ~/.kube/config)")
 	o.bindFlags(fs)
-	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", "0", `address of the Prometheus metrics endpoint; "0" disables it`)
-	fs.StringVar(&o.HealthProbeAddress, "health-probe-bind-address", ":8081", `address of /healthz and /readyz; "0" disables it`)
+	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", "0", "serve the Prometheus metrics on `host:port`; 0 disables them (default 0)")
+	fs.StringVar(&o.HealthProbeAddress, "health-probe-bind-address", ":8081", "serve /healthz and /readyz on `host:port`; 0 disables them")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", false, "elect a leader so that one replica writes ClusterCatalog status; every replica serves")
-	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election lease (default: the pod's namespace)")
-	fs.StringVar(&o.ExternalBaseURL, "external-base-url", "", "URL clients reach the query API at; status.urls.base is this plus /catalogs/<name> (default: http(s)://<listen>)")
-	fs.StringVar(&o.pullSecret, "global-pull-secret", "", "namespace/name of an image pull secret used for every catalog")
-	fs.StringVar(&o.serviceAccount, "service-account", "", "namespace/name of the service account whose imagePullSecrets are used for pulls (catalogd's own, in a cluster)")
+	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "", "the `NAMESPACE` of the leader election lease (default: the pod's namespace)")
+	fs.StringVar(&o.ExternalBaseURL, "external-base-url", "", "the `URL` clients reach the query API at; status.urls.base is this plus /catalogs/<name> (default: http(s)://<listen>)")
+	fs.StringVar(&o.pullSecret, "global-pull-secret", "", "use the image pull secret `NAMESPACE/NAME` for every catalog (default: none)")
+	fs.StringVar(&o.serviceAccount, "service-account", "", "pull with the imagePullSecrets of the service account `NAMESPACE/NAME`, catalogd's own in a cluster (default: none)")
 	fs.DurationVar(&o.ShutdownGracePeriod, "shutdown-grace-period", server.ShutdownGrace, "how long in-flight queries may take at shutdown")
 	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", 4, "catalogs reconciled at once, so one slow registry delays no other catalog")
-	fs.BoolVar(&o.PackageAPI, "package-api", false, "serve packages.operators.coreos.com/v1 (PackageManifest, as OLM v0's packageserver) as an aggregated API; conflicts with OLM v0's packageserver")
+	fs.BoolVar(&o.PackageAPI, "package-api", false, "serve OLM v0's PackageManifest API (packages, v1) as an aggregated API, "+
+		"in place of OLM v0's packageserver; only catalogd-package-api, the build with the package API, can: catalogd refuses it")
 	fs.StringVar(&o.PackageAPIBindAddress, "package-api-bind-address", ":7443", "`host:port` the package API serves HTTPS on")
 	fs.StringVar(&o.PackageAPICertDir, "package-api-cert-dir", "", "`DIR` holding the package API's tls.crt and tls.key, reloaded when they change (default: a self-signed certificate generated at start)")
 }

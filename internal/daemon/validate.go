@@ -27,7 +27,7 @@ type ValidateOptions struct {
 
 // BindFlags declares the flags of `catalogd validate` on fs.
 func (o *ValidateOptions) BindFlags(fs *pflag.FlagSet) {
-	fs.StringVarP(&o.Output, "output", "o", "text", "output format: text (file:line:col: package: message) or json")
+	fs.StringVarP(&o.Output, "output", "o", "text", "output format `text|json`: text as file:line:col: package: message, or json")
 	o.RegistryOptions.bindFlags(fs)
 }
 
@@ -40,7 +40,8 @@ type ValidateConfig struct {
 }
 
 // Validate checks the flags of `catalogd validate`; args are the positional
-// arguments. Every error is a mistake in the command line.
+// arguments. Every error is a mistake in the command line, but a
+// MissingCatalogError.
 func (o *ValidateOptions) Validate(args []string) (ValidateConfig, error) {
 	if len(args) != 1 {
 		return ValidateConfig{}, fmt.Errorf("want one catalog directory or image, got %d arguments", len(args))
@@ -122,6 +123,11 @@ func Validate(ctx context.Context, cfg ValidateConfig, out io.Writer, log logr.L
 		report.Packages, report.Bundles = stats.Packages, stats.Bundles
 		for _, p := range problems {
 			report.Problems = append(report.Problems, Problem{Position: p.Position, Package: p.Package, Message: p.Message})
+		}
+		// The server serves such a catalog with a warning; validating it
+		// is asking whether it is fit to publish, and it is not.
+		if stats.Packages == 0 {
+			report.Problems = append(report.Problems, Problem{Message: catalogsync.NoPackageHint})
 		}
 	}
 	if err := writeReport(out, report, cfg.JSON); err != nil {

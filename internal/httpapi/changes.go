@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"regexp"
 	"time"
 
 	"github.com/catalogd/catalogd/internal/store"
@@ -11,6 +12,12 @@ import (
 
 // maxSince bounds the since parameter: a digest is far shorter.
 const maxSince = 256
+
+// digestPattern is the grammar of a content digest, ALGORITHM:ENCODED, as
+// openapi.yaml gives it for resolvedDigest (the OCI image spec's). A since
+// outside it cannot name any version, so it is the client's mistake (400)
+// rather than a version the server no longer remembers (410).
+var digestPattern = regexp.MustCompile(`^[a-z0-9]+([+._-][a-z0-9]+)*:[a-zA-Z0-9=_-]+$`)
 
 // getChanges answers what changed between the version of the catalog named
 // by since and the one the snapshot serves (store.Snapshot.Changes). Its
@@ -23,6 +30,9 @@ func (s *Server) getChanges(r *http.Request, snap *store.Snapshot) (any, error) 
 		return nil, badParam("since", "since is required: the content digest (resolvedDigest) of the earlier version of the catalog")
 	case len(since) > maxSince:
 		return nil, badParam("since", "since is %d bytes long; a content digest is at most %d", len(since), maxSince)
+	case !digestPattern.MatchString(since):
+		return nil, badParam("since", "since %s is not a content digest: want ALGORITHM:ENCODED as the catalog's resolvedDigest gives it, "+
+			"for example sha256:3f1d9c2a6b5e4f7d8c9b0a1e2d3c4b5a69788796a5b4c3d2e1f0a9b8c7d6e5f4", quoteShort(since))
 	}
 	changes, err := snap.Changes(r.Context(), since)
 	var gone *store.GoneError

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/go-logr/logr/testr"
@@ -233,23 +234,38 @@ func TestChanges(t *testing.T) {
 	}
 }
 
-// TestChangesParameters: since is required and bounded.
+// TestChangesParameters: since is required, bounded and a digest; a
+// value that is no digest at all is a mistake in the request (400, saying
+// what a digest looks like), not a version the server forgot (410).
 func TestChangesParameters(t *testing.T) {
 	h := newHarness(t)
 	h.add("demo", demoDir, 0)
 	for _, tc := range []struct {
 		query  string
 		status int
+		// detail is what the problem's detail must say, if anything.
+		detail string
 	}{
-		{"", http.StatusBadRequest},
-		{"?since=", http.StatusBadRequest},
-		{"?since=" + url.QueryEscape(string(make([]byte, 300))), http.StatusBadRequest},
-		{"?since=sha256:never", http.StatusGone},
-		{"?since=sha256:demodemo", http.StatusOK},
-		{"?since=x&other=1", http.StatusBadRequest},
+		{"", http.StatusBadRequest, "since is required"},
+		{"?since=", http.StatusBadRequest, "since is required"},
+		{"?since=" + url.QueryEscape(string(make([]byte, 300))), http.StatusBadRequest, "at most 256"},
+		{"?since=foo", http.StatusBadRequest, "sha256:"},
+		{"?since=sha256:", http.StatusBadRequest, "sha256:"},
+		{"?since=SHA256:abc", http.StatusBadRequest, "sha256:"},
+		{"?since=sha256:never", http.StatusGone, "unknown or expired"},
+		{"?since=sha256:demodemo", http.StatusOK, ""},
+		{"?since=x&other=1", http.StatusBadRequest, ""},
 	} {
-		if resp := h.get("/catalogs/demo/changes" + tc.query); resp.StatusCode != tc.status {
+		resp := h.get("/catalogs/demo/changes" + tc.query)
+		if resp.StatusCode != tc.status {
 			t.Errorf("changes%s: status %d, want %d", tc.query, resp.StatusCode, tc.status)
+			continue
+		}
+		if tc.detail == "" {
+			continue
+		}
+		if p := decodeProblem(t, resp); p.Parameter != "since" || !strings.Contains(p.Detail, tc.detail) {
+			t.Errorf("changes%s: problem %+v, want one about since saying %q", tc.query, p, tc.detail)
 		}
 	}
 }
