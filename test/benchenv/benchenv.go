@@ -97,6 +97,14 @@ func ReportCPU(b *testing.B, start time.Duration) {
 	b.ReportMetric((CPUTime()-start).Seconds()/float64(b.N), "cpu-s/op")
 }
 
+// ForcedCollections is how many garbage collections the process has had
+// forced (runtime.GC, debug.FreeOSMemory), as the runtime counts them.
+func ForcedCollections() uint64 {
+	sample := []metrics.Sample{{Name: "/gc/cycles/forced:gc-cycles"}}
+	metrics.Read(sample)
+	return sample[0].Value.Uint64()
+}
+
 // heapObjects is the runtime/metrics figure PeakHeap samples: the bytes of
 // heap objects, live or not yet swept, which is what the heap must hold.
 const heapObjects = "/memory/classes/heap/objects:bytes"
