@@ -15,7 +15,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo deve
 VERSION := $(VERSION)
 VERSION_LDFLAGS := -X github.com/catalogd/catalogd/internal/version.version=$(VERSION)
 
-.PHONY: all help build run test unit fmt vet lint tools
+.PHONY: all help build run test unit race fmt vet lint tools
 all: build
 
 ## help: list the targets and what each does.
@@ -54,7 +54,7 @@ run: build
 	$(BIN)/catalogd serve --listen $(LISTEN) --data-dir $(DATA_DIR) --catalog demo=test/testdata/demo
 
 ## test: everything CI checks.
-test: vet lint unit
+test: vet lint unit race
 
 unit: $(TEST_DEPS)
 
@@ -72,6 +72,24 @@ lint: $(BIN)/staticcheck
 unit:
 	$(GO) test -count=1 ./...
 	$(GO) test -count=1 -tags $(PACKAGEAPI_TAGS) $(PACKAGEAPI_PKGS)
+
+# The packages whose goroutines share state: the store's readers and
+# swaps, the HTTP API over it, the directory watcher, the sync service, the
+# package API's cache and watches, the server that wires them, the unpacker
+# and the parallel catalog parser. -short leaves out the real community
+# catalog (test/fbcfacts) and shorter sequences where tests offer them;
+# RACE_SKIP the tests that push hundreds of MB through one goroutine to
+# bound its memory, which take minutes under the detector and check no
+# sharing that the other tests do not.
+RACE_PKGS := ./internal/store/ ./internal/httpapi/ ./internal/catalogdir/ ./internal/catalogsync/ \
+	./internal/server/ ./internal/unpack/ ./internal/fbc/
+RACE_PACKAGEAPI_PKGS := ./internal/packageapi/
+RACE_SKIP := ^(TestBombsTakeBoundedMemory|TestUnpackBombs|TestBombImagesAreRefusedOnce|TestBombDirectoryIsRefusedOnce)$$
+
+## race: the packages whose goroutines share state tested again with the race detector (-short, without the memory-bound bomb tests; the package API's with its tag).
+race: $(TEST_DEPS)
+	$(GO) test -race -short -count=1 -timeout 20m -skip '$(RACE_SKIP)' $(RACE_PKGS)
+	$(GO) test -race -short -count=1 -timeout 20m -tags $(PACKAGEAPI_TAGS) $(RACE_PACKAGEAPI_PKGS)
 
 ## fmt: gofmt every Go file.
 fmt:

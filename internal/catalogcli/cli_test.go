@@ -60,15 +60,25 @@ func isolatedEnv(t *testing.T) []string {
 // run returns stdout, stderr and whether the command succeeded.
 func (c cli) run(t *testing.T, args ...string) (string, string, bool) {
 	t.Helper()
-	cmd := exec.Command(kubectlCatalog, append(slices.Clone(c.flags), args...)...)
-	cmd.Env = c.env
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	if _, exited := err.(*exec.ExitError); err != nil && !exited {
+	out, errOut, ok, err := c.exec(args...)
+	if err != nil {
 		t.Fatal(err)
 	}
-	return stdout.String(), stderr.String(), err == nil
+	return out, errOut, ok
+}
+
+// exec is run for goroutines other than the test's, which must not call
+// t.Fatal: it returns the error of a command that could not be run.
+func (c cli) exec(args ...string) (stdout, stderr string, ok bool, err error) {
+	cmd := exec.Command(kubectlCatalog, append(slices.Clone(c.flags), args...)...)
+	cmd.Env = c.env
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err = cmd.Run()
+	if _, exited := err.(*exec.ExitError); err != nil && !exited {
+		return "", "", false, err
+	}
+	return out.String(), errOut.String(), err == nil, nil
 }
 
 // ok runs a command that must succeed.

@@ -107,7 +107,7 @@ func BenchmarkHTTP(b *testing.B) {
 		{"metas-package", "/catalogs/one/api/v1/metas?schema=olm.package"},
 	}
 	debug.FreeOSMemory()
-	benchenv.ResetPeakRSS()
+	benchenv.ResetPeakRSS(b)
 	for _, ep := range endpoints {
 		b.Run(ep.name, func(b *testing.B) {
 			for b.Loop() {
@@ -254,7 +254,7 @@ func benchTLSServer(b *testing.B, handler http.Handler, config *tls.Config) *htt
 // meanwhile.
 func reportBulkMemory(b *testing.B, client *http.Client, addrs []string) {
 	debug.FreeOSMemory()
-	benchenv.ResetPeakRSS()
+	benchenv.ResetPeakRSS(b)
 	deadline := time.Now().Add(5 * time.Second)
 	var wg sync.WaitGroup
 	for c := range 8 {

@@ -20,6 +20,7 @@ import (
 	"github.com/catalogd/catalogd/internal/catalogs"
 	"github.com/catalogd/catalogd/internal/index"
 	"github.com/catalogd/catalogd/internal/store"
+	"github.com/catalogd/catalogd/test/fbcfacts"
 	"github.com/catalogd/catalogd/test/fbcgen"
 )
 
@@ -58,7 +59,8 @@ func (p *pieceWriter) ReadFrom(r io.Reader) (int64, error) {
 
 // TestAllServedSegmentBySegment serves /api/v1/all of an index whose
 // content is cut into several segment files: whole, as a Range across a
-// segment boundary, and gzip-encoded, the bytes are the content's, and
+// segment boundary, and gzip-encoded, the bytes are the catalog's
+// /api/v1/all as computed from its files apart from catalogd, and
 // every segment's bytes reach the writer below as pieces over the
 // segment's file, which net/http sends with sendfile on a plain
 // connection.
@@ -77,23 +79,28 @@ func TestAllServedSegmentBySegment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The content as its segment files hold it, read apart from the store.
+	// The content, computed from the catalog's files apart from catalogd;
+	// the segment files give only where each segment ends.
+	want := fbcfacts.Load(t, catalog).JSONLines()
 	entries, err := os.ReadDir(index.ContentDir(info.Path))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var want []byte
 	var segmentEnds []int
+	end := 0
 	for _, e := range entries {
 		if filepath.Ext(e.Name()) != ".all" {
 			continue
 		}
-		data, err := os.ReadFile(filepath.Join(index.ContentDir(info.Path), e.Name()))
+		fi, err := e.Info()
 		if err != nil {
 			t.Fatal(err)
 		}
-		want = append(want, data...)
-		segmentEnds = append(segmentEnds, len(want))
+		end += int(fi.Size())
+		segmentEnds = append(segmentEnds, end)
+	}
+	if end != len(want) {
+		t.Fatalf("the segment files hold %d bytes, the catalog's /api/v1/all %d", end, len(want))
 	}
 	if len(segmentEnds) < 3 {
 		t.Fatalf("%d content segments; the test needs several", len(segmentEnds))
@@ -101,11 +108,13 @@ func TestAllServedSegmentBySegment(t *testing.T) {
 	reg := catalogs.NewTable()
 	reg.Put(catalogs.Catalog{Name: "big", Source: catalog})
 	api := New(reg, indexes, Options{Log: testr.New(t)})
-	var last *pieceWriter
+	// Each request's writer, handed over once its handler has returned:
+	// the client may have read the whole answer before that.
+	served := make(chan *pieceWriter, 1)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		pw := &pieceWriter{ResponseWriter: w}
 		api.ServeHTTP(pw, r)
-		last = pw
+		served <- pw
 	}))
 	t.Cleanup(srv.Close)
 	client := &http.Client{Transport: &http.Transport{DisableCompression: true}}
@@ -134,24 +143,26 @@ func TestAllServedSegmentBySegment(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer resp.Body.Close()
-			var body io.Reader = resp.Body
+			got, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			last := <-served
 			if tc.gzip {
 				if resp.Header.Get("Content-Encoding") != "gzip" {
 					t.Fatalf("Content-Encoding %q, want gzip", resp.Header.Get("Content-Encoding"))
 				}
-				zr, err := gzip.NewReader(resp.Body)
+				zr, err := gzip.NewReader(bytes.NewReader(got))
 				if err != nil {
 					t.Fatal(err)
 				}
-				body = zr
-			}
-			got, err := io.ReadAll(body)
-			if err != nil {
-				t.Fatal(err)
+				if got, err = io.ReadAll(zr); err != nil {
+					t.Fatal(err)
+				}
 			}
 			if !bytes.Equal(got, tc.want) {
-				t.Fatalf("%s: %d bytes that differ from the %d of the content", resp.Status, len(got), len(tc.want))
+				t.Fatalf("%s: %d bytes that differ from the %d of the catalog's /api/v1/all", resp.Status, len(got), len(tc.want))
 			}
 			if last.files < tc.wantFiles {
 				t.Errorf("%d pieces over segment files (and %d others) reached the writer below, want at least %d", last.files, last.other, tc.wantFiles)

@@ -83,7 +83,7 @@ func benchmarkBuild(b *testing.B, dir string) {
 	b.SetBytes(catalogBytes(b, dir))
 	tmp := b.TempDir()
 	runtime.GC()
-	benchenv.ResetPeakRSS()
+	benchenv.ResetPeakRSS(b)
 	cpu := benchenv.CPUTime()
 	var size int64
 	var stats Stats
@@ -138,7 +138,7 @@ func BenchmarkBuildReplacesChain(b *testing.B) {
 			fsys := fbcgen.ReplacesChain("chain", n, false)
 			tmp := b.TempDir()
 			runtime.GC()
-			benchenv.ResetPeakRSS()
+			benchenv.ResetPeakRSS(b)
 			i := 0
 			var stats Stats
 			for b.Loop() {

@@ -108,7 +108,7 @@ func benchmarkIncremental(b *testing.B, src, mode string) {
 	}
 	// What the setup read is given back, so that the peak is the build's.
 	debug.FreeOSMemory()
-	benchenv.ResetPeakRSS()
+	benchenv.ResetPeakRSS(b)
 	wchar := procIO(b, "wchar")
 	cpu := benchenv.CPUTime()
 	var stats Stats

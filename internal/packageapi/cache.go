@@ -69,10 +69,6 @@ type cache struct {
 	idx  Indexes
 	cats Catalogs
 	log  logr.Logger
-	// giveBackMemory runs after a sync that converted packages
-	// (debug.FreeOSMemory); a field so that tests see when it runs.
-	giveBackMemory func()
-
 	// dirty holds the catalogs to look at again; kick wakes run.
 	dirtyMu sync.Mutex
 	dirty   map[string]bool
@@ -90,7 +86,7 @@ type cache struct {
 }
 
 func newCache(idx Indexes, cats Catalogs, base uint64, log logr.Logger) *cache {
-	c := &cache{idx: idx, cats: cats, log: log, giveBackMemory: debug.FreeOSMemory, dirty: map[string]bool{}, kick: make(chan struct{}, 1),
+	c := &cache{idx: idx, cats: cats, log: log, dirty: map[string]bool{}, kick: make(chan struct{}, 1),
 		loaded: make(chan struct{}), rv: base, floor: base, byCat: map[string]map[string]*entry{},
 		watchers: map[*watcher]struct{}{}}
 	idx.Watch(c.mark)
@@ -155,7 +151,7 @@ func (c *cache) syncDirty(ctx context.Context) {
 	// gave back its build's; syncs follow swaps, which are rare, so
 	// collecting and returning it at once costs little.
 	if converted > 0 {
-		c.giveBackMemory()
+		debug.FreeOSMemory()
 	}
 }
 

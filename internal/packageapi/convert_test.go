@@ -3,6 +3,7 @@ package packageapi
 import (
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -14,7 +15,7 @@ import (
 // channels all lead to one bundle keeps its CSV's text once), and that
 // channels with different heads each get their own.
 func TestToManifestSharesHeads(t *testing.T) {
-	head := func(name string) *query.BundleDetail {
+	head := func(name, version string) *query.BundleDetail {
 		md, err := json.Marshal(map[string]any{
 			"displayName": "Aurora", "description": "a long description of " + name,
 			"annotations": map[string]string{"alm-examples": "[]"},
@@ -23,9 +24,9 @@ func TestToManifestSharesHeads(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return &query.BundleDetail{Name: name, Version: "1.0.0", Properties: []query.Property{{Type: "olm.csv.metadata", Value: md}}}
+		return &query.BundleDetail{Name: name, Version: version, Properties: []query.Property{{Type: "olm.csv.metadata", Value: md}}}
 	}
-	one, other := head("aurora.v1.0.0"), head("aurora.v1.0.0")
+	one, other := head("aurora.v1.0.0", "1.0.0"), head("aurora.v2.0.0", "2.0.0")
 	tests := []struct {
 		name      string
 		heads     [2]*query.BundleDetail
@@ -47,10 +48,13 @@ func TestToManifestSharesHeads(t *testing.T) {
 			if !ok || len(m.Status.Channels) != 2 {
 				t.Fatalf("manifest %v (ok %v): want two channels", m, ok)
 			}
-			a, b := m.Status.Channels[0].CurrentCSVDesc, m.Status.Channels[1].CurrentCSVDesc
-			if !reflect.DeepEqual(a, b) {
-				t.Fatalf("descriptions differ:\n%+v\n%+v", a, b)
+			// Each channel is described by its own head.
+			for i, ch := range m.Status.Channels {
+				if want := tc.heads[i].Name; ch.CurrentCSV != want || !strings.HasSuffix(ch.CurrentCSVDesc.LongDescription, " of "+want) {
+					t.Errorf("channel %s: head %s described as %q, want %s", ch.Name, ch.CurrentCSV, ch.CurrentCSVDesc.LongDescription, want)
+				}
 			}
+			a, b := m.Status.Channels[0].CurrentCSVDesc, m.Status.Channels[1].CurrentCSVDesc
 			shared := unsafe.StringData(a.LongDescription) == unsafe.StringData(b.LongDescription) &&
 				reflect.ValueOf(a.Annotations).UnsafePointer() == reflect.ValueOf(b.Annotations).UnsafePointer() &&
 				unsafe.SliceData(a.Keywords) == unsafe.SliceData(b.Keywords)

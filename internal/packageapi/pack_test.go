@@ -105,7 +105,6 @@ func TestCachePacksManifests(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := newCache(st, table, 1, testr.New(t))
-	c.giveBackMemory = func() {}
 	c.mark("main")
 	c.syncDirty(context.Background())
 	entries, _ := c.snapshot()

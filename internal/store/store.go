@@ -90,10 +90,6 @@ type Store struct {
 	log logr.Logger
 	now func() time.Time
 	mem Memory
-	// giveBackMemory runs after every swap (debug.FreeOSMemory); a field
-	// so that tests can see when it runs without reading the runtime's
-	// heap, which other goroutines change at any moment.
-	giveBackMemory func()
 	// build is index.Build; a field so that tests can see the content it
 	// is given, and what is on disk meanwhile.
 	build func(ctx context.Context, path string, src index.Content, builtAt time.Time) (index.Stats, error)
@@ -213,7 +209,7 @@ func New(dir string, log logr.Logger, opts ...Option) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create index directory: %w", err)
 	}
-	s := &Store{dir: dir, log: log, now: time.Now, giveBackMemory: debug.FreeOSMemory, build: index.Build, incremental: true,
+	s := &Store{dir: dir, log: log, now: time.Now, build: index.Build, incremental: true,
 		historyLen: DefaultHistory, mem: Memory{}.withDefaults(),
 		live: map[string]*handle{}, building: map[string]*sync.Mutex{}, history: map[string]*History{}}
 	for _, o := range opts {
@@ -537,7 +533,7 @@ func (s *Store) Update(ctx context.Context, catalog string, src index.Content) (
 	// kernel only gradually, keeping a serving process's resident set near
 	// the build's peak for a while after it; builds are rare, so collecting
 	// and returning it at once costs little.
-	s.giveBackMemory()
+	debug.FreeOSMemory()
 	s.log.Info("index swapped in", "catalog", catalog, "digest", stats.Digest,
 		"bundles", stats.Bundles, "problems", stats.Problems, "duration", s.now().Sub(start).String(),
 		"mode", stats.Build.Mode, "packagesRebuilt", stats.Build.PackagesRebuilt, "reason", stats.Build.Reason)

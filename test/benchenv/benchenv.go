@@ -35,8 +35,18 @@ func Catalog(b *testing.B) string {
 }
 
 // ResetPeakRSS starts a new peak measurement: writing 5 to clear_refs resets
-// VmHWM.
-func ResetPeakRSS() { _ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) }
+// VmHWM. Where the peak cannot be reset, or the resident set not read, it
+// skips tb saying so: a peak that counts earlier runs, or reads 0, would
+// measure nothing.
+func ResetPeakRSS(tb testing.TB) {
+	tb.Helper()
+	if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
+		tb.Skipf("the peak resident set cannot be reset here, so it cannot be measured: %v", err)
+	}
+	if PeakRSSMiB() == 0 || RSSMiB() == 0 {
+		tb.Skip("/proc/self/status gives no resident set figures here, so it cannot be measured")
+	}
+}
 
 // PeakRSSMiB is the peak resident set size since the last reset.
 func PeakRSSMiB() float64 { return statusMiB("self", "VmHWM") }
@@ -85,6 +95,14 @@ func CPUTime() time.Duration {
 // ReportCPU reports the CPU seconds per operation used since start.
 func ReportCPU(b *testing.B, start time.Duration) {
 	b.ReportMetric((CPUTime()-start).Seconds()/float64(b.N), "cpu-s/op")
+}
+
+// ForcedCollections is how many garbage collections the process has had
+// forced (runtime.GC, debug.FreeOSMemory), as the runtime counts them.
+func ForcedCollections() uint64 {
+	sample := []metrics.Sample{{Name: "/gc/cycles/forced:gc-cycles"}}
+	metrics.Read(sample)
+	return sample[0].Value.Uint64()
 }
 
 // heapObjects is the runtime/metrics figure PeakHeap samples: the bytes of

@@ -157,9 +157,13 @@ func Load(t testing.TB, dir string) *Catalog {
 }
 
 // SharedCommunity returns the path of the real community catalog beside the
-// project, skipping the test when it is absent (a clone on its own).
+// project, skipping the test when it is absent (a clone on its own), and
+// with -short (make race, where a 15 MB catalog takes minutes per test).
 func SharedCommunity(t testing.TB) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short leaves out the real-catalog test (community-v4.20)")
+	}
 	dir, ok := FindSharedCommunity()
 	if !ok {
 		t.Skip("../shared/catalogs/community-v4.20 is absent (a clone on its own): skipping the real-catalog test")

@@ -97,7 +97,7 @@ func readersMemory(b *testing.B, dir string, packages []string, resolve bool) {
 
 	tls := libc.NewTLS()
 	defer tls.Close()
-	benchenv.ResetPeakRSS()
+	benchenv.ResetPeakRSS(b)
 	sqlite3.Xsqlite3_memory_highwater(tls, 1)
 	b.ResetTimer()
 	requests := read(b, srv.URL, packages, resolve)

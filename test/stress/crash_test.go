@@ -218,10 +218,13 @@ func TestCrashDuringBuild(t *testing.T) {
 				return []string{"--data-dir", dataDir, "--catalog", "c=" + link}
 			})
 		})
+		// No image run of the segmented catalog: it would add only a pull
+		// and an unpack, which the other image runs kill, before the same
+		// segmented builds its directory run kills (it always skipped).
+		if tc.segments {
+			continue
+		}
 		t.Run(tc.name+"/image", func(t *testing.T) {
-			if tc.segments {
-				t.Skip("the directory's runs kill the segmented builds; an image adds only its pull")
-			}
 			reg := registrytest.New(t)
 			for _, v := range tc.versions {
 				reg.PushCatalog(t, "catalogs/c:"+v.name, v.dir, registrytest.PushOptions{})
