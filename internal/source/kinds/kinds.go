@@ -1,0 +1,55 @@
+// Package kinds chooses the kind of source a source.Spec names: the one
+// place where every composition root (`catalogd serve`, `validate` and
+// `manager` through internal/daemon, `kubectl catalog` through
+// internal/catalogcli) turns a Spec into a Fetcher. A new kind of source is
+// one new package and one case here.
+package kinds
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/google/go-containerregistry/pkg/name"
+
+	"github.com/catalogd/catalogd/internal/catalogdir"
+	"github.com/catalogd/catalogd/internal/catalogsync"
+	"github.com/catalogd/catalogd/internal/source"
+	"github.com/catalogd/catalogd/internal/unpack"
+)
+
+// Kinds holds what fetches each kind of source; one per process, built by
+// its composition root with the process's limits.
+type Kinds struct {
+	// Images pulls images and artifacts from registries.
+	Images *unpack.Unpacker
+	// TempDir is where fetched content is unpacked, each fetch into its own
+	// directory that its Cleanup removes.
+	TempDir string
+}
+
+// Fetcher is the fetcher of spec, with creds where its kind takes
+// credentials. An error is a Spec of no kind, a kind this binary does not
+// fetch, or credentials its kind cannot use.
+func (k Kinds) Fetcher(spec source.Spec, creds source.Credentials) (source.Fetcher, error) {
+	switch {
+	case spec.Dir != "":
+		return catalogsync.DirFetcher{Path: spec.Dir, Hashes: catalogdir.NewCache()}, nil
+	case spec.Image != "":
+		ref, err := name.ParseReference(spec.Image)
+		if err != nil {
+			return nil, fmt.Errorf("image %s: %w", spec.Image, err)
+		}
+		return catalogsync.ImageFetcher{Ref: ref, Unpacker: k.Images, TempDir: k.TempDir}, nil
+	case spec.Layout != nil:
+		return nil, notBuiltIn("OCI layout", spec)
+	case spec.Git != nil:
+		return nil, notBuiltIn("git", spec)
+	case spec.HTTP != nil:
+		return nil, notBuiltIn("HTTP", spec)
+	}
+	return nil, errors.New("no source given")
+}
+
+func notBuiltIn(kind string, spec source.Spec) error {
+	return fmt.Errorf("%s: %s sources are not built into this catalogd; use a directory or an image", spec, kind)
+}
