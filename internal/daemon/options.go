@@ -4,7 +4,6 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
@@ -12,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -20,6 +18,7 @@ import (
 	"github.com/catalogd/catalogd/internal/catalogsync"
 	"github.com/catalogd/catalogd/internal/query"
 	"github.com/catalogd/catalogd/internal/server"
+	"github.com/catalogd/catalogd/internal/source"
 	"github.com/catalogd/catalogd/internal/store"
 	"github.com/catalogd/catalogd/internal/unpack"
 )
@@ -153,7 +152,8 @@ func checkListen(listen string) error {
 type ServeOptions struct {
 	Options
 	Watch bool
-	// PollInterval is how often image tags are resolved again; 0 never.
+	// PollInterval is how often every source that is not a directory is
+	// asked again for new content; 0 never.
 	PollInterval time.Duration
 
 	// Raw values of the repeatable flags, parsed by Validate.
@@ -162,23 +162,26 @@ type ServeOptions struct {
 
 // BindFlags declares the flags of `catalogd serve` on fs.
 func (o *ServeOptions) BindFlags(fs *pflag.FlagSet) {
-	fs.StringArrayVar(&o.catalogArgs, "catalog", nil, "serve catalog `NAME=DIR|IMAGE`: DIR is a file-based catalog directory, IMAGE a\n"+
-		"catalog image with its registry host (quay.io/org/catalog:tag); repeatable")
+	fs.StringArrayVar(&o.catalogArgs, "catalog", nil, "serve catalog `NAME=SOURCE`; repeatable. SOURCE is a file-based catalog directory, an image or\n"+
+		"OCI artifact with its registry host (quay.io/org/catalog:tag), an OCI layout (oci:DIR[:TAG]), a directory\n"+
+		"of a git repository (git::https://host/org/repo.git//DIR?ref=REF, or git::file:///path/to/repo), or an\n"+
+		"http(s) URL of a .tar, .tar.gz, .json or .yaml (optionally pinned with #sha256=HEX)")
 	fs.StringArrayVar(&o.priorityArgs, "priority", nil, "give catalogs priorities as `NAME=N` (int32, default 0; higher answers first); repeatable")
 	fs.StringArrayVar(&o.labelArgs, "label", nil, "label a catalog as `NAME=KEY=VALUE`, as a ClusterCatalog's labels, for the catalog selector of /resolve; repeatable")
 	o.bindFlags(fs)
 	fs.BoolVar(&o.Watch, "watch", false, "re-index a directory catalog when its files change; a broken edit keeps the last good index serving")
-	fs.DurationVar(&o.PollInterval, "poll-interval", 0, "resolve image tags again this often and index new content (0: only at start-up and on failure)")
+	fs.DurationVar(&o.PollInterval, "poll-interval", 0, "ask every source but directories again this often for new content (an image tag, a git branch, a URL),\n"+
+		"and index what changed (0: only at start-up and on failure)")
 }
 
 // Validate checks the flags of `catalogd serve`; args are the positional
 // arguments. Every error is a mistake in the command line.
 func (o *ServeOptions) Validate(args []string) (ServeConfig, error) {
 	if len(args) > 0 {
-		return ServeConfig{}, fmt.Errorf("unexpected argument %q (catalogs are given as --catalog NAME=DIR)", args[0])
+		return ServeConfig{}, fmt.Errorf("unexpected argument %q (catalogs are given as --catalog NAME=SOURCE)", args[0])
 	}
 	if len(o.catalogArgs) == 0 {
-		return ServeConfig{}, errors.New("no catalog to serve: give at least one --catalog NAME=DIR")
+		return ServeConfig{}, errors.New("no catalog to serve: give at least one --catalog NAME=SOURCE, as --catalog demo=test/testdata/demo")
 	}
 	shared, err := o.Options.Validate()
 	if err != nil {
@@ -248,65 +251,21 @@ func (o *ServeOptions) Validate(args []string) (ServeConfig, error) {
 	return cfg, nil
 }
 
-// parseCatalog parses one NAME=DIR|IMAGE of --catalog.
+// parseCatalog parses one NAME=SOURCE of --catalog.
 func parseCatalog(arg string) (Catalog, error) {
 	n, v, ok := strings.Cut(arg, "=")
 	if !ok || v == "" {
-		return Catalog{}, fmt.Errorf("--catalog %s: want NAME=DIR or NAME=IMAGE", arg)
+		return Catalog{}, fmt.Errorf("--catalog %s: want NAME=SOURCE, as demo=test/testdata/demo or demo=quay.io/org/catalog:tag", arg)
 	}
 	if errs := validation.IsDNS1123Subdomain(n); len(errs) > 0 {
 		return Catalog{}, fmt.Errorf("--catalog %s: name %q is not a DNS-1123 subdomain (lower-case letters, digits, '-' and '.'): %s",
 			arg, n, strings.Join(errs, "; "))
 	}
-	c, err := parseLocation(v)
+	spec, err := source.Parse(v)
 	if err != nil {
 		return Catalog{}, fmt.Errorf("--catalog %s: %w", arg, err)
 	}
-	c.Name = n
-	return c, nil
-}
-
-// parseLocation parses where a catalog is: DIR or IMAGE. A value naming an
-// existing directory is a directory. Anything else must look like an image
-// reference with a registry host: otherwise a mistyped directory such as
-// test/testdata/dmeo would parse as docker.io/test/testdata/dmeo:latest and
-// fail much later, and less clearly, as a failed pull.
-func parseLocation(v string) (Catalog, error) {
-	c := Catalog{Value: v}
-	fi, err := os.Stat(v)
-	switch {
-	case err == nil && fi.IsDir():
-		abs, err := filepath.Abs(v)
-		if err != nil {
-			return Catalog{}, err
-		}
-		c.Dir = abs
-		return c, nil
-	case err == nil:
-		return Catalog{}, fmt.Errorf("%s is a file; want the catalog's directory", v)
-	case !errors.Is(err, fs.ErrNotExist):
-		return Catalog{}, err
-	}
-
-	if !looksLikeImage(v) {
-		return Catalog{}, fmt.Errorf("no directory %s (an image reference needs a registry host, as in quay.io/org/catalog:tag)", v)
-	}
-	ref, err := name.ParseReference(v)
-	if err != nil {
-		return Catalog{}, fmt.Errorf("no directory %s, and not an image reference: %w", v, err)
-	}
-	c.Image = ref
-	return c, nil
-}
-
-// looksLikeImage reports whether v starts with a registry host, the way
-// container tools tell a registry from a Docker Hub namespace.
-func looksLikeImage(v string) bool {
-	if strings.HasPrefix(v, ".") || strings.HasPrefix(v, "/") || strings.HasPrefix(v, "~") {
-		return false
-	}
-	host, _, ok := strings.Cut(v, "/")
-	return ok && (strings.ContainsAny(host, ".:") || host == "localhost")
+	return Catalog{Name: n, Value: v, Source: spec}, nil
 }
 
 // ManagerOptions are the flags of `catalogd manager`.
@@ -338,6 +297,9 @@ type managerSettings struct {
 	PackageAPI            bool
 	PackageAPIBindAddress string
 	PackageAPICertDir     string
+	// SecretNamespace is catalogd's own namespace, the only one the
+	// Secrets a ClusterCatalog names are read from; empty reads none.
+	SecretNamespace string
 }
 
 // BindFlags declares the flags of `catalogd manager` on fs.
@@ -350,6 +312,8 @@ func (o *ManagerOptions) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election lease (default: the pod's namespace)")
 	fs.StringVar(&o.ExternalBaseURL, "external-base-url", "", "URL clients reach the query API at; status.urls.base is this plus /catalogs/<name> (default: http(s)://<listen>)")
 	fs.StringVar(&o.pullSecret, "global-pull-secret", "", "namespace/name of an image pull secret used for every catalog")
+	fs.StringVar(&o.SecretNamespace, "secret-namespace", "", "catalogd's own `NAMESPACE`, the only one the Secrets a ClusterCatalog names (secretRef, caSecretRef) are read from,\n"+
+		"by name and uncached; empty: a ClusterCatalog that names a Secret fails to fetch")
 	fs.StringVar(&o.serviceAccount, "service-account", "", "namespace/name of the service account whose imagePullSecrets are used for pulls (catalogd's own, in a cluster)")
 	fs.DurationVar(&o.ShutdownGracePeriod, "shutdown-grace-period", server.ShutdownGrace, "how long in-flight queries may take at shutdown")
 	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", 4, "catalogs reconciled at once, so one slow registry delays no other catalog")
@@ -383,6 +347,11 @@ func (o *ManagerOptions) Validate() (ManagerConfig, error) {
 	}
 	if cfg.ServiceAccount, err = namespacedName("--service-account", o.serviceAccount); err != nil {
 		return ManagerConfig{}, err
+	}
+	if ns := cfg.SecretNamespace; ns != "" {
+		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+			return ManagerConfig{}, fmt.Errorf("--secret-namespace %q: not a namespace name: %s", ns, strings.Join(errs, "; "))
+		}
 	}
 	if cfg.ExternalBaseURL == "" {
 		scheme := "http://"

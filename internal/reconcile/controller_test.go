@@ -31,6 +31,7 @@ import (
 	"github.com/catalogd/catalogd/internal/catalogs"
 	"github.com/catalogd/catalogd/internal/catalogsync"
 	"github.com/catalogd/catalogd/internal/reconcile"
+	"github.com/catalogd/catalogd/internal/source"
 	"github.com/catalogd/catalogd/internal/store"
 	"github.com/catalogd/catalogd/internal/unpack"
 	"github.com/catalogd/catalogd/test/await"
@@ -99,9 +100,13 @@ func start(t *testing.T) *env {
 	svc := catalogsync.New(catalogsync.Options{Store: indexes, Table: cats, Log: log.WithName("sync"),
 		MinBackoff: 100 * time.Millisecond, MaxBackoff: time.Second})
 	tmp := t.TempDir()
-	image := func(ref name.Reference) catalogsync.Fetcher {
-		return catalogsync.ImageFetcher{Ref: ref, Unpacker: unpacker, TempDir: tmp}
-	}
+	sources := reconcile.Sources{Fetcher: func(spec source.Spec, _ source.Credentials) (catalogsync.Fetcher, error) {
+		ref, err := name.ParseReference(spec.Image)
+		if err != nil {
+			return nil, err
+		}
+		return catalogsync.ImageFetcher{Ref: ref, Unpacker: unpacker, TempDir: tmp}, nil
+	}}
 
 	skip := true
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
@@ -118,7 +123,7 @@ func start(t *testing.T) *env {
 		Client:   mgr.GetClient(),
 		Sync:     svc,
 		Catalogs: cats,
-		Image:    image,
+		Sources:  sources,
 		BaseURL:  baseURL,
 		// pollIntervalMinutes: 1 means one second here.
 		PollInterval: func(minutes int) time.Duration { return time.Duration(minutes) * time.Second },
@@ -127,7 +132,7 @@ func start(t *testing.T) *env {
 	if err := r.SetupWithManager(mgr); err != nil {
 		t.Fatalf("setting up reconciler: %v", err)
 	}
-	if err := (&reconcile.LocalSyncer{Client: mgr.GetClient(), Sync: svc, Image: image}).SetupWithManager(mgr); err != nil {
+	if err := (&reconcile.LocalSyncer{Client: mgr.GetClient(), Sync: svc, Sources: sources}).SetupWithManager(mgr); err != nil {
 		t.Fatalf("setting up local syncer: %v", err)
 	}
 	if err := mgr.Add(svc); err != nil {
