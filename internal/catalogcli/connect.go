@@ -44,7 +44,7 @@ type connectFlags struct {
 
 	serviceNamespace, serviceName, servicePort string
 
-	dir, image         string
+	dir, image, source string
 	insecureRegistries []string
 	pullTimeout        time.Duration
 	cacheMaxSize       string
@@ -69,7 +69,7 @@ func newConnectFlags(stderr io.Writer) *connectFlags {
 
 func (c *connectFlags) bind(fs *pflag.FlagSet) {
 	c.kube.AddFlags(fs)
-	fs.StringVar(&c.server, "server", "", "URL of a catalogd server (catalogd serve, a port-forward, an Ingress) instead of the cluster's Service; default $"+ServerEnv+" unless --dir or --image is given")
+	fs.StringVar(&c.server, "server", "", "URL of a catalogd server (catalogd serve, a port-forward, an Ingress) instead of the cluster's Service; default $"+ServerEnv+" unless --dir, --image or --source is given")
 	fs.StringVar(&c.caFile, "certificate-authority", "", "with --server: a PEM file of the CA that signed the server's certificate")
 	fs.BoolVar(&c.insecureTLS, "insecure-skip-tls-verify", false, "with --server: do not verify the server's certificate (insecure)")
 	fs.StringVar(&c.serviceNamespace, "service-namespace", defaultServiceNamespace, "namespace of the catalogd Service in the cluster")
@@ -77,9 +77,11 @@ func (c *connectFlags) bind(fs *pflag.FlagSet) {
 	fs.StringVar(&c.servicePort, "service-port", defaultServicePort, "scheme:port of the catalogd Service's API port")
 	fs.StringVar(&c.dir, "dir", "", "answer offline from this catalog directory (indexed into the user cache once per content)")
 	fs.StringVar(&c.image, "image", "", "answer offline from this catalog image (pulled and indexed into the user cache once per digest)")
-	fs.StringSliceVar(&c.insecureRegistries, "insecure-registry", nil, "with --image: registries (host:port) spoken to over plain HTTP")
-	fs.DurationVar(&c.pullTimeout, "pull-timeout", unpack.DefaultPullTimeout, "with --image: deadline of the pull as a whole (resolve, download, extract)")
-	fs.StringVar(&c.cacheMaxSize, "cache-max-size", "", "with --dir or --image: bound the offline cache to this size (1Gi, 500Mi, 0), evicting the least recently used catalogs first; default $"+CacheMaxSizeEnv+", else "+defaultCacheMaxSize)
+	fs.StringVar(&c.source, "source", "", "answer offline from this catalog `SOURCE` (indexed into the user cache once per content): a directory, an image,\n"+
+		"oci:DIR[:TAG], git::https://host/org/repo.git//DIR?ref=REF (or git::file:///path), or an http(s) URL of an archive or file")
+	fs.StringSliceVar(&c.insecureRegistries, "insecure-registry", nil, "with --image or --source: registries (host:port) spoken to over plain HTTP")
+	fs.DurationVar(&c.pullTimeout, "pull-timeout", unpack.DefaultPullTimeout, "with --image or --source: deadline of the pull as a whole (resolve, download, extract)")
+	fs.StringVar(&c.cacheMaxSize, "cache-max-size", "", "with --dir, --image or --source: bound the offline cache to this size (1Gi, 500Mi, 0), evicting the least recently used catalogs first; default $"+CacheMaxSizeEnv+", else "+defaultCacheMaxSize)
 	fs.DurationVar(&c.timeout, "request-timeout", 30*time.Second, "how long to wait for an answer from a server or cluster (0: no limit)")
 }
 
@@ -95,21 +97,21 @@ type conn struct {
 // connect builds the client the flags ask for.
 func (c *connectFlags) connect(ctx context.Context) (*conn, error) {
 	set := 0
-	for _, s := range []string{c.server, c.dir, c.image} {
+	for _, s := range []string{c.server, c.dir, c.image, c.source} {
 		if s != "" {
 			set++
 		}
 	}
 	if set > 1 {
-		return nil, errors.New("give only one of --server, --dir and --image")
+		return nil, errors.New("give only one of --server, --dir, --image and --source")
 	}
-	// $CATALOGD_SERVER is a default: --dir or --image on the command line
+	// $CATALOGD_SERVER is a default: --dir, --image or --source on the command line
 	// says where to look this time.
 	if set == 0 {
 		c.server = os.Getenv(ServerEnv)
 	}
 	switch {
-	case c.dir != "" || c.image != "":
+	case c.dir != "" || c.image != "" || c.source != "":
 		return c.connectOffline(ctx)
 	case c.server != "":
 		return c.connectServer()
@@ -138,7 +140,7 @@ func (c *connectFlags) connectServer() (*conn, error) {
 		}
 		transport.TLSClientConfig = cfg
 	}
-	cn := &conn{where: c.server, hint: "start one with `catalogd serve`, or point elsewhere with --server, $" + ServerEnv + ", --dir or --image", close: func() {}}
+	cn := &conn{where: c.server, hint: "start one with `catalogd serve`, or point elsewhere with --server, $" + ServerEnv + ", --dir, --image or --source", close: func() {}}
 	return cn, cn.dial(strings.TrimSuffix(c.server, "/"), transport, c.timeout)
 }
 
@@ -158,7 +160,7 @@ func (c *connectFlags) connectCluster() (*conn, error) {
 		cfg, err = c.kube.ToRESTConfig()
 	}
 	if err != nil {
-		return nil, fmt.Errorf("no cluster to ask (%w); point at a catalogd server with --server or $%s, or at a catalog with --dir or --image", err, ServerEnv)
+		return nil, fmt.Errorf("no cluster to ask (%w); point at a catalogd server with --server or $%s, or at a catalog with --dir, --image or --source", err, ServerEnv)
 	}
 	transport, err := rest.TransportFor(cfg)
 	if err != nil {
@@ -177,7 +179,7 @@ func (c *connectFlags) connectCluster() (*conn, error) {
 	base := strings.TrimSuffix(host.String(), "/") + proxy
 	cn := &conn{
 		where: fmt.Sprintf("service %s/%s through %s", c.serviceNamespace, c.serviceName, host.Host),
-		hint:  "is catalogd deployed there? pick another with --service-namespace/--service-name or --context, or point elsewhere with --server, --dir or --image",
+		hint:  "is catalogd deployed there? pick another with --service-namespace/--service-name or --context, or point elsewhere with --server, --dir, --image or --source",
 		close: func() {},
 	}
 	return cn, cn.dial(base, transport, c.timeout)
@@ -195,7 +197,7 @@ func (c *connectFlags) connectOffline(ctx context.Context) (*conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	src := offlineSource{dir: c.dir, image: c.image, insecureRegistries: c.insecureRegistries, pullTimeout: c.pullTimeout, cacheDir: cache, cacheMaxBytes: maxBytes, progress: c.stderr}
+	src := offlineSource{dir: c.dir, image: c.image, source: c.source, insecureRegistries: c.insecureRegistries, pullTimeout: c.pullTimeout, cacheDir: cache, cacheMaxBytes: maxBytes, progress: c.stderr}
 	handler, where, closeIdx, err := src.open(ctx)
 	if err != nil {
 		return nil, err
