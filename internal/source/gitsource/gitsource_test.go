@@ -158,6 +158,7 @@ func TestFetchRefusesRefs(t *testing.T) {
 			if err == nil {
 				t.Fatal("fetch succeeded")
 			}
+			t.Logf("error: %v", err)
 			for _, w := range tc.want {
 				if !strings.Contains(err.Error(), w) {
 					t.Errorf("error %q does not say %s", err, w)
@@ -278,6 +279,7 @@ func TestFetchPinned(t *testing.T) {
 			got, err := c.Fetcher(spec, gitsource.Auth{}, t.TempDir()).Fetch(context.Background(), never)
 			defer got.Release()
 			if tc.wantErr != "" {
+				t.Logf("error: %v", err)
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || source.IsTerminal(err) {
 					t.Fatalf("error %v: want a retryable one saying %q", err, tc.wantErr)
 				}
@@ -344,6 +346,7 @@ func TestFetchAuth(t *testing.T) {
 				wantContent(t, r, got, commit, "catalog")
 				return
 			}
+			t.Logf("error: %v", err)
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Fatalf("error %v, want one saying %q", err, tc.wantErr)
 			}
@@ -381,6 +384,7 @@ func TestFetchRefusesBeforeAsking(t *testing.T) {
 			srv.reset()
 			c := newClient(t, gitsource.Options{}, unpack.Options{})
 			_, err := c.Fetcher(source.Git{URL: tc.url}, tc.auth, t.TempDir()).Fetch(context.Background(), never)
+			t.Logf("error: %v", err)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error %v, want one saying %q", err, tc.want)
 			}
@@ -429,6 +433,7 @@ func TestFetchContentErrors(t *testing.T) {
 				got.Release()
 				t.Fatal("fetch succeeded")
 			}
+			t.Logf("error: %v", err)
 			for _, w := range tc.want {
 				if !strings.Contains(err.Error(), w) {
 					t.Errorf("error %q does not say %q", err, w)
@@ -499,6 +504,7 @@ func TestFetchBounds(t *testing.T) {
 			}
 			c := newClient(t, tc.opts, unpack.Options{})
 			_, err := c.Fetcher(source.Git{URL: srv.URL + "/cat.git"}, gitsource.Auth{}, t.TempDir()).Fetch(context.Background(), never)
+			t.Logf("error: %v", err)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error %v, want one saying %q", err, tc.want)
 			}
@@ -530,6 +536,7 @@ func TestFetchRedirects(t *testing.T) {
 			self = redirector.URL
 			c := newClient(t, gitsource.Options{}, unpack.Options{})
 			_, err := c.Fetcher(source.Git{URL: redirector.URL + "/cat.git"}, gitsource.Auth{}, t.TempDir()).Fetch(context.Background(), never)
+			t.Logf("error: %v", err)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error %v, want one saying %q", err, tc.want)
 			}

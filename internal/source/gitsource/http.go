@@ -100,7 +100,7 @@ func (h *httpConn) checkRedirect(req *http.Request, via []*http.Request) error {
 		return fmt.Errorf("%s redirected to %s, which does not resolve: %w", h.base.Host, req.URL.Hostname(), err)
 	}
 	for _, a := range addrs {
-		if internal(a) {
+		if a = a.Unmap(); internal(a) {
 			return fmt.Errorf("%s redirected to %s, an internal address (%s): refused", h.base.Host, req.URL.Host, a)
 		}
 	}
@@ -109,9 +109,8 @@ func (h *httpConn) checkRedirect(req *http.Request, via []*http.Request) error {
 
 // internal reports addresses a remote must not send catalogd to: loopback,
 // link-local (the cloud metadata service, 169.254.169.254, among them),
-// unspecified.
+// unspecified. a is unmapped.
 func internal(a netip.Addr) bool {
-	a = a.Unmap()
 	return a.IsLoopback() || a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() || a.IsUnspecified()
 }
 

@@ -73,7 +73,7 @@ func headerHash(obj plumbing.EncodedObject, prefix string) (plumbing.Hash, error
 func isHash(s string) bool { return isCommitID(s) }
 
 // parseTree reads a tree object's entries: "MODE NAME\0" and 20 bytes of
-// hash, each.
+// hash, each. A name must be one path element.
 func parseTree(b []byte) ([]treeItem, error) {
 	var items []treeItem
 	for len(b) > 0 {
@@ -89,9 +89,14 @@ func parseTree(b []byte) ([]treeItem, error) {
 			}
 			mode = mode<<3 | uint32(c-'0')
 		}
+		name := string(b[sp+1 : nul])
+		if name == "." || name == ".." || strings.Contains(name, "/") {
+			// git writes no such entry; one that does is hostile.
+			return nil, fmt.Errorf("tree entry %q is not a file name", name)
+		}
 		var h plumbing.Hash
 		copy(h[:], b[nul+1:nul+21])
-		items = append(items, treeItem{mode: mode, name: string(b[sp+1 : nul]), hash: h})
+		items = append(items, treeItem{mode: mode, name: name, hash: h})
 		b = b[nul+21:]
 	}
 	return items, nil
