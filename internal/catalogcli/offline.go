@@ -24,6 +24,7 @@ import (
 	"github.com/catalogd/catalogd/internal/datadir"
 	"github.com/catalogd/catalogd/internal/httpapi"
 	"github.com/catalogd/catalogd/internal/source"
+	"github.com/catalogd/catalogd/internal/source/gitsource"
 	"github.com/catalogd/catalogd/internal/source/kinds"
 	"github.com/catalogd/catalogd/internal/store"
 	"github.com/catalogd/catalogd/internal/unpack"
@@ -152,7 +153,8 @@ func (o offlineSource) fetcher(spec source.Spec, unpackDir string) (catalogsync.
 	if err != nil {
 		return nil, err
 	}
-	return kinds.Kinds{Images: unpacker, TempDir: unpackDir}.Fetcher(spec, source.Credentials{})
+	git := gitsource.New(gitsource.Options{Extractor: unpacker, PullTimeout: o.pullTimeout, AllowLocal: true})
+	return kinds.Kinds{Images: unpacker, Git: git, TempDir: unpackDir}.Fetcher(spec, source.Credentials{})
 }
 
 var notNameChars = regexp.MustCompile(`[^a-z0-9]+`)

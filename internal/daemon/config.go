@@ -21,6 +21,7 @@ import (
 	"github.com/catalogd/catalogd/internal/query"
 	"github.com/catalogd/catalogd/internal/server"
 	"github.com/catalogd/catalogd/internal/source"
+	"github.com/catalogd/catalogd/internal/source/gitsource"
 	"github.com/catalogd/catalogd/internal/source/kinds"
 	"github.com/catalogd/catalogd/internal/store"
 	"github.com/catalogd/catalogd/internal/unpack"
@@ -56,6 +57,10 @@ type Config struct {
 	// UpgradeEdges are /resolve's upgrade edges when a request names none;
 	// "" is legacy.
 	UpgradeEdges query.UpgradeEdges
+	// LocalSources lets sources read this machine's files beyond catalog
+	// directories (git file:// repositories): `catalogd serve`, whose
+	// catalogs a person names; never the manager.
+	LocalSources bool
 }
 
 // RegistryConfig is how registries are reached.
@@ -70,8 +75,11 @@ type RegistryConfig struct {
 }
 
 // kinds is what fetches each kind of source in this configuration, with
-// one pull timeout and one set of limits for all, unpacking under tempDir.
-func (c RegistryConfig) kinds(tempDir string, log logr.Logger) (kinds.Kinds, error) {
+// one pull timeout, one CA bundle and one set of limits for all, unpacking
+// under tempDir. local lets git read repositories on this machine
+// (file://): for a person's own commands, never the manager, where a
+// ClusterCatalog must not read the node's files.
+func (c RegistryConfig) kinds(tempDir string, local bool, log logr.Logger) (kinds.Kinds, error) {
 	unpacker, err := unpack.New(unpack.Options{
 		Keychain:           c.Keychain,
 		CABundle:           c.CABundle,
@@ -83,7 +91,14 @@ func (c RegistryConfig) kinds(tempDir string, log logr.Logger) (kinds.Kinds, err
 	if err != nil {
 		return kinds.Kinds{}, err
 	}
-	return kinds.Kinds{Images: unpacker, TempDir: tempDir}, nil
+	git := gitsource.New(gitsource.Options{
+		Extractor:   unpacker,
+		PullTimeout: c.PullTimeout,
+		CABundle:    c.CABundle,
+		AllowLocal:  local,
+		Log:         log.WithName("git"),
+	})
+	return kinds.Kinds{Images: unpacker, Git: git, TempDir: tempDir}, nil
 }
 
 // Catalog is one --catalog of `catalogd serve`, with its --priority and
@@ -170,7 +185,7 @@ func (c Config) Complete(log logr.Logger) (_ *Core, err error) {
 		store.WithIncremental(c.IncrementalIndex)); err != nil {
 		return nil, fmt.Errorf("open index store: %w", err)
 	}
-	if core.kinds, err = c.RegistryConfig.kinds(filepath.Join(c.DataDir, datadir.UnpackDir), log); err != nil {
+	if core.kinds, err = c.RegistryConfig.kinds(filepath.Join(c.DataDir, datadir.UnpackDir), c.LocalSources, log); err != nil {
 		return nil, err
 	}
 	core.Table = catalogs.NewTable()

@@ -107,7 +107,7 @@ type RegistryOptions struct {
 
 func (o *RegistryOptions) bindFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&o.InsecureRegistries, "insecure-registry", nil, "talk plain HTTP to the registry at `host[:port]`; repeatable")
-	fs.StringVar(&o.CAFile, "ca-file", "", "also trust the PEM certificates in `FILE` for registries")
+	fs.StringVar(&o.CAFile, "ca-file", "", "also trust the PEM certificates in `FILE` for registries and https git repositories")
 	fs.DurationVar(&o.PullTimeout, "pull-timeout", unpack.DefaultPullTimeout, "deadline of one image pull as a whole (resolve the tag, download, extract), however steadily\n"+
 		"data arrives; generous because catalog images of hundreds of MB take minutes over a slow link")
 }
@@ -190,6 +190,9 @@ func (o *ServeOptions) Validate(args []string) (ServeConfig, error) {
 	if o.PollInterval < 0 {
 		return ServeConfig{}, fmt.Errorf("--poll-interval %s: want a positive duration, or 0 for no polling", o.PollInterval)
 	}
+	// A person names the catalogs of serve: a git repository on this
+	// machine is theirs to read.
+	shared.LocalSources = true
 	cfg := ServeConfig{Config: shared, Watch: o.Watch, PollInterval: o.PollInterval}
 	seen := map[string]int{} // name → index in cfg.Catalogs
 	for _, arg := range o.catalogArgs {

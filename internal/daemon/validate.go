@@ -92,7 +92,7 @@ func Validate(ctx context.Context, cfg ValidateConfig, out io.Writer, log logr.L
 	}
 	defer os.RemoveAll(tmp)
 
-	sources, err := cfg.RegistryConfig.kinds(filepath.Join(tmp, datadir.UnpackDir), log)
+	sources, err := cfg.RegistryConfig.kinds(filepath.Join(tmp, datadir.UnpackDir), true, log)
 	if err != nil {
 		return 0, err
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/catalogd/catalogd/internal/catalogdir"
 	"github.com/catalogd/catalogd/internal/catalogsync"
 	"github.com/catalogd/catalogd/internal/source"
+	"github.com/catalogd/catalogd/internal/source/gitsource"
 	"github.com/catalogd/catalogd/internal/unpack"
 )
 
@@ -22,6 +23,8 @@ import (
 type Kinds struct {
 	// Images pulls images and artifacts from registries.
 	Images *unpack.Unpacker
+	// Git fetches git repositories; nil fetches none.
+	Git *gitsource.Client
 	// TempDir is where fetched content is unpacked, each fetch into its own
 	// directory that its Cleanup removes.
 	TempDir string
@@ -43,7 +46,18 @@ func (k Kinds) Fetcher(spec source.Spec, creds source.Credentials) (source.Fetch
 	case spec.Layout != nil:
 		return nil, notBuiltIn("OCI layout", spec)
 	case spec.Git != nil:
-		return nil, notBuiltIn("git", spec)
+		if k.Git == nil {
+			return nil, notBuiltIn("git", spec)
+		}
+		var auth gitsource.Auth
+		if creds.Secret != nil {
+			var err error
+			// Its errors name the Secret and the keys it wants, never a value.
+			if auth, err = gitsource.AuthFromSecret(creds.Secret.Name, creds.Secret.Data); err != nil {
+				return nil, err
+			}
+		}
+		return k.Git.Fetcher(*spec.Git, auth, k.TempDir), nil
 	case spec.HTTP != nil:
 		return nil, notBuiltIn("HTTP", spec)
 	}
