@@ -173,24 +173,13 @@ func (e *env) create(t *testing.T, name, ref string, mutate func(*catalogdv1.Clu
 
 func (e *env) get(t *testing.T, name string) *catalogdv1.ClusterCatalog {
 	t.Helper()
-	cat := &catalogdv1.ClusterCatalog{}
-	if err := e.c.Get(context.Background(), types.NamespacedName{Name: name}, cat); err != nil {
-		t.Fatalf("getting ClusterCatalog %s: %v", name, err)
-	}
-	return cat
+	return getCatalog(t, e.c, name)
 }
 
 // change applies f to the catalog and updates it, retrying on conflicts.
 func (e *env) change(t *testing.T, name string, f func(*catalogdv1.ClusterCatalog)) {
 	t.Helper()
-	await.Until(t, "updating "+name, waitTimeout, func() error {
-		cat := &catalogdv1.ClusterCatalog{}
-		if err := e.c.Get(context.Background(), types.NamespacedName{Name: name}, cat); err != nil {
-			return err
-		}
-		f(cat)
-		return e.c.Update(context.Background(), cat)
-	})
+	changeCatalog(t, e.c, name, f)
 }
 
 // touch changes an annotation so the controller reconciles again.
@@ -267,16 +256,7 @@ func (e *env) requests(repo, method, part string) int {
 // packages counts the packages in the live index of name.
 func (e *env) packages(t *testing.T, name string) int {
 	t.Helper()
-	snap, err := e.store.Acquire(name)
-	if err != nil {
-		t.Fatalf("acquiring index of %s: %v", name, err)
-	}
-	defer snap.Release()
-	counts, err := snap.Catalog.Counts(context.Background())
-	if err != nil {
-		t.Fatalf("counting packages of %s: %v", name, err)
-	}
-	return counts.Packages
+	return countPackages(t, e.store, name)
 }
 
 // brokenCatalog writes a catalog directory whose only file is not valid JSON.

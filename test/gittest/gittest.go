@@ -128,8 +128,9 @@ type Server struct {
 	Root string
 	// Requests counts the requests answered.
 	Requests atomic.Int64
-	// auth, when set, says whether a request may go on (else 401).
-	auth func(*http.Request) bool
+	// private are the repositories that need credentials: name →
+	// "user:password".
+	private map[string]string
 }
 
 // NewServer starts a server on loopback, over TLS when tls is set (trust
@@ -137,7 +138,7 @@ type Server struct {
 func NewServer(t testing.TB, tls bool) *Server {
 	t.Helper()
 	Need(t)
-	s := &Server{Root: t.TempDir()}
+	s := &Server{Root: t.TempDir(), private: map[string]string{}}
 	backend := &cgi.Handler{
 		Path: Binary,
 		Args: []string{"http-backend"},
@@ -146,7 +147,7 @@ func NewServer(t testing.TB, tls bool) *Server {
 	}
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.Requests.Add(1)
-		if s.auth != nil && !s.auth(r) {
+		if !s.allowed(r) {
 			w.Header().Set("WWW-Authenticate", `Basic realm="git"`)
 			http.Error(w, "authentication required", http.StatusUnauthorized)
 			return
@@ -162,13 +163,20 @@ func NewServer(t testing.TB, tls bool) *Server {
 	return s
 }
 
-// RequireBasicAuth makes the server answer only user:password; call it
-// before the server is used.
-func (s *Server) RequireBasicAuth(user, password string) {
-	s.auth = func(r *http.Request) bool {
-		u, p, ok := r.BasicAuth()
-		return ok && subtle.ConstantTimeCompare([]byte(u+":"+p), []byte(user+":"+password)) == 1
+// RequireBasicAuth makes the server answer requests for repository NAME.git
+// only with user:password; call it before the server is used.
+func (s *Server) RequireBasicAuth(name, user, password string) {
+	s.private[name] = user + ":" + password
+}
+
+func (s *Server) allowed(r *http.Request) bool {
+	repo, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), ".git/")
+	want, private := s.private[repo]
+	if !private {
+		return true
 	}
+	u, p, ok := r.BasicAuth()
+	return ok && subtle.ConstantTimeCompare([]byte(u+":"+p), []byte(want)) == 1
 }
 
 // CAPEM is the TLS server's certificate, to trust.
