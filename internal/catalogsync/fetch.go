@@ -103,6 +103,7 @@ func (s ImageFetcher) Fetch(ctx context.Context, skip func(string) bool) (Fetche
 		Content: index.Content{FS: catalogdir.FS(dst), Ref: digestRef, Digest: digest, FileHash: res.FileHash},
 		Pulled:  true,
 		Bytes:   res.Bytes,
+		Form:    res.Form,
 		Cleanup: cleanup,
 	}, nil
 }

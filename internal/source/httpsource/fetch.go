@@ -233,7 +233,7 @@ func (g *get) download(ctx context.Context, resp *http.Response, fm form, tmp, k
 	}
 	var archive io.Reader = file
 	if !fm.archive {
-		if archive, err = singleFileTar(fm.name, n, file); err != nil {
+		if archive, err = unpack.FileArchive(fm.name, n, file); err != nil {
 			return res, fmt.Errorf("fetch %s: %w", g.shown(), err)
 		}
 	}

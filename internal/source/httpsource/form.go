@@ -1,11 +1,8 @@
 package httpsource
 
 import (
-	"archive/tar"
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"mime"
 	"path"
 	"strings"
@@ -61,21 +58,3 @@ func formOf(contentType string, urlPaths ...string) (form, error) {
 func validFileName(name string) bool {
 	return name != "" && name != "." && name != ".." && !strings.ContainsAny(name, "/\\\x00") && !strings.HasPrefix(name, ".wh.")
 }
-
-// singleFileTar is one regular file, name, of size bytes read from body,
-// as a tar stream: so that a single file goes through the same extractor,
-// and limits, as an archive. The header is written once, then body and the
-// padding and end-of-archive blocks follow it; nothing is copied.
-func singleFileTar(name string, size int64, body io.Reader) (io.Reader, error) {
-	var hdr bytes.Buffer
-	tw := tar.NewWriter(&hdr)
-	if err := tw.WriteHeader(&tar.Header{Name: name, Typeflag: tar.TypeReg, Mode: 0o644, Size: size, Format: tar.FormatPAX}); err != nil {
-		return nil, fmt.Errorf("making a tar header for %s: %w", name, err)
-	}
-	// The tar writer is left unclosed: it would want the body written
-	// through it. The stream ends the way Close would end it.
-	pad := (blockSize - size%blockSize) % blockSize
-	return io.MultiReader(&hdr, io.LimitReader(body, size), bytes.NewReader(make([]byte, pad+2*blockSize))), nil
-}
-
-const blockSize = 512
