@@ -11,89 +11,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/opencontainers/go-digest"
-	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"oras.land/oras-go/v2"
-	"oras.land/oras-go/v2/content/file"
-	"oras.land/oras-go/v2/content/memory"
-	orasremote "oras.land/oras-go/v2/registry/remote"
 
 	"github.com/catalogd/catalogd/internal/source"
 	"github.com/catalogd/catalogd/internal/unpack"
 	"github.com/catalogd/catalogd/test/registrytest"
 )
-
-// artifactLayer is one layer of an artifact: a path added through oras's
-// file store, as `oras push NAME[:TYPE]` adds it (a directory becomes a
-// tar+gzip layer with oras's unpack annotation, a file a blob titled by
-// its name), or raw bytes with annotations of the test's choosing.
-type artifactLayer struct {
-	name, mediaType, path string
-	raw                   []byte
-	annotations           map[string]string
-}
-
-// packArtifact packs layers into an artifact manifest of artifactType with
-// oras-go, as `oras push` does, and copies it to target under tag.
-func packArtifact(t *testing.T, target oras.Target, tag string, version oras.PackManifestVersion, artifactType string, layers []artifactLayer) ocispec.Descriptor {
-	t.Helper()
-	ctx := context.Background()
-	fileStore, err := file.New(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fileStore.Close()
-	mem := memory.New()
-	var descs []ocispec.Descriptor
-	for _, l := range layers {
-		var desc ocispec.Descriptor
-		if l.path != "" {
-			if desc, err = fileStore.Add(ctx, l.name, l.mediaType, l.path); err != nil {
-				t.Fatal(err)
-			}
-			rc, err := fileStore.Fetch(ctx, desc)
-			if err != nil {
-				t.Fatal(err)
-			}
-			err = mem.Push(ctx, desc, rc)
-			rc.Close()
-			if err != nil {
-				t.Fatal(err)
-			}
-		} else {
-			desc = ocispec.Descriptor{MediaType: l.mediaType, Digest: digest.FromBytes(l.raw), Size: int64(len(l.raw)), Annotations: l.annotations}
-			if err := mem.Push(ctx, desc, bytes.NewReader(l.raw)); err != nil {
-				t.Fatal(err)
-			}
-		}
-		descs = append(descs, desc)
-	}
-	manifest, err := oras.PackManifest(ctx, mem, version, artifactType, oras.PackManifestOptions{
-		Layers:              descs,
-		ManifestAnnotations: map[string]string{ocispec.AnnotationCreated: "2026-01-01T00:00:00Z"},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := mem.Tag(ctx, manifest, tag); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := oras.Copy(ctx, mem, tag, target, tag, oras.DefaultCopyOptions); err != nil {
-		t.Fatal(err)
-	}
-	return manifest
-}
-
-// orasRepository is repo of reg, spoken to by oras-go.
-func orasRepository(t *testing.T, reg *registrytest.Registry, repo string) *orasremote.Repository {
-	t.Helper()
-	r, err := orasremote.NewRepository(reg.Host + "/" + repo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.PlainHTTP = true
-	return r
-}
 
 // prefixed is files with every path under dir, and dir itself.
 func prefixed(dir string, files map[string]string) map[string]string {
@@ -122,21 +45,21 @@ func TestUnpackArtifact(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		version oras.PackManifestVersion
-		layers  []artifactLayer
+		layers  []registrytest.ArtifactLayer
 		want    map[string]string
 	}{
 		{
 			name:    "directory as oras pushes it",
 			version: oras.PackManifestVersion1_1,
-			layers:  []artifactLayer{{name: "catalog", path: demoAbs}},
+			layers:  []registrytest.ArtifactLayer{{Name: "catalog", Path: demoAbs}},
 			want:    prefixed("catalog", demo),
 		},
 		{
 			name:    "files titled, default and own media types",
 			version: oras.PackManifestVersion1_1,
-			layers: []artifactLayer{
-				{name: "package.json", path: filepath.Join(files, "package.json")},
-				{name: "channel.yaml", mediaType: "application/yaml", path: filepath.Join(files, "channel.yaml")},
+			layers: []registrytest.ArtifactLayer{
+				{Name: "package.json", Path: filepath.Join(files, "package.json")},
+				{Name: "channel.yaml", MediaType: "application/yaml", Path: filepath.Join(files, "channel.yaml")},
 			},
 			want: map[string]string{
 				"package.json": `{"schema":"olm.package","name":"solo"}`,
@@ -146,15 +69,15 @@ func TestUnpackArtifact(t *testing.T) {
 		{
 			name:    "artifact type as config media type (manifest 1.0)",
 			version: oras.PackManifestVersion1_0,
-			layers:  []artifactLayer{{name: "one.json", mediaType: "application/json", path: filepath.Join(files, "package.json")}},
+			layers:  []registrytest.ArtifactLayer{{Name: "one.json", MediaType: "application/json", Path: filepath.Join(files, "package.json")}},
 			want:    map[string]string{"one.json": `{"schema":"olm.package","name":"solo"}`},
 		},
 		{
 			name:    "a file in a subdirectory, and an untitled tar layer",
 			version: oras.PackManifestVersion1_1,
-			layers: []artifactLayer{
-				{raw: []byte(`{"a":1}`), mediaType: "application/json", annotations: map[string]string{unpack.TitleAnnotation: "sub/a.json"}},
-				{raw: tarOf(t, map[string]string{"b.json": `{"b":2}`}), mediaType: "application/vnd.oci.image.layer.v1.tar"},
+			layers: []registrytest.ArtifactLayer{
+				{Raw: []byte(`{"a":1}`), MediaType: "application/json", Annotations: map[string]string{unpack.TitleAnnotation: "sub/a.json"}},
+				{Raw: tarOf(t, map[string]string{"b.json": `{"b":2}`}), MediaType: "application/vnd.oci.image.layer.v1.tar"},
 			},
 			want: map[string]string{"sub": dirMark, "sub/a.json": `{"a":1}`, "b.json": `{"b":2}`},
 		},
@@ -162,7 +85,7 @@ func TestUnpackArtifact(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			repo := "artifacts/" + strings.ReplaceAll(strings.ToLower(tc.name), " ", "-")
 			repo = strings.NewReplacer("(", "", ")", "", ",", "", ".", "").Replace(repo)
-			desc := packArtifact(t, orasRepository(t, reg, repo), "v1", tc.version, fbcType, tc.layers)
+			desc := registrytest.PackArtifact(t, reg.OrasRepository(t, repo), "v1", tc.version, fbcType, tc.layers)
 			u := newUnpacker(t, unpack.Options{InsecureRegistries: []string{reg.Host}})
 			dst := filepath.Join(t.TempDir(), "fbc")
 			res, err := u.Unpack(context.Background(), reg.Host+"/"+repo+"@"+desc.Digest.String(), dst)
@@ -212,21 +135,21 @@ func TestUnpackArtifactRefused(t *testing.T) {
 	reg := registrytest.New(t)
 	for _, tc := range []struct {
 		name    string
-		layers  []artifactLayer
+		layers  []registrytest.ArtifactLayer
 		opts    unpack.Options
 		wantErr string
 	}{
-		{"title leaves the catalog", []artifactLayer{{raw: []byte("{}"), mediaType: "application/json", annotations: map[string]string{unpack.TitleAnnotation: "../x"}}}, unpack.Options{}, "not a clean path inside the catalog"},
-		{"absolute title", []artifactLayer{{raw: []byte("{}"), mediaType: "application/json", annotations: map[string]string{unpack.TitleAnnotation: "/etc/x"}}}, unpack.Options{}, "absolute path"},
-		{"directory title, not a tar", []artifactLayer{{raw: []byte("{}"), mediaType: "application/json", annotations: map[string]string{unpack.TitleAnnotation: "dir", "io.deis.oras.content.unpack": "true"}}}, unpack.Options{}, "is not a tar archive"},
-		{"untitled file", []artifactLayer{{raw: []byte("{}"), mediaType: "application/json"}}, unpack.Options{}, "needs an org.opencontainers.image.title annotation"},
+		{"title leaves the catalog", []registrytest.ArtifactLayer{{Raw: []byte("{}"), MediaType: "application/json", Annotations: map[string]string{unpack.TitleAnnotation: "../x"}}}, unpack.Options{}, "not a clean path inside the catalog"},
+		{"absolute title", []registrytest.ArtifactLayer{{Raw: []byte("{}"), MediaType: "application/json", Annotations: map[string]string{unpack.TitleAnnotation: "/etc/x"}}}, unpack.Options{}, "absolute path"},
+		{"directory title, not a tar", []registrytest.ArtifactLayer{{Raw: []byte("{}"), MediaType: "application/json", Annotations: map[string]string{unpack.TitleAnnotation: "dir", "io.deis.oras.content.unpack": "true"}}}, unpack.Options{}, "is not a tar archive"},
+		{"untitled file", []registrytest.ArtifactLayer{{Raw: []byte("{}"), MediaType: "application/json"}}, unpack.Options{}, "needs an org.opencontainers.image.title annotation"},
 		{"no layer", nil, unpack.Options{}, "the artifact holds no file"},
-		{"file over MaxTotalBytes", []artifactLayer{{raw: bytes.Repeat([]byte("x"), 2048), mediaType: "application/json", annotations: map[string]string{unpack.TitleAnnotation: "big.json"}}}, unpack.Options{MaxTotalBytes: 1024}, "MaxTotalBytes"},
+		{"file over MaxTotalBytes", []registrytest.ArtifactLayer{{Raw: bytes.Repeat([]byte("x"), 2048), MediaType: "application/json", Annotations: map[string]string{unpack.TitleAnnotation: "big.json"}}}, unpack.Options{MaxTotalBytes: 1024}, "MaxTotalBytes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			repo := "refused/" + strings.ReplaceAll(strings.ToLower(tc.name), " ", "-")
 			repo = strings.ReplaceAll(repo, ",", "")
-			desc := packArtifact(t, orasRepository(t, reg, repo), "v1", oras.PackManifestVersion1_1, "application/vnd.catalogd.fbc.v1", tc.layers)
+			desc := registrytest.PackArtifact(t, reg.OrasRepository(t, repo), "v1", oras.PackManifestVersion1_1, "application/vnd.catalogd.fbc.v1", tc.layers)
 			tc.opts.InsecureRegistries = []string{reg.Host}
 			u := newUnpacker(t, tc.opts)
 			dst := filepath.Join(t.TempDir(), "fbc")

@@ -163,6 +163,7 @@ type Unpacker struct {
 	maxBytes  int64
 	maxFiles  int64
 
+	maxManifest     int64
 	maxConfig       int64
 	maxDownload     int64
 	maxUncompressed int64
@@ -180,6 +181,7 @@ func New(opts Options) (*Unpacker, error) {
 		maxBytes:  orDefault(opts.MaxTotalBytes, DefaultMaxTotalBytes),
 		maxFiles:  orDefault(opts.MaxFiles, DefaultMaxFiles),
 
+		maxManifest:     orDefault(opts.MaxManifestBytes, DefaultMaxManifestBytes),
 		maxConfig:       orDefault(opts.MaxConfigBytes, DefaultMaxConfigBytes),
 		maxDownload:     orDefault(opts.MaxDownloadBytes, DefaultMaxDownloadBytes),
 		maxUncompressed: orDefault(opts.MaxUncompressedBytes, DefaultMaxUncompressedBytes),
@@ -209,7 +211,7 @@ func New(opts Options) (*Unpacker, error) {
 		next:        base,
 		allowed:     u.insecure,
 		idle:        orDefault(opts.IdleTimeout, DefaultIdleTimeout),
-		maxManifest: orDefault(opts.MaxManifestBytes, DefaultMaxManifestBytes),
+		maxManifest: u.maxManifest,
 	}
 	return u, nil
 }
