@@ -2,7 +2,6 @@ package catalogsync_test
 
 import (
 	"context"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
@@ -14,31 +13,14 @@ import (
 	"github.com/catalogd/catalogd/internal/catalogsync"
 	"github.com/catalogd/catalogd/internal/source"
 	"github.com/catalogd/catalogd/internal/unpack"
+	"github.com/catalogd/catalogd/test/dirtree"
 	"github.com/catalogd/catalogd/test/registrytest"
 )
-
 
 // demoFiles reads the demo catalog's files.
 func demoFiles(t *testing.T) map[string]string {
 	t.Helper()
-	return readFS(t, os.DirFS(demoDir))
-}
-
-func readFS(t *testing.T, fsys fs.FS) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	err := fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := fs.ReadFile(fsys, p)
-		out[p] = string(b)
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return dirtree.Files(t, os.DirFS(demoDir))
 }
 
 func sameFiles(t *testing.T, got, want map[string]string) {
@@ -97,7 +79,7 @@ func TestLayoutFetcher(t *testing.T) {
 	for k, v := range demoFiles(t) {
 		want["demo/"+k] = v
 	}
-	sameFiles(t, readFS(t, got.FS), want)
+	sameFiles(t, dirtree.Files(t, got.FS), want)
 	got.Release()
 	if entries, _ := os.ReadDir(tmp); len(entries) != 0 {
 		t.Errorf("Release left %s", entries[0].Name())

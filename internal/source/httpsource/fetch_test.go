@@ -15,6 +15,7 @@ import (
 	"github.com/catalogd/catalogd/internal/source"
 	"github.com/catalogd/catalogd/internal/source/httpsource"
 	"github.com/catalogd/catalogd/internal/unpack"
+	"github.com/catalogd/catalogd/test/dirtree"
 )
 
 // TestForms: each form a URL may serve unpacks to its files, told by the
@@ -61,7 +62,7 @@ func TestForms(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			files := readTree(t, got.FS)
+			files := dirtree.Files(t, got.FS)
 			if len(files) != len(tc.want) {
 				t.Errorf("files = %v, want %v", keys(files), keys(tc.want))
 			}

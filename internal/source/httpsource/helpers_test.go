@@ -8,7 +8,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"io"
-	"io/fs"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -263,24 +262,6 @@ func newClient(t *testing.T, uopts unpack.Options, opts httpsource.Options) *htt
 }
 
 func never(string) bool { return false }
-
-// readTree reads every regular file of fsys.
-func readTree(t *testing.T, fsys fs.FS) map[string]string {
-	t.Helper()
-	got := map[string]string{}
-	err := fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := fs.ReadFile(fsys, p)
-		got[p] = string(b)
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return got
-}
 
 // emptyDir fails unless dir holds nothing: catalogd removed what it made.
 func emptyDir(t *testing.T, dir string) {
