@@ -25,6 +25,7 @@ import (
 	"github.com/catalogd/catalogd/internal/httpapi"
 	"github.com/catalogd/catalogd/internal/source"
 	"github.com/catalogd/catalogd/internal/source/gitsource"
+	"github.com/catalogd/catalogd/internal/source/httpsource"
 	"github.com/catalogd/catalogd/internal/source/kinds"
 	"github.com/catalogd/catalogd/internal/store"
 	"github.com/catalogd/catalogd/internal/unpack"
@@ -154,7 +155,11 @@ func (o offlineSource) fetcher(spec source.Spec, unpackDir string) (catalogsync.
 		return nil, err
 	}
 	git := gitsource.New(gitsource.Options{Extractor: unpacker, PullTimeout: o.pullTimeout, AllowLocal: true})
-	return kinds.Kinds{Images: unpacker, Git: git, TempDir: unpackDir}.Fetcher(spec, source.Credentials{})
+	web, err := httpsource.New(httpsource.Options{Extractor: unpacker, PullTimeout: o.pullTimeout})
+	if err != nil {
+		return nil, err
+	}
+	return kinds.Kinds{Images: unpacker, Git: git, HTTP: web, TempDir: unpackDir}.Fetcher(spec, source.Credentials{})
 }
 
 var notNameChars = regexp.MustCompile(`[^a-z0-9]+`)

@@ -22,6 +22,7 @@ import (
 	"github.com/catalogd/catalogd/internal/server"
 	"github.com/catalogd/catalogd/internal/source"
 	"github.com/catalogd/catalogd/internal/source/gitsource"
+	"github.com/catalogd/catalogd/internal/source/httpsource"
 	"github.com/catalogd/catalogd/internal/source/kinds"
 	"github.com/catalogd/catalogd/internal/store"
 	"github.com/catalogd/catalogd/internal/unpack"
@@ -98,7 +99,15 @@ func (c RegistryConfig) kinds(tempDir string, local bool, log logr.Logger) (kind
 		AllowLocal:  local,
 		Log:         log.WithName("git"),
 	})
-	return kinds.Kinds{Images: unpacker, Git: git, TempDir: tempDir}, nil
+	web, err := httpsource.New(httpsource.Options{
+		Extractor:   unpacker,
+		PullTimeout: c.PullTimeout,
+		Log:         log.WithName("http"),
+	})
+	if err != nil {
+		return kinds.Kinds{}, err
+	}
+	return kinds.Kinds{Images: unpacker, Git: git, HTTP: web, TempDir: tempDir}, nil
 }
 
 // Catalog is one --catalog of `catalogd serve`, with its --priority and

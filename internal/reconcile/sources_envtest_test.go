@@ -1,8 +1,17 @@
 package reconcile_test
 
 import (
+	"archive/tar"
+	"compress/gzip"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"oras.land/oras-go/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
@@ -25,6 +35,7 @@ import (
 	"github.com/catalogd/catalogd/internal/catalogsync"
 	"github.com/catalogd/catalogd/internal/reconcile"
 	"github.com/catalogd/catalogd/internal/source/gitsource"
+	"github.com/catalogd/catalogd/internal/source/httpsource"
 	"github.com/catalogd/catalogd/internal/source/kinds"
 	"github.com/catalogd/catalogd/internal/store"
 	"github.com/catalogd/catalogd/internal/unpack"
@@ -32,6 +43,7 @@ import (
 	"github.com/catalogd/catalogd/test/fbcfacts"
 	"github.com/catalogd/catalogd/test/gittest"
 	"github.com/catalogd/catalogd/test/kubetest"
+	"github.com/catalogd/catalogd/test/registrytest"
 )
 
 // secretNamespace is catalogd's own namespace in these tests.
@@ -45,10 +57,19 @@ type replica struct {
 	svc   *catalogsync.Service
 }
 
+// replicaOptions say how a replica reaches the test's servers, and whether
+// it is the leader.
+type replicaOptions struct {
+	// gitCA is trusted for https git remotes.
+	gitCA []byte
+	// insecureRegistries are spoken to over plain HTTP.
+	insecureRegistries []string
+	leader             bool
+}
+
 // startReplica runs a manager against cfg until the test ends, fetching
-// every kind of source the composition root does, trusting caPEM for
-// https git remotes.
-func startReplica(t *testing.T, cfg *rest.Config, scheme *runtime.Scheme, caPEM []byte, leader bool) *replica {
+// every kind of source the composition root does.
+func startReplica(t *testing.T, cfg *rest.Config, scheme *runtime.Scheme, opts replicaOptions) *replica {
 	t.Helper()
 	log := testr.NewWithOptions(t, testr.Options{Verbosity: 0})
 	dataDir := t.TempDir()
@@ -57,15 +78,19 @@ func startReplica(t *testing.T, cfg *rest.Config, scheme *runtime.Scheme, caPEM 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = indexes.Close() })
-	unpacker, err := unpack.New(unpack.Options{Logger: log.WithName("unpack")})
+	unpacker, err := unpack.New(unpack.Options{Logger: log.WithName("unpack"), InsecureRegistries: opts.insecureRegistries})
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := &replica{store: indexes, cats: catalogs.NewTable()}
 	r.svc = catalogsync.New(catalogsync.Options{Store: indexes, Table: r.cats, Log: log.WithName("sync"),
 		MinBackoff: 100 * time.Millisecond, MaxBackoff: time.Second})
-	chooser := kinds.Kinds{Images: unpacker, TempDir: filepath.Join(dataDir, "unpack"),
-		Git: gitsource.New(gitsource.Options{Extractor: unpacker, CABundle: caPEM, Log: log.WithName("git")})}
+	web, err := httpsource.New(httpsource.Options{Extractor: unpacker, Log: log.WithName("http")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	chooser := kinds.Kinds{Images: unpacker, TempDir: filepath.Join(dataDir, "unpack"), HTTP: web,
+		Git: gitsource.New(gitsource.Options{Extractor: unpacker, CABundle: opts.gitCA, Log: log.WithName("git")})}
 
 	skip := true
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
@@ -79,7 +104,7 @@ func startReplica(t *testing.T, cfg *rest.Config, scheme *runtime.Scheme, caPEM 
 		t.Fatal(err)
 	}
 	sources := reconcile.Sources{Fetcher: chooser.Fetcher, Secrets: mgr.GetAPIReader(), Namespace: secretNamespace}
-	if leader {
+	if opts.leader {
 		if err := (&reconcile.Reconciler{Client: mgr.GetClient(), Sync: r.svc, Catalogs: r.cats, Sources: sources, BaseURL: baseURL,
 			PollInterval: func(minutes int) time.Duration { return time.Duration(minutes) * time.Second },
 		}).SetupWithManager(mgr); err != nil {
@@ -138,22 +163,9 @@ func TestReconcilerGit(t *testing.T) {
 	c1 := repo.Commit(map[string]string{"README.md": "catalogs\n"})
 	repo.Push("main")
 
-	cfg := kubetest.Start(t)
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, catalogdv1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			t.Fatal(err)
-		}
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, scheme, c := startAPIServer(t)
 	ctx := context.Background()
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: secretNamespace}}); err != nil {
-		t.Fatal(err)
-	}
-	leader := startReplica(t, cfg, scheme, server.CAPEM(), true)
+	leader := startReplica(t, cfg, scheme, replicaOptions{gitCA: server.CAPEM(), leader: true})
 	demo := fbcfacts.Load(t, demoDir)
 
 	one := 1
@@ -228,7 +240,7 @@ func TestReconcilerGit(t *testing.T) {
 	})
 	c4 := repo.Commit(map[string]string{"catalogs/demo/aurora-cache": ""})
 	repo.Push("main")
-	second := startReplica(t, cfg, scheme, server.CAPEM(), false)
+	second := startReplica(t, cfg, scheme, replicaOptions{gitCA: server.CAPEM()})
 	await.Until(t, "the second replica serves the published commit", waitTimeout, func() error {
 		info, ok := second.store.Info("branch")
 		if !ok || info.Digest != tree3 || !strings.Contains(info.SourceRef, "commit="+c3) {
@@ -285,6 +297,121 @@ func TestReconcilerGit(t *testing.T) {
 			}
 			return nil
 		})
+	}
+}
+
+// startAPIServer starts a kube-apiserver with the CRD and catalogd's
+// namespace, and returns its config, the scheme and a client.
+func startAPIServer(t *testing.T) (*rest.Config, *runtime.Scheme, client.Client) {
+	t.Helper()
+	cfg := kubetest.Start(t)
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, catalogdv1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: secretNamespace}}); err != nil {
+		t.Fatal(err)
+	}
+	return cfg, scheme, c
+}
+
+// TestReconcilerHTTPAndArtifact: a ClusterCatalog of type HTTP against a
+// real server on loopback serves the archive and pins the sha256 of its
+// bytes, which every replica then fetches; an Image pointing at an OCI
+// artifact pushed with oras-go serves it and says Artifact.
+func TestReconcilerHTTPAndArtifact(t *testing.T) {
+	archive := filepath.Join(t.TempDir(), "demo.tar.gz")
+	tarGz(t, archive, demoDir)
+	data, err := os.ReadFile(archive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(data)
+	wantSHA := hex.EncodeToString(sum[:])
+	files := httptest.NewServer(http.FileServer(http.Dir(filepath.Dir(archive))))
+	t.Cleanup(files.Close)
+
+	demo, err := filepath.Abs(demoDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := registrytest.New(t)
+	registrytest.PackArtifact(t, reg.OrasRepository(t, "catalogs/art"), "v1", oras.PackManifestVersion1_1, "application/vnd.catalogd.fbc.v1",
+		[]registrytest.ArtifactLayer{{Name: "demo", Path: demo}})
+
+	cfg, scheme, c := startAPIServer(t)
+	ctx := context.Background()
+	leader := startReplica(t, cfg, scheme, replicaOptions{insecureRegistries: []string{reg.Host}, leader: true})
+	for _, cat := range []*catalogdv1.ClusterCatalog{
+		{ObjectMeta: metav1.ObjectMeta{Name: "archive"}, Spec: catalogdv1.ClusterCatalogSpec{Source: catalogdv1.CatalogSource{
+			Type: catalogdv1.SourceTypeHTTP, HTTP: &catalogdv1.HTTPSource{URL: files.URL + "/demo.tar.gz"}}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "artifact"}, Spec: catalogdv1.ClusterCatalogSpec{Source: catalogdv1.CatalogSource{
+			Type: catalogdv1.SourceTypeImage, Image: &catalogdv1.ImageSource{Ref: reg.Host + "/catalogs/art:v1"}}}},
+	} {
+		if err := c.Create(ctx, cat); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantPackages := len(fbcfacts.Load(t, demoDir).Packages)
+	for _, tc := range []struct {
+		name string
+		// resolved checks status.resolvedSource.
+		resolved func(*catalogdv1.ResolvedCatalogSource) error
+	}{
+		{name: "archive", resolved: func(rs *catalogdv1.ResolvedCatalogSource) error {
+			if rs.HTTP == nil || rs.HTTP.URL != files.URL+"/demo.tar.gz" || rs.HTTP.SHA256 != wantSHA {
+				return fmt.Errorf("resolvedSource %+v, want the URL pinned to sha256 %s", rs, wantSHA)
+			}
+			return nil
+		}},
+		{name: "artifact", resolved: func(rs *catalogdv1.ResolvedCatalogSource) error {
+			if rs.Image == nil || rs.Image.Form != catalogdv1.ImageFormArtifact || !strings.Contains(rs.Image.Ref, "@sha256:") {
+				return fmt.Errorf("resolvedSource %+v, want a digest and form Artifact", rs)
+			}
+			return nil
+		}},
+	} {
+		await.Until(t, tc.name+" serving", waitTimeout, func() error {
+			cat := getCatalog(t, c, tc.name)
+			if err := condition(cat, catalogdv1.TypeProgressing, metav1.ConditionTrue, catalogdv1.ReasonSucceeded); err != nil {
+				return err
+			}
+			if cat.Status.ResolvedSource == nil {
+				return errors.New("no resolvedSource")
+			}
+			return tc.resolved(cat.Status.ResolvedSource)
+		})
+		if got := countPackages(t, leader.store, tc.name); got != wantPackages {
+			t.Errorf("%s serves %d packages, want %d", tc.name, got, wantPackages)
+		}
+	}
+	if info, _ := leader.store.Info("archive"); info.Digest != "sha256:"+wantSHA {
+		t.Errorf("archive's index digest %s, want the bytes' sha256:%s", info.Digest, wantSHA)
+	}
+}
+
+// tarGz writes dir as a tar.gz archive whose root is dir's root.
+func tarGz(t *testing.T, dst, dir string) {
+	t.Helper()
+	f, err := os.Create(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gz := gzip.NewWriter(f)
+	tw := tar.NewWriter(gz)
+	if err := tw.AddFS(os.DirFS(dir)); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []io.Closer{tw, gz, f} {
+		if err := c.Close(); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 

@@ -15,16 +15,20 @@ import (
 	"github.com/catalogd/catalogd/internal/catalogsync"
 	"github.com/catalogd/catalogd/internal/source"
 	"github.com/catalogd/catalogd/internal/source/gitsource"
+	"github.com/catalogd/catalogd/internal/source/httpsource"
 	"github.com/catalogd/catalogd/internal/unpack"
 )
 
 // Kinds holds what fetches each kind of source; one per process, built by
 // its composition root with the process's limits.
 type Kinds struct {
-	// Images pulls images and artifacts from registries.
+	// Images pulls images and artifacts from registries, and reads them
+	// from OCI layouts on disk.
 	Images *unpack.Unpacker
 	// Git fetches git repositories; nil fetches none.
 	Git *gitsource.Client
+	// HTTP fetches archives and files over http(s); nil fetches none.
+	HTTP *httpsource.Client
 	// TempDir is where fetched content is unpacked, each fetch into its own
 	// directory that its Cleanup removes.
 	TempDir string
@@ -44,7 +48,7 @@ func (k Kinds) Fetcher(spec source.Spec, creds source.Credentials) (source.Fetch
 		}
 		return catalogsync.ImageFetcher{Ref: ref, Unpacker: k.Images, TempDir: k.TempDir}, nil
 	case spec.Layout != nil:
-		return nil, notBuiltIn("OCI layout", spec)
+		return catalogsync.LayoutFetcher{Layout: *spec.Layout, Unpacker: k.Images, TempDir: k.TempDir}, nil
 	case spec.Git != nil:
 		if k.Git == nil {
 			return nil, notBuiltIn("git", spec)
@@ -59,9 +63,40 @@ func (k Kinds) Fetcher(spec source.Spec, creds source.Credentials) (source.Fetch
 		}
 		return k.Git.Fetcher(*spec.Git, auth, k.TempDir), nil
 	case spec.HTTP != nil:
-		return nil, notBuiltIn("HTTP", spec)
+		if k.HTTP == nil {
+			return nil, notBuiltIn("HTTP", spec)
+		}
+		auth, err := httpAuth(creds)
+		if err != nil {
+			return nil, err
+		}
+		return k.HTTP.Fetcher(*spec.HTTP, auth, k.TempDir), nil
 	}
 	return nil, errors.New("no source given")
+}
+
+// caKey is the key of a CA Secret (caSecretRef) that holds its PEM
+// certificates, as in a cert-manager or service-account CA Secret.
+const caKey = "ca.crt"
+
+// httpAuth is the HTTP source's Auth from the catalog's Secrets; its errors
+// name a Secret and the keys it wants, never a value.
+func httpAuth(creds source.Credentials) (httpsource.Auth, error) {
+	var auth httpsource.Auth
+	if creds.Secret != nil {
+		var err error
+		if auth, err = httpsource.AuthFromSecret(creds.Secret.Name, creds.Secret.Data); err != nil {
+			return httpsource.Auth{}, err
+		}
+	}
+	if creds.CA != nil {
+		ca := creds.CA.Data[caKey]
+		if len(ca) == 0 {
+			return httpsource.Auth{}, fmt.Errorf("CA Secret %s has no %s: put the PEM certificates to trust under that key", creds.CA.Name, caKey)
+		}
+		auth.CABundle, auth.CASecretName = ca, creds.CA.Name
+	}
+	return auth, nil
 }
 
 func notBuiltIn(kind string, spec source.Spec) error {

@@ -2,11 +2,14 @@ package kinds_test
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/catalogd/catalogd/internal/source"
 	"github.com/catalogd/catalogd/internal/source/gitsource"
+	"github.com/catalogd/catalogd/internal/source/httpsource"
 	"github.com/catalogd/catalogd/internal/source/kinds"
 	"github.com/catalogd/catalogd/internal/unpack"
 	"github.com/catalogd/catalogd/test/gittest"
@@ -26,8 +29,18 @@ func TestFetcher(t *testing.T) {
 	repo.CopyDir("demo", demoDir)
 	commit := repo.Commit(nil)
 	repo.Push("main")
-	all := kinds.Kinds{Images: unpacker, TempDir: t.TempDir(),
+	web, err := httpsource.New(httpsource.Options{Extractor: unpacker})
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := httptest.NewServer(http.FileServer(http.Dir(demoDir)))
+	t.Cleanup(files.Close)
+	all := kinds.Kinds{Images: unpacker, TempDir: t.TempDir(), HTTP: web,
 		Git: gitsource.New(gitsource.Options{Extractor: unpacker, AllowLocal: true})}
+	httpSpec := source.Spec{HTTP: &source.HTTP{URL: files.URL + "/quarry-db/package.yaml"}}
+	caSecret := func(data map[string][]byte) source.Credentials {
+		return source.Credentials{CA: &source.Secret{Name: "olmv1-system/ca", Data: data}}
+	}
 	gitSpec := source.Spec{Git: &source.Git{URL: "file://" + repo.Bare, Ref: "main", Directory: "demo"}}
 
 	for _, tc := range []struct {
@@ -38,6 +51,9 @@ func TestFetcher(t *testing.T) {
 		// wantDigest is the digest a fetch finds; wantErr, when set, is
 		// part of the refusal to make a fetcher.
 		wantDigest, wantErr string
+		// wantFetchErr is part of the error of a fetcher that is made but
+		// fails to fetch.
+		wantFetchErr string
 	}{
 		{name: "directory", kinds: all, spec: source.Spec{Dir: demoDir}, wantDigest: "sha256:"},
 		{name: "git", kinds: all, spec: gitSpec, wantDigest: "git-tree:" + repo.Tree(commit, "demo")},
@@ -45,6 +61,14 @@ func TestFetcher(t *testing.T) {
 		{name: "git with a Secret it cannot use", kinds: all, spec: gitSpec,
 			creds:   source.Credentials{Secret: &source.Secret{Name: "olmv1-system/creds", Data: map[string][]byte{"token": []byte("s3cret")}}},
 			wantErr: "olmv1-system/creds"},
+		{name: "one file over HTTP", kinds: all, spec: httpSpec, wantDigest: "sha256:"},
+		{name: "HTTP without an HTTP client", kinds: kinds.Kinds{Images: unpacker}, spec: httpSpec, wantErr: "HTTP sources are not built into this catalogd"},
+		{name: "HTTP with a CA Secret without ca.crt", kinds: all, spec: httpSpec, creds: caSecret(map[string][]byte{"tls.crt": []byte("s3cret")}),
+			wantErr: "CA Secret olmv1-system/ca has no ca.crt"},
+		{name: "HTTP with a Secret it cannot use", kinds: all, spec: httpSpec,
+			creds:   source.Credentials{Secret: &source.Secret{Name: "olmv1-system/creds", Data: map[string][]byte{"token": []byte("s3cret")}}},
+			wantErr: "olmv1-system/creds"},
+		{name: "OCI layout that is not one", kinds: all, spec: source.Spec{Layout: &source.Layout{Dir: demoDir}}, wantFetchErr: "is not an OCI image layout"},
 		{name: "image that is no reference", kinds: all, spec: source.Spec{Image: "quay.io/UPPER/x:1"}, wantErr: "image quay.io/UPPER/x:1"},
 		{name: "no source", kinds: all, wantErr: "no source given"},
 	} {
@@ -61,6 +85,12 @@ func TestFetcher(t *testing.T) {
 			}
 			fetched, err := f.Fetch(context.Background(), func(string) bool { return false })
 			defer fetched.Release()
+			if tc.wantFetchErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantFetchErr) {
+					t.Fatalf("fetch of %s: error %v; want one saying %q", tc.spec, err, tc.wantFetchErr)
+				}
+				return
+			}
 			if err != nil {
 				t.Fatal(err)
 			}
