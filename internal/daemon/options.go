@@ -108,8 +108,8 @@ type RegistryOptions struct {
 func (o *RegistryOptions) bindFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&o.InsecureRegistries, "insecure-registry", nil, "talk plain HTTP to the registry at `host[:port]`; repeatable")
 	fs.StringVar(&o.CAFile, "ca-file", "", "also trust the PEM certificates in `FILE` for registries and https git repositories")
-	fs.DurationVar(&o.PullTimeout, "pull-timeout", unpack.DefaultPullTimeout, "deadline of one image pull as a whole (resolve the tag, download, extract), however steadily\n"+
-		"data arrives; generous because catalog images of hundreds of MB take minutes over a slow link")
+	fs.DurationVar(&o.PullTimeout, "pull-timeout", unpack.DefaultPullTimeout, "deadline of one fetch as a whole (an image pull, a git fetch, a download: resolve, download, extract),\n"+
+		"however steadily data arrives; generous because catalogs of hundreds of MB take minutes over a slow link")
 }
 
 // Validate checks the registry flags and reads the CA file.
