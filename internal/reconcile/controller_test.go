@@ -13,30 +13,19 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"github.com/go-logr/logr/testr"
-	"github.com/google/go-containerregistry/pkg/name"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	catalogdv1 "github.com/catalogd/catalogd/api/v1"
 	"github.com/catalogd/catalogd/internal/catalogs"
-	"github.com/catalogd/catalogd/internal/catalogsync"
-	"github.com/catalogd/catalogd/internal/reconcile"
-	"github.com/catalogd/catalogd/internal/source"
 	"github.com/catalogd/catalogd/internal/store"
 	"github.com/catalogd/catalogd/internal/unpack"
 	"github.com/catalogd/catalogd/test/await"
 	"github.com/catalogd/catalogd/test/fbcfacts"
-	"github.com/catalogd/catalogd/test/kubetest"
 	"github.com/catalogd/catalogd/test/registrytest"
 )
 
@@ -73,86 +62,11 @@ func (e *env) state(name string) catalogs.State {
 
 func start(t *testing.T) *env {
 	t.Helper()
-	cfg := kubetest.Start(t)
-
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, catalogdv1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			t.Fatal(err)
-		}
-	}
-
-	// controller-runtime complains through its global logger unless it is set.
 	ctrllog.SetLogger(logr.Discard())
-	log := testr.NewWithOptions(t, testr.Options{Verbosity: 0})
-
 	reg := registrytest.New(t)
-	indexes, err := store.New(filepath.Join(t.TempDir(), "index"), log.WithName("index"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = indexes.Close() })
-	unpacker, err := unpack.New(unpack.Options{InsecureRegistries: []string{reg.Host}, Logger: log.WithName("unpack")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cats := catalogs.NewTable()
-	svc := catalogsync.New(catalogsync.Options{Store: indexes, Table: cats, Log: log.WithName("sync"),
-		MinBackoff: 100 * time.Millisecond, MaxBackoff: time.Second})
-	tmp := t.TempDir()
-	sources := reconcile.Sources{Fetcher: func(spec source.Spec, _ source.Credentials) (catalogsync.Fetcher, error) {
-		ref, err := name.ParseReference(spec.Image)
-		if err != nil {
-			return nil, err
-		}
-		return catalogsync.ImageFetcher{Ref: ref, Unpacker: unpacker, TempDir: tmp}, nil
-	}}
-
-	skip := true
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 scheme,
-		Logger:                 log.WithName("manager"),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: &skip},
-	})
-	if err != nil {
-		t.Fatalf("creating manager: %v", err)
-	}
-	r := &reconcile.Reconciler{
-		Client:   mgr.GetClient(),
-		Sync:     svc,
-		Catalogs: cats,
-		Sources:  sources,
-		BaseURL:  baseURL,
-		// pollIntervalMinutes: 1 means one second here.
-		PollInterval: func(minutes int) time.Duration { return time.Duration(minutes) * time.Second },
-		Recorder:     mgr.GetEventRecorder("catalogd"),
-	}
-	if err := r.SetupWithManager(mgr); err != nil {
-		t.Fatalf("setting up reconciler: %v", err)
-	}
-	if err := (&reconcile.LocalSyncer{Client: mgr.GetClient(), Sync: svc, Sources: sources}).SetupWithManager(mgr); err != nil {
-		t.Fatalf("setting up local syncer: %v", err)
-	}
-	if err := mgr.Add(svc); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	})
-
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &env{c: c, reg: reg, store: indexes, cats: cats}
+	cfg, scheme, c := startAPIServer(t)
+	r := startReplica(t, cfg, scheme, replicaOptions{insecureRegistries: []string{reg.Host}, leader: true})
+	return &env{c: c, reg: reg, store: r.store, cats: r.cats}
 }
 
 func (e *env) create(t *testing.T, name, ref string, mutate func(*catalogdv1.ClusterCatalog)) {

@@ -1,14 +1,11 @@
 package reconcile_test
 
 import (
-	"archive/tar"
-	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -40,6 +37,7 @@ import (
 	"github.com/catalogd/catalogd/internal/store"
 	"github.com/catalogd/catalogd/internal/unpack"
 	"github.com/catalogd/catalogd/test/await"
+	"github.com/catalogd/catalogd/test/dirtree"
 	"github.com/catalogd/catalogd/test/fbcfacts"
 	"github.com/catalogd/catalogd/test/gittest"
 	"github.com/catalogd/catalogd/test/kubetest"
@@ -106,7 +104,9 @@ func startReplica(t *testing.T, cfg *rest.Config, scheme *runtime.Scheme, opts r
 	sources := reconcile.Sources{Fetcher: chooser.Fetcher, Secrets: mgr.GetAPIReader(), Namespace: secretNamespace}
 	if opts.leader {
 		if err := (&reconcile.Reconciler{Client: mgr.GetClient(), Sync: r.svc, Catalogs: r.cats, Sources: sources, BaseURL: baseURL,
+			// pollIntervalMinutes: 1 means one second here.
 			PollInterval: func(minutes int) time.Duration { return time.Duration(minutes) * time.Second },
+			Recorder:     mgr.GetEventRecorder("catalogd"),
 		}).SetupWithManager(mgr); err != nil {
 			t.Fatal(err)
 		}
@@ -327,7 +327,7 @@ func startAPIServer(t *testing.T) (*rest.Config, *runtime.Scheme, client.Client)
 // artifact pushed with oras-go serves it and says Artifact.
 func TestReconcilerHTTPAndArtifact(t *testing.T) {
 	archive := filepath.Join(t.TempDir(), "demo.tar.gz")
-	tarGz(t, archive, demoDir)
+	dirtree.TarGz(t, archive, demoDir)
 	data, err := os.ReadFile(archive)
 	if err != nil {
 		t.Fatal(err)
@@ -393,25 +393,6 @@ func TestReconcilerHTTPAndArtifact(t *testing.T) {
 	}
 	if info, _ := leader.store.Info("archive"); info.Digest != "sha256:"+wantSHA {
 		t.Errorf("archive's index digest %s, want the bytes' sha256:%s", info.Digest, wantSHA)
-	}
-}
-
-// tarGz writes dir as a tar.gz archive whose root is dir's root.
-func tarGz(t *testing.T, dst, dir string) {
-	t.Helper()
-	f, err := os.Create(dst)
-	if err != nil {
-		t.Fatal(err)
-	}
-	gz := gzip.NewWriter(f)
-	tw := tar.NewWriter(gz)
-	if err := tw.AddFS(os.DirFS(dir)); err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range []io.Closer{tw, gz, f} {
-		if err := c.Close(); err != nil {
-			t.Fatal(err)
-		}
 	}
 }
 

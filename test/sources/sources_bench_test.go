@@ -4,9 +4,6 @@
 package sources_test
 
 import (
-	"archive/tar"
-	"compress/gzip"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -17,6 +14,7 @@ import (
 
 	"github.com/catalogd/catalogd/test/benchenv"
 	"github.com/catalogd/catalogd/test/catalogdproc"
+	"github.com/catalogd/catalogd/test/dirtree"
 	"github.com/catalogd/catalogd/test/gittest"
 	"github.com/catalogd/catalogd/test/registrytest"
 )
@@ -47,7 +45,7 @@ func BenchmarkServe(b *testing.B) {
 	}
 
 	www := b.TempDir()
-	writeTarGz(b, filepath.Join(www, "bench.tar.gz"), dir)
+	dirtree.TarGz(b, filepath.Join(www, "bench.tar.gz"), dir)
 	files := httptest.NewServer(http.FileServer(http.Dir(www)))
 	b.Cleanup(files.Close)
 
@@ -78,24 +76,5 @@ func BenchmarkServe(b *testing.B) {
 			b.ReportMetric(float64(total.Milliseconds())/float64(n), "ms-to-serving")
 			b.ReportMetric(peak, "peak-RSS-MiB")
 		})
-	}
-}
-
-// writeTarGz writes dir as a .tar.gz whose root is dir's root.
-func writeTarGz(b *testing.B, dst, dir string) {
-	b.Helper()
-	f, err := os.Create(dst)
-	if err != nil {
-		b.Fatal(err)
-	}
-	gz := gzip.NewWriter(f)
-	tw := tar.NewWriter(gz)
-	if err := tw.AddFS(os.DirFS(dir)); err != nil {
-		b.Fatal(err)
-	}
-	for _, c := range []io.Closer{tw, gz, f} {
-		if err := c.Close(); err != nil {
-			b.Fatal(err)
-		}
 	}
 }
