@@ -14,11 +14,16 @@
 // into the one archive extractor (unpack), so that a repository gets
 // exactly an image layer's size, file-count, link and path rules.
 //
-// The pack is held on disk, in the fetch's temporary directory, and its
-// objects are read from there one at a time: its size then costs disk, not
-// memory (on the bench catalog, a 20 MiB pack, filesystem storage peaks at
-// about the RSS of the same fetch with memory storage minus the pack's
-// inflated objects; see the package's benchmark).
+// The pack goes to disk, in the fetch's temporary directory, and is
+// resolved in one pass into a file per blob (packObjects), which the tree's
+// writer streams: memory stays flat whatever the repository's size.
+// Measured with BenchmarkFetch on the bench catalog (98 MiB in 300 files,
+// 2 shared cores under load): 4.0-4.9 s a fetch and 62-68 MiB peak RSS
+// for the test process (26 MiB before the first fetch); go-git's memory
+// storage, 3.5-4.0 s and 287-299 MiB; go-git's filesystem storage, which
+// resolves each blob's delta chain again at every read, 9-12 s and
+// 178-211 MiB; Debian's git (fetch --depth 1, archive), 2.1-2.9 s and
+// 56 MiB in its own processes.
 package gitsource
 
 import (

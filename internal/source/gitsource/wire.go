@@ -6,19 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strings"
 	"unicode"
 
-	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/cache"
-	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 	"github.com/go-git/go-git/v5/plumbing/format/pktline"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/sideband"
-	"github.com/go-git/go-git/v5/storage/filesystem"
 
 	"github.com/catalogd/catalogd/internal/source"
 	"github.com/catalogd/catalogd/internal/unpack"
@@ -112,17 +107,12 @@ func (r *wireRepo) fetch(ctx context.Context, t target, dir string) (objectStore
 	if band != "" {
 		pack = sideband.NewDemuxer(sideband.Type(bandType(band)), resp)
 	}
-	storage := filesystem.NewStorageWithOptions(osfs.New(filepath.Join(dir, "git")), cache.NewObjectLRUDefault(),
-		filesystem.Options{ExclusiveAccess: true, LargeObjectThreshold: largeObject})
-	if err := packfile.UpdateObjectStorage(storage, pack); err != nil {
+	objects, err := receivePack(pack, dir)
+	if err != nil {
 		return nil, fmt.Errorf("receive commit %s: %w", t.commit, r.count.failed(err))
 	}
-	return storage, nil
+	return objects, nil
 }
-
-// largeObject is the size from which a blob is streamed from the pack
-// rather than read whole into memory.
-const largeObject = 1 << 20
 
 func bandType(name string) int {
 	if name == capability.Sideband64k.String() {
