@@ -161,18 +161,21 @@ func parseRef(ref string) (url, dir string, ok bool) {
 // PullTimeout.
 func (f *fetcher) Fetch(ctx context.Context, skip func(string) bool) (source.Fetched, error) {
 	opts := f.client.opts
-	ctx, cancel := context.WithTimeout(ctx, opts.PullTimeout)
+	ctx, cancel := context.WithTimeoutCause(ctx, opts.PullTimeout, errPullTimeout)
 	defer cancel()
 	fetched, err := f.fetch(ctx, skip)
-	if err != nil {
-		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil && !errors.Is(context.Cause(ctx), context.Canceled) {
-			err = fmt.Errorf("fetch %s: took longer than the pull timeout (PullTimeout %s): %w", f.Describe(), opts.PullTimeout, err)
-		} else {
-			err = fmt.Errorf("fetch %s: %w", f.Describe(), err)
-		}
+	switch {
+	case err == nil:
+	case errors.Is(context.Cause(ctx), errPullTimeout):
+		err = fmt.Errorf("fetch %s: took longer than the pull timeout (PullTimeout %s): %w", f.Describe(), opts.PullTimeout, err)
+	default:
+		err = fmt.Errorf("fetch %s: %w", f.Describe(), err)
 	}
 	return fetched, err
 }
+
+// errPullTimeout is the cause of a Fetch's context that PullTimeout ended.
+var errPullTimeout = errors.New("pull timeout")
 
 func (f *fetcher) fetch(ctx context.Context, skip func(string) bool) (source.Fetched, error) {
 	opts := f.client.opts
