@@ -32,6 +32,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -91,8 +92,12 @@ type Extractor interface {
 // share (the tree hashes of commits seen), so there is one per process; it
 // is safe for concurrent use.
 type Client struct {
-	opts  Options
-	trees *treeCache
+	opts      Options
+	trees     *treeCache
+	transport *http.Transport
+	// transportErr is why there is no transport (a CA bundle without a
+	// certificate), said by every fetch over https.
+	transportErr error
 }
 
 // New returns a Client configured by opts.
@@ -103,7 +108,9 @@ func New(opts Options) *Client {
 	if opts.MaxDownloadBytes <= 0 {
 		opts.MaxDownloadBytes = unpack.DefaultMaxDownloadBytes
 	}
-	return &Client{opts: opts, trees: newTreeCache(treeCacheSize)}
+	c := &Client{opts: opts, trees: newTreeCache(treeCacheSize)}
+	c.transport, c.transportErr = newTransport(opts.CABundle)
+	return c
 }
 
 // Fetcher returns the source.Fetcher of spec, authenticating with auth,

@@ -79,6 +79,23 @@ func wantContent(t *testing.T, r *repo, fetched source.Fetched, commit, dir stri
 	}
 }
 
+// wantOutcome checks a fetch's outcome: the content of commit:dir when
+// wantErr is empty, else an error saying wantErr.
+func wantOutcome(t *testing.T, r *repo, got source.Fetched, err error, commit, dir, wantErr string) {
+	t.Helper()
+	if wantErr == "" {
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantContent(t, r, got, commit, dir)
+		return
+	}
+	t.Logf("error: %v", err)
+	if err == nil || !strings.Contains(err.Error(), wantErr) {
+		t.Fatalf("error %v, want one saying %q", err, wantErr)
+	}
+}
+
 func keys(m map[string]string) []string {
 	var k []string
 	for n := range m {
@@ -339,16 +356,8 @@ func TestFetchAuth(t *testing.T) {
 			c := newClient(t, gitsource.Options{CABundle: srv.caPEM()}, unpack.Options{})
 			got, err := c.Fetcher(source.Git{URL: srv.URL + "/cat.git", Directory: "catalog"}, tc.auth, t.TempDir()).Fetch(context.Background(), never)
 			defer got.Release()
-			if tc.wantErr == "" {
-				if err != nil {
-					t.Fatal(err)
-				}
-				wantContent(t, r, got, commit, "catalog")
+			if wantOutcome(t, r, got, err, commit, "catalog", tc.wantErr); err == nil {
 				return
-			}
-			t.Logf("error: %v", err)
-			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-				t.Fatalf("error %v, want one saying %q", err, tc.wantErr)
 			}
 			for _, secret := range []string{password, token, "secret body text"} {
 				if strings.Contains(err.Error(), secret) {

@@ -191,16 +191,8 @@ func TestFetchSSH(t *testing.T) {
 			if n := srv.conns.Load() - conns; n != tc.wantConns {
 				t.Errorf("%d connections, want %d", n, tc.wantConns)
 			}
-			if tc.wantErr == "" {
-				if err != nil {
-					t.Fatal(err)
-				}
-				wantContent(t, r, got, commit, "catalog")
+			if wantOutcome(t, r, got, err, commit, "catalog", tc.wantErr); err == nil {
 				return
-			}
-			t.Logf("error: %v", err)
-			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-				t.Fatalf("error %v, want one saying %q", err, tc.wantErr)
 			}
 			if n := srv.execs.Load() - execs; n != 0 {
 				t.Errorf("git-upload-pack ran %d times for a refused connection", n)
