@@ -217,8 +217,12 @@ func (f *fetcher) fetch(ctx context.Context, skip func(string) bool) (source.Fet
 	out := source.Fetched{Content: index.Content{Ref: pinned.String()}}
 
 	key := target.commit + "\x00" + f.spec.Directory
-	if tree, ok := f.client.trees.get(key); ok {
-		out.Digest = DigestPrefix + tree
+	if known, ok := f.client.trees.get(key); ok {
+		if known.err != nil {
+			// The commit has no such directory: no download says otherwise.
+			return out, known.err
+		}
+		out.Digest = DigestPrefix + known.tree
 		if skip(out.Digest) {
 			log.V(1).Info("git tree unchanged, not fetched", "commit", target.commit, "digest", out.Digest)
 			return out, nil
@@ -230,10 +234,13 @@ func (f *fetcher) fetch(ctx context.Context, skip func(string) bool) (source.Fet
 		return out, err
 	}
 	tree, err := directoryTree(objects, target.commit, f.spec.Directory)
+	if source.IsTerminal(err) {
+		f.client.trees.put(key, "", err)
+	}
 	if err != nil {
 		return out, err
 	}
-	f.client.trees.put(key, tree.String())
+	f.client.trees.put(key, tree.String(), nil)
 	out.Digest = DigestPrefix + tree.String()
 	if skip(out.Digest) {
 		log.V(1).Info("git tree unchanged at a new commit, not extracted", "commit", target.commit, "digest", out.Digest)
@@ -255,7 +262,8 @@ func (f *fetcher) fetch(ctx context.Context, skip func(string) bool) (source.Fet
 	return out, nil
 }
 
-// treeCache is a least-recently-used map of commit+directory → tree hash.
+// treeCache is a least-recently-used map of commit+directory → tree hash,
+// or the terminal error of a commit without that directory.
 type treeCache struct {
 	mu    sync.Mutex
 	max   int
@@ -263,32 +271,35 @@ type treeCache struct {
 	byKey map[string]*list.Element
 }
 
-type treeEntry struct{ key, tree string }
+type treeEntry struct {
+	key, tree string
+	err       error
+}
 
 func newTreeCache(max int) *treeCache {
 	return &treeCache{max: max, order: list.New(), byKey: make(map[string]*list.Element)}
 }
 
-func (c *treeCache) get(key string) (string, bool) {
+func (c *treeCache) get(key string) (treeEntry, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.byKey[key]
 	if !ok {
-		return "", false
+		return treeEntry{}, false
 	}
 	c.order.MoveToFront(e)
-	return e.Value.(*treeEntry).tree, true
+	return *e.Value.(*treeEntry), true
 }
 
-func (c *treeCache) put(key, tree string) {
+func (c *treeCache) put(key, tree string, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e, ok := c.byKey[key]; ok {
-		e.Value.(*treeEntry).tree = tree
+		e.Value.(*treeEntry).tree, e.Value.(*treeEntry).err = tree, err
 		c.order.MoveToFront(e)
 		return
 	}
-	c.byKey[key] = c.order.PushFront(&treeEntry{key: key, tree: tree})
+	c.byKey[key] = c.order.PushFront(&treeEntry{key: key, tree: tree, err: err})
 	if c.order.Len() > c.max {
 		last := c.order.Back()
 		c.order.Remove(last)

@@ -309,6 +309,16 @@ func TestFetchPinned(t *testing.T) {
 				t.Errorf("Ref %q, Digest %q: want the published commit %s", got.Ref, got.Digest, published)
 			}
 			wantContent(t, r, got, published, "catalog")
+
+			// A replica's next poll of the same commit asks nothing.
+			srv.reset()
+			again, err := c.Fetcher(spec, gitsource.Auth{}, t.TempDir()).Fetch(context.Background(), func(d string) bool { return d == got.Digest })
+			if err != nil || again.Digest != got.Digest || again.FS != nil {
+				t.Errorf("polling the pinned commit again: digest %q, FS %v, error %v", again.Digest, again.FS, err)
+			}
+			if n := len(srv.seen()); n != 0 {
+				t.Errorf("polling the pinned commit again sent %q", srv.seen())
+			}
 		})
 	}
 }
@@ -459,6 +469,19 @@ func TestFetchContentErrors(t *testing.T) {
 			}
 			if left, _ := os.ReadDir(tmp); len(left) != 0 {
 				t.Errorf("a failed fetch left %d entries in the temp dir", len(left))
+			}
+			if tc.wantAs != nil {
+				return
+			}
+			// A commit without the directory is remembered: the next
+			// poll of the same commit lists the refs and downloads nothing.
+			srv.reset()
+			_, again := c.Fetcher(source.Git{URL: srv.URL + "/cat.git", Ref: tc.ref, Directory: tc.dir}, gitsource.Auth{}, tmp).Fetch(context.Background(), never)
+			if again == nil || again.Error() != err.Error() || !source.IsTerminal(again) {
+				t.Errorf("the same commit again: error %v, want %v", again, err)
+			}
+			if want := []string{"GET /cat.git/info/refs?service=git-upload-pack"}; !slices.Equal(srv.seen(), want) {
+				t.Errorf("the same commit again sent %q, want %q", srv.seen(), want)
 			}
 		})
 	}
