@@ -488,13 +488,19 @@ func TestFetchContentErrors(t *testing.T) {
 	_ = withLink
 }
 
-// TestFetchSkipsSubmodules: a gitlink is left out, and the rest fetched.
-func TestFetchSkipsSubmodules(t *testing.T) {
+// TestFetchTreeEntries: a gitlink (submodule) is left out, an executable
+// file keeps its bit, a link inside the directory stays a link.
+func TestFetchTreeEntries(t *testing.T) {
 	srv := newGitServer(t, false)
 	r := newRepo(t, srv.root, "cat")
 	base := r.commit(catalogFiles)
 	git(t, r.work, "update-index", "--add", "--cacheinfo", "160000,"+base+",catalog/sub")
-	git(t, r.work, "commit", "-q", "-m", "submodule")
+	git(t, r.work, "update-index", "--chmod=+x", "catalog/foo/catalog.json")
+	if err := os.Symlink("foo/catalog.json", filepath.Join(r.work, "catalog", "link.json")); err != nil {
+		t.Fatal(err)
+	}
+	git(t, r.work, "add", "catalog/link.json")
+	git(t, r.work, "commit", "-q", "-m", "entries")
 	commit := git(t, r.work, "rev-parse", "HEAD")
 	r.push("main")
 	c := newClient(t, gitsource.Options{}, unpack.Options{})
@@ -505,6 +511,15 @@ func TestFetchSkipsSubmodules(t *testing.T) {
 	defer got.Release()
 	if _, err := fs.Stat(got.FS, "sub"); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("the submodule is in the content: %v", err)
+	}
+	if fi, err := fs.Stat(got.FS, "foo/catalog.json"); err != nil {
+		t.Error(err)
+	} else if fi.Mode()&0o111 == 0 {
+		t.Errorf("the executable file has mode %v", fi.Mode())
+	}
+	link, err := fs.ReadFile(got.FS, "link.json")
+	if want := git(t, r.work, "cat-file", "blob", commit+":catalog/foo/catalog.json"); err != nil || string(link) != want {
+		t.Errorf("the link reads %q, %v; want %q", link, err, want)
 	}
 	wantContent(t, r, got, commit, "catalog")
 }
