@@ -267,7 +267,7 @@ func TestFetchFollowsBranch(t *testing.T) {
 // stateless client), so uploadpack.allowReachableSHA1InWant changes
 // nothing there; allowAnySHA1InWant decides whether a commit no ref
 // reaches any more (a force-push) is sent. When it is not, the error says
-// the ref moved, and is retried.
+// the ref no longer names it, and is retried.
 func TestFetchPinned(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
@@ -277,7 +277,7 @@ func TestFetchPinned(t *testing.T) {
 	}{
 		{"branch moved on", false, "false", ""},
 		{"branch force-pushed, server sends any commit", true, "true", ""},
-		{"branch force-pushed, server sends reachable commits only", true, "false", "has moved past it"},
+		{"branch force-pushed, server sends reachable commits only", true, "false", "which ref \"main\" no longer names"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := newGitServer(t, false)

@@ -99,13 +99,16 @@ func (r *wireRepo) fetch(ctx context.Context, t target, dir string) (objectStore
 		err = r.count.failed(err)
 		var refused *refusedError
 		if byID && errors.As(err, &refused) {
-			return nil, fmt.Errorf("the server does not send commit %s, and ref %q has moved past it since it was published: the next poll publishes the new commit (%w)", t.commit, r.spec.Ref, err)
+			return nil, fmt.Errorf("the server does not send commit %s, %s: the leader publishes the new commit at its next poll (%w)", t.commit, noLongerNamed(r.spec.Ref), err)
 		}
 		return nil, err
 	}
 	pack := resp
-	if band != "" {
-		pack = sideband.NewDemuxer(sideband.Type(bandType(band)), resp)
+	switch band {
+	case capability.Sideband64k:
+		pack = sideband.NewDemuxer(sideband.Sideband64k, resp)
+	case capability.Sideband:
+		pack = sideband.NewDemuxer(sideband.Sideband, resp)
 	}
 	objects, err := receivePack(pack, dir)
 	if err != nil {
@@ -114,25 +117,29 @@ func (r *wireRepo) fetch(ctx context.Context, t target, dir string) (objectStore
 	return objects, nil
 }
 
-func bandType(name string) int {
-	if name == capability.Sideband64k.String() {
-		return int(sideband.Sideband64k)
+// noLongerNamed says, in a message, that ref moved on from a commit.
+func noLongerNamed(ref string) string {
+	switch {
+	case ref == "":
+		return "which the default branch no longer names"
+	case isObjectID(strings.ToLower(ref)):
+		return "which no ref the server advertises names"
 	}
-	return int(sideband.Sideband)
+	return fmt.Sprintf("which ref %q no longer names", ref)
 }
 
 // request is the upload-request for want: depth 1, no tags, no progress,
 // the pack multiplexed when the server can; band is the side band chosen.
-func (r *wireRepo) request(want plumbing.Hash) (req []byte, band string) {
+func (r *wireRepo) request(want plumbing.Hash) (req []byte, band capability.Capability) {
 	caps := []string{}
 	switch {
 	case r.caps.Supports(capability.Sideband64k):
-		band = capability.Sideband64k.String()
+		band = capability.Sideband64k
 	case r.caps.Supports(capability.Sideband):
-		band = capability.Sideband.String()
+		band = capability.Sideband
 	}
 	if band != "" {
-		caps = append(caps, band)
+		caps = append(caps, band.String())
 	}
 	for _, c := range []capability.Capability{capability.OFSDelta, capability.Shallow, capability.NoProgress} {
 		if r.caps.Supports(c) {
