@@ -59,8 +59,8 @@ const treeCacheSize = 256
 
 // Options configures a Client.
 type Options struct {
-	// Extractor writes the tree into a directory with the image layer's
-	// rules; *unpack.Unpacker provides it.
+	// Extractor, required, writes the tree into a directory with the
+	// image layer's rules; *unpack.Unpacker provides it.
 	Extractor Extractor
 	// PullTimeout bounds one Fetch as a whole, as the unpacker's pull
 	// deadline bounds a pull; zero means unpack.DefaultPullTimeout.

@@ -19,6 +19,9 @@ import (
 // registries.
 const maxRedirects = 10
 
+// userAgent is sent with every request, and as the agent capability.
+const userAgent = "git/catalogd"
+
 // httpConn speaks smart HTTP: GET info/refs, then POST git-upload-pack to
 // where the first request ended up (git's http.followRedirects=initial).
 type httpConn struct {
@@ -177,6 +180,9 @@ func (h *httpConn) body(resp *http.Response) io.Reader {
 // do sends req and turns a failed answer into one line naming what
 // failed; the body of a failed answer is never read into it.
 func (h *httpConn) do(req *http.Request, what string) (*http.Response, error) {
+	// Some servers speak the smart protocol only to a user agent that
+	// begins with "git/".
+	req.Header.Set("User-Agent", userAgent)
 	resp, err := h.client.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)

@@ -146,7 +146,7 @@ func (r *wireRepo) request(want plumbing.Hash) (req []byte, band capability.Capa
 			caps = append(caps, c.String())
 		}
 	}
-	caps = append(caps, "agent=catalogd")
+	caps = append(caps, "agent="+userAgent)
 	var b bytes.Buffer
 	e := pktline.NewEncoder(&b)
 	_ = e.Encodef("want %s %s\n", want, strings.Join(caps, " "))
