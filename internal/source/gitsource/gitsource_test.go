@@ -221,6 +221,7 @@ func TestFetchFollowsBranch(t *testing.T) {
 		t.Errorf("unchanged poll: digest %q (live %q), FS %v, Pulled %v, skip asked %q", got.Digest, live.Digest, got.FS, got.Pulled, asked)
 	}
 	adv := srv.sent.Load()
+	t.Logf("unchanged poll: %d request, %d bytes received (the ref advertisement)", len(srv.seen()), adv)
 
 	// Another directory changes: a pack is fetched to learn the tree, the
 	// digest stays, nothing is extracted.
@@ -241,6 +242,7 @@ func TestFetchFollowsBranch(t *testing.T) {
 	if n := len(srv.seen()); n != 2 || srv.sent.Load() <= adv {
 		t.Errorf("commit outside the directory: %d requests, %d bytes: want the listing and one pack", n, srv.sent.Load())
 	}
+	t.Logf("commit outside the directory: %d requests, %d bytes received", len(srv.seen()), srv.sent.Load())
 	if left, _ := os.ReadDir(tmp); len(left) != 0 {
 		t.Errorf("fetches left %d entries in the temp dir", len(left))
 	}
