@@ -38,17 +38,17 @@ func AuthFromSecret(name string, data map[string][]byte) (Auth, error) {
 	case has("password", "username"):
 		a.Username, a.Password = string(data["username"]), string(data["password"])
 		if a.Username == "" || a.Password == "" {
-			return Auth{}, fmt.Errorf("Secret %s: username and password must both be set", name)
+			return Auth{}, fmt.Errorf("the Secret %s has an empty username or password", name)
 		}
 	case has("bearerToken"):
 		a.BearerToken = string(data["bearerToken"])
 		if a.BearerToken == "" {
-			return Auth{}, fmt.Errorf("Secret %s: bearerToken is empty", name)
+			return Auth{}, fmt.Errorf("the Secret %s has an empty bearerToken", name)
 		}
 	case has("identity", "known_hosts"), has("known_hosts"):
 		a.Identity, a.KnownHosts = data["identity"], data["known_hosts"]
 		if len(a.KnownHosts) == 0 {
-			return Auth{}, fmt.Errorf("Secret %s: known_hosts is empty", name)
+			return Auth{}, fmt.Errorf("the Secret %s has an empty known_hosts", name)
 		}
 	default:
 		found := "no key"
@@ -59,7 +59,7 @@ func AuthFromSecret(name string, data map[string][]byte) (Auth, error) {
 			}
 			found = "keys " + strings.Join(quoted, ", ")
 		}
-		return Auth{}, fmt.Errorf("Secret %s has %s: a git Secret has username and password, or bearerToken (https), or identity and known_hosts (ssh)", name, found)
+		return Auth{}, fmt.Errorf("the Secret %s has %s: a git Secret has username and password, or bearerToken (https), or identity and known_hosts (ssh)", name, found)
 	}
 	return a, nil
 }

@@ -79,6 +79,23 @@ func wantContent(t *testing.T, r *repo, fetched source.Fetched, commit, dir stri
 	}
 }
 
+// wantOutcome checks a fetch's outcome: the content of commit:dir when
+// wantErr is empty, else an error saying wantErr.
+func wantOutcome(t *testing.T, r *repo, got source.Fetched, err error, commit, dir, wantErr string) {
+	t.Helper()
+	if wantErr == "" {
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantContent(t, r, got, commit, dir)
+		return
+	}
+	t.Logf("error: %v", err)
+	if err == nil || !strings.Contains(err.Error(), wantErr) {
+		t.Fatalf("error %v, want one saying %q", err, wantErr)
+	}
+}
+
 func keys(m map[string]string) []string {
 	var k []string
 	for n := range m {
@@ -204,6 +221,7 @@ func TestFetchFollowsBranch(t *testing.T) {
 		t.Errorf("unchanged poll: digest %q (live %q), FS %v, Pulled %v, skip asked %q", got.Digest, live.Digest, got.FS, got.Pulled, asked)
 	}
 	adv := srv.sent.Load()
+	t.Logf("unchanged poll: %d request, %d bytes received (the ref advertisement)", len(srv.seen()), adv)
 
 	// Another directory changes: a pack is fetched to learn the tree, the
 	// digest stays, nothing is extracted.
@@ -224,6 +242,7 @@ func TestFetchFollowsBranch(t *testing.T) {
 	if n := len(srv.seen()); n != 2 || srv.sent.Load() <= adv {
 		t.Errorf("commit outside the directory: %d requests, %d bytes: want the listing and one pack", n, srv.sent.Load())
 	}
+	t.Logf("commit outside the directory: %d requests, %d bytes received", len(srv.seen()), srv.sent.Load())
 	if left, _ := os.ReadDir(tmp); len(left) != 0 {
 		t.Errorf("fetches left %d entries in the temp dir", len(left))
 	}
@@ -250,7 +269,7 @@ func TestFetchFollowsBranch(t *testing.T) {
 // stateless client), so uploadpack.allowReachableSHA1InWant changes
 // nothing there; allowAnySHA1InWant decides whether a commit no ref
 // reaches any more (a force-push) is sent. When it is not, the error says
-// the ref moved, and is retried.
+// the ref no longer names it, and is retried.
 func TestFetchPinned(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
@@ -260,7 +279,7 @@ func TestFetchPinned(t *testing.T) {
 	}{
 		{"branch moved on", false, "false", ""},
 		{"branch force-pushed, server sends any commit", true, "true", ""},
-		{"branch force-pushed, server sends reachable commits only", true, "false", "has moved past it"},
+		{"branch force-pushed, server sends reachable commits only", true, "false", "which ref \"main\" no longer names"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := newGitServer(t, false)
@@ -292,6 +311,16 @@ func TestFetchPinned(t *testing.T) {
 				t.Errorf("Ref %q, Digest %q: want the published commit %s", got.Ref, got.Digest, published)
 			}
 			wantContent(t, r, got, published, "catalog")
+
+			// A replica's next poll of the same commit asks nothing.
+			srv.reset()
+			again, err := c.Fetcher(spec, gitsource.Auth{}, t.TempDir()).Fetch(context.Background(), func(d string) bool { return d == got.Digest })
+			if err != nil || again.Digest != got.Digest || again.FS != nil {
+				t.Errorf("polling the pinned commit again: digest %q, FS %v, error %v", again.Digest, again.FS, err)
+			}
+			if n := len(srv.seen()); n != 0 {
+				t.Errorf("polling the pinned commit again sent %q", srv.seen())
+			}
 		})
 	}
 }
@@ -339,16 +368,8 @@ func TestFetchAuth(t *testing.T) {
 			c := newClient(t, gitsource.Options{CABundle: srv.caPEM()}, unpack.Options{})
 			got, err := c.Fetcher(source.Git{URL: srv.URL + "/cat.git", Directory: "catalog"}, tc.auth, t.TempDir()).Fetch(context.Background(), never)
 			defer got.Release()
-			if tc.wantErr == "" {
-				if err != nil {
-					t.Fatal(err)
-				}
-				wantContent(t, r, got, commit, "catalog")
+			if wantOutcome(t, r, got, err, commit, "catalog", tc.wantErr); err == nil {
 				return
-			}
-			t.Logf("error: %v", err)
-			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-				t.Fatalf("error %v, want one saying %q", err, tc.wantErr)
 			}
 			for _, secret := range []string{password, token, "secret body text"} {
 				if strings.Contains(err.Error(), secret) {
@@ -451,18 +472,37 @@ func TestFetchContentErrors(t *testing.T) {
 			if left, _ := os.ReadDir(tmp); len(left) != 0 {
 				t.Errorf("a failed fetch left %d entries in the temp dir", len(left))
 			}
+			if tc.wantAs != nil {
+				return
+			}
+			// A commit without the directory is remembered: the next
+			// poll of the same commit lists the refs and downloads nothing.
+			srv.reset()
+			_, again := c.Fetcher(source.Git{URL: srv.URL + "/cat.git", Ref: tc.ref, Directory: tc.dir}, gitsource.Auth{}, tmp).Fetch(context.Background(), never)
+			if again == nil || again.Error() != err.Error() || !source.IsTerminal(again) {
+				t.Errorf("the same commit again: error %v, want %v", again, err)
+			}
+			if want := []string{"GET /cat.git/info/refs?service=git-upload-pack"}; !slices.Equal(srv.seen(), want) {
+				t.Errorf("the same commit again sent %q, want %q", srv.seen(), want)
+			}
 		})
 	}
 	_ = withLink
 }
 
-// TestFetchSkipsSubmodules: a gitlink is left out, and the rest fetched.
-func TestFetchSkipsSubmodules(t *testing.T) {
+// TestFetchTreeEntries: a gitlink (submodule) is left out, an executable
+// file keeps its bit, a link inside the directory stays a link.
+func TestFetchTreeEntries(t *testing.T) {
 	srv := newGitServer(t, false)
 	r := newRepo(t, srv.root, "cat")
 	base := r.commit(catalogFiles)
 	git(t, r.work, "update-index", "--add", "--cacheinfo", "160000,"+base+",catalog/sub")
-	git(t, r.work, "commit", "-q", "-m", "submodule")
+	git(t, r.work, "update-index", "--chmod=+x", "catalog/foo/catalog.json")
+	if err := os.Symlink("foo/catalog.json", filepath.Join(r.work, "catalog", "link.json")); err != nil {
+		t.Fatal(err)
+	}
+	git(t, r.work, "add", "catalog/link.json")
+	git(t, r.work, "commit", "-q", "-m", "entries")
 	commit := git(t, r.work, "rev-parse", "HEAD")
 	r.push("main")
 	c := newClient(t, gitsource.Options{}, unpack.Options{})
@@ -473,6 +513,15 @@ func TestFetchSkipsSubmodules(t *testing.T) {
 	defer got.Release()
 	if _, err := fs.Stat(got.FS, "sub"); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("the submodule is in the content: %v", err)
+	}
+	if fi, err := fs.Stat(got.FS, "foo/catalog.json"); err != nil {
+		t.Error(err)
+	} else if fi.Mode()&0o111 == 0 {
+		t.Errorf("the executable file has mode %v", fi.Mode())
+	}
+	link, err := fs.ReadFile(got.FS, "link.json")
+	if want := git(t, r.work, "cat-file", "blob", commit+":catalog/foo/catalog.json"); err != nil || string(link) != want {
+		t.Errorf("the link reads %q, %v; want %q", link, err, want)
 	}
 	wantContent(t, r, got, commit, "catalog")
 }

@@ -19,6 +19,9 @@ import (
 // registries.
 const maxRedirects = 10
 
+// userAgent is sent with every request, and as the agent capability.
+const userAgent = "git/catalogd"
+
 // httpConn speaks smart HTTP: GET info/refs, then POST git-upload-pack to
 // where the first request ended up (git's http.followRedirects=initial).
 type httpConn struct {
@@ -30,6 +33,24 @@ type httpConn struct {
 	bodies []io.Closer
 }
 
+// newTransport is the transport every fetch of a Client shares (so that a
+// poll reuses its connection), trusting caBundle beside the system's CAs.
+func newTransport(caBundle []byte) (*http.Transport, error) {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	if len(caBundle) == 0 {
+		return t, nil
+	}
+	pool, err := x509.SystemCertPool()
+	if err != nil {
+		pool = x509.NewCertPool()
+	}
+	if !pool.AppendCertsFromPEM(caBundle) {
+		return nil, errors.New("the CA bundle for git remotes holds no PEM certificate")
+	}
+	t.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	return t, nil
+}
+
 // newHTTPConn checks what can be refused before any request: credentials
 // in the URL, credentials over plain http.
 func (c *Client) newHTTPConn(u *url.URL, auth Auth, count *counter) (*httpConn, error) {
@@ -39,22 +60,14 @@ func (c *Client) newHTTPConn(u *url.URL, auth Auth, count *counter) (*httpConn, 
 	if u.Scheme == "http" && auth.http() {
 		return nil, fmt.Errorf("refusing to send the credentials of Secret %s over plain http to %s: use an https URL", auth.SecretName, u.Host)
 	}
-	base := http.DefaultTransport.(*http.Transport).Clone()
-	if len(c.opts.CABundle) > 0 {
-		pool, err := x509.SystemCertPool()
-		if err != nil {
-			pool = x509.NewCertPool()
-		}
-		if !pool.AppendCertsFromPEM(c.opts.CABundle) {
-			return nil, errors.New("the CA bundle holds no PEM certificate")
-		}
-		base.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	if c.transportErr != nil {
+		return nil, c.transportErr
 	}
 	repo := *u
 	repo.Path = strings.TrimSuffix(repo.Path, "/")
 	hc := &httpConn{base: &repo, count: count, auth: auth}
 	hc.client = &http.Client{
-		Transport:     &authTransport{next: base, host: u.Host, auth: auth},
+		Transport:     &authTransport{next: c.transport, host: u.Host, auth: auth},
 		CheckRedirect: hc.checkRedirect,
 	}
 	return hc, nil
@@ -167,6 +180,9 @@ func (h *httpConn) body(resp *http.Response) io.Reader {
 // do sends req and turns a failed answer into one line naming what
 // failed; the body of a failed answer is never read into it.
 func (h *httpConn) do(req *http.Request, what string) (*http.Response, error) {
+	// Some servers speak the smart protocol only to a user agent that
+	// begins with "git/".
+	req.Header.Set("User-Agent", userAgent)
 	resp, err := h.client.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
@@ -191,5 +207,4 @@ func (h *httpConn) close() {
 	for _, b := range h.bodies {
 		b.Close()
 	}
-	h.client.CloseIdleConnections()
 }

@@ -62,7 +62,7 @@ func openLocal(dir string) (*localRepo, error) {
 	if fi, err := os.Stat(filepath.Join(gitDir, "objects")); err != nil || !fi.IsDir() {
 		return nil, fmt.Errorf("%s is not a git repository (no objects directory; a linked worktree is not read: name its main checkout)", dir)
 	}
-	s := filesystem.NewStorageWithOptions(osfs.New(gitDir), cache.NewObjectLRUDefault(), filesystem.Options{LargeObjectThreshold: largeObject})
+	s := filesystem.NewStorageWithOptions(osfs.New(gitDir), cache.NewObjectLRUDefault(), filesystem.Options{LargeObjectThreshold: 1 << 20})
 	return &localRepo{storage: s, path: dir}, nil
 }
 

@@ -93,8 +93,9 @@ func (l *refList) some(n int) string {
 	return strings.Join(names, ", ") + more
 }
 
-// isCommitID reports whether s is a full commit id, as a pinned ref is.
-func isCommitID(s string) bool {
+// isObjectID reports whether s is a full object id (40 lower-case hex
+// digits), as a pinned ref's commit is.
+func isObjectID(s string) bool {
 	if len(s) != 40 {
 		return false
 	}
@@ -126,7 +127,7 @@ func (f *fetcher) pinnedCommit() string {
 	if f.spec.Commit != "" {
 		return strings.ToLower(f.spec.Commit)
 	}
-	if isCommitID(strings.ToLower(f.spec.Ref)) {
+	if isObjectID(strings.ToLower(f.spec.Ref)) {
 		return strings.ToLower(f.spec.Ref)
 	}
 	return ""
@@ -139,7 +140,7 @@ func wantFor(refs *refList, spec source.Git, t target) target {
 	if !t.want.IsZero() {
 		return t
 	}
-	if spec.Ref != "" && !isCommitID(strings.ToLower(spec.Ref)) {
+	if spec.Ref != "" && !isObjectID(strings.ToLower(spec.Ref)) {
 		if now, err := refs.resolve(spec.Ref); err == nil && now.commit == t.commit {
 			return now
 		}

@@ -90,7 +90,7 @@ func (s *sshConn) dial(ctx context.Context) error {
 	}
 	check, err := knownhosts.New(hostsFile)
 	if err != nil {
-		return fmt.Errorf("Secret %s: known_hosts: %w", auth.SecretName, err)
+		return fmt.Errorf("the known_hosts of Secret %s: %w", auth.SecretName, err)
 	}
 	config := &ssh.ClientConfig{
 		User:              e.user,
@@ -102,9 +102,9 @@ func (s *sshConn) dial(ctx context.Context) error {
 		if err != nil {
 			var missing *ssh.PassphraseMissingError
 			if errors.As(err, &missing) {
-				return fmt.Errorf("Secret %s: identity is protected by a passphrase: give a key without one", auth.SecretName)
+				return fmt.Errorf("the identity of Secret %s is protected by a passphrase: give a key without one", auth.SecretName)
 			}
-			return fmt.Errorf("Secret %s: identity is not a private key (PEM or OpenSSH)", auth.SecretName)
+			return fmt.Errorf("the identity of Secret %s is not a private key (PEM or OpenSSH)", auth.SecretName)
 		}
 		config.Auth = []ssh.AuthMethod{ssh.PublicKeys(signer)}
 	}

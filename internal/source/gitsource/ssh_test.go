@@ -33,6 +33,12 @@ type sshServer struct {
 	root    string
 	conns   atomic.Int64 // TCP connections accepted
 	execs   atomic.Int64 // upload-packs run
+
+	mu     sync.Mutex
+	wanted []string // the "want" lines upload-pack received
+	// finished receives one value as each upload-pack session ends, all
+	// its input read.
+	finished chan struct{}
 }
 
 func newKey(t testing.TB) (ssh.Signer, []byte) {
@@ -68,7 +74,7 @@ func newSSHServer(t testing.TB, root string, client ssh.PublicKey) *sshServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &sshServer{addr: l.Addr().String(), hostKey: hostSigner.PublicKey(), root: root}
+	s := &sshServer{addr: l.Addr().String(), hostKey: hostSigner.PublicKey(), root: root, finished: make(chan struct{}, 16)}
 	var wg sync.WaitGroup
 	t.Cleanup(func() { l.Close(); wg.Wait() })
 	wg.Add(1)
@@ -127,6 +133,7 @@ func (s *sshServer) session(t testing.TB, ch ssh.Channel, reqs <-chan *ssh.Reque
 		s.execs.Add(1)
 		status := s.uploadPack(ch, filepath.Join(s.root, strings.TrimSuffix(path, "'")))
 		_, _ = ch.SendRequest("exit-status", false, ssh.Marshal(struct{ Status uint32 }{status}))
+		s.finished <- struct{}{}
 		return
 	}
 }
@@ -146,11 +153,23 @@ func (s *sshServer) uploadPack(ch ssh.Channel, dir string) uint32 {
 	if err := cmd.Start(); err != nil {
 		return 1
 	}
+	read := make(chan struct{})
 	go func() {
-		_, _ = io.Copy(stdin, ch)
+		defer close(read)
+		var got bytes.Buffer
+		_, _ = io.Copy(io.MultiWriter(stdin, &got), ch)
 		stdin.Close()
+		for _, line := range strings.Split(got.String(), "\n") {
+			if i := strings.Index(line, "want "); i >= 0 && i <= 4 {
+				s.mu.Lock()
+				s.wanted = append(s.wanted, line[i:])
+				s.mu.Unlock()
+			}
+		}
 	}()
-	if err := cmd.Wait(); err != nil {
+	err = cmd.Wait()
+	<-read
+	if err != nil {
 		return 1
 	}
 	return 0
@@ -191,16 +210,9 @@ func TestFetchSSH(t *testing.T) {
 			if n := srv.conns.Load() - conns; n != tc.wantConns {
 				t.Errorf("%d connections, want %d", n, tc.wantConns)
 			}
-			if tc.wantErr == "" {
-				if err != nil {
-					t.Fatal(err)
-				}
-				wantContent(t, r, got, commit, "catalog")
+			if wantOutcome(t, r, got, err, commit, "catalog", tc.wantErr); err == nil {
+				unchangedSSHPoll(t, srv, c.Fetcher(spec, tc.auth, t.TempDir()), got.Digest)
 				return
-			}
-			t.Logf("error: %v", err)
-			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-				t.Fatalf("error %v, want one saying %q", err, tc.wantErr)
 			}
 			if n := srv.execs.Load() - execs; n != 0 {
 				t.Errorf("git-upload-pack ran %d times for a refused connection", n)
@@ -212,4 +224,31 @@ func TestFetchSSH(t *testing.T) {
 func mustOtherIdentity(t testing.TB) []byte {
 	_, identity := newKey(t)
 	return identity
+}
+
+// unchangedSSHPoll: polling an unchanged branch over ssh is one connection
+// that lists the refs and wants nothing.
+func unchangedSSHPoll(t *testing.T, srv *sshServer, f source.Fetcher, live string) {
+	t.Helper()
+	<-srv.finished // the first fetch's session
+	conns := srv.conns.Load()
+	srv.mu.Lock()
+	if len(srv.wanted) != 1 {
+		t.Errorf("the first fetch asked for %q, want one commit", srv.wanted)
+	}
+	srv.wanted = nil
+	srv.mu.Unlock()
+	got, err := f.Fetch(context.Background(), func(d string) bool { return d == live })
+	if err != nil || got.Digest != live || got.FS != nil {
+		t.Errorf("unchanged poll: digest %q (live %q), FS %v, error %v", got.Digest, live, got.FS, err)
+	}
+	if n := srv.conns.Load() - conns; n != 1 {
+		t.Errorf("unchanged poll: %d connections, want 1", n)
+	}
+	<-srv.finished
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	if len(srv.wanted) != 0 {
+		t.Errorf("unchanged poll asked for %q", srv.wanted)
+	}
 }

@@ -63,14 +63,12 @@ func headerHash(obj plumbing.EncodedObject, prefix string) (plumbing.Hash, error
 	defer r.Close()
 	sc := bufio.NewScanner(r)
 	for sc.Scan() && sc.Text() != "" {
-		if hex, ok := strings.CutPrefix(sc.Text(), prefix); ok && isHash(hex) {
+		if hex, ok := strings.CutPrefix(sc.Text(), prefix); ok && isObjectID(hex) {
 			return plumbing.NewHash(hex), nil
 		}
 	}
 	return plumbing.ZeroHash, fmt.Errorf("%s %s has no %q line", obj.Type(), obj.Hash(), strings.TrimSpace(prefix))
 }
-
-func isHash(s string) bool { return isCommitID(s) }
 
 // parseTree reads a tree object's entries: "MODE NAME\0" and 20 bytes of
 // hash, each. A name must be one path element.

@@ -6,19 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strings"
 	"unicode"
 
-	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/cache"
-	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 	"github.com/go-git/go-git/v5/plumbing/format/pktline"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/sideband"
-	"github.com/go-git/go-git/v5/storage/filesystem"
 
 	"github.com/catalogd/catalogd/internal/source"
 	"github.com/catalogd/catalogd/internal/unpack"
@@ -104,52 +99,54 @@ func (r *wireRepo) fetch(ctx context.Context, t target, dir string) (objectStore
 		err = r.count.failed(err)
 		var refused *refusedError
 		if byID && errors.As(err, &refused) {
-			return nil, fmt.Errorf("the server does not send commit %s, and ref %q has moved past it since it was published: the next poll publishes the new commit (%w)", t.commit, r.spec.Ref, err)
+			return nil, fmt.Errorf("the server does not send commit %s, %s: the leader publishes the new commit at its next poll (%w)", t.commit, noLongerNamed(r.spec.Ref), err)
 		}
 		return nil, err
 	}
 	pack := resp
-	if band != "" {
-		pack = sideband.NewDemuxer(sideband.Type(bandType(band)), resp)
+	switch band {
+	case capability.Sideband64k:
+		pack = sideband.NewDemuxer(sideband.Sideband64k, resp)
+	case capability.Sideband:
+		pack = sideband.NewDemuxer(sideband.Sideband, resp)
 	}
-	storage := filesystem.NewStorageWithOptions(osfs.New(filepath.Join(dir, "git")), cache.NewObjectLRUDefault(),
-		filesystem.Options{ExclusiveAccess: true, LargeObjectThreshold: largeObject})
-	if err := packfile.UpdateObjectStorage(storage, pack); err != nil {
+	objects, err := receivePack(pack, dir)
+	if err != nil {
 		return nil, fmt.Errorf("receive commit %s: %w", t.commit, r.count.failed(err))
 	}
-	return storage, nil
+	return objects, nil
 }
 
-// largeObject is the size from which a blob is streamed from the pack
-// rather than read whole into memory.
-const largeObject = 1 << 20
-
-func bandType(name string) int {
-	if name == capability.Sideband64k.String() {
-		return int(sideband.Sideband64k)
+// noLongerNamed says, in a message, that ref moved on from a commit.
+func noLongerNamed(ref string) string {
+	switch {
+	case ref == "":
+		return "which the default branch no longer names"
+	case isObjectID(strings.ToLower(ref)):
+		return "which no ref the server advertises names"
 	}
-	return int(sideband.Sideband)
+	return fmt.Sprintf("which ref %q no longer names", ref)
 }
 
 // request is the upload-request for want: depth 1, no tags, no progress,
 // the pack multiplexed when the server can; band is the side band chosen.
-func (r *wireRepo) request(want plumbing.Hash) (req []byte, band string) {
+func (r *wireRepo) request(want plumbing.Hash) (req []byte, band capability.Capability) {
 	caps := []string{}
 	switch {
 	case r.caps.Supports(capability.Sideband64k):
-		band = capability.Sideband64k.String()
+		band = capability.Sideband64k
 	case r.caps.Supports(capability.Sideband):
-		band = capability.Sideband.String()
+		band = capability.Sideband
 	}
 	if band != "" {
-		caps = append(caps, band)
+		caps = append(caps, band.String())
 	}
 	for _, c := range []capability.Capability{capability.OFSDelta, capability.Shallow, capability.NoProgress} {
 		if r.caps.Supports(c) {
 			caps = append(caps, c.String())
 		}
 	}
-	caps = append(caps, "agent=catalogd")
+	caps = append(caps, "agent="+userAgent)
 	var b bytes.Buffer
 	e := pktline.NewEncoder(&b)
 	_ = e.Encodef("want %s %s\n", want, strings.Join(caps, " "))
