@@ -80,8 +80,9 @@ func (f *fetcher) Fetch(ctx context.Context, skip func(digest string) bool) (sou
 	}
 	pullCtx, cancel := context.WithTimeoutCause(ctx, f.c.opts.PullTimeout, errPullTimeout)
 	defer cancel()
-	log := logr.FromContextOrDiscard(ctx)
-	if _, err := logr.FromContext(ctx); err != nil {
+	// A sync's logger names the catalog; the Client's serves the others.
+	log, err := logr.FromContext(ctx)
+	if err != nil {
 		log = f.c.log
 	}
 	g := &get{
@@ -100,7 +101,8 @@ func (f *fetcher) Fetch(ctx context.Context, skip func(digest string) bool) (sou
 	}
 	fetched, err := g.run(pullCtx, skip)
 	if err != nil && errors.Is(context.Cause(pullCtx), errPullTimeout) && ctx.Err() == nil {
-		err = fmt.Errorf("fetch %s: gave up after the pull timeout of %s: %w", shown, f.c.opts.PullTimeout, err)
+		// What was cut short says nothing more than the bound that cut it.
+		err = fmt.Errorf("fetch %s: gave up after the pull timeout of %s", shown, f.c.opts.PullTimeout)
 	}
 	return fetched, err
 }

@@ -427,6 +427,7 @@ func TestHostileArchives(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !source.IsTerminal(err) {
 				t.Fatalf("err = %v, want a terminal error saying %q", err, tc.wantErr)
 			}
+			t.Log(err)
 			if got.Digest != "sha256:"+sha(tc.body) {
 				t.Errorf("digest %q, want that of the bytes, so the sync remembers them as bad", got.Digest)
 			}

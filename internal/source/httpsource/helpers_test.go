@@ -128,7 +128,7 @@ type server struct {
 	headers  []http.Header
 }
 
-func newServer(t *testing.T, tls bool) *server {
+func newServer(t testing.TB, tls bool) *server {
 	s := &server{docs: map[string]doc{}}
 	h := http.HandlerFunc(s.serve)
 	if tls {
