@@ -15,14 +15,33 @@ type AvailabilityMode string
 
 const (
 	// SourceTypeImage: the catalog content is the file-based catalog inside
-	// an OCI image.
+	// an OCI image, or the layers of an OCI artifact.
 	SourceTypeImage SourceType = "Image"
+	// SourceTypeGit: the catalog content is a directory of a git
+	// repository at a branch, a tag or a commit.
+	SourceTypeGit SourceType = "Git"
+	// SourceTypeHTTP: the catalog content is an archive (.tar, .tar.gz,
+	// .tgz) of a catalog directory, or one FBC file, at an http(s) URL.
+	SourceTypeHTTP SourceType = "HTTP"
 
 	// AvailabilityModeAvailable: unpack and serve the catalog (the default).
 	AvailabilityModeAvailable AvailabilityMode = "Available"
 	// AvailabilityModeUnavailable: keep the object but serve nothing, as if
 	// the catalog did not exist.
 	AvailabilityModeUnavailable AvailabilityMode = "Unavailable"
+)
+
+// ImageForm says what an image reference was found to hold.
+// +enum
+type ImageForm string
+
+const (
+	// ImageFormImage: a container image whose config label names the
+	// catalog's directory.
+	ImageFormImage ImageForm = "Image"
+	// ImageFormArtifact: an OCI artifact whose layers are the catalog, as
+	// `oras push` writes a directory or files.
+	ImageFormArtifact ImageForm = "Artifact"
 )
 
 // Condition types set in status.conditions.
@@ -192,12 +211,16 @@ type ClusterCatalogURLs struct {
 // which member is set.
 // +union
 // +kubebuilder:validation:XValidation:rule="self.type == 'Image' ? has(self.image) : !has(self.image)",message="image is required when type is Image, and forbidden otherwise"
+// +kubebuilder:validation:XValidation:rule="self.type == 'Git' ? has(self.git) : !has(self.git)",message="git is required when type is Git, and forbidden otherwise"
+// +kubebuilder:validation:XValidation:rule="self.type == 'HTTP' ? has(self.http) : !has(self.http)",message="http is required when type is HTTP, and forbidden otherwise"
 type CatalogSource struct {
-	// type is the kind of source. The only value is Image: the content is
-	// pulled from an OCI image, configured in the image field.
+	// type is the kind of source: Image (an OCI image or artifact,
+	// configured in the image field), Git (a directory of a git repository,
+	// in the git field) or HTTP (an archive or a file at a URL, in the http
+	// field).
 	//
 	// +unionDiscriminator
-	// +kubebuilder:validation:Enum:=Image
+	// +kubebuilder:validation:Enum:=Image;Git;HTTP
 	// +required
 	Type SourceType `json:"type"`
 
@@ -205,6 +228,16 @@ type CatalogSource struct {
 	// forbidden otherwise.
 	// +optional
 	Image *ImageSource `json:"image,omitempty"`
+
+	// git configures a git repository source. Required when type is Git,
+	// forbidden otherwise.
+	// +optional
+	Git *GitSource `json:"git,omitempty"`
+
+	// http configures an HTTP source. Required when type is HTTP, forbidden
+	// otherwise.
+	// +optional
+	HTTP *HTTPSource `json:"http,omitempty"`
 }
 
 // ImageSource is an OCI image that holds a File-Based Catalog.
@@ -247,20 +280,162 @@ type ImageSource struct {
 	PollIntervalMinutes *int `json:"pollIntervalMinutes,omitempty"`
 }
 
+// GitSource is a directory of a git repository that holds a File-Based
+// Catalog. catalogd fetches one commit shallowly (no history, no
+// submodules, no LFS); the catalog's digest is the git tree hash of
+// directory, so a commit that changes only other paths changes nothing
+// served.
+//
+// A commit never changes, so polling it is pointless and
+// pollIntervalMinutes is rejected with one.
+// +kubebuilder:validation:XValidation:rule="has(self.ref.commit) ? !has(self.pollIntervalMinutes) : true",message="cannot specify pollIntervalMinutes with ref.commit: a commit never changes"
+type GitSource struct {
+	// url is the repository: https://host/path, ssh://[user@]host[:port]/path
+	// or the scp-like user@host:path, without credentials (they belong in
+	// secretRef), a query or a fragment. http:// and file:// are refused.
+	//
+	// Examples: https://github.com/org/catalogs.git, git@github.com:org/catalogs.git
+	//
+	// +required
+	// +kubebuilder:validation:MaxLength:=2048
+	// +kubebuilder:validation:XValidation:rule="self.startsWith('https://') || self.startsWith('ssh://') || self.matches('^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:[^/]')",message="must be an https:// or ssh:// URL, or user@host:path (http:// and file:// are not allowed)"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^https://[^/]*@') && !self.matches('^ssh://[^/@]*:[^/@]*@')",message="must not hold credentials: name a Secret in secretRef"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^(https://[^/@?# ]+|ssh://([^/@:?# ]+@)?[^/@?# ]+|[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:[^/?# ]+)(/[^/?# ]+)*/?$')",message="must name a repository path, without a query, a fragment, spaces or empty segments ('//'); the catalog's path inside the repository goes in directory"
+	URL string `json:"url"`
+
+	// ref is what to fetch: exactly one of branch, tag or commit.
+	// +required
+	Ref GitRef `json:"ref"`
+
+	// directory is the catalog's path inside the repository, relative to
+	// its root, without "..". Empty (the default) is the root.
+	//
+	// +kubebuilder:validation:MaxLength:=1024
+	// +kubebuilder:validation:XValidation:rule="!self.startsWith('/') && !self.matches('(^|/)[.][.](/|$)')",message="must be a path relative to the repository's root, without '..'"
+	// +optional
+	Directory string `json:"directory,omitempty"`
+
+	// pollIntervalMinutes is how often, in minutes, to ask the repository
+	// whether the branch or tag moved (one ls-remote request). When omitted
+	// the repository is not polled. Not allowed with ref.commit.
+	// +kubebuilder:validation:Minimum:=1
+	// +optional
+	PollIntervalMinutes *int `json:"pollIntervalMinutes,omitempty"`
+
+	// secretRef names a Secret in catalogd's own namespace with the
+	// credentials: username and password, or bearerToken, for https;
+	// identity (a private key) and known_hosts for ssh, whose host keys are
+	// always checked.
+	// +optional
+	SecretRef *SecretReference `json:"secretRef,omitempty"`
+}
+
+// GitRef names what to fetch from a repository.
+// +kubebuilder:validation:XValidation:rule="[has(self.branch), has(self.tag), has(self.commit)].filter(x, x).size() == 1",message="exactly one of branch, tag or commit is required"
+type GitRef struct {
+	// branch is a branch name, as in main or release/v1; its newest commit
+	// is served and followed.
+	// +kubebuilder:validation:MaxLength:=255
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[A-Za-z0-9_][A-Za-z0-9_./+-]*$') && !self.contains('..') && !self.contains('//') && !self.endsWith('/') && !self.endsWith('.lock')",message="must be a branch name: letters, digits, '_', '.', '/', '+' and '-', not starting with '.', '/', '+' or '-', without '..' or '//'"
+	// +optional
+	Branch string `json:"branch,omitempty"`
+
+	// tag is a tag name, as in v1.2.0; the commit it points to is served,
+	// and followed if the tag is moved.
+	// +kubebuilder:validation:MaxLength:=255
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[A-Za-z0-9_][A-Za-z0-9_./+-]*$') && !self.contains('..') && !self.contains('//') && !self.endsWith('/') && !self.endsWith('.lock')",message="must be a tag name: letters, digits, '_', '.', '/', '+' and '-', not starting with '.', '/', '+' or '-', without '..' or '//'"
+	// +optional
+	Tag string `json:"tag,omitempty"`
+
+	// commit is a full commit hash, 40 lower-case hex digits.
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[0-9a-f]{40}$')",message="must be a full commit hash: 40 lower-case hex digits"
+	// +optional
+	Commit string `json:"commit,omitempty"`
+}
+
+// HTTPSource is a File-Based Catalog at an http(s) URL: a .tar, .tar.gz or
+// .tgz archive of a catalog directory, or one .json or .yaml FBC file.
+// Polls ask with If-None-Match and If-Modified-Since, so an unchanged
+// archive is not downloaded again.
+//
+// Bytes pinned by sha256 never change, so polling them is pointless and
+// pollIntervalMinutes is rejected with sha256.
+// +kubebuilder:validation:XValidation:rule="has(self.sha256) ? !has(self.pollIntervalMinutes) : true",message="cannot specify pollIntervalMinutes with sha256: the bytes are pinned and never change"
+type HTTPSource struct {
+	// url is where the catalog is, https:// (or http://), without
+	// credentials (they belong in secretRef) or a fragment.
+	//
+	// Example: https://example.com/catalogs/operators.tar.gz
+	//
+	// +required
+	// +kubebuilder:validation:MaxLength:=2048
+	// +kubebuilder:validation:XValidation:rule="isURL(self) && (url(self).getScheme() == 'https' || url(self).getScheme() == 'http') && url(self).getHostname() != ''",message="must be an https:// or http:// URL with a host"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[A-Za-z]+://[^/]*@')",message="must not hold credentials: name a Secret in secretRef"
+	// +kubebuilder:validation:XValidation:rule="!self.contains('#')",message="must not have a fragment: pin the content with sha256"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[^?]*[.]git(/|$|[?])') && !self.matches('^[A-Za-z]+://[^?]*[^:]//') && !self.matches('[?&]ref=')",message="looks like a git repository: use type Git"
+	URL string `json:"url"`
+
+	// sha256 pins the bytes at url: 64 lower-case hex digits. A download of
+	// other bytes fails, and the catalog keeps serving what it served.
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[0-9a-f]{64}$')",message="must be 64 lower-case hex digits"
+	// +optional
+	SHA256 string `json:"sha256,omitempty"`
+
+	// pollIntervalMinutes is how often, in minutes, to ask whether the
+	// content at url changed (a conditional request). When omitted the URL
+	// is not polled. Not allowed with sha256.
+	// +kubebuilder:validation:Minimum:=1
+	// +optional
+	PollIntervalMinutes *int `json:"pollIntervalMinutes,omitempty"`
+
+	// secretRef names a Secret in catalogd's own namespace with the
+	// credentials: username and password, or bearerToken. They are sent
+	// only to the host of url.
+	// +optional
+	SecretRef *SecretReference `json:"secretRef,omitempty"`
+
+	// caSecretRef names a Secret in catalogd's own namespace whose ca.crt
+	// holds the PEM certificates of a private certificate authority to
+	// trust for url, beside the system's.
+	// +optional
+	CASecretRef *SecretReference `json:"caSecretRef,omitempty"`
+}
+
+// SecretReference names a Secret in catalogd's own namespace (the
+// namespace it runs in): a ClusterCatalog can name no Secret elsewhere.
+type SecretReference struct {
+	// name is the Secret's name.
+	// +required
+	// +kubebuilder:validation:MaxLength:=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="must be a Secret name: lower-case letters, digits, '-' and '.'"
+	Name string `json:"name"`
+}
+
 // ResolvedCatalogSource is a union describing the exact source that was
 // unpacked; type says which member is set.
 // +union
 // +kubebuilder:validation:XValidation:rule="self.type == 'Image' ? has(self.image) : !has(self.image)",message="image is required when type is Image, and forbidden otherwise"
+// +kubebuilder:validation:XValidation:rule="self.type == 'Git' ? has(self.git) : !has(self.git)",message="git is required when type is Git, and forbidden otherwise"
+// +kubebuilder:validation:XValidation:rule="self.type == 'HTTP' ? has(self.http) : !has(self.http)",message="http is required when type is HTTP, and forbidden otherwise"
 type ResolvedCatalogSource struct {
-	// type is the kind of source; the only value is Image.
+	// type is the kind of source: Image, Git or HTTP.
 	//
 	// +unionDiscriminator
-	// +kubebuilder:validation:Enum:=Image
+	// +kubebuilder:validation:Enum:=Image;Git;HTTP
 	// +required
 	Type SourceType `json:"type"`
 
 	// image is the resolved image, set when type is Image.
-	Image *ResolvedImageSource `json:"image"`
+	// +optional
+	Image *ResolvedImageSource `json:"image,omitempty"`
+
+	// git is the resolved commit, set when type is Git.
+	// +optional
+	Git *ResolvedGitSource `json:"git,omitempty"`
+
+	// http is the resolved content, set when type is HTTP.
+	// +optional
+	HTTP *ResolvedHTTPSource `json:"http,omitempty"`
 }
 
 // ResolvedImageSource is the image a catalog was unpacked from, pinned by
@@ -275,4 +450,54 @@ type ResolvedImageSource struct {
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?([.][a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?)*(:[0-9]+)?/')",message="must start with a valid registry domain, optionally with a port, followed by '/'"
 	// +kubebuilder:validation:XValidation:rule="self.matches('@[A-Za-z][A-Za-z0-9]*([-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9A-Fa-f]{32,}$')",message="must end with a valid digest: '@algorithm:hex', with an algorithm starting with a letter and at least 32 hex digits"
 	Ref string `json:"ref"`
+
+	// form says what the reference held: Image, a container image whose
+	// label names the catalog's directory, or Artifact, an OCI artifact
+	// whose layers are the catalog.
+	// +kubebuilder:validation:Enum:=Image;Artifact
+	// +optional
+	Form ImageForm `json:"form,omitempty"`
+}
+
+// ResolvedGitSource is the commit a catalog was fetched from. Every replica
+// fetches exactly this commit.
+type ResolvedGitSource struct {
+	// url is the repository, as in spec.source.git.url.
+	// +required
+	// +kubebuilder:validation:MaxLength:=2048
+	URL string `json:"url"`
+
+	// commit is the full hash of the commit the ref resolved to.
+	// +required
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[0-9a-f]{40}$')",message="must be a full commit hash: 40 lower-case hex digits"
+	Commit string `json:"commit"`
+
+	// directory is the catalog's path inside the repository; empty is the
+	// root.
+	// +kubebuilder:validation:MaxLength:=1024
+	// +optional
+	Directory string `json:"directory,omitempty"`
+
+	// treeDigest is the content's digest: "git-tree:" and the git tree hash
+	// of directory at commit. A commit that changes only other paths keeps
+	// it, and nothing is re-indexed.
+	// +required
+	// +kubebuilder:validation:XValidation:rule="self.matches('^git-tree:[0-9a-f]{40}([0-9a-f]{24})?$')",message="must be git-tree: and a 40 or 64 hex digit tree hash"
+	TreeDigest string `json:"treeDigest"`
+}
+
+// ResolvedHTTPSource is the content a catalog was fetched from: the URL and
+// the SHA-256 of the bytes it served. Every replica fetches exactly these
+// bytes.
+type ResolvedHTTPSource struct {
+	// url is as in spec.source.http.url.
+	// +required
+	// +kubebuilder:validation:MaxLength:=2048
+	URL string `json:"url"`
+
+	// sha256 is the SHA-256 of the bytes downloaded: 64 lower-case hex
+	// digits.
+	// +required
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[0-9a-f]{64}$')",message="must be 64 lower-case hex digits"
+	SHA256 string `json:"sha256"`
 }

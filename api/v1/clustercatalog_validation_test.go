@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -216,8 +217,8 @@ func TestClusterCatalogValidation(t *testing.T) {
 		},
 		{
 			name:    "unknown source type rejected",
-			mutate:  func(cc *catalogdv1.ClusterCatalog) { cc.Spec.Source.Type = "Git" },
-			wantErr: []string{"spec.source.type", `Unsupported value: "Git"`, `"Image"`},
+			mutate:  func(cc *catalogdv1.ClusterCatalog) { cc.Spec.Source.Type = "Helm" },
+			wantErr: []string{"spec.source.type", `Unsupported value: "Helm"`, `"Image"`, `"Git"`, `"HTTP"`},
 		},
 		{
 			name:    "bad availabilityMode rejected",
@@ -394,4 +395,238 @@ func TestClusterCatalogStatusSubresource(t *testing.T) {
 	dup := again.DeepCopy()
 	dup.Status.Conditions = append(dup.Status.Conditions, dup.Status.Conditions[0])
 	wantInvalid(t, c.Status().Update(ctx, dup), "status.conditions", "Duplicate value")
+}
+
+const (
+	gitURL    = "https://github.com/org/catalogs.git"
+	commitSHA = "0123456789abcdef0123456789abcdef01234567"
+	sha256Hex = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+	httpURL   = "https://example.com/catalogs/operators.tar.gz"
+)
+
+func gitCatalog(name string) *catalogdv1.ClusterCatalog {
+	return &catalogdv1.ClusterCatalog{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: catalogdv1.ClusterCatalogSpec{Source: catalogdv1.CatalogSource{
+			Type: catalogdv1.SourceTypeGit,
+			Git:  &catalogdv1.GitSource{URL: gitURL, Ref: catalogdv1.GitRef{Branch: "main"}},
+		}},
+	}
+}
+
+func httpCatalog(name string) *catalogdv1.ClusterCatalog {
+	return &catalogdv1.ClusterCatalog{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: catalogdv1.ClusterCatalogSpec{Source: catalogdv1.CatalogSource{
+			Type: catalogdv1.SourceTypeHTTP,
+			HTTP: &catalogdv1.HTTPSource{URL: httpURL},
+		}},
+	}
+}
+
+// TestClusterCatalogGitAndHTTPValidation checks every rule of the Git and
+// HTTP sources, and the union rules that tie each member to its type.
+func TestClusterCatalogGitAndHTTPValidation(t *testing.T) {
+	c := apiClient(t)
+	gitTests := []struct {
+		name    string
+		mutate  func(*catalogdv1.GitSource)
+		wantErr []string
+	}{
+		{name: "branch accepted"},
+		{name: "branch with slash and poll accepted", mutate: func(g *catalogdv1.GitSource) {
+			g.Ref.Branch, g.PollIntervalMinutes = "release/v1.2", ptr(5)
+		}},
+		{name: "tag accepted", mutate: func(g *catalogdv1.GitSource) { g.Ref = catalogdv1.GitRef{Tag: "v1.2.0"} }},
+		{name: "commit accepted", mutate: func(g *catalogdv1.GitSource) { g.Ref = catalogdv1.GitRef{Commit: commitSHA} }},
+		{name: "ssh url, directory and secret accepted", mutate: func(g *catalogdv1.GitSource) {
+			g.URL, g.Directory, g.SecretRef = "ssh://git@github.com:22/org/catalogs.git", "catalogs/prod", &catalogdv1.SecretReference{Name: "git-creds"}
+		}},
+		{name: "scp-like url accepted", mutate: func(g *catalogdv1.GitSource) { g.URL = "git@github.com:org/catalogs.git" }},
+		{name: "no ref rejected", mutate: func(g *catalogdv1.GitSource) { g.Ref = catalogdv1.GitRef{} },
+			wantErr: []string{"spec.source.git.ref", "exactly one of branch, tag or commit is required"}},
+		{name: "two refs rejected", mutate: func(g *catalogdv1.GitSource) { g.Ref.Tag = "v1" },
+			wantErr: []string{"spec.source.git.ref", "exactly one of branch, tag or commit is required"}},
+		{name: "short commit rejected", mutate: func(g *catalogdv1.GitSource) { g.Ref = catalogdv1.GitRef{Commit: "0123abc"} },
+			wantErr: []string{"spec.source.git.ref.commit", "40 lower-case hex digits"}},
+		{name: "poll with commit rejected", mutate: func(g *catalogdv1.GitSource) {
+			g.Ref, g.PollIntervalMinutes = catalogdv1.GitRef{Commit: commitSHA}, ptr(5)
+		}, wantErr: []string{"spec.source.git", "cannot specify pollIntervalMinutes with ref.commit"}},
+		{name: "poll 0 rejected", mutate: func(g *catalogdv1.GitSource) { g.PollIntervalMinutes = ptr(0) },
+			wantErr: []string{"spec.source.git.pollIntervalMinutes", "greater than or equal to 1"}},
+		{name: "branch option rejected", mutate: func(g *catalogdv1.GitSource) { g.Ref.Branch = "--upload-pack=x" },
+			wantErr: []string{"spec.source.git.ref.branch", "must be a branch name"}},
+		{name: "tag with dots rejected", mutate: func(g *catalogdv1.GitSource) { g.Ref = catalogdv1.GitRef{Tag: "v1..2"} },
+			wantErr: []string{"spec.source.git.ref.tag", "must be a tag name"}},
+		{name: "http url rejected", mutate: func(g *catalogdv1.GitSource) { g.URL = "http://github.com/org/catalogs.git" },
+			wantErr: []string{"spec.source.git.url", "must be an https:// or ssh:// URL"}},
+		{name: "file url rejected", mutate: func(g *catalogdv1.GitSource) { g.URL = "file:///srv/repo" },
+			wantErr: []string{"spec.source.git.url", "must be an https:// or ssh:// URL"}},
+		{name: "credentials in url rejected", mutate: func(g *catalogdv1.GitSource) { g.URL = "https://token@github.com/org/catalogs.git" },
+			wantErr: []string{"spec.source.git.url", "must not hold credentials"}},
+		{name: "ssh password rejected", mutate: func(g *catalogdv1.GitSource) { g.URL = "ssh://git:pw@github.com/org/catalogs.git" },
+			wantErr: []string{"spec.source.git.url", "must not hold credentials"}},
+		{name: "directory in url rejected", mutate: func(g *catalogdv1.GitSource) { g.URL = gitURL + "//catalogs" },
+			wantErr: []string{"spec.source.git.url", "goes in directory"}},
+		{name: "query in url rejected", mutate: func(g *catalogdv1.GitSource) { g.URL = gitURL + "?ref=main" },
+			wantErr: []string{"spec.source.git.url", "without a query"}},
+		{name: "absolute directory rejected", mutate: func(g *catalogdv1.GitSource) { g.Directory = "/etc" },
+			wantErr: []string{"spec.source.git.directory", "relative to the repository's root"}},
+		{name: "directory leaving the repository rejected", mutate: func(g *catalogdv1.GitSource) { g.Directory = "a/../../etc" },
+			wantErr: []string{"spec.source.git.directory", "without '..'"}},
+		{name: "bad secret name rejected", mutate: func(g *catalogdv1.GitSource) { g.SecretRef = &catalogdv1.SecretReference{Name: "Git_Creds"} },
+			wantErr: []string{"spec.source.git.secretRef.name", "must be a Secret name"}},
+	}
+	for _, tc := range gitTests {
+		t.Run("git/"+tc.name, func(t *testing.T) {
+			cc := gitCatalog(objectName(t))
+			if tc.mutate != nil {
+				tc.mutate(cc.Spec.Source.Git)
+			}
+			createOrWant(t, c, cc, tc.wantErr)
+		})
+	}
+
+	httpTests := []struct {
+		name    string
+		mutate  func(*catalogdv1.HTTPSource)
+		wantErr []string
+	}{
+		{name: "url accepted"},
+		{name: "plain http, poll and secrets accepted", mutate: func(h *catalogdv1.HTTPSource) {
+			h.URL, h.PollIntervalMinutes = "http://mirror.internal:8080/c.json?v=1", ptr(10)
+			h.SecretRef, h.CASecretRef = &catalogdv1.SecretReference{Name: "creds"}, &catalogdv1.SecretReference{Name: "ca"}
+		}},
+		{name: "sha256 accepted", mutate: func(h *catalogdv1.HTTPSource) { h.SHA256 = sha256Hex }},
+		{name: "poll with sha256 rejected", mutate: func(h *catalogdv1.HTTPSource) { h.SHA256, h.PollIntervalMinutes = sha256Hex, ptr(1) },
+			wantErr: []string{"spec.source.http", "cannot specify pollIntervalMinutes with sha256"}},
+		{name: "short sha256 rejected", mutate: func(h *catalogdv1.HTTPSource) { h.SHA256 = "abc" },
+			wantErr: []string{"spec.source.http.sha256", "64 lower-case hex digits"}},
+		{name: "ftp rejected", mutate: func(h *catalogdv1.HTTPSource) { h.URL = "ftp://example.com/c.tar" },
+			wantErr: []string{"spec.source.http.url", "must be an https:// or http:// URL"}},
+		{name: "credentials rejected", mutate: func(h *catalogdv1.HTTPSource) { h.URL = "https://u:p@example.com/c.tar" },
+			wantErr: []string{"spec.source.http.url", "must not hold credentials"}},
+		{name: "fragment rejected", mutate: func(h *catalogdv1.HTTPSource) { h.URL = httpURL + "#sha256=" + sha256Hex },
+			wantErr: []string{"spec.source.http.url", "must not have a fragment"}},
+		{name: "git repository rejected", mutate: func(h *catalogdv1.HTTPSource) { h.URL = gitURL },
+			wantErr: []string{"spec.source.http.url", "use type Git"}},
+		{name: "go-getter directory rejected", mutate: func(h *catalogdv1.HTTPSource) { h.URL = "https://host/org/repo//catalogs" },
+			wantErr: []string{"spec.source.http.url", "use type Git"}},
+	}
+	for _, tc := range httpTests {
+		t.Run("http/"+tc.name, func(t *testing.T) {
+			cc := httpCatalog(objectName(t))
+			if tc.mutate != nil {
+				tc.mutate(cc.Spec.Source.HTTP)
+			}
+			createOrWant(t, c, cc, tc.wantErr)
+		})
+	}
+
+	unionTests := []struct {
+		name    string
+		cc      func(name string) *catalogdv1.ClusterCatalog
+		wantErr []string
+	}{
+		{name: "git without git rejected", cc: func(n string) *catalogdv1.ClusterCatalog {
+			cc := gitCatalog(n)
+			cc.Spec.Source.Git = nil
+			return cc
+		}, wantErr: []string{"spec.source", "git is required when type is Git"}},
+		{name: "http without http rejected", cc: func(n string) *catalogdv1.ClusterCatalog {
+			cc := httpCatalog(n)
+			cc.Spec.Source.HTTP = nil
+			return cc
+		}, wantErr: []string{"spec.source", "http is required when type is HTTP"}},
+		{name: "image with git rejected", cc: func(n string) *catalogdv1.ClusterCatalog {
+			cc := imageCatalog(n, tagRef, nil)
+			cc.Spec.Source.Git = gitCatalog(n).Spec.Source.Git
+			return cc
+		}, wantErr: []string{"spec.source", "git is required when type is Git, and forbidden otherwise"}},
+		{name: "git with http rejected", cc: func(n string) *catalogdv1.ClusterCatalog {
+			cc := gitCatalog(n)
+			cc.Spec.Source.HTTP = httpCatalog(n).Spec.Source.HTTP
+			return cc
+		}, wantErr: []string{"spec.source", "http is required when type is HTTP, and forbidden otherwise"}},
+		{name: "http with image rejected", cc: func(n string) *catalogdv1.ClusterCatalog {
+			cc := httpCatalog(n)
+			cc.Spec.Source.Image = &catalogdv1.ImageSource{Ref: tagRef}
+			return cc
+		}, wantErr: []string{"spec.source", "image is required when type is Image, and forbidden otherwise"}},
+	}
+	for _, tc := range unionTests {
+		t.Run("union/"+tc.name, func(t *testing.T) {
+			createOrWant(t, c, tc.cc(objectName(t)), tc.wantErr)
+		})
+	}
+}
+
+func createOrWant(t *testing.T, c client.Client, cc *catalogdv1.ClusterCatalog, wantErr []string) {
+	t.Helper()
+	err := c.Create(testContext(t), cc)
+	if len(wantErr) == 0 {
+		if err != nil {
+			t.Fatalf("create: %v", err)
+		}
+		return
+	}
+	wantInvalid(t, err, wantErr...)
+}
+
+// TestClusterCatalogResolvedSourceValidation writes each kind of resolved
+// source through the status subresource: the pinned commit, sha256 and
+// artifact form are accepted, and malformed pins refused.
+func TestClusterCatalogResolvedSourceValidation(t *testing.T) {
+	c := apiClient(t)
+	for _, tc := range []struct {
+		name     string
+		cc       func(string) *catalogdv1.ClusterCatalog
+		resolved catalogdv1.ResolvedCatalogSource
+		wantErr  []string
+	}{
+		{name: "git", cc: gitCatalog, resolved: catalogdv1.ResolvedCatalogSource{Type: catalogdv1.SourceTypeGit,
+			Git: &catalogdv1.ResolvedGitSource{URL: gitURL, Commit: commitSHA, Directory: "catalogs", TreeDigest: "git-tree:" + commitSHA}}},
+		{name: "http", cc: httpCatalog, resolved: catalogdv1.ResolvedCatalogSource{Type: catalogdv1.SourceTypeHTTP,
+			HTTP: &catalogdv1.ResolvedHTTPSource{URL: httpURL, SHA256: sha256Hex}}},
+		{name: "artifact", cc: func(n string) *catalogdv1.ClusterCatalog { return imageCatalog(n, tagRef, nil) },
+			resolved: catalogdv1.ResolvedCatalogSource{Type: catalogdv1.SourceTypeImage,
+				Image: &catalogdv1.ResolvedImageSource{Ref: digestRef, Form: catalogdv1.ImageFormArtifact}}},
+		{name: "git short commit", cc: gitCatalog, resolved: catalogdv1.ResolvedCatalogSource{Type: catalogdv1.SourceTypeGit,
+			Git: &catalogdv1.ResolvedGitSource{URL: gitURL, Commit: "abc", TreeDigest: "sha256:" + sha256Hex}},
+			wantErr: []string{"status.resolvedSource.git.commit", "40 lower-case hex digits", "status.resolvedSource.git.treeDigest", "git-tree:"}},
+		{name: "http short sha256", cc: httpCatalog, resolved: catalogdv1.ResolvedCatalogSource{Type: catalogdv1.SourceTypeHTTP,
+			HTTP: &catalogdv1.ResolvedHTTPSource{URL: httpURL, SHA256: "abc"}},
+			wantErr: []string{"status.resolvedSource.http.sha256", "64 lower-case hex digits"}},
+		{name: "git type with http member", cc: gitCatalog, resolved: catalogdv1.ResolvedCatalogSource{Type: catalogdv1.SourceTypeGit,
+			HTTP: &catalogdv1.ResolvedHTTPSource{URL: httpURL, SHA256: sha256Hex}},
+			wantErr: []string{"status.resolvedSource", "git is required when type is Git", "http is required when type is HTTP"}},
+		{name: "unknown form", cc: func(n string) *catalogdv1.ClusterCatalog { return imageCatalog(n, tagRef, nil) },
+			resolved: catalogdv1.ResolvedCatalogSource{Type: catalogdv1.SourceTypeImage,
+				Image: &catalogdv1.ResolvedImageSource{Ref: digestRef, Form: "Helm"}},
+			wantErr: []string{"status.resolvedSource.image.form", `Unsupported value: "Helm"`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := testContext(t)
+			cc := tc.cc(objectName(t))
+			if err := c.Create(ctx, cc); err != nil {
+				t.Fatalf("create: %v", err)
+			}
+			cc.Status.ResolvedSource = &tc.resolved
+			err := c.Status().Update(ctx, cc)
+			if len(tc.wantErr) > 0 {
+				wantInvalid(t, err, tc.wantErr...)
+				return
+			}
+			if err != nil {
+				t.Fatalf("status update: %v", err)
+			}
+			var got catalogdv1.ClusterCatalog
+			if err := c.Get(ctx, client.ObjectKeyFromObject(cc), &got); err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got.Status.ResolvedSource, &tc.resolved) {
+				t.Errorf("status.resolvedSource = %+v, want %+v", got.Status.ResolvedSource, tc.resolved)
+			}
+		})
+	}
 }

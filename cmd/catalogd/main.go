@@ -1,7 +1,7 @@
 // Command catalogd is the catalog server for OLM file-based catalogs.
 //
-// `catalogd serve` indexes catalog directories (or images) given on the
-// command line and serves the catalog API, with no cluster needed; it is
+// `catalogd serve` indexes catalogs given on the command line (directories,
+// images and artifacts, OCI layouts, git repositories, HTTP archives) and serves the catalog API, with no cluster needed; it is
 // what `make run` starts. `catalogd manager` runs in a cluster: the
 // ClusterCatalog controllers and the same API. Both are wired by
 // internal/daemon, the composition root; this package only parses the
@@ -165,8 +165,8 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 func newServeCommand(logs *logFlags) *cobra.Command {
 	var opts daemon.ServeOptions
 	cmd := &cobra.Command{
-		Use:   "serve --catalog NAME=DIR|IMAGE [--catalog ...] --data-dir DIR [flags]",
-		Short: "index catalogs in directories or images and serve them; no cluster",
+		Use:   "serve --catalog NAME=SOURCE [--catalog ...] --data-dir DIR [flags]",
+		Short: "index catalogs from any source and serve them; no cluster",
 		Long: `Index file-based catalogs into SQLite under --data-dir and serve the catalog
 API on --listen. A catalog that fails to index stays listed in /catalogs with
 the reason in lastError while the others serve.`,
@@ -230,14 +230,15 @@ var errProblemsFound = errors.New("the catalog has problems")
 func newValidateCommand(logs *logFlags) *cobra.Command {
 	var opts daemon.ValidateOptions
 	cmd := &cobra.Command{
-		Use:   "validate DIR|IMAGE [flags]",
+		Use:   "validate SOURCE [flags]",
 		Short: "index a catalog as the server would and print every problem",
-		Long: `Index a file-based catalog (a directory, or an image with its registry host)
-into a temporary directory, as catalogd serve and catalogd manager would, and
-print every problem they would report, one per line as
+		Long: `Index a file-based catalog (a directory, an image with its registry host,
+oci:DIR[:TAG], git::URL[//DIR][?ref=REF], or an http(s) URL of an archive or
+file) into a temporary directory, as catalogd serve and catalogd manager
+would, and print every problem they would report, one per line as
 file:line:column: package: message (or -o json). Exit 0 when the catalog is
-clean, 1 when it has problems or cannot be read, 2 on a mistake in the
-command line.`,
+clean, 1 when it has problems or cannot be read, 2 on a mistake in the command
+line.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := opts.Validate(args)
 			if err != nil {

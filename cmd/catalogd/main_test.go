@@ -25,7 +25,7 @@ func TestRunExitCodes(t *testing.T) {
 		{"no command", nil, 0, "Available Commands", ""},
 		{"unknown command", []string{"serv"}, 2, "", `unknown command "serv"`},
 		{"help", []string{"help"}, 0, "serve", ""},
-		{"serve help", []string{"serve", "-h"}, 0, "--catalog NAME=DIR", ""},
+		{"serve help", []string{"serve", "-h"}, 0, "--catalog NAME=SOURCE", ""},
 		{"serve usage error", []string{"serve", "--catalog", "Bad=x"}, 2, "", "Run 'catalogd serve --help'"},
 		{"serve bad verbosity", []string{"serve", "--catalog", "a=" + t.TempDir(), "--data-dir", t.TempDir(), "-v", "-1"}, 2, "", "want a level from 0 to 10"},
 		{"serve bad log format", []string{"serve", "--catalog", "a=" + t.TempDir(), "--data-dir", t.TempDir(), "--log-format", "xml"}, 2, "", "want console or json"},

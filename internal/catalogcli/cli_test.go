@@ -113,8 +113,9 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-// targets are the three ways to reach the demo catalog: a catalogd serve,
-// the directory offline, and an image in a registry offline.
+// targets are the ways to reach the demo catalog: a catalogd serve, the
+// directory offline, and an image in a registry offline, named by --image
+// and by --source.
 func targets(t *testing.T) map[string]cli {
 	t.Helper()
 	_, base := catalogdproc.Serve(t, catalogd, "--data-dir", t.TempDir(), "--catalog", "demo="+demoDir)
@@ -124,6 +125,7 @@ func targets(t *testing.T) map[string]cli {
 		"server": newCLI(t, "--server", base),
 		"dir":    newCLI(t, "--dir", demoDir),
 		"image":  newCLI(t, "--image", reg.Host+"/catalogs/demo:v1", "--insecure-registry", reg.Host),
+		"source": newCLI(t, "--source", reg.Host+"/catalogs/demo:v1", "--insecure-registry", reg.Host),
 	}
 }
 
@@ -387,6 +389,10 @@ func TestErrors(t *testing.T) {
 		{"server not there", nowhere, []string{"packages"}, []string{"http://127.0.0.1:1", "refused", "--server"}},
 		{"no kubeconfig", noCluster, []string{"packages"}, []string{"kubeconfig", "--server", "--dir"}},
 		{"two sources", newCLI(t, "--server", "http://x", "--dir", demoDir), []string{"packages"}, []string{"only one"}},
+		{"--dir and --source", newCLI(t, "--source", demoDir, "--dir", demoDir), []string{"packages"}, []string{"only one", "--source"}},
+		{"a git repository as a URL", newCLI(t, "--source", "https://host/org/repo.git"), []string{"packages"},
+			[]string{"--source", "for a git repository write git::https://host/org/repo.git"}},
+		{"a mistyped directory", newCLI(t, "--source", "test/testdata/dmeo"), []string{"packages"}, []string{"no directory test/testdata/dmeo"}},
 		{"bad output", c, []string{"packages", "-o", "xml"}, []string{"xml", "table"}},
 		{"directory missing", newCLI(t, "--dir", filepath.Join(t.TempDir(), "none")), []string{"packages"}, []string{"catalog directory"}},
 	} {

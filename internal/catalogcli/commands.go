@@ -3,7 +3,7 @@
 // versions in a range, upgrades from an installed version, who provides an
 // API, one bundle, what a ClusterExtension would install (resolve). It reaches catalogd through the current kubeconfig (the
 // Kubernetes API server's service proxy), a server URL (--server), or no
-// server at all: --dir and --image index the catalog on this machine into
+// server at all: --dir, --image and --source index the catalog on this machine into
 // a cache and answer with the API's own handler in process. The cache
 // (cache.go) is a directory internal/datadir owns, bounded in size, least
 // recently used entries out first. Every way goes
@@ -94,8 +94,11 @@ Where the answers come from:
   --server URL    a catalogd server (also $` + ServerEnv + `)
   --dir DIR       a catalog directory, indexed on this machine once per content
   --image REF     a catalog image, pulled and indexed once per digest
+  --source SOURCE any catalog source, indexed once per content: a directory,
+                  an image, oci:DIR[:TAG], git::URL[//DIR][?ref=REF], or an
+                  http(s) URL of a .tar, .tar.gz, .json or .yaml
 
---dir and --image keep their indexes in the offline cache,
+--dir, --image and --source keep their indexes in the offline cache,
   ` + cacheHelp() + `
 bounded by --cache-max-size (default $` + CacheMaxSizeEnv + `, else ` + defaultCacheMaxSize + `),
 least recently used out first. 'kubectl catalog cache' shows it, and

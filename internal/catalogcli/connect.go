@@ -47,7 +47,7 @@ type connectFlags struct {
 
 	serviceNamespace, serviceName, servicePort string
 
-	dir, image         string
+	dir, image, source string
 	insecureRegistries []string
 	pullTimeout        time.Duration
 	cacheMaxSize       string
@@ -72,7 +72,7 @@ func newConnectFlags(stderr io.Writer) *connectFlags {
 
 func (c *connectFlags) bind(fs *pflag.FlagSet) {
 	c.kube.AddFlags(fs)
-	fs.StringVar(&c.server, "server", "", "ask the catalogd server at `URL` (catalogd serve, a port-forward, an Ingress) instead of the cluster's Service (default $"+ServerEnv+" unless --dir or --image is given)")
+	fs.StringVar(&c.server, "server", "", "ask the catalogd server at `URL` (catalogd serve, a port-forward, an Ingress) instead of the cluster's Service (default $"+ServerEnv+" unless --dir, --image or --source is given)")
 	fs.StringVar(&c.caFile, "certificate-authority", "", "with --server: trust the CA certificate in the PEM `FILE` (default: the system's certificates)")
 	fs.BoolVar(&c.insecureTLS, "insecure-skip-tls-verify", false, "with --server: do not verify the server's certificate (insecure)")
 	fs.StringVar(&c.serviceNamespace, "service-namespace", defaultServiceNamespace, "the `NAMESPACE` of the catalogd Service in the cluster")
@@ -80,9 +80,11 @@ func (c *connectFlags) bind(fs *pflag.FlagSet) {
 	fs.StringVar(&c.servicePort, "service-port", defaultServicePort, "the `SCHEME:PORT` of the catalogd Service's API port")
 	fs.StringVar(&c.dir, "dir", "", "answer offline from the catalog directory `DIR`, indexed into the offline cache once per content (default: ask a server)")
 	fs.StringVar(&c.image, "image", "", "answer offline from the catalog image `REF`, pulled and indexed into the offline cache once per digest (default: ask a server)")
-	fs.StringSliceVar(&c.insecureRegistries, "insecure-registry", nil, "with --image: talk plain HTTP to the registry at `host[:port]`; repeatable (default: HTTPS to every registry)")
-	fs.DurationVar(&c.pullTimeout, "pull-timeout", unpack.DefaultPullTimeout, "with --image: deadline of the pull as a whole (resolve, download, extract)")
-	fs.StringVar(&c.cacheMaxSize, "cache-max-size", "", "with --dir or --image: bound the offline cache to `SIZE` (1Gi, 500Mi, 0), evicting the least recently used catalogs first (default $"+CacheMaxSizeEnv+", else "+defaultCacheMaxSize+")")
+	fs.StringVar(&c.source, "source", "", "answer offline from the catalog `SOURCE`, indexed into the offline cache once per content: a directory, an image, "+
+		"oci:DIR[:TAG], git::https://host/org/repo.git//DIR?ref=REF (or git::file:///path), or an http(s) URL of an archive or file (default: ask a server)")
+	fs.StringSliceVar(&c.insecureRegistries, "insecure-registry", nil, "with --image or --source: talk plain HTTP to the registry at `host[:port]`; repeatable (default: HTTPS to every registry)")
+	fs.DurationVar(&c.pullTimeout, "pull-timeout", unpack.DefaultPullTimeout, "with --image or --source: deadline of the pull as a whole (resolve, download, extract)")
+	fs.StringVar(&c.cacheMaxSize, "cache-max-size", "", "with --dir, --image or --source: bound the offline cache to `SIZE` (1Gi, 500Mi, 0), evicting the least recently used catalogs first (default $"+CacheMaxSizeEnv+", else "+defaultCacheMaxSize+")")
 	fs.DurationVar(&c.timeout, "request-timeout", 30*time.Second, "how long to wait for an answer from a server or cluster (0: no limit)")
 }
 
@@ -112,21 +114,21 @@ type conn struct {
 // connect builds the client the flags ask for.
 func (c *connectFlags) connect(ctx context.Context) (*conn, error) {
 	set := 0
-	for _, s := range []string{c.server, c.dir, c.image} {
+	for _, s := range []string{c.server, c.dir, c.image, c.source} {
 		if s != "" {
 			set++
 		}
 	}
 	if set > 1 {
-		return nil, errors.New("give only one of --server, --dir and --image")
+		return nil, errors.New("give only one of --server, --dir, --image and --source")
 	}
-	// $CATALOGD_SERVER is a default: --dir or --image on the command line
+	// $CATALOGD_SERVER is a default: --dir, --image or --source on the command line
 	// says where to look this time.
 	if set == 0 {
 		c.server = os.Getenv(ServerEnv)
 	}
 	switch {
-	case c.dir != "" || c.image != "":
+	case c.dir != "" || c.image != "" || c.source != "":
 		return c.connectOffline(ctx)
 	case c.server != "":
 		return c.connectServer()
@@ -155,7 +157,7 @@ func (c *connectFlags) connectServer() (*conn, error) {
 		}
 		transport.TLSClientConfig = cfg
 	}
-	cn := &conn{where: c.server, hint: "start one with `catalogd serve`, or point elsewhere with --server, $" + ServerEnv + ", --dir or --image", close: func() {}}
+	cn := &conn{where: c.server, hint: "start one with `catalogd serve`, or point elsewhere with --server, $" + ServerEnv + ", --dir, --image or --source", close: func() {}}
 	return cn, cn.dial(strings.TrimSuffix(c.server, "/"), clienttransport.DebugWrappers(transport), c.timeout)
 }
 
@@ -175,7 +177,7 @@ func (c *connectFlags) connectCluster() (*conn, error) {
 		cfg, err = c.kube.ToRESTConfig()
 	}
 	if err != nil {
-		return nil, fmt.Errorf("no cluster to ask (%w); point at a catalogd server with --server or $%s, or at a catalog with --dir or --image", err, ServerEnv)
+		return nil, fmt.Errorf("no cluster to ask (%w); point at a catalogd server with --server or $%s, or at a catalog with --dir, --image or --source", err, ServerEnv)
 	}
 	transport, err := rest.TransportFor(cfg)
 	if err != nil {
@@ -194,7 +196,7 @@ func (c *connectFlags) connectCluster() (*conn, error) {
 	base := strings.TrimSuffix(host.String(), "/") + proxy
 	cn := &conn{
 		where: fmt.Sprintf("service %s/%s through %s", c.serviceNamespace, c.serviceName, host.Host),
-		hint:  "is catalogd deployed there? pick another with --service-namespace/--service-name or --context, or point elsewhere with --server, --dir or --image",
+		hint:  "is catalogd deployed there? pick another with --service-namespace/--service-name or --context, or point elsewhere with --server, --dir, --image or --source",
 		close: func() {},
 	}
 	// rest.TransportFor has added client-go's request logging (-v) already.
@@ -213,7 +215,7 @@ func (c *connectFlags) connectOffline(ctx context.Context) (*conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	src := offlineSource{dir: c.dir, image: c.image, insecureRegistries: c.insecureRegistries, pullTimeout: c.pullTimeout, cacheDir: cache, cacheMaxBytes: maxBytes, progress: c.stderr}
+	src := offlineSource{dir: c.dir, image: c.image, source: c.source, insecureRegistries: c.insecureRegistries, pullTimeout: c.pullTimeout, cacheDir: cache, cacheMaxBytes: maxBytes, progress: c.stderr}
 	handler, where, closeIdx, err := src.open(ctx)
 	if err != nil {
 		return nil, err

@@ -1,6 +1,7 @@
 package catalogcli
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -8,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -21,13 +23,18 @@ import (
 	"github.com/catalogd/catalogd/internal/catalogsync"
 	"github.com/catalogd/catalogd/internal/datadir"
 	"github.com/catalogd/catalogd/internal/httpapi"
+	"github.com/catalogd/catalogd/internal/source"
+	"github.com/catalogd/catalogd/internal/source/gitsource"
+	"github.com/catalogd/catalogd/internal/source/httpsource"
+	"github.com/catalogd/catalogd/internal/source/kinds"
 	"github.com/catalogd/catalogd/internal/store"
 	"github.com/catalogd/catalogd/internal/unpack"
 )
 
-// offlineSource is a catalog read on this machine: a directory or an image.
+// offlineSource is a catalog read on this machine: a directory, an image,
+// or any source source.Parse reads.
 type offlineSource struct {
-	dir, image         string
+	dir, image, source string
 	insecureRegistries []string
 	pullTimeout        time.Duration
 	cacheDir           string
@@ -45,7 +52,7 @@ type offlineSource struct {
 // answers are the server's answers by construction. close releases the
 // index and the cache entry's lock.
 func (o offlineSource) open(ctx context.Context) (handler http.Handler, where string, close func(), err error) {
-	where, ref, err := o.where()
+	where, spec, err := o.where()
 	if err != nil {
 		return nil, "", nil, err
 	}
@@ -63,7 +70,7 @@ func (o offlineSource) open(ctx context.Context) (handler http.Handler, where st
 	if err != nil {
 		return nil, "", nil, err
 	}
-	fetcher, err := o.fetcher(where, ref, filepath.Join(entry.dir, datadir.UnpackDir))
+	fetcher, err := o.fetcher(spec, filepath.Join(entry.dir, datadir.UnpackDir))
 	if err != nil {
 		entry.unlock()
 		return nil, "", nil, err
@@ -74,7 +81,7 @@ func (o offlineSource) open(ctx context.Context) (handler http.Handler, where st
 		return nil, "", nil, fmt.Errorf("open cache %s: %w", entry.dir, err)
 	}
 	closeAll := func() { _ = idx.Close(); entry.unlock() }
-	catalog := catalogName(where)
+	catalog := catalogName(spec, where)
 	// An index built from another source of the same name cannot be in
 	// this directory (it is the source's own), so only the digest decides.
 	fetched, err := fetcher.Fetch(ctx, func(digest string) bool {
@@ -108,29 +115,35 @@ func (o offlineSource) open(ctx context.Context) (handler http.Handler, where st
 	return httpapi.New(table, idx, httpapi.Options{Log: logr.Discard()}), where, closeAll, nil
 }
 
-// where is the source as errors and the cache key name it: a directory's
-// absolute path, or an image reference with the reference parsed.
-func (o offlineSource) where() (string, name.Reference, error) {
-	if o.dir != "" {
+// where is the source as errors and the cache key name it (a directory's
+// absolute path, an image reference parsed, any other source in Parse's
+// form), and the source itself.
+func (o offlineSource) where() (string, source.Spec, error) {
+	switch {
+	case o.dir != "":
 		abs, err := filepath.Abs(o.dir)
 		if err != nil {
-			return "", nil, fmt.Errorf("catalog directory %s: %w", o.dir, err)
+			return "", source.Spec{}, fmt.Errorf("catalog directory %s: %w", o.dir, err)
 		}
-		return abs, nil, nil
+		return abs, source.Spec{Dir: abs}, nil
+	case o.image != "":
+		ref, err := name.ParseReference(o.image)
+		if err != nil {
+			return "", source.Spec{}, fmt.Errorf("image %q: %w", o.image, err)
+		}
+		return ref.String(), source.Spec{Image: ref.String()}, nil
 	}
-	ref, err := name.ParseReference(o.image)
+	spec, err := source.Parse(o.source)
 	if err != nil {
-		return "", nil, fmt.Errorf("image %q: %w", o.image, err)
+		return "", source.Spec{}, fmt.Errorf("--source: %w", err)
 	}
-	return ref.String(), ref, nil
+	return spec.String(), spec, nil
 }
 
-// fetcher is the sync service's own fetcher of the source; an image is
+// fetcher is the sync service's own fetcher of the source, chosen where
+// every command chooses one (internal/source/kinds); what it fetches is
 // unpacked under unpackDir.
-func (o offlineSource) fetcher(where string, ref name.Reference, unpackDir string) (catalogsync.Fetcher, error) {
-	if ref == nil {
-		return catalogsync.DirFetcher{Path: where}, nil
-	}
+func (o offlineSource) fetcher(spec source.Spec, unpackDir string) (catalogsync.Fetcher, error) {
 	unpacker, err := unpack.New(unpack.Options{
 		// A person's own registry credentials, as docker and podman use them.
 		Keychain:           authn.DefaultKeychain,
@@ -141,22 +154,41 @@ func (o offlineSource) fetcher(where string, ref name.Reference, unpackDir strin
 	if err != nil {
 		return nil, err
 	}
-	return catalogsync.ImageFetcher{Ref: ref, Unpacker: unpacker, TempDir: unpackDir}, nil
+	git := gitsource.New(gitsource.Options{Extractor: unpacker, PullTimeout: o.pullTimeout, AllowLocal: true})
+	web, err := httpsource.New(httpsource.Options{Extractor: unpacker, PullTimeout: o.pullTimeout})
+	if err != nil {
+		return nil, err
+	}
+	return kinds.Kinds{Images: unpacker, Git: git, HTTP: web, TempDir: unpackDir}.Fetcher(spec, source.Credentials{})
 }
 
 var notNameChars = regexp.MustCompile(`[^a-z0-9]+`)
 
-// catalogName names the offline catalog after the last element of its
-// directory or image repository, made a DNS label as catalog names are.
-func catalogName(where string) string {
+// catalogName names the offline catalog after the last element of what
+// holds it (a directory, an image repository, a git repository's catalog
+// directory or the repository itself, an archive's file name), made a DNS
+// label as catalog names are.
+func catalogName(spec source.Spec, where string) string {
 	base := where
-	if i := strings.IndexAny(base, "@"); i >= 0 {
-		base = base[:i]
+	switch {
+	case spec.Git != nil:
+		base = cmp.Or(spec.Git.Directory, strings.TrimSuffix(spec.Git.URL, ".git"))
+	case spec.HTTP != nil:
+		base, _, _ = strings.Cut(spec.HTTP.URL, "?")
+		for _, ext := range []string{".tar.gz", ".tgz", ".tar", ".json", ".yaml", ".yml"} {
+			base = strings.TrimSuffix(base, ext)
+		}
+	case spec.Layout != nil:
+		base = spec.Layout.Dir
+	default:
+		if i := strings.IndexAny(base, "@"); i >= 0 {
+			base = base[:i]
+		}
+		if i := strings.LastIndex(base, ":"); i > strings.LastIndex(base, "/") {
+			base = base[:i]
+		}
 	}
-	if i := strings.LastIndex(base, ":"); i > strings.LastIndex(base, "/") {
-		base = base[:i]
-	}
-	n := strings.Trim(notNameChars.ReplaceAllString(strings.ToLower(filepath.Base(base)), "-"), "-")
+	n := strings.Trim(notNameChars.ReplaceAllString(strings.ToLower(path.Base(filepath.ToSlash(base))), "-"), "-")
 	if len(n) > 63 {
 		n = strings.Trim(n[:63], "-")
 	}

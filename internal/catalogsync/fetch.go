@@ -81,28 +81,42 @@ func (s ImageFetcher) Fetch(ctx context.Context, skip func(string) bool) (Fetche
 	if skip(digest) {
 		return Fetched{Content: index.Content{Ref: digestRef, Digest: digest}}, nil
 	}
-	if err := os.MkdirAll(s.TempDir, 0o755); err != nil {
+	f, err := unpackInto(s.TempDir, digestRef, digest, func(dst string) (unpack.Result, error) {
+		return s.Unpacker.Unpack(ctx, digestRef, dst)
+	})
+	if err != nil {
+		return f, fmt.Errorf("pull %s: %w", digestRef, err)
+	}
+	return f, nil
+}
+
+// unpackInto makes a directory under tempDir, has unpackTo extract the
+// content of ref (of digest) into it, and returns it as Fetched, with a
+// Cleanup that removes it. On failure nothing is left, and the digest is
+// returned with the error: content that cannot be unpacked is not unpacked
+// again until the reference moves.
+func unpackInto(tempDir, ref, digest string, unpackTo func(dst string) (unpack.Result, error)) (Fetched, error) {
+	if err := os.MkdirAll(tempDir, 0o755); err != nil {
 		return Fetched{}, fmt.Errorf("create unpack directory: %w", err)
 	}
-	tmp, err := os.MkdirTemp(s.TempDir, datadir.UnpackPrefix)
+	tmp, err := os.MkdirTemp(tempDir, datadir.UnpackPrefix)
 	if err != nil {
 		return Fetched{}, fmt.Errorf("create unpack directory: %w", err)
 	}
 	cleanup := func() { _ = os.RemoveAll(tmp) }
 	dst := filepath.Join(tmp, "fbc")
-	res, err := s.Unpacker.Unpack(ctx, digestRef, dst)
+	res, err := unpackTo(dst)
 	if err != nil {
 		cleanup()
-		// The digest is returned with the error: content that cannot be
-		// unpacked is not pulled again until the tag moves.
-		return Fetched{Content: index.Content{Ref: digestRef, Digest: digest}}, fmt.Errorf("pull %s: %w", digestRef, err)
+		return Fetched{Content: index.Content{Ref: ref, Digest: digest}}, err
 	}
 	return Fetched{
 		// catalogdir.FS, not os.DirFS: links to directories and dangling links
 		// that unpack lets through are hidden, as for a directory catalog.
-		Content: index.Content{FS: catalogdir.FS(dst), Ref: digestRef, Digest: digest, FileHash: res.FileHash},
+		Content: index.Content{FS: catalogdir.FS(dst), Ref: ref, Digest: digest, FileHash: res.FileHash},
 		Pulled:  true,
 		Bytes:   res.Bytes,
+		Form:    res.Form,
 		Cleanup: cleanup,
 	}, nil
 }
@@ -115,6 +129,51 @@ func (s ImageFetcher) Describe() string { return s.Ref.String() }
 func (s ImageFetcher) Built(ref string) bool {
 	repo, _, _ := strings.Cut(ref, "@")
 	return repo == s.Ref.Context().Name()
+}
+
+// LayoutUnpacker reads images and artifacts from OCI image layouts on
+// disk; *unpack.Unpacker provides it.
+type LayoutUnpacker interface {
+	ResolveLayout(dir, ref string) (string, error)
+	UnpackLayout(ctx context.Context, dir, digest, dst string) (unpack.Result, error)
+}
+
+// LayoutFetcher fetches a catalog image or artifact from an OCI image
+// layout directory (skopeo's oci:DIR[:TAG]). Its Ref is resolved to a
+// digest on every Fetch, by reading index.json; blobs are read only for a
+// digest that is neither live nor known to be bad.
+type LayoutFetcher struct {
+	Layout   source.Layout
+	Unpacker LayoutUnpacker
+	// TempDir is where content is unpacked, each time into its own
+	// directory that Cleanup removes.
+	TempDir string
+}
+
+// Fetch resolves the layout's Ref and, unless skip says otherwise,
+// unpacks what it names.
+func (l LayoutFetcher) Fetch(ctx context.Context, skip func(string) bool) (Fetched, error) {
+	digest, err := l.Unpacker.ResolveLayout(l.Layout.Dir, l.Layout.Ref)
+	if err != nil {
+		return Fetched{}, err
+	}
+	ref := source.Layout{Dir: l.Layout.Dir, Ref: digest}.String()
+	if skip(digest) {
+		return Fetched{Content: index.Content{Ref: ref, Digest: digest}}, nil
+	}
+	// UnpackLayout's errors name the layout and digest already.
+	return unpackInto(l.TempDir, ref, digest, func(dst string) (unpack.Result, error) {
+		return l.Unpacker.UnpackLayout(ctx, l.Layout.Dir, digest, dst)
+	})
+}
+
+// Describe is the layout as given.
+func (l LayoutFetcher) Describe() string { return l.Layout.String() }
+
+// Built matches an index built from the same layout directory, whichever
+// manifest of it.
+func (l LayoutFetcher) Built(ref string) bool {
+	return ref == "oci:"+l.Layout.Dir || strings.HasPrefix(ref, "oci:"+l.Layout.Dir+":")
 }
 
 // digestOf returns the algorithm:hex part of a digest reference.

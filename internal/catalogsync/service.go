@@ -105,6 +105,10 @@ type Spec struct {
 type Result struct {
 	// Ref and Digest name the content now live.
 	Ref, Digest string
+	// Form is the fetcher's Fetched.Form: for an image reference, whether
+	// it held an image or an artifact. Empty when the content was not
+	// fetched (it was live already) or its kind has one form only.
+	Form string
 	// Rebuilt is false when that content was live already.
 	Rebuilt  bool
 	Duration time.Duration
@@ -399,7 +403,7 @@ func (s *Service) fetchAndBuild(ctx context.Context, name string, fetcher Fetche
 	fetchStart := time.Now()
 	f, err := fetcher.Fetch(ctx, func(d string) bool { return d == live || d == bad })
 	defer f.Release()
-	res := Result{Ref: f.Ref, Digest: f.Digest}
+	res := Result{Ref: f.Ref, Digest: f.Digest, Form: f.Form}
 	if err != nil {
 		return res, withCause(ctx, fmt.Errorf("read catalog %q: %w", name, err))
 	}

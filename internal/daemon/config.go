@@ -11,7 +11,6 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/google/go-containerregistry/pkg/authn"
-	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -20,6 +19,10 @@ import (
 	"github.com/catalogd/catalogd/internal/datadir"
 	"github.com/catalogd/catalogd/internal/httpapi"
 	"github.com/catalogd/catalogd/internal/server"
+	"github.com/catalogd/catalogd/internal/source"
+	"github.com/catalogd/catalogd/internal/source/gitsource"
+	"github.com/catalogd/catalogd/internal/source/httpsource"
+	"github.com/catalogd/catalogd/internal/source/kinds"
 	"github.com/catalogd/catalogd/internal/store"
 	"github.com/catalogd/catalogd/internal/unpack"
 	"github.com/catalogd/catalogd/internal/version"
@@ -54,6 +57,10 @@ type Config struct {
 	// BundleRelease is /resolve's BundleReleaseSupport when a request does
 	// not say.
 	BundleRelease bool
+	// LocalSources lets sources read this machine's files beyond catalog
+	// directories (git file:// repositories): `catalogd serve`, whose
+	// catalogs a person names; never the manager.
+	LocalSources bool
 }
 
 // RegistryConfig is how registries are reached.
@@ -67,9 +74,13 @@ type RegistryConfig struct {
 	PullTimeout time.Duration
 }
 
-// unpacker is the image unpacker of this configuration.
-func (c RegistryConfig) unpacker(log logr.Logger) (*unpack.Unpacker, error) {
-	return unpack.New(unpack.Options{
+// kinds is what fetches each kind of source in this configuration, with
+// one pull timeout, one CA bundle and one set of limits for all, unpacking
+// under tempDir. local lets git read repositories on this machine
+// (file://): for a person's own commands, never the manager, where a
+// ClusterCatalog must not read the node's files.
+func (c RegistryConfig) kinds(tempDir string, local bool, log logr.Logger) (kinds.Kinds, error) {
+	unpacker, err := unpack.New(unpack.Options{
 		Keychain:           c.Keychain,
 		CABundle:           c.CABundle,
 		InsecureRegistries: c.InsecureRegistries,
@@ -77,16 +88,34 @@ func (c RegistryConfig) unpacker(log logr.Logger) (*unpack.Unpacker, error) {
 		PullTimeout:        c.PullTimeout,
 		Logger:             log.WithName("unpack"),
 	})
+	if err != nil {
+		return kinds.Kinds{}, err
+	}
+	git := gitsource.New(gitsource.Options{
+		Extractor:   unpacker,
+		PullTimeout: c.PullTimeout,
+		CABundle:    c.CABundle,
+		AllowLocal:  local,
+		Log:         log.WithName("git"),
+	})
+	web, err := httpsource.New(httpsource.Options{
+		Extractor:   unpacker,
+		PullTimeout: c.PullTimeout,
+		Log:         log.WithName("http"),
+	})
+	if err != nil {
+		return kinds.Kinds{}, err
+	}
+	return kinds.Kinds{Images: unpacker, Git: git, HTTP: web, TempDir: tempDir}, nil
 }
 
 // Catalog is one --catalog of `catalogd serve`, with its --priority and
 // --label values.
 type Catalog struct {
 	Name string
-	// Value is as given; exactly one of Dir (absolute) and Image is set.
+	// Value is as given; Source is what it names (source.Parse).
 	Value    string
-	Dir      string
-	Image    name.Reference
+	Source   source.Spec
 	Priority int32
 	// Labels stand in for a ClusterCatalog's labels, for resolve's
 	// catalog selector; nil when none is given.
@@ -98,7 +127,8 @@ type ServeConfig struct {
 	Config
 	Catalogs []Catalog // in command-line order
 	Watch    bool
-	// PollInterval is how often image tags are resolved again; 0 never.
+	// PollInterval is how often every source that is not a directory is
+	// asked again for new content; 0 never.
 	PollInterval time.Duration
 }
 
@@ -118,9 +148,9 @@ type ManagerConfig struct {
 }
 
 // Core is what both modes run: the index store, the catalog table, the
-// sync service keeping one in the other, the unpacker, the API and the
-// HTTP server with its listener. The modes differ only in what they tell
-// the sync service to serve.
+// sync service keeping one in the other, what fetches each kind of source,
+// the API and the HTTP server with its listener. The modes differ only in
+// what they tell the sync service to serve.
 type Core struct {
 	Store    *store.Store
 	Table    *catalogs.Table
@@ -129,8 +159,7 @@ type Core struct {
 	Server   *server.Server
 	Listener net.Listener
 
-	unpacker  *unpack.Unpacker
-	unpackDir string
+	kinds kinds.Kinds
 }
 
 // Complete opens the data directory and wires every part once. The indexes
@@ -138,7 +167,7 @@ type Core struct {
 // answer from the first request; what feeds the sync service is the mode's
 // business. Close releases what Complete opened.
 func (c Config) Complete(log logr.Logger) (_ *Core, err error) {
-	core := &Core{unpackDir: filepath.Join(c.DataDir, datadir.UnpackDir)}
+	core := &Core{}
 	defer func() {
 		if err != nil {
 			_ = core.Close()
@@ -164,7 +193,7 @@ func (c Config) Complete(log logr.Logger) (_ *Core, err error) {
 		store.WithIncremental(c.IncrementalIndex)); err != nil {
 		return nil, fmt.Errorf("open index store: %w", err)
 	}
-	if core.unpacker, err = c.RegistryConfig.unpacker(log); err != nil {
+	if core.kinds, err = c.RegistryConfig.kinds(filepath.Join(c.DataDir, datadir.UnpackDir), c.LocalSources, log); err != nil {
 		return nil, err
 	}
 	core.Table = catalogs.NewTable()
@@ -199,9 +228,11 @@ func (c Config) Complete(log logr.Logger) (_ *Core, err error) {
 	return core, nil
 }
 
-// ImageFetcher fetches ref, unpacking into the data directory.
-func (c *Core) ImageFetcher(ref name.Reference) catalogsync.Fetcher {
-	return catalogsync.ImageFetcher{Ref: ref, Unpacker: c.unpacker, TempDir: c.unpackDir}
+// Fetcher is the fetcher of spec with creds, unpacking into the data
+// directory: the one place this process chooses a kind of source
+// (reconcile.FetcherFunc).
+func (c *Core) Fetcher(spec source.Spec, creds source.Credentials) (catalogsync.Fetcher, error) {
+	return c.kinds.Fetcher(spec, creds)
 }
 
 // Close closes the listener, unless serving closed it already, and the

@@ -94,10 +94,11 @@ func RunManager(ctx context.Context, restCfg *rest.Config, cfg ManagerConfig, lo
 	}()
 
 	grace := cfg.ShutdownGracePeriod
+	sources := reconcile.Sources{Fetcher: core.Fetcher, Secrets: mgr.GetAPIReader(), Namespace: cfg.SecretNamespace}
 	runnables := []manager.Runnable{
 		core.Sync,
 		&manager.Server{Name: "catalog-api", Server: core.Server.HTTP, Listener: core.Server.Listener(core.Listener), ShutdownTimeout: &grace},
-		&initialList{cache: mgr.GetCache(), sync: core.Sync, image: core.ImageFetcher},
+		&initialList{cache: mgr.GetCache(), sync: core.Sync, sources: sources},
 	}
 	if core.Server.Certs != nil {
 		runnables = append(runnables, core.Server.Certs)
@@ -128,7 +129,7 @@ func RunManager(ctx context.Context, restCfg *rest.Config, cfg ManagerConfig, lo
 		Client:                  mgr.GetClient(),
 		Sync:                    core.Sync,
 		Catalogs:                core.Table,
-		Image:                   core.ImageFetcher,
+		Sources:                 sources,
 		BaseURL:                 cfg.ExternalBaseURL,
 		MaxConcurrentReconciles: cfg.MaxConcurrentReconciles,
 		Recorder:                mgr.GetEventRecorder("catalogd"),
@@ -138,7 +139,7 @@ func RunManager(ctx context.Context, restCfg *rest.Config, cfg ManagerConfig, lo
 	if err := (&reconcile.LocalSyncer{
 		Client:                  mgr.GetClient(),
 		Sync:                    core.Sync,
-		Image:                   core.ImageFetcher,
+		Sources:                 sources,
 		MaxConcurrentReconciles: cfg.MaxConcurrentReconciles,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up the local catalog syncer: %w", err)
@@ -186,8 +187,8 @@ type initialList struct {
 		WaitForCacheSync(ctx context.Context) bool
 		List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error
 	}
-	sync  *catalogsync.Service
-	image reconcile.ImageFetcherFunc
+	sync    *catalogsync.Service
+	sources reconcile.Sources
 }
 
 func (l *initialList) NeedLeaderElection() bool { return false }
@@ -205,7 +206,7 @@ func (l *initialList) Start(ctx context.Context) error {
 		cat := &list.Items[i]
 		if cat.DeletionTimestamp.IsZero() {
 			keep[cat.Name] = true
-			l.sync.Set(reconcile.SpecFor(cat, l.image))
+			l.sync.Set(reconcile.SpecFor(cat, l.sources))
 		}
 	}
 	if err := l.sync.Prune(func(name, _ string) bool { return keep[name] }); err != nil {

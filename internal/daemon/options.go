@@ -4,7 +4,6 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
@@ -12,13 +11,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/catalogd/catalogd/internal/catalogsync"
 	"github.com/catalogd/catalogd/internal/server"
+	"github.com/catalogd/catalogd/internal/source"
 	"github.com/catalogd/catalogd/internal/store"
 	"github.com/catalogd/catalogd/internal/unpack"
 )
@@ -108,9 +107,9 @@ type RegistryOptions struct {
 
 func (o *RegistryOptions) bindFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&o.InsecureRegistries, "insecure-registry", nil, "talk plain HTTP to the registry at `host[:port]`; repeatable (default: HTTPS to every registry)")
-	fs.StringVar(&o.CAFile, "ca-file", "", "also trust the PEM certificates in `FILE` for registries (default: the system's certificates only)")
-	fs.DurationVar(&o.PullTimeout, "pull-timeout", unpack.DefaultPullTimeout, "deadline of one image pull as a whole (resolve the tag, download, extract), however steadily "+
-		"data arrives; generous because catalog images of hundreds of MB take minutes over a slow link")
+	fs.StringVar(&o.CAFile, "ca-file", "", "also trust the PEM certificates in `FILE` for registries and https git repositories (default: the system's certificates only)")
+	fs.DurationVar(&o.PullTimeout, "pull-timeout", unpack.DefaultPullTimeout, "deadline of one fetch as a whole (an image pull, a git fetch, a download: resolve, download, extract), "+
+		"however steadily data arrives; generous because catalogs of hundreds of MB take minutes over a slow link")
 }
 
 // Validate checks the registry flags and reads the CA file.
@@ -153,7 +152,8 @@ func checkListen(listen string) error {
 type ServeOptions struct {
 	Options
 	Watch bool
-	// PollInterval is how often image tags are resolved again; 0 never.
+	// PollInterval is how often every source that is not a directory is
+	// asked again for new content; 0 never.
 	PollInterval time.Duration
 
 	// Raw values of the repeatable flags, parsed by Validate.
@@ -162,13 +162,15 @@ type ServeOptions struct {
 
 // BindFlags declares the flags of `catalogd serve` on fs.
 func (o *ServeOptions) BindFlags(fs *pflag.FlagSet) {
-	fs.StringArrayVar(&o.catalogArgs, "catalog", nil, "serve catalog `NAME=DIR|IMAGE`: DIR is a file-based catalog directory, IMAGE a "+
-		"catalog image with its registry host (quay.io/org/catalog:tag); repeatable, one required")
+	fs.StringArrayVar(&o.catalogArgs, "catalog", nil, "serve catalog `NAME=SOURCE`; repeatable, one required. SOURCE is a catalog directory, "+
+		"an image or OCI artifact with its registry host (quay.io/org/catalog:tag), oci:DIR[:TAG], "+
+		"git::URL[//DIR][?ref=REF] (https, ssh or file), or an http(s) URL of a .tar, .tar.gz, .json or .yaml file")
 	fs.StringArrayVar(&o.priorityArgs, "priority", nil, "give catalogs priorities as `NAME=N` (int32, default 0; higher answers first); repeatable")
 	fs.StringArrayVar(&o.labelArgs, "label", nil, "label a catalog as `NAME=KEY=VALUE`, as a ClusterCatalog's labels, for the catalog selector of /resolve; repeatable (default: no labels)")
 	o.bindFlags(fs)
 	fs.BoolVar(&o.Watch, "watch", false, "re-index a directory catalog when its files change; a broken edit keeps the last good index serving")
-	fs.DurationVar(&o.PollInterval, "poll-interval", 0, "resolve image tags again this often and index new content (default 0: only at start-up and on failure)")
+	fs.DurationVar(&o.PollInterval, "poll-interval", 0, "ask every source but directories again this often for new content (an image tag, a git branch, a URL), "+
+		"and index what changed (default 0: only at start-up and on failure)")
 }
 
 // Validate checks the flags of `catalogd serve`; args are the positional
@@ -176,10 +178,10 @@ func (o *ServeOptions) BindFlags(fs *pflag.FlagSet) {
 // MissingCatalogError.
 func (o *ServeOptions) Validate(args []string) (ServeConfig, error) {
 	if len(args) > 0 {
-		return ServeConfig{}, fmt.Errorf("unexpected argument %q (catalogs are given as --catalog NAME=DIR)", args[0])
+		return ServeConfig{}, fmt.Errorf("unexpected argument %q (catalogs are given as --catalog NAME=SOURCE)", args[0])
 	}
 	if len(o.catalogArgs) == 0 {
-		return ServeConfig{}, errors.New("no catalog to serve: give at least one --catalog NAME=DIR")
+		return ServeConfig{}, errors.New("no catalog to serve: give at least one --catalog NAME=SOURCE, as --catalog demo=test/testdata/demo")
 	}
 	shared, err := o.Options.Validate()
 	if err != nil {
@@ -188,6 +190,9 @@ func (o *ServeOptions) Validate(args []string) (ServeConfig, error) {
 	if o.PollInterval < 0 {
 		return ServeConfig{}, fmt.Errorf("--poll-interval %s: want a positive duration, or 0 for no polling", o.PollInterval)
 	}
+	// A person names the catalogs of serve: a git repository on this
+	// machine is theirs to read.
+	shared.LocalSources = true
 	cfg := ServeConfig{Config: shared, Watch: o.Watch, PollInterval: o.PollInterval}
 	seen := map[string]int{} // name → index in cfg.Catalogs
 	for _, arg := range o.catalogArgs {
@@ -249,75 +254,34 @@ func (o *ServeOptions) Validate(args []string) (ServeConfig, error) {
 	return cfg, nil
 }
 
-// parseCatalog parses one NAME=DIR|IMAGE of --catalog.
+// parseCatalog parses one NAME=SOURCE of --catalog.
 func parseCatalog(arg string) (Catalog, error) {
 	n, v, ok := strings.Cut(arg, "=")
 	if !ok || v == "" {
-		return Catalog{}, fmt.Errorf("--catalog %s: want NAME=DIR or NAME=IMAGE", arg)
+		return Catalog{}, fmt.Errorf("--catalog %s: want NAME=SOURCE, as demo=test/testdata/demo or demo=quay.io/org/catalog:tag", arg)
 	}
 	if errs := validation.IsDNS1123Subdomain(n); len(errs) > 0 {
 		return Catalog{}, fmt.Errorf("--catalog %s: name %q is not a DNS-1123 subdomain (lower-case letters, digits, '-' and '.'): %s",
 			arg, n, strings.Join(errs, "; "))
 	}
-	c, err := parseLocation(v)
-	if err != nil {
+	spec, err := source.Parse(v)
+	switch {
+	case errors.Is(err, source.ErrNoDirectory):
+		return Catalog{}, MissingCatalogError{fmt.Errorf("--catalog %s: %w", arg, err)}
+	case err != nil:
 		return Catalog{}, fmt.Errorf("--catalog %s: %w", arg, err)
 	}
-	c.Name = n
-	return c, nil
+	return Catalog{Name: n, Value: v, Source: spec}, nil
 }
 
-// parseLocation parses where a catalog is: DIR or IMAGE. A value naming an
-// existing directory is a directory. Anything else must look like an image
-// reference with a registry host: otherwise a mistyped directory such as
-// test/testdata/dmeo would parse as docker.io/test/testdata/dmeo:latest and
-// fail much later, and less clearly, as a failed pull.
-func parseLocation(v string) (Catalog, error) {
-	c := Catalog{Value: v}
-	fi, err := os.Stat(v)
-	switch {
-	case err == nil && fi.IsDir():
-		abs, err := filepath.Abs(v)
-		if err != nil {
-			return Catalog{}, err
-		}
-		c.Dir = abs
-		return c, nil
-	case err == nil:
-		return Catalog{}, fmt.Errorf("%s is a file; want the catalog's directory", v)
-	case !errors.Is(err, fs.ErrNotExist):
-		return Catalog{}, err
-	}
-
-	if !looksLikeImage(v) {
-		return Catalog{}, MissingCatalogError{fmt.Errorf("no directory %s (an image reference needs a registry host, as in quay.io/org/catalog:tag)", v)}
-	}
-	ref, err := name.ParseReference(v)
-	if err != nil {
-		return Catalog{}, MissingCatalogError{fmt.Errorf("no directory %s, and not an image reference: %w", v, err)}
-	}
-	c.Image = ref
-	return c, nil
-}
-
-// MissingCatalogError is a catalog location that names neither a directory
-// on this machine nor an image: the catalog cannot be read. The commands
-// exit 1 for it, as for an image that cannot be pulled, and keep exit 2 for
-// mistakes in the form of the command line.
+// MissingCatalogError is a catalog source that names neither a directory
+// on this machine nor anything else: the catalog cannot be read. The
+// commands exit 1 for it, as for an image that cannot be pulled, and keep
+// exit 2 for mistakes in the form of the command line.
 type MissingCatalogError struct{ err error }
 
 func (e MissingCatalogError) Error() string { return e.err.Error() }
 func (e MissingCatalogError) Unwrap() error { return e.err }
-
-// looksLikeImage reports whether v starts with a registry host, the way
-// container tools tell a registry from a Docker Hub namespace.
-func looksLikeImage(v string) bool {
-	if strings.HasPrefix(v, ".") || strings.HasPrefix(v, "/") || strings.HasPrefix(v, "~") {
-		return false
-	}
-	host, _, ok := strings.Cut(v, "/")
-	return ok && (strings.ContainsAny(host, ".:") || host == "localhost")
-}
 
 // ManagerOptions are the flags of `catalogd manager`.
 type ManagerOptions struct {
@@ -348,6 +312,9 @@ type managerSettings struct {
 	PackageAPI            bool
 	PackageAPIBindAddress string
 	PackageAPICertDir     string
+	// SecretNamespace is catalogd's own namespace, the only one the
+	// Secrets a ClusterCatalog names are read from; empty reads none.
+	SecretNamespace string
 }
 
 // BindFlags declares the flags of `catalogd manager` on fs.
@@ -360,6 +327,8 @@ func (o *ManagerOptions) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "", "the `NAMESPACE` of the leader election lease (default: the pod's namespace)")
 	fs.StringVar(&o.ExternalBaseURL, "external-base-url", "", "the `URL` clients reach the query API at; status.urls.base is this plus /catalogs/<name> (default: http(s)://<listen>)")
 	fs.StringVar(&o.pullSecret, "global-pull-secret", "", "use the image pull secret `NAMESPACE/NAME` for every catalog (default: none)")
+	fs.StringVar(&o.SecretNamespace, "secret-namespace", "", "catalogd's own `NAMESPACE`, the only one the Secrets a ClusterCatalog names (secretRef, caSecretRef) are read from, "+
+		"by name and uncached (default: none, and a ClusterCatalog that names a Secret fails to fetch)")
 	fs.StringVar(&o.serviceAccount, "service-account", "", "pull with the imagePullSecrets of the service account `NAMESPACE/NAME`, catalogd's own in a cluster (default: none)")
 	fs.DurationVar(&o.ShutdownGracePeriod, "shutdown-grace-period", server.ShutdownGrace, "how long in-flight queries may take at shutdown")
 	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", 4, "catalogs reconciled at once, so one slow registry delays no other catalog")
@@ -394,6 +363,11 @@ func (o *ManagerOptions) Validate() (ManagerConfig, error) {
 	}
 	if cfg.ServiceAccount, err = namespacedName("--service-account", o.serviceAccount); err != nil {
 		return ManagerConfig{}, err
+	}
+	if ns := cfg.SecretNamespace; ns != "" {
+		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+			return ManagerConfig{}, fmt.Errorf("--secret-namespace %q: not a namespace name: %s", ns, strings.Join(errs, "; "))
+		}
 	}
 	if cfg.ExternalBaseURL == "" {
 		scheme := "http://"

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/catalogd/catalogd/internal/catalogsync"
+	"github.com/catalogd/catalogd/internal/source"
 	"github.com/catalogd/catalogd/internal/unpack"
 )
 
@@ -34,8 +36,8 @@ func TestParseServeErrors(t *testing.T) {
 	}{
 		{"no catalog", []string{"--data-dir", data}, "at least one --catalog"},
 		{"no data dir", []string{"--catalog", "a=" + dir}, "--data-dir is required"},
-		{"no equals", []string{"--data-dir", data, "--catalog", dir}, "want NAME=DIR or NAME=IMAGE"},
-		{"empty value", []string{"--data-dir", data, "--catalog", "a="}, "want NAME=DIR or NAME=IMAGE"},
+		{"no equals", []string{"--data-dir", data, "--catalog", dir}, "want NAME=SOURCE"},
+		{"empty value", []string{"--data-dir", data, "--catalog", "a="}, "want NAME=SOURCE"},
 		{"upper-case name", []string{"--data-dir", data, "--catalog", "Demo=" + dir}, "not a DNS-1123 subdomain"},
 		{"underscore name", []string{"--data-dir", data, "--catalog", "my_cat=" + dir}, "not a DNS-1123 subdomain"},
 		{"empty name", []string{"--data-dir", data, "--catalog", "=" + dir}, "not a DNS-1123 subdomain"},
@@ -44,6 +46,9 @@ func TestParseServeErrors(t *testing.T) {
 		{"missing relative dir", []string{"--data-dir", data, "--catalog", "a=test/testdata/dmeo"}, "no directory test/testdata/dmeo"},
 		{"file, not dir", []string{"--data-dir", data, "--catalog", "a=" + file}, "is a file"},
 		{"bad image", []string{"--data-dir", data, "--catalog", "a=quay.io/UPPER/Case:tag"}, "not an image reference"},
+		{"git repository as a URL", []string{"--data-dir", data, "--catalog", "a=https://host/org/repo.git"}, "for a git repository write git::https://host/org/repo.git"},
+		{"git ref twice", []string{"--data-dir", data, "--catalog", "a=git::https://host/org/repo.git?ref=a&ref=b"}, "ref given 2 times"},
+		{"layout without directory", []string{"--data-dir", data, "--catalog", "a=oci:"}, "write oci:DIR"},
 		{"priority without catalog", []string{"--data-dir", data, "--catalog", "a=" + dir, "--priority", "b=1"}, `no --catalog is named "b"`},
 		{"priority not a number", []string{"--data-dir", data, "--catalog", "a=" + dir, "--priority", "a=high"}, "not a 32-bit integer"},
 		{"priority too big", []string{"--data-dir", data, "--catalog", "a=" + dir, "--priority", "a=3000000000"}, "not a 32-bit integer"},
@@ -86,6 +91,9 @@ func TestParseServe(t *testing.T) {
 		"--catalog", "demo=rel",
 		"--catalog=other.example=" + other,
 		"--catalog", "remote=registry.example.com:5000/catalogs/demo:v1",
+		"--catalog", "git=git::https://git.example.com/org/catalogs.git//demo?ref=main",
+		"--catalog", "archive=https://files.example.com/demo.tar.gz",
+		"--catalog", "layout=oci:layout:v1",
 		"--priority", "other.example=-5", "--priority", "remote=10",
 		"--label", "remote=tier=prod", "--label", "remote=example.com/owner=team-a",
 		"--data-dir", "data", "--watch", "--poll-interval", "90s", "--listen", "127.0.0.1:0",
@@ -94,17 +102,26 @@ func TestParseServe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(cfg.Catalogs) != 3 {
+	if len(cfg.Catalogs) != 6 {
 		t.Fatalf("catalogs: %+v", cfg.Catalogs)
 	}
 	demo, oth, remote := cfg.Catalogs[0], cfg.Catalogs[1], cfg.Catalogs[2]
-	if demo.Name != "demo" || demo.Dir != filepath.Join(dir, "rel") || demo.Image != nil || demo.Priority != 0 {
+	for i, want := range []source.Spec{
+		{Git: &source.Git{URL: "https://git.example.com/org/catalogs.git", Ref: "main", Directory: "demo"}},
+		{HTTP: &source.HTTP{URL: "https://files.example.com/demo.tar.gz"}},
+		{Layout: &source.Layout{Dir: filepath.Join(dir, "layout"), Ref: "v1"}},
+	} {
+		if got := cfg.Catalogs[3+i]; !reflect.DeepEqual(got.Source, want) {
+			t.Errorf("%s = %s; want %s", got.Name, got.Source, want)
+		}
+	}
+	if demo.Name != "demo" || !reflect.DeepEqual(demo.Source, source.Spec{Dir: filepath.Join(dir, "rel")}) || demo.Priority != 0 {
 		t.Errorf("demo = %+v; want the absolute directory, priority 0", demo)
 	}
-	if oth.Name != "other.example" || oth.Dir != other || oth.Priority != -5 {
+	if oth.Name != "other.example" || !reflect.DeepEqual(oth.Source, source.Spec{Dir: other}) || oth.Priority != -5 {
 		t.Errorf("other = %+v", oth)
 	}
-	if remote.Dir != "" || remote.Image == nil || remote.Image.Context().RegistryStr() != "registry.example.com:5000" || remote.Priority != 10 {
+	if !reflect.DeepEqual(remote.Source, source.Spec{Image: "registry.example.com:5000/catalogs/demo:v1"}) || remote.Priority != 10 {
 		t.Errorf("remote = %+v; want an image reference, priority 10", remote)
 	}
 	if want := map[string]string{"tier": "prod", "example.com/owner": "team-a"}; !maps.Equal(remote.Labels, want) || demo.Labels != nil {
@@ -123,7 +140,7 @@ func TestParseServeDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Listen != "127.0.0.1:8080" || cfg.Watch || cfg.PollInterval != 0 || cfg.Catalogs[0].Image != nil {
+	if cfg.Listen != "127.0.0.1:8080" || cfg.Watch || cfg.PollInterval != 0 || cfg.Catalogs[0].Source.Dir == "" {
 		t.Errorf("defaults: %+v", cfg)
 	}
 }

@@ -20,13 +20,15 @@ import (
 	"github.com/catalogd/catalogd/internal/catalogdir"
 	"github.com/catalogd/catalogd/internal/catalogsync"
 	"github.com/catalogd/catalogd/internal/datadir"
+	"github.com/catalogd/catalogd/internal/source"
 )
 
 // Serve runs `catalogd serve` until ctx ends: it serves the API (the
 // indexes kept in the data directory answer at once), syncs every catalog
 // of the command line in parallel, prints a summary to out, then keeps them
-// current: failures are retried with backoff, image tags polled every
-// --poll-interval, and with --watch directories re-indexed as they change.
+// current: failures are retried with backoff, every source but directories
+// polled every --poll-interval, and with --watch directories re-indexed as
+// they change.
 // A catalog that fails to index does not stop the server: its LastError
 // says why.
 func Serve(ctx context.Context, cfg ServeConfig, out io.Writer, log logr.Logger) (err error) {
@@ -38,9 +40,8 @@ func Serve(ctx context.Context, cfg ServeConfig, out io.Writer, log logr.Logger)
 
 	fetchers := map[string]catalogsync.Fetcher{}
 	for _, c := range cfg.Catalogs {
-		fetchers[c.Name] = catalogsync.DirFetcher{Path: c.Dir, Hashes: catalogdir.NewCache()}
-		if c.Image != nil {
-			fetchers[c.Name] = core.ImageFetcher(c.Image)
+		if fetchers[c.Name], err = core.Fetcher(c.Source, source.Credentials{}); err != nil {
+			return fmt.Errorf("--catalog %s=%s: %w", c.Name, c.Value, err)
 		}
 	}
 	// An index of a catalog no longer listed, or one another source left
@@ -50,7 +51,7 @@ func Serve(ctx context.Context, cfg ServeConfig, out io.Writer, log logr.Logger)
 	}
 	for _, c := range cfg.Catalogs {
 		spec := catalogsync.Spec{Name: c.Name, Fetcher: fetchers[c.Name], Priority: c.Priority, Labels: c.Labels}
-		if c.Image != nil {
+		if c.Source.Dir == "" {
 			spec.PollInterval = cfg.PollInterval
 		}
 		core.Sync.Set(spec)
@@ -66,11 +67,11 @@ func Serve(ctx context.Context, cfg ServeConfig, out io.Writer, log logr.Logger)
 	var background sync.WaitGroup
 	if cfg.Watch {
 		for _, c := range cfg.Catalogs {
-			if c.Image != nil {
-				fmt.Fprintf(out, "  (%s comes from an image: --watch does not apply to it)\n", c.Name)
+			if c.Source.Dir == "" {
+				fmt.Fprintf(out, "  (%s is not a directory: --watch does not apply to it; --poll-interval does)\n", c.Name)
 				continue
 			}
-			background.Go(func() { watch(ctx, core.Sync, c.Name, c.Dir, log) })
+			background.Go(func() { watch(ctx, core.Sync, c.Name, c.Source.Dir, log) })
 		}
 	}
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/catalogd/catalogd/test/apivalidate"
 	"github.com/catalogd/catalogd/test/fbcfacts"
+	"github.com/catalogd/catalogd/test/gittest"
 	"github.com/catalogd/catalogd/test/registrytest"
 )
 
@@ -167,5 +168,32 @@ func TestListenAddressInUse(t *testing.T) {
 	_, err = Config{DataDir: t.TempDir(), Listen: busy.Addr().String()}.Complete(logr.Discard())
 	if err == nil || !strings.Contains(err.Error(), "in use") || !strings.Contains(err.Error(), "--listen") {
 		t.Errorf("error %v; want it to say the address is in use and name --listen", err)
+	}
+}
+
+// TestServeGit serves the demo catalog from a directory of a local git
+// repository, named as a person names it (git::file://…//DIR?ref=main):
+// the digest is git's own tree hash of that directory, and a restart on
+// the same commit indexes nothing.
+func TestServeGit(t *testing.T) {
+	repo := gittest.NewRepo(t, t.TempDir(), "catalogs")
+	repo.CopyDir("catalogs/demo", demoDir)
+	commit := repo.Commit(map[string]string{"README.md": "catalogs\n"})
+	repo.Push("main")
+	src := "git::file://" + repo.Bare + "//catalogs/demo?ref=main"
+	data := t.TempDir()
+	args := []string{"--data-dir", data, "--listen", "127.0.0.1:0", "--catalog", "demo=" + src}
+
+	first := startServe(t, args...)
+	got := getCatalog(t, apivalidate.NewClient(t, first.base), "demo")
+	facts := fbcfacts.Load(t, demoDir)
+	if want := "git-tree:" + repo.Tree(commit, "catalogs/demo"); got.State != "Serving" || got.Counts.Bundles != facts.CountBundles() || got.ResolvedDigest != want {
+		t.Errorf("demo from %s = %+v; want Serving %d bundles at %s", src, got, facts.CountBundles(), want)
+	}
+	first.stop()
+
+	second := startServe(t, args...)
+	if out := second.out.String(); !strings.Contains(out, "unchanged since the last run") {
+		t.Errorf("restart re-indexed an unchanged commit:\n%s", out)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/catalogd/catalogd/internal/datadir"
 	"github.com/catalogd/catalogd/internal/fbc"
 	"github.com/catalogd/catalogd/internal/index"
+	"github.com/catalogd/catalogd/internal/source"
 	"github.com/catalogd/catalogd/internal/termtext"
 )
 
@@ -34,7 +35,7 @@ func (o *ValidateOptions) BindFlags(fs *pflag.FlagSet) {
 // ValidateConfig is the validated command line of `catalogd validate`.
 type ValidateConfig struct {
 	RegistryConfig
-	// Catalog is the directory or image to validate; its Name is unused.
+	// Catalog is the source to validate; its Name is unused.
 	Catalog Catalog
 	JSON    bool
 }
@@ -44,7 +45,7 @@ type ValidateConfig struct {
 // MissingCatalogError.
 func (o *ValidateOptions) Validate(args []string) (ValidateConfig, error) {
 	if len(args) != 1 {
-		return ValidateConfig{}, fmt.Errorf("want one catalog directory or image, got %d arguments", len(args))
+		return ValidateConfig{}, fmt.Errorf("want one catalog source (%s), got %d arguments", source.Forms, len(args))
 	}
 	if o.Output != "text" && o.Output != "json" {
 		return ValidateConfig{}, fmt.Errorf("--output %q: want text or json", o.Output)
@@ -53,11 +54,14 @@ func (o *ValidateOptions) Validate(args []string) (ValidateConfig, error) {
 	if err != nil {
 		return ValidateConfig{}, err
 	}
-	c, err := parseLocation(args[0])
-	if err != nil {
+	spec, err := source.Parse(args[0])
+	switch {
+	case errors.Is(err, source.ErrNoDirectory):
+		return ValidateConfig{}, MissingCatalogError{err}
+	case err != nil:
 		return ValidateConfig{}, err
 	}
-	return ValidateConfig{RegistryConfig: reg, Catalog: c, JSON: o.Output == "json"}, nil
+	return ValidateConfig{RegistryConfig: reg, Catalog: Catalog{Value: args[0], Source: spec}, JSON: o.Output == "json"}, nil
 }
 
 // Problem is one thing wrong with a catalog, as `catalogd validate` prints
@@ -93,13 +97,13 @@ func Validate(ctx context.Context, cfg ValidateConfig, out io.Writer, log logr.L
 	}
 	defer os.RemoveAll(tmp)
 
-	var fetcher catalogsync.Fetcher = catalogsync.DirFetcher{Path: cfg.Catalog.Dir}
-	if cfg.Catalog.Image != nil {
-		unpacker, err := cfg.RegistryConfig.unpacker(log)
-		if err != nil {
-			return 0, err
-		}
-		fetcher = catalogsync.ImageFetcher{Ref: cfg.Catalog.Image, Unpacker: unpacker, TempDir: filepath.Join(tmp, datadir.UnpackDir)}
+	sources, err := cfg.RegistryConfig.kinds(filepath.Join(tmp, datadir.UnpackDir), true, log)
+	if err != nil {
+		return 0, err
+	}
+	fetcher, err := sources.Fetcher(cfg.Catalog.Source, source.Credentials{})
+	if err != nil {
+		return 0, err
 	}
 	fetched, err := fetcher.Fetch(ctx, func(string) bool { return false })
 	if fetched.Cleanup != nil {

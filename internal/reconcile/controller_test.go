@@ -13,29 +13,19 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"github.com/go-logr/logr/testr"
-	"github.com/google/go-containerregistry/pkg/name"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	catalogdv1 "github.com/catalogd/catalogd/api/v1"
 	"github.com/catalogd/catalogd/internal/catalogs"
-	"github.com/catalogd/catalogd/internal/catalogsync"
-	"github.com/catalogd/catalogd/internal/reconcile"
 	"github.com/catalogd/catalogd/internal/store"
 	"github.com/catalogd/catalogd/internal/unpack"
 	"github.com/catalogd/catalogd/test/await"
 	"github.com/catalogd/catalogd/test/fbcfacts"
-	"github.com/catalogd/catalogd/test/kubetest"
 	"github.com/catalogd/catalogd/test/registrytest"
 )
 
@@ -72,82 +62,11 @@ func (e *env) state(name string) catalogs.State {
 
 func start(t *testing.T) *env {
 	t.Helper()
-	cfg := kubetest.Start(t)
-
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, catalogdv1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			t.Fatal(err)
-		}
-	}
-
-	// controller-runtime complains through its global logger unless it is set.
 	ctrllog.SetLogger(logr.Discard())
-	log := testr.NewWithOptions(t, testr.Options{Verbosity: 0})
-
 	reg := registrytest.New(t)
-	indexes, err := store.New(filepath.Join(t.TempDir(), "index"), log.WithName("index"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = indexes.Close() })
-	unpacker, err := unpack.New(unpack.Options{InsecureRegistries: []string{reg.Host}, Logger: log.WithName("unpack")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cats := catalogs.NewTable()
-	svc := catalogsync.New(catalogsync.Options{Store: indexes, Table: cats, Log: log.WithName("sync"),
-		MinBackoff: 100 * time.Millisecond, MaxBackoff: time.Second})
-	tmp := t.TempDir()
-	image := func(ref name.Reference) catalogsync.Fetcher {
-		return catalogsync.ImageFetcher{Ref: ref, Unpacker: unpacker, TempDir: tmp}
-	}
-
-	skip := true
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 scheme,
-		Logger:                 log.WithName("manager"),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: &skip},
-	})
-	if err != nil {
-		t.Fatalf("creating manager: %v", err)
-	}
-	r := &reconcile.Reconciler{
-		Client:   mgr.GetClient(),
-		Sync:     svc,
-		Catalogs: cats,
-		Image:    image,
-		BaseURL:  baseURL,
-		// pollIntervalMinutes: 1 means one second here.
-		PollInterval: func(minutes int) time.Duration { return time.Duration(minutes) * time.Second },
-		Recorder:     mgr.GetEventRecorder("catalogd"),
-	}
-	if err := r.SetupWithManager(mgr); err != nil {
-		t.Fatalf("setting up reconciler: %v", err)
-	}
-	if err := (&reconcile.LocalSyncer{Client: mgr.GetClient(), Sync: svc, Image: image}).SetupWithManager(mgr); err != nil {
-		t.Fatalf("setting up local syncer: %v", err)
-	}
-	if err := mgr.Add(svc); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	})
-
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &env{c: c, reg: reg, store: indexes, cats: cats}
+	cfg, scheme, c := startAPIServer(t)
+	r := startReplica(t, cfg, scheme, replicaOptions{insecureRegistries: []string{reg.Host}, leader: true})
+	return &env{c: c, reg: reg, store: r.store, cats: r.cats}
 }
 
 func (e *env) create(t *testing.T, name, ref string, mutate func(*catalogdv1.ClusterCatalog)) {
@@ -168,24 +87,13 @@ func (e *env) create(t *testing.T, name, ref string, mutate func(*catalogdv1.Clu
 
 func (e *env) get(t *testing.T, name string) *catalogdv1.ClusterCatalog {
 	t.Helper()
-	cat := &catalogdv1.ClusterCatalog{}
-	if err := e.c.Get(context.Background(), types.NamespacedName{Name: name}, cat); err != nil {
-		t.Fatalf("getting ClusterCatalog %s: %v", name, err)
-	}
-	return cat
+	return getCatalog(t, e.c, name)
 }
 
 // change applies f to the catalog and updates it, retrying on conflicts.
 func (e *env) change(t *testing.T, name string, f func(*catalogdv1.ClusterCatalog)) {
 	t.Helper()
-	await.Until(t, "updating "+name, waitTimeout, func() error {
-		cat := &catalogdv1.ClusterCatalog{}
-		if err := e.c.Get(context.Background(), types.NamespacedName{Name: name}, cat); err != nil {
-			return err
-		}
-		f(cat)
-		return e.c.Update(context.Background(), cat)
-	})
+	changeCatalog(t, e.c, name, f)
 }
 
 // touch changes an annotation so the controller reconciles again.
@@ -262,16 +170,7 @@ func (e *env) requests(repo, method, part string) int {
 // packages counts the packages in the live index of name.
 func (e *env) packages(t *testing.T, name string) int {
 	t.Helper()
-	snap, err := e.store.Acquire(name)
-	if err != nil {
-		t.Fatalf("acquiring index of %s: %v", name, err)
-	}
-	defer snap.Release()
-	counts, err := snap.Catalog.Counts(context.Background())
-	if err != nil {
-		t.Fatalf("counting packages of %s: %v", name, err)
-	}
-	return counts.Packages
+	return countPackages(t, e.store, name)
 }
 
 // brokenCatalog writes a catalog directory whose only file is not valid JSON.

@@ -2,20 +2,28 @@
 // `catalogd manager` replica:
 //
 //   - Reconciler, leader-elected, is the one writer of ClusterCatalog status.
-//     It resolves spec.source.image.ref to a digest, has the local
-//     catalog-sync service index it, and publishes the digest in
-//     status.resolvedSource only once that index is live, so that the digest
-//     in status always names content known to index.
+//     It resolves the spec's source to a pinned revision (an image tag to a
+//     digest, a git branch or tag to a commit, an HTTP URL to the sha256 of
+//     its bytes), has the local catalog-sync service index it, and publishes
+//     the pin in status.resolvedSource only once that index is live, so that
+//     status always names content known to index.
 //   - LocalSyncer, on every replica, tells the local catalog-sync service
-//     what each ClusterCatalog should serve: the digest in
-//     status.resolvedSource, pulled by digest. Every replica thus serves the
-//     same bytes, and a replica that is not the leader still answers.
+//     what each ClusterCatalog should serve: exactly what
+//     status.resolvedSource pins (the digest, the commit, the sha256). Every
+//     replica thus serves the same bytes, and a replica that is not the
+//     leader still answers.
 //
-// A tag is resolved on every leader reconcile (one manifest HEAD); the image
-// is pulled only when that digest is neither live nor known to be bad, so
-// polling an unchanged tag, or changing only a catalog's priority or labels,
-// costs no blob download and no rebuild. A failed update never takes the
-// previous index down.
+// Which kind of source a spec names, and which fetcher fetches it, is not
+// decided here: Sources.Fetcher is the composition root's chooser. The
+// Secrets a source names (secretRef, caSecretRef) are read from catalogd's
+// own namespace at each fetch, by name, through an uncached reader.
+//
+// A tag, a branch or a URL is resolved on every leader reconcile (one
+// manifest HEAD, one ls-remote, one conditional GET); the content is fetched
+// only when its digest is neither live nor known to be bad, so polling an
+// unchanged source, or changing only a catalog's priority or labels, costs
+// no download and no rebuild. A failed update never takes the previous
+// index down.
 //
 // # Who calls Set and Sync
 //
@@ -28,19 +36,22 @@
 //     syncs and again after it has published status; and, once at start-up,
 //     the initial list of the composition root (internal/daemon). All compute
 //     the spec with SpecFor from the same object, so they never disagree.
-//   - Sync with the tag: the leader's Reconciler only, to learn the digest
-//     and have it indexed before publishing it in status.resolvedSource.
-//   - Sync of the spec's fetcher (the published digest): the service's own
+//   - Sync with the spec's source (a tag, a branch, a URL): the leader's
+//     Reconciler only, to learn the pin and have it indexed before
+//     publishing it in status.resolvedSource.
+//   - Sync of the spec's fetcher (the published pin): the service's own
 //     loop for each catalog, on every replica, whenever Set changes it.
 //
 // # Who retries
 //
 // On the leader, controller-runtime's queue: Reconcile asks to be called
 // again after the service's Backoff (capped at the poll interval), or
-// returns a TerminalError for bad content at a digest, which no retry can
-// fix. On every replica, the service's loop retries its own failed syncs of
-// the published digest with the same backoff. Neither pulls again a digest
-// whose content failed: the service remembers it until the digest changes.
+// returns a TerminalError for bad content at a pinned revision (a digest, a
+// commit, a sha256 in the spec), which no retry can fix. A missing or
+// unusable Secret is retried: someone may create or fix it. On every
+// replica, the service's loop retries its own failed syncs of the published
+// pin with the same backoff. Neither fetches again content whose digest
+// failed: the service remembers it until the digest changes.
 //
 // # How an error reaches the followers
 //
@@ -62,7 +73,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/name"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -99,32 +109,25 @@ type Catalogs interface {
 	Get(name string) (catalogs.Catalog, bool)
 }
 
-// ImageFetcherFunc makes the fetcher of an image reference (a tag or a
-// digest).
-type ImageFetcherFunc func(ref name.Reference) catalogsync.Fetcher
-
-// SpecFor is what a ClusterCatalog asks this replica to serve: the digest
-// the leader published, with the catalog's priority and availability. The
-// leader and every replica compute it the same way from the same object, so
-// they never disagree about a catalog's spec.
-func SpecFor(cat *catalogdv1.ClusterCatalog, fetcher ImageFetcherFunc) catalogsync.Spec {
+// SpecFor is what a ClusterCatalog asks this replica to serve: exactly the
+// source the leader published (an image digest, a git commit, an archive's
+// sha256), with the catalog's priority and availability. The leader and
+// every replica compute it the same way from the same object, so they never
+// disagree about a catalog's spec.
+func SpecFor(cat *catalogdv1.ClusterCatalog, sources Sources) catalogsync.Spec {
 	spec := catalogsync.Spec{
 		Name:        cat.Name,
 		Priority:    cat.Spec.Priority,
 		Labels:      maps.Clone(cat.Labels),
 		Unavailable: cat.Spec.AvailabilityMode == catalogdv1.AvailabilityModeUnavailable,
-	}
-	if img := cat.Spec.Source.Image; img != nil {
-		spec.Display = img.Ref
+		Display:     display(cat),
 	}
 	if c := meta.FindStatusCondition(cat.Status.Conditions, catalogdv1.TypeProgressing); c != nil &&
 		(c.Reason == catalogdv1.ReasonRetrying || c.Reason == catalogdv1.ReasonBlocked) {
 		spec.ReportedError = c.Message
 	}
-	if rs := cat.Status.ResolvedSource; rs != nil && rs.Image != nil && !spec.Unavailable {
-		if d, err := name.NewDigest(rs.Image.Ref); err == nil {
-			spec.Fetcher = fetcher(d)
-		}
+	if pinned, ok := published(cat); ok && !spec.Unavailable {
+		spec.Fetcher = sources.fetcher(pinned, secretsOf(cat))
 	}
 	return spec
 }
@@ -134,16 +137,17 @@ type Reconciler struct {
 	Client   client.Client
 	Sync     Syncer
 	Catalogs Catalogs
-	// Image makes the source the leader resolves and pulls.
-	Image ImageFetcherFunc
+	// Sources makes the fetchers of the sources the leader resolves and
+	// fetches.
+	Sources Sources
 	// BaseURL is the external URL of the query API, without a trailing
 	// slash; a catalog's status.urls.base is BaseURL + "/catalogs/" + name.
 	BaseURL string
 	// MaxConcurrentReconciles lets catalogs reconcile side by side, so one
 	// slow registry delays no other catalog. Zero means 4.
 	MaxConcurrentReconciles int
-	// PollInterval turns spec.source.image.pollIntervalMinutes into a
-	// duration; nil means minutes. Tests shorten it.
+	// PollInterval turns a source's pollIntervalMinutes into a duration;
+	// nil means minutes. Tests shorten it.
 	PollInterval func(minutes int) time.Duration
 	// Now returns the current time; nil means time.Now.
 	Now func() time.Time
@@ -226,7 +230,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	// What the status now says is what every replica serves; this one need
 	// not wait for its own watch to hear it.
-	r.Sync.Set(SpecFor(cat, r.Image))
+	r.Sync.Set(SpecFor(cat, r.Sources))
 	return res, recErr
 }
 
@@ -273,12 +277,12 @@ func (r *Reconciler) ensureMetadata(ctx context.Context, cat *catalogdv1.Cluster
 }
 
 // reconcileContent syncs the catalog and fills cat.Status. A failure under a
-// tag is retried after the sync service's backoff, capped at the poll
-// interval; a content failure at a digest is terminal, since content at a
-// digest never changes.
+// tag, a branch or a URL is retried after the sync service's backoff,
+// capped at the poll interval; a content failure at a pinned revision is
+// terminal, since content there never changes.
 func (r *Reconciler) reconcileContent(ctx context.Context, cat *catalogdv1.ClusterCatalog) (ctrl.Result, error) {
 	catName := cat.Name
-	r.Sync.Set(SpecFor(cat, r.Image))
+	r.Sync.Set(SpecFor(cat, r.Sources))
 
 	if cat.Spec.AvailabilityMode == catalogdv1.AvailabilityModeUnavailable {
 		if _, err := r.Sync.Sync(ctx, catName, nil); err != nil {
@@ -294,26 +298,23 @@ func (r *Reconciler) reconcileContent(ctx context.Context, cat *catalogdv1.Clust
 		return ctrl.Result{}, nil
 	}
 
-	img := cat.Spec.Source.Image
-	if cat.Spec.Source.Type != catalogdv1.SourceTypeImage || img == nil {
-		err := fmt.Errorf("source type %q is not supported; use type Image with spec.source.image.ref", cat.Spec.Source.Type)
-		r.fail(cat, err, true)
-		return ctrl.Result{}, ctrlreconcile.TerminalError(err)
-	}
-	ref, err := name.ParseReference(img.Ref)
+	want, pinned, err := wanted(cat)
 	if err != nil {
-		err = fmt.Errorf("spec.source.image.ref %q: %w", img.Ref, err)
 		r.fail(cat, err, true)
 		return ctrl.Result{}, ctrlreconcile.TerminalError(err)
 	}
 
-	res, err := r.Sync.Sync(ctx, catName, r.Image(ref))
+	res, err := r.Sync.Sync(ctx, catName, r.Sources.fetcher(want, secretsOf(cat)))
+	var rs *catalogdv1.ResolvedCatalogSource
+	if err == nil {
+		rs, err = resolved(cat.Spec.Source.Type, res, cat.Status.ResolvedSource)
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctrl.Result{}, err
 		}
-		_, atDigest := ref.(name.Digest)
-		terminal := atDigest && catalogsync.IsContentError(err)
+		// Content at a pinned revision never changes: no retry helps.
+		terminal := pinned && catalogsync.IsContentError(err)
 		r.fail(cat, err, terminal)
 		if terminal {
 			return ctrl.Result{}, ctrlreconcile.TerminalError(err)
@@ -326,10 +327,7 @@ func (r *Reconciler) reconcileContent(ctx context.Context, cat *catalogdv1.Clust
 		fmt.Sprintf("serving %s", res.Ref))
 	r.setCondition(cat, catalogdv1.TypeProgressing, metav1.ConditionTrue, catalogdv1.ReasonSucceeded,
 		indexedMessage(res, cat.Name))
-	cat.Status.ResolvedSource = &catalogdv1.ResolvedCatalogSource{
-		Type:  catalogdv1.SourceTypeImage,
-		Image: &catalogdv1.ResolvedImageSource{Ref: res.Ref},
-	}
+	cat.Status.ResolvedSource = rs
 	cat.Status.URLs = &catalogdv1.ClusterCatalogURLs{Base: strings.TrimSuffix(r.BaseURL, "/") + "/catalogs/" + catName}
 	if res.Changes != nil && r.Recorder != nil {
 		if msg, ok := changesMessage(*res.Changes); ok {
@@ -364,9 +362,9 @@ func indexedMessage(res catalogsync.Result, catalog string) string {
 // any, keeps serving.
 func (r *Reconciler) fail(cat *catalogdv1.ClusterCatalog, err error, terminal bool) {
 	if r.Sync.Serving(cat.Name) {
-		prev := "the previous content"
-		if cat.Status.ResolvedSource != nil && cat.Status.ResolvedSource.Image != nil {
-			prev = cat.Status.ResolvedSource.Image.Ref
+		prev := resolvedRef(cat.Status.ResolvedSource)
+		if prev == "" {
+			prev = "the previous content"
 		}
 		r.setCondition(cat, catalogdv1.TypeServing, metav1.ConditionTrue, catalogdv1.ReasonAvailable,
 			fmt.Sprintf("serving %s; the latest update failed (see Progressing)", prev))
@@ -402,14 +400,7 @@ func (r *Reconciler) setCondition(cat *catalogdv1.ClusterCatalog, typ string, st
 
 // pollInterval is the catalog's poll interval; 0 when it does not poll.
 func (r *Reconciler) pollInterval(cat *catalogdv1.ClusterCatalog) time.Duration {
-	img := cat.Spec.Source.Image
-	if img == nil || img.PollIntervalMinutes == nil || *img.PollIntervalMinutes <= 0 {
-		return 0
-	}
-	if r.PollInterval != nil {
-		return max(r.PollInterval(*img.PollIntervalMinutes), 0)
-	}
-	return time.Duration(*img.PollIntervalMinutes) * time.Minute
+	return pollInterval(pollMinutes(cat), r.PollInterval)
 }
 
 // pollResult asks to be called again after the poll interval, plus up to 10%
@@ -433,9 +424,9 @@ func (r *Reconciler) now() time.Time {
 // catalog-sync service's spec of each ClusterCatalog in line with the
 // object, and removes the local index of a deleted one.
 type LocalSyncer struct {
-	Client client.Client
-	Sync   Syncer
-	Image  ImageFetcherFunc
+	Client  client.Client
+	Sync    Syncer
+	Sources Sources
 	// MaxConcurrentReconciles: see Reconciler's.
 	MaxConcurrentReconciles int
 }
@@ -469,7 +460,7 @@ func (l *LocalSyncer) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Res
 	if !cat.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, l.Sync.Remove(cat.Name)
 	}
-	l.Sync.Set(SpecFor(cat, l.Image))
+	l.Sync.Set(SpecFor(cat, l.Sources))
 	return ctrl.Result{}, nil
 }
 

@@ -1,6 +1,7 @@
 package reconcile_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -8,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/name"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -24,6 +24,7 @@ import (
 	"github.com/catalogd/catalogd/internal/index"
 	"github.com/catalogd/catalogd/internal/query"
 	"github.com/catalogd/catalogd/internal/reconcile"
+	"github.com/catalogd/catalogd/internal/source"
 )
 
 // syncer is a Syncer that answers each Sync with the next scripted outcome
@@ -90,13 +91,19 @@ func (s *syncer) Backoff(_ string, poll time.Duration) time.Duration {
 }
 
 // describedFetcher is a catalogsync.Fetcher the fake never fetches.
-type describedFetcher struct{ ref name.Reference }
+type describedFetcher struct{ spec source.Spec }
 
 func (d describedFetcher) Fetch(context.Context, func(string) bool) (catalogsync.Fetched, error) {
 	return catalogsync.Fetched{}, errors.New("not fetched in unit tests")
 }
-func (d describedFetcher) Describe() string  { return d.ref.String() }
+func (d describedFetcher) Describe() string  { return d.spec.String() }
 func (d describedFetcher) Built(string) bool { return true }
+
+// described is the composition root's chooser in these tests: every kind of
+// source is a describedFetcher.
+var described = reconcile.Sources{Fetcher: func(spec source.Spec, _ source.Credentials) (catalogsync.Fetcher, error) {
+	return describedFetcher{spec}, nil
+}}
 
 const (
 	tag       = "registry.example.com/catalogs/demo:v1"
@@ -114,6 +121,47 @@ func newCatalog(ref string, mutate ...func(*catalogdv1.ClusterCatalog)) *catalog
 		m(cat)
 	}
 	return cat
+}
+
+const (
+	gitRepo   = "https://git.example.com/org/catalogs.git"
+	commit1   = "1111111111111111111111111111111111111111"
+	treeHash  = "git-tree:2222222222222222222222222222222222222222"
+	archive   = "https://files.example.com/catalog.tar.gz"
+	archiveID = "3333333333333333333333333333333333333333333333333333333333333333"
+)
+
+func gitCatalog(ref catalogdv1.GitRef, mutate ...func(*catalogdv1.ClusterCatalog)) *catalogdv1.ClusterCatalog {
+	return newCatalog("", append([]func(*catalogdv1.ClusterCatalog){func(c *catalogdv1.ClusterCatalog) {
+		c.Spec.Source = catalogdv1.CatalogSource{Type: catalogdv1.SourceTypeGit,
+			Git: &catalogdv1.GitSource{URL: gitRepo, Ref: ref, Directory: "catalogs/prod/"}}
+	}}, mutate...)...)
+}
+
+func httpCatalog(sha string, mutate ...func(*catalogdv1.ClusterCatalog)) *catalogdv1.ClusterCatalog {
+	return newCatalog("", append([]func(*catalogdv1.ClusterCatalog){func(c *catalogdv1.ClusterCatalog) {
+		c.Spec.Source = catalogdv1.CatalogSource{Type: catalogdv1.SourceTypeHTTP,
+			HTTP: &catalogdv1.HTTPSource{URL: archive, SHA256: sha}}
+	}}, mutate...)...)
+}
+
+// pinnedGit is what the git fetcher reports it served: the source pinned to
+// its commit.
+var pinnedGit = source.Git{URL: gitRepo, Ref: "refs/heads/main", Commit: commit1, Directory: "catalogs/prod"}.String()
+
+// resolvedString writes status.resolvedSource on one line, to compare.
+func resolvedString(rs *catalogdv1.ResolvedCatalogSource) string {
+	switch {
+	case rs == nil:
+		return ""
+	case rs.Image != nil:
+		return strings.TrimSpace(rs.Image.Ref + " " + string(rs.Image.Form))
+	case rs.Git != nil:
+		return strings.Join([]string{rs.Git.URL, rs.Git.Directory, rs.Git.Commit, rs.Git.TreeDigest}, " ")
+	case rs.HTTP != nil:
+		return rs.HTTP.URL + " " + rs.HTTP.SHA256
+	}
+	return "?"
 }
 
 // TestReconcileUnit runs the leader's Reconcile against a fake client and a
@@ -137,8 +185,13 @@ func TestReconcileUnit(t *testing.T) {
 		// wantServing/wantProgressing: status and reason of the conditions.
 		wantServing     metav1.ConditionStatus
 		wantProgressing string
-		wantResolved    string
-		wantRemoved     bool
+		// wantResolved is status.resolvedSource (resolvedString).
+		wantResolved string
+		// wantSynced, when set, is the source the leader synced;
+		// wantReplica the one every replica then fetches, by default
+		// wantResolved.
+		wantSynced, wantReplica string
+		wantRemoved             bool
 		// wantMessage: what the Progressing message says, in order.
 		wantMessage []string
 	}{
@@ -199,6 +252,71 @@ func TestReconcileUnit(t *testing.T) {
 			wantProgressing: catalogdv1.ReasonBlocked,
 		},
 		{
+			name:            "an artifact says so in status",
+			cat:             newCatalog(tag),
+			outcomes:        []outcome{{res: catalogsync.Result{Ref: digestRef, Form: source.FormArtifact, Rebuilt: true}}},
+			wantServing:     metav1.ConditionTrue,
+			wantProgressing: catalogdv1.ReasonSucceeded,
+			wantResolved:    digestRef + " Artifact",
+			wantSynced:      tag,
+			wantReplica:     digestRef,
+		},
+		{
+			name:            "a branch is indexed and its commit and tree published",
+			cat:             gitCatalog(catalogdv1.GitRef{Branch: "main"}, func(c *catalogdv1.ClusterCatalog) { c.Spec.Source.Git.PollIntervalMinutes = &one }),
+			outcomes:        []outcome{{res: catalogsync.Result{Ref: pinnedGit, Digest: treeHash, Rebuilt: true}}},
+			wantRequeue:     time.Minute,
+			wantServing:     metav1.ConditionTrue,
+			wantProgressing: catalogdv1.ReasonSucceeded,
+			wantResolved:    gitRepo + " catalogs/prod " + commit1 + " " + treeHash,
+			wantSynced:      source.Git{URL: gitRepo, Ref: "refs/heads/main", Directory: "catalogs/prod"}.String(),
+			wantReplica:     pinnedGit,
+		},
+		{
+			name:            "a content failure under a branch is retried",
+			cat:             gitCatalog(catalogdv1.GitRef{Branch: "main"}),
+			outcomes:        []outcome{{err: contentErr}},
+			wantRequeue:     time.Second,
+			wantServing:     metav1.ConditionFalse,
+			wantProgressing: catalogdv1.ReasonRetrying,
+		},
+		{
+			name:            "a content failure at a commit is terminal",
+			cat:             gitCatalog(catalogdv1.GitRef{Commit: commit1}),
+			outcomes:        []outcome{{err: source.Terminal(errors.New("directory catalogs/prod is not in commit " + commit1))}},
+			wantTerminal:    true,
+			wantServing:     metav1.ConditionFalse,
+			wantProgressing: catalogdv1.ReasonBlocked,
+			wantMessage:     []string{"directory catalogs/prod is not in commit", "retrying cannot fix this"},
+		},
+		{
+			name:            "a git fetcher that does not pin a commit is retried, not published",
+			cat:             gitCatalog(catalogdv1.GitRef{Tag: "v1"}),
+			outcomes:        []outcome{{res: catalogsync.Result{Ref: source.Git{URL: gitRepo, Ref: "refs/tags/v1"}.String(), Digest: treeHash}}},
+			wantRequeue:     time.Second,
+			wantServing:     metav1.ConditionTrue,
+			wantProgressing: catalogdv1.ReasonRetrying,
+			wantMessage:     []string{"not a git source pinned to a commit"},
+		},
+		{
+			name:            "a URL is indexed and its sha256 published",
+			cat:             httpCatalog(""),
+			outcomes:        []outcome{{res: catalogsync.Result{Ref: archive + "#sha256=" + archiveID, Digest: "sha256:" + archiveID, Rebuilt: true}}},
+			wantServing:     metav1.ConditionTrue,
+			wantProgressing: catalogdv1.ReasonSucceeded,
+			wantResolved:    archive + " " + archiveID,
+			wantSynced:      archive,
+			wantReplica:     archive + "#sha256=" + archiveID,
+		},
+		{
+			name:            "a content failure at a sha256 is terminal",
+			cat:             httpCatalog(archiveID),
+			outcomes:        []outcome{{err: source.Terminal(errors.New("sha256 mismatch"))}},
+			wantTerminal:    true,
+			wantServing:     metav1.ConditionFalse,
+			wantProgressing: catalogdv1.ReasonBlocked,
+		},
+		{
 			name:            "a network failure at a digest is retried",
 			cat:             newCatalog(digestRef),
 			outcomes:        []outcome{{err: errors.New("connection refused")}},
@@ -231,8 +349,7 @@ func TestReconcileUnit(t *testing.T) {
 				WithStatusSubresource(&catalogdv1.ClusterCatalog{}).Build()
 			s := &syncer{outcomes: tc.outcomes, table: catalogs.NewTable()}
 			r := &reconcile.Reconciler{
-				Client: c, Sync: s, Catalogs: s.table, BaseURL: "https://catalogd.example",
-				Image: func(ref name.Reference) catalogsync.Fetcher { return describedFetcher{ref} },
+				Client: c, Sync: s, Catalogs: s.table, BaseURL: "https://catalogd.example", Sources: described,
 			}
 			res, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Name: "demo"}})
 			if got := errors.Is(err, ctrlreconcile.TerminalError(nil)); got != tc.wantTerminal {
@@ -280,20 +397,20 @@ func TestReconcileUnit(t *testing.T) {
 					t.Errorf("Progressing message is %d bytes, want it bounded", len(c.Message))
 				}
 			}
-			resolved := ""
-			if rs := got.Status.ResolvedSource; rs != nil && rs.Image != nil {
-				resolved = rs.Image.Ref
-			}
-			if resolved != tc.wantResolved {
+			if resolved := resolvedString(got.Status.ResolvedSource); resolved != tc.wantResolved {
 				t.Errorf("resolvedSource %q, want %q", resolved, tc.wantResolved)
+			}
+			if tc.wantSynced != "" && (len(s.synced) == 0 || s.synced[0] != tc.wantSynced) {
+				t.Errorf("synced %q, want %q first", s.synced, tc.wantSynced)
 			}
 			if tc.wantResolved != "" && (got.Status.URLs == nil || got.Status.URLs.Base != "https://catalogd.example/catalogs/demo") {
 				t.Errorf("urls %+v", got.Status.URLs)
 			}
 			// The spec the replicas serve follows the status just written.
-			if last := s.specs[len(s.specs)-1]; (last.Fetcher != nil) != (tc.wantResolved != "") ||
-				(last.Fetcher != nil && !strings.HasSuffix(last.Fetcher.Describe(), strings.TrimPrefix(tc.wantResolved, "registry.example.com/"))) {
-				t.Errorf("last spec set: %+v, want the source %q", last, tc.wantResolved)
+			want := cmp.Or(tc.wantReplica, tc.wantResolved)
+			if last := s.specs[len(s.specs)-1]; (last.Fetcher != nil) != (want != "") ||
+				(last.Fetcher != nil && last.Fetcher.Describe() != want) {
+				t.Errorf("last spec set: %+v, want the source %q", last, want)
 			}
 		})
 	}
@@ -337,8 +454,7 @@ func TestLocalSyncerUnit(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(tc.objs...).Build()
 			s := &syncer{table: catalogs.NewTable()}
-			l := &reconcile.LocalSyncer{Client: c, Sync: s,
-				Image: func(ref name.Reference) catalogsync.Fetcher { return describedFetcher{ref} }}
+			l := &reconcile.LocalSyncer{Client: c, Sync: s, Sources: described}
 			if _, err := l.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Name: "demo"}}); err != nil {
 				t.Fatal(err)
 			}

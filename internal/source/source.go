@@ -67,3 +67,23 @@ func (f Fetched) Release() {
 		f.Cleanup()
 	}
 }
+
+// Secret is the data of a Kubernetes Secret holding a source's
+// credentials, with the name it is known by ("namespace/name"), so that
+// messages can name it. Each kind of source reads the keys it knows
+// (gitsource.AuthFromSecret, httpsource.AuthFromSecret).
+type Secret struct {
+	Name string
+	Data map[string][]byte
+}
+
+// Credentials are what a source is fetched with besides its Spec; nil
+// members are none.
+type Credentials struct {
+	// Secret holds a user name and password, a bearer token, or an ssh
+	// identity with known hosts.
+	Secret *Secret
+	// CA holds, in ca.crt, certificate authorities to trust beside the
+	// system's.
+	CA *Secret
+}

@@ -1,6 +1,8 @@
 package unpack
 
 import (
+	"archive/tar"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -74,4 +76,59 @@ func (u *Unpacker) ExtractArchive(ctx context.Context, r io.Reader, dst string) 
 	}
 	res.Files, res.Bytes, res.hashes = files, size, hashes
 	return res, nil
+}
+
+// FileArchive is one regular file, name, of exactly size bytes read from
+// r, as a tar stream: how a source that has a single file (an HTTP
+// download of one FBC file, an artifact layer named by its title) puts it
+// through the extractor, and its rules and limits, as an archive. The
+// header comes first, then r, then the padding and end-of-archive blocks;
+// nothing is copied. r is read to its end, so that a reader checking a
+// digest when it reaches its end checks it; more or fewer bytes than size
+// fail the read.
+func FileArchive(name string, size int64, r io.Reader) (io.Reader, error) {
+	var hdr bytes.Buffer
+	tw := tar.NewWriter(&hdr)
+	if err := tw.WriteHeader(&tar.Header{Name: name, Typeflag: tar.TypeReg, Mode: 0o644, Size: size, Format: tar.FormatPAX}); err != nil {
+		return nil, fmt.Errorf("making a tar header for %s: %w", name, err)
+	}
+	// tw is left unclosed: Close wants the body written through it. The
+	// stream ends as Close would end it.
+	pad := (tarBlock - size%tarBlock) % tarBlock
+	return io.MultiReader(&hdr, &exactReader{r: r, left: size}, bytes.NewReader(make([]byte, pad+2*tarBlock))), nil
+}
+
+const tarBlock = 512
+
+// exactReader yields exactly left bytes of r, and reads r to its end.
+type exactReader struct {
+	r    io.Reader
+	left int64
+}
+
+func (e *exactReader) Read(p []byte) (int, error) {
+	if e.left == 0 {
+		var one [1]byte
+		n, err := io.ReadFull(e.r, one[:])
+		switch {
+		case n > 0:
+			return 0, errors.New("the file is longer than its declared size")
+		case errors.Is(err, io.EOF):
+			return 0, io.EOF
+		}
+		return 0, err
+	}
+	if int64(len(p)) > e.left {
+		p = p[:e.left]
+	}
+	n, err := e.r.Read(p)
+	e.left -= int64(n)
+	if errors.Is(err, io.EOF) {
+		if e.left > 0 {
+			return n, io.ErrUnexpectedEOF
+		}
+		// Seen the end already: the next Read says so again.
+		err = nil
+	}
+	return n, err
 }

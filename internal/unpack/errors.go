@@ -10,8 +10,9 @@ import (
 // for a reference without a digest passed to Unpack. It is terminal.
 var ErrInvalidReference = errors.New("invalid image reference")
 
-// ErrMissingConfigsLabel is returned when the image config has no
-// operators.operatorframework.io.index.configs.v1 label. It is terminal.
+// ErrMissingConfigsLabel is returned when the config of an image (not an
+// artifact) has no operators.operatorframework.io.index.configs.v1 label.
+// It is terminal.
 var ErrMissingConfigsLabel = errors.New("image config has no " + ConfigsDirLabel + " label")
 
 // ErrInvalidConfigsLabel is returned when the configs label names the image
@@ -27,7 +28,8 @@ var ErrConfigsDirNotFound = errors.New("configs directory not found in image")
 var ErrNoMatchingPlatform = errors.New("image index has no manifest for a supported platform")
 
 // ErrUnsupportedMediaType is returned when a digest names something that is
-// neither an image nor an index (a Docker schema 1 manifest, an artifact).
+// neither an image (or artifact) manifest nor an index (a Docker schema 1
+// manifest, say).
 // It is terminal.
 var ErrUnsupportedMediaType = errors.New("unsupported manifest media type")
 
@@ -187,6 +189,7 @@ func IsTerminal(err error) bool {
 		ErrUnsupportedMediaType,
 		ErrForeignLayer,
 		ErrEmptyArchive,
+		ErrEmptyArtifact,
 	} {
 		if errors.Is(err, sentinel) {
 			return true

@@ -1,13 +1,19 @@
-// Package unpack resolves catalog image references to digests and extracts
-// the file-based catalog (FBC) configs directory of such an image to disk.
+// Package unpack resolves image references to digests and extracts the
+// file-based catalog (FBC) an image or an OCI artifact holds to disk; it is
+// also the one extractor of every other source that delivers a catalog as
+// an archive (ExtractArchive, FileArchive).
 //
 // A catalog image says where its FBC lives with the image config label
 // operators.operatorframework.io.index.configs.v1 (for example "/configs").
 // Unpack extracts only that directory, streaming one layer at a time and
 // applying OCI whiteouts, so the rest of the image (often an opm base image)
-// is read but never written. Resolve and Unpack are split so that a controller
-// can poll a tag with a single manifest HEAD and fetch blobs only when the
-// digest changes.
+// is read but never written. An OCI artifact (as `oras push` writes one:
+// an artifactType, or a config that is not an image config) has no such
+// label: its layers are the catalog, tar layers as directories and any
+// other layer as one file named by its title annotation. Resolve and
+// Unpack are split so that a controller can poll a tag with a single
+// manifest HEAD and fetch blobs only when the digest changes. An OCI image
+// layout on disk is read the same way (ResolveLayout, UnpackLayout).
 //
 // Errors are classified by IsTerminal; see there for the rule.
 package unpack
@@ -34,6 +40,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/catalogd/catalogd/internal/source"
 )
 
 // ConfigsDirLabel is the image config label holding the path of the FBC
@@ -144,7 +152,7 @@ type Options struct {
 	PullTimeout time.Duration
 }
 
-// Unpacker resolves and unpacks catalog images. It is safe for concurrent
+// Unpacker resolves and unpacks catalog images and artifacts. It is safe for concurrent
 // use; each call works on its own destination.
 type Unpacker struct {
 	keychain  authn.Keychain
@@ -155,6 +163,7 @@ type Unpacker struct {
 	maxBytes  int64
 	maxFiles  int64
 
+	maxManifest     int64
 	maxConfig       int64
 	maxDownload     int64
 	maxUncompressed int64
@@ -172,6 +181,7 @@ func New(opts Options) (*Unpacker, error) {
 		maxBytes:  orDefault(opts.MaxTotalBytes, DefaultMaxTotalBytes),
 		maxFiles:  orDefault(opts.MaxFiles, DefaultMaxFiles),
 
+		maxManifest:     orDefault(opts.MaxManifestBytes, DefaultMaxManifestBytes),
 		maxConfig:       orDefault(opts.MaxConfigBytes, DefaultMaxConfigBytes),
 		maxDownload:     orDefault(opts.MaxDownloadBytes, DefaultMaxDownloadBytes),
 		maxUncompressed: orDefault(opts.MaxUncompressedBytes, DefaultMaxUncompressedBytes),
@@ -201,7 +211,7 @@ func New(opts Options) (*Unpacker, error) {
 		next:        base,
 		allowed:     u.insecure,
 		idle:        orDefault(opts.IdleTimeout, DefaultIdleTimeout),
-		maxManifest: orDefault(opts.MaxManifestBytes, DefaultMaxManifestBytes),
+		maxManifest: u.maxManifest,
 	}
 	return u, nil
 }
@@ -274,8 +284,13 @@ type Result struct {
 	// extracted: Digest itself, or the platform's entry when Digest names an
 	// index.
 	ImageDigest string
-	// ConfigsDir is the value of the configs label as found in the image.
+	// ConfigsDir is the value of the configs label as found in the image;
+	// empty for an artifact.
 	ConfigsDir string
+	// Form is source.FormImage for a catalog image, source.FormArtifact
+	// for an OCI artifact whose layers are the catalog; empty for
+	// ExtractArchive.
+	Form string
 	// Files is the number of regular files in the destination.
 	Files int64
 	// Bytes is the total size of those files.
@@ -342,7 +357,9 @@ func (u *Unpacker) Resolve(ctx context.Context, ref string) (_ string, err error
 }
 
 // Unpack extracts the configs directory of the image at digestRef into dst,
-// so that dst's contents are that directory's contents.
+// so that dst's contents are that directory's contents; or, when
+// digestRef names an OCI artifact, all its layers (see the package doc).
+// Result.Form says which it was.
 //
 // dst must not exist; its parent is created if needed. Unpack creates dst and
 // removes it again on any failure, so a caller sees either a complete tree or
@@ -374,33 +391,75 @@ func (u *Unpacker) Unpack(ctx context.Context, digestRef string, dst string) (re
 		return Result{}, fmt.Errorf("unpacking %s: %w: a digest is required", digestRef, ErrInvalidReference)
 	}
 	res = Result{Ref: d.Context().Name() + "@" + d.DigestStr(), Digest: d.DigestStr()}
-	log := u.log.WithValues("ref", res.Ref)
 
 	img, imageDigest, err := u.image(ctx, d)
 	if err != nil {
 		return Result{}, fmt.Errorf("unpacking %s: %w", res.Ref, err)
 	}
 	res.ImageDigest = imageDigest
+	return u.extract(ctx, res, remoteImage{img}, dst)
+}
 
-	if err := u.checkManifest(img); err != nil {
+// manifestBlobs is one image or artifact manifest and its blobs, as
+// extract reads them: from a registry (remoteImage) or from an OCI layout
+// on disk (layoutImage).
+type manifestBlobs interface {
+	Manifest() (*v1.Manifest, error)
+	ConfigFile() (*v1.ConfigFile, error)
+	// compressedLayers are the manifest's layers, in its order.
+	compressedLayers() ([]compressedLayer, error)
+}
+
+// remoteImage is an image from a registry: go-containerregistry checks
+// each blob against its digest and size as it is read.
+type remoteImage struct{ v1.Image }
+
+func (r remoteImage) compressedLayers() ([]compressedLayer, error) {
+	layers, err := r.Layers()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]compressedLayer, len(layers))
+	for i, l := range layers {
+		out[i] = l
+	}
+	return out, nil
+}
+
+// extract writes the catalog that img holds into dst: the configs
+// directory of a catalog image, or every layer of an OCI artifact (see
+// isArtifact). res names what is unpacked, for messages.
+func (u *Unpacker) extract(ctx context.Context, res Result, img manifestBlobs, dst string) (_ Result, err error) {
+	log := u.log.WithValues("ref", res.Ref)
+	m, err := u.checkManifest(img)
+	if err != nil {
 		return Result{}, fmt.Errorf("unpacking %s: %w", res.Ref, err)
 	}
-	cfg, err := img.ConfigFile()
-	if err != nil {
-		return Result{}, fmt.Errorf("unpacking %s: fetching image config: %w", res.Ref, err)
-	}
-	label, ok := cfg.Config.Labels[ConfigsDirLabel]
-	if !ok {
-		return Result{}, fmt.Errorf("unpacking %s: %w", res.Ref, ErrMissingConfigsLabel)
-	}
-	res.ConfigsDir = label
-	configsDir, err := cleanConfigsLabel(label)
-	if err != nil {
-		return Result{}, fmt.Errorf("unpacking %s: %w", res.Ref, err)
-	}
-	layers, err := img.Layers()
+	layers, err := img.compressedLayers()
 	if err != nil {
 		return Result{}, fmt.Errorf("unpacking %s: listing layers: %w", res.Ref, err)
+	}
+	configsDir := "."
+	if isArtifact(m) {
+		// Its layers are the catalog: there is no config to read.
+		res.Form = source.FormArtifact
+		if layers, err = artifactLayers(m, layers); err != nil {
+			return Result{}, fmt.Errorf("unpacking %s: %w", res.Ref, err)
+		}
+	} else {
+		res.Form = source.FormImage
+		cfg, err := img.ConfigFile()
+		if err != nil {
+			return Result{}, fmt.Errorf("unpacking %s: fetching image config: %w", res.Ref, err)
+		}
+		label, ok := cfg.Config.Labels[ConfigsDirLabel]
+		if !ok {
+			return Result{}, fmt.Errorf("unpacking %s: %w", res.Ref, ErrMissingConfigsLabel)
+		}
+		res.ConfigsDir = label
+		if configsDir, err = cleanConfigsLabel(label); err != nil {
+			return Result{}, fmt.Errorf("unpacking %s: %w", res.Ref, err)
+		}
 	}
 
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
@@ -422,7 +481,7 @@ func (u *Unpacker) Unpack(ctx context.Context, digestRef string, dst string) (re
 	}
 	defer root.Close()
 
-	log.V(1).Info("unpacking catalog image", "imageDigest", imageDigest, "configsDir", label, "layers", len(layers), "dst", dst)
+	log.V(1).Info("unpacking catalog", "form", res.Form, "imageDigest", res.ImageDigest, "configsDir", res.ConfigsDir, "layers", len(layers), "dst", dst)
 	x := newExtractor(root, configsDir, u.maxBytes, u.maxFiles)
 	budget := &readBudget{left: u.maxUncompressed, max: u.maxUncompressed}
 	for i, layer := range layers {
@@ -430,39 +489,42 @@ func (u *Unpacker) Unpack(ctx context.Context, digestRef string, dst string) (re
 			return Result{}, fmt.Errorf("unpacking %s: %w", res.Ref, err)
 		}
 	}
-	if !x.seen {
-		return Result{}, fmt.Errorf("unpacking %s: %w: %s", res.Ref, ErrConfigsDirNotFound, label)
+	switch {
+	case !x.seen && res.Form == source.FormArtifact:
+		return Result{}, fmt.Errorf("unpacking %s: %w", res.Ref, ErrEmptyArtifact)
+	case !x.seen:
+		return Result{}, fmt.Errorf("unpacking %s: %w: %s", res.Ref, ErrConfigsDirNotFound, res.ConfigsDir)
 	}
 	files, size, hashes, err := x.finish()
 	if err != nil {
 		return Result{}, fmt.Errorf("unpacking %s: %w", res.Ref, err)
 	}
 	res.Files, res.Bytes, res.hashes = files, size, hashes
-	log.V(1).Info("unpacked catalog image", "files", files, "bytes", size, "dst", dst)
+	log.V(1).Info("unpacked catalog", "files", files, "bytes", size, "dst", dst)
 	return res, nil
 }
 
 // checkManifest refuses an image whose manifest declares more than the
 // limits allow, before any blob is requested, and one with foreign layers.
-func (u *Unpacker) checkManifest(img v1.Image) error {
+func (u *Unpacker) checkManifest(img manifestBlobs) (*v1.Manifest, error) {
 	m, err := img.Manifest()
 	if err != nil {
-		return fmt.Errorf("reading image manifest: %w", err)
+		return nil, fmt.Errorf("reading image manifest: %w", err)
 	}
 	if m.Config.Size < 0 || m.Config.Size > u.maxConfig {
-		return &LimitError{Limit: "MaxConfigBytes", Max: u.maxConfig, Entry: fmt.Sprintf("the image config (declared as %d bytes)", m.Config.Size)}
+		return nil, &LimitError{Limit: "MaxConfigBytes", Max: u.maxConfig, Entry: fmt.Sprintf("the image config (declared as %d bytes)", m.Config.Size)}
 	}
 	left := u.maxDownload - m.Config.Size
 	for i, l := range m.Layers {
 		if len(l.URLs) > 0 {
-			return fmt.Errorf("%w: layer %d", ErrForeignLayer, i)
+			return nil, fmt.Errorf("%w: layer %d", ErrForeignLayer, i)
 		}
 		if l.Size < 0 || l.Size > left {
-			return &LimitError{Limit: "MaxDownloadBytes", Max: u.maxDownload, Entry: fmt.Sprintf("the config and layers 0 to %d (layer %d declared as %d bytes)", i, i, l.Size)}
+			return nil, &LimitError{Limit: "MaxDownloadBytes", Max: u.maxDownload, Entry: fmt.Sprintf("the config and layers 0 to %d (layer %d declared as %d bytes)", i, i, l.Size)}
 		}
 		left -= l.Size
 	}
-	return nil
+	return m, nil
 }
 
 // image fetches the image manifest at d, choosing a platform when d names an

@@ -75,6 +75,25 @@ func Read(t testing.TB, root string) Tree {
 	return got
 }
 
+// Files reads the regular files of fsys, by path, with their contents:
+// what a catalog source delivers, as the index reads it.
+func Files(t testing.TB, fsys fs.FS) map[string]string {
+	t.Helper()
+	got := map[string]string{}
+	err := fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := fs.ReadFile(fsys, p)
+		got[p] = string(b)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
 // Diff lists the paths of before that are gone or differ in after, and the
 // paths after added, each sorted.
 func Diff(before, after Tree) (lost, added []string) {
