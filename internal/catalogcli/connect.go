@@ -81,7 +81,7 @@ func (c *connectFlags) bind(fs *pflag.FlagSet) {
 	fs.StringVar(&c.dir, "dir", "", "answer offline from the catalog directory `DIR`, indexed into the offline cache once per content (default: ask a server)")
 	fs.StringVar(&c.image, "image", "", "answer offline from the catalog image `REF`, pulled and indexed into the offline cache once per digest (default: ask a server)")
 	fs.StringVar(&c.source, "source", "", "answer offline from the catalog `SOURCE`, indexed into the offline cache once per content: a directory, an image, "+
-		"oci:DIR[:TAG], git::https://host/org/repo.git//DIR?ref=REF (or git::file:///path), or an http(s) URL of an archive or file (default: ask a server)")
+		"oci:DIR[:TAG], git::URL[//DIR][?ref=REF] (https, ssh or file), or an http(s) URL of an archive or file (default: ask a server)")
 	fs.StringSliceVar(&c.insecureRegistries, "insecure-registry", nil, "with --image or --source: talk plain HTTP to the registry at `host[:port]`; repeatable (default: HTTPS to every registry)")
 	fs.DurationVar(&c.pullTimeout, "pull-timeout", unpack.DefaultPullTimeout, "with --image or --source: deadline of the pull as a whole (resolve, download, extract)")
 	fs.StringVar(&c.cacheMaxSize, "cache-max-size", "", "with --dir, --image or --source: bound the offline cache to `SIZE` (1Gi, 500Mi, 0), evicting the least recently used catalogs first (default $"+CacheMaxSizeEnv+", else "+defaultCacheMaxSize+")")

@@ -25,9 +25,9 @@ type Kinds struct {
 	// Images pulls images and artifacts from registries, and reads them
 	// from OCI layouts on disk.
 	Images *unpack.Unpacker
-	// Git fetches git repositories; nil fetches none.
+	// Git fetches git repositories.
 	Git *gitsource.Client
-	// HTTP fetches archives and files over http(s); nil fetches none.
+	// HTTP fetches archives and files over http(s).
 	HTTP *httpsource.Client
 	// TempDir is where fetched content is unpacked, each fetch into its own
 	// directory that its Cleanup removes.
@@ -50,9 +50,6 @@ func (k Kinds) Fetcher(spec source.Spec, creds source.Credentials) (source.Fetch
 	case spec.Layout != nil:
 		return catalogsync.LayoutFetcher{Layout: *spec.Layout, Unpacker: k.Images, TempDir: k.TempDir}, nil
 	case spec.Git != nil:
-		if k.Git == nil {
-			return nil, notBuiltIn("git", spec)
-		}
 		var auth gitsource.Auth
 		if creds.Secret != nil {
 			var err error
@@ -63,9 +60,6 @@ func (k Kinds) Fetcher(spec source.Spec, creds source.Credentials) (source.Fetch
 		}
 		return k.Git.Fetcher(*spec.Git, auth, k.TempDir), nil
 	case spec.HTTP != nil:
-		if k.HTTP == nil {
-			return nil, notBuiltIn("HTTP", spec)
-		}
 		auth, err := httpAuth(creds)
 		if err != nil {
 			return nil, err
@@ -97,8 +91,4 @@ func httpAuth(creds source.Credentials) (httpsource.Auth, error) {
 		auth.CABundle, auth.CASecretName = ca, creds.CA.Name
 	}
 	return auth, nil
-}
-
-func notBuiltIn(kind string, spec source.Spec) error {
-	return fmt.Errorf("%s: %s sources are not built into this catalogd; use a directory or an image", spec, kind)
 }

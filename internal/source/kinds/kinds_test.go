@@ -57,12 +57,10 @@ func TestFetcher(t *testing.T) {
 	}{
 		{name: "directory", kinds: all, spec: source.Spec{Dir: demoDir}, wantDigest: "sha256:"},
 		{name: "git", kinds: all, spec: gitSpec, wantDigest: "git-tree:" + repo.Tree(commit, "demo")},
-		{name: "git without a git client", kinds: kinds.Kinds{Images: unpacker}, spec: gitSpec, wantErr: "git sources are not built into this catalogd"},
 		{name: "git with a Secret it cannot use", kinds: all, spec: gitSpec,
 			creds:   source.Credentials{Secret: &source.Secret{Name: "olmv1-system/creds", Data: map[string][]byte{"token": []byte("s3cret")}}},
 			wantErr: "olmv1-system/creds"},
 		{name: "one file over HTTP", kinds: all, spec: httpSpec, wantDigest: "sha256:"},
-		{name: "HTTP without an HTTP client", kinds: kinds.Kinds{Images: unpacker}, spec: httpSpec, wantErr: "HTTP sources are not built into this catalogd"},
 		{name: "HTTP with a CA Secret without ca.crt", kinds: all, spec: httpSpec, creds: caSecret(map[string][]byte{"tls.crt": []byte("s3cret")}),
 			wantErr: "CA Secret olmv1-system/ca has no ca.crt"},
 		{name: "HTTP with a Secret it cannot use", kinds: all, spec: httpSpec,
