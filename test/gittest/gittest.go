@@ -29,13 +29,15 @@ func Need(t testing.TB) {
 	}
 }
 
-// env is the environment of every git command: no user or system
-// configuration, a fixed identity.
-func env(home string) []string {
+// Env is the environment of every git command: no user or system
+// configuration, a fixed identity and dates, so that the same changes
+// make the same commits.
+func Env(home string) []string {
 	return []string{
 		"HOME=" + home, "PATH=/usr/bin:/bin", "GIT_CONFIG_NOSYSTEM=1",
 		"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com",
 		"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com",
+		"GIT_AUTHOR_DATE=2026-01-01T00:00:00Z", "GIT_COMMITTER_DATE=2026-01-01T00:00:00Z",
 	}
 }
 
@@ -44,7 +46,7 @@ func Git(t testing.TB, dir string, args ...string) string {
 	t.Helper()
 	cmd := exec.Command(Binary, args...)
 	cmd.Dir = dir
-	cmd.Env = env(dir)
+	cmd.Env = Env(dir)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -143,7 +145,7 @@ func NewServer(t testing.TB, tls bool) *Server {
 		Path: Binary,
 		Args: []string{"http-backend"},
 		Dir:  s.Root,
-		Env:  append(env(s.Root), "GIT_PROJECT_ROOT="+s.Root, "GIT_HTTP_EXPORT_ALL=1"),
+		Env:  append(Env(s.Root), "GIT_PROJECT_ROOT="+s.Root, "GIT_HTTP_EXPORT_ALL=1"),
 	}
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.Requests.Add(1)

@@ -3,6 +3,7 @@ package gitsource_test
 import (
 	"context"
 	"fmt"
+	"github.com/catalogd/catalogd/test/gittest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,7 +26,7 @@ import (
 // a small generated one is used.
 func BenchmarkFetch(b *testing.B) {
 	srv := newGitServer(b, false)
-	r := newRepo(b, srv.root, "cat")
+	r := gittest.NewRepo(b, srv.root, "cat")
 	dir := os.Getenv("GITSOURCE_BENCH_CATALOG")
 	if dir == "" {
 		dir = b.TempDir()
@@ -40,9 +41,9 @@ func BenchmarkFetch(b *testing.B) {
 			}
 		}
 	}
-	git(b, r.work, "--work-tree", dir, "add", "-A", ".")
-	git(b, r.work, "--work-tree", dir, "commit", "-q", "-m", "catalog")
-	r.push("main")
+	gittest.Git(b, r.Work, "--work-tree", dir, "add", "-A", ".")
+	gittest.Git(b, r.Work, "--work-tree", dir, "commit", "-q", "-m", "catalog")
+	r.Push("main")
 	url := srv.URL + "/cat.git"
 
 	b.Run("gitsource", func(b *testing.B) {
@@ -81,9 +82,9 @@ func BenchmarkFetch(b *testing.B) {
 		var peak int64
 		for b.Loop() {
 			work := b.TempDir()
-			git(b, work, "init", "-q")
-			peak = max(peak, run(b, exec.Command(gitBinary, "-C", work, "fetch", "-q", "--depth", "1", "--no-tags", url, "main"), nil))
-			archive := exec.Command(gitBinary, "-C", work, "archive", "FETCH_HEAD")
+			gittest.Git(b, work, "init", "-q")
+			peak = max(peak, run(b, exec.Command(gittest.Binary, "-C", work, "fetch", "-q", "--depth", "1", "--no-tags", url, "main"), nil))
+			archive := exec.Command(gittest.Binary, "-C", work, "archive", "FETCH_HEAD")
 			out, err := archive.StdoutPipe()
 			if err != nil {
 				b.Fatal(err)
@@ -105,7 +106,7 @@ func run(b *testing.B, cmd *exec.Cmd, during func()) int64 {
 	report := filepath.Join(b.TempDir(), "time")
 	cmd.Args = append([]string{"/usr/bin/time", "-f", "%M", "-o", report}, cmd.Args...)
 	cmd.Path = "/usr/bin/time"
-	cmd.Env = gitEnv(b.TempDir())
+	cmd.Env = gittest.Env(b.TempDir())
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}

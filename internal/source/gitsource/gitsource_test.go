@@ -3,6 +3,7 @@ package gitsource_test
 import (
 	"context"
 	"errors"
+	"github.com/catalogd/catalogd/test/gittest"
 	"io/fs"
 	"net/http"
 	"net/http/httptest"
@@ -46,16 +47,16 @@ func never(string) bool { return false }
 
 // wantContent checks that fetched holds exactly the regular files git
 // lists in commit:dir, byte for byte.
-func wantContent(t *testing.T, r *repo, fetched source.Fetched, commit, dir string) {
+func wantContent(t *testing.T, r *gittest.Repo, fetched source.Fetched, commit, dir string) {
 	t.Helper()
 	treeish := commit + ":" + dir
 	want := map[string]string{}
-	for _, line := range strings.Split(git(t, r.work, "ls-tree", "-r", treeish), "\n") {
+	for _, line := range strings.Split(gittest.Git(t, r.Work, "ls-tree", "-r", treeish), "\n") {
 		meta, name, _ := strings.Cut(line, "\t")
 		if !strings.HasPrefix(meta, "100") {
 			continue
 		}
-		want[name] = git(t, r.work, "cat-file", "blob", commit+":"+path.Join(dir, name))
+		want[name] = gittest.Git(t, r.Work, "cat-file", "blob", commit+":"+path.Join(dir, name))
 	}
 	got := map[string]string{}
 	err := fs.WalkDir(fetched.FS, ".", func(p string, d fs.DirEntry, err error) error {
@@ -81,7 +82,7 @@ func wantContent(t *testing.T, r *repo, fetched source.Fetched, commit, dir stri
 
 // wantOutcome checks a fetch's outcome: the content of commit:dir when
 // wantErr is empty, else an error saying wantErr.
-func wantOutcome(t *testing.T, r *repo, got source.Fetched, err error, commit, dir, wantErr string) {
+func wantOutcome(t *testing.T, r *gittest.Repo, got source.Fetched, err error, commit, dir, wantErr string) {
 	t.Helper()
 	if wantErr == "" {
 		if err != nil {
@@ -107,13 +108,13 @@ func keys(m map[string]string) []string {
 
 func TestFetchResolvesRefs(t *testing.T) {
 	srv := newGitServer(t, false)
-	r := newRepo(t, srv.root, "cat")
-	first := r.commit(catalogFiles)
-	git(t, r.work, "tag", "light")
-	git(t, r.work, "tag", "-a", "-m", "annotated", "annotated")
-	second := r.commit(map[string]string{"catalog/baz/catalog.json": `{"schema":"olm.package","name":"baz"}`})
-	git(t, r.work, "branch", "side", first)
-	r.push("main", "side", "light", "annotated")
+	r := gittest.NewRepo(t, srv.root, "cat")
+	first := r.Commit(catalogFiles)
+	gittest.Git(t, r.Work, "tag", "light")
+	gittest.Git(t, r.Work, "tag", "-a", "-m", "annotated", "annotated")
+	second := r.Commit(map[string]string{"catalog/baz/catalog.json": `{"schema":"olm.package","name":"baz"}`})
+	gittest.Git(t, r.Work, "branch", "side", first)
+	r.Push("main", "side", "light", "annotated")
 	url := srv.URL + "/cat.git"
 
 	for _, tc := range []struct {
@@ -141,7 +142,7 @@ func TestFetchResolvesRefs(t *testing.T) {
 			if got.Ref != pinned.String() {
 				t.Errorf("Ref = %q, want %q", got.Ref, pinned.String())
 			}
-			if want := "git-tree:" + r.tree(tc.commit, "catalog"); got.Digest != want {
+			if want := "git-tree:" + r.Tree(tc.commit, "catalog"); got.Digest != want {
 				t.Errorf("Digest = %q, want %q", got.Digest, want)
 			}
 			if !got.Pulled || got.Bytes == 0 || got.FileHash == nil {
@@ -157,11 +158,11 @@ func TestFetchResolvesRefs(t *testing.T) {
 
 func TestFetchRefusesRefs(t *testing.T) {
 	srv := newGitServer(t, false)
-	r := newRepo(t, srv.root, "cat")
-	r.commit(catalogFiles)
-	git(t, r.work, "tag", "both")
-	git(t, r.work, "branch", "both")
-	r.push("main", "refs/heads/both", "refs/tags/both")
+	r := gittest.NewRepo(t, srv.root, "cat")
+	r.Commit(catalogFiles)
+	gittest.Git(t, r.Work, "tag", "both")
+	gittest.Git(t, r.Work, "branch", "both")
+	r.Push("main", "refs/heads/both", "refs/tags/both")
 	for _, tc := range []struct {
 		name, ref string
 		want      []string
@@ -193,9 +194,9 @@ func TestFetchRefusesRefs(t *testing.T) {
 // extraction; an unchanged poll is one request and no pack.
 func TestFetchFollowsBranch(t *testing.T) {
 	srv := newGitServer(t, false)
-	r := newRepo(t, srv.root, "cat")
-	first := r.commit(catalogFiles)
-	r.push("main")
+	r := gittest.NewRepo(t, srv.root, "cat")
+	first := r.Commit(catalogFiles)
+	r.Push("main")
 	tmp := t.TempDir()
 	c := newClient(t, gitsource.Options{}, unpack.Options{})
 	f := c.Fetcher(source.Git{URL: srv.URL + "/cat.git", Ref: "main", Directory: "catalog"}, gitsource.Auth{}, tmp)
@@ -225,8 +226,8 @@ func TestFetchFollowsBranch(t *testing.T) {
 
 	// Another directory changes: a pack is fetched to learn the tree, the
 	// digest stays, nothing is extracted.
-	other := r.commit(map[string]string{"README.md": "changed\n"})
-	r.push("main")
+	other := r.Commit(map[string]string{"README.md": "changed\n"})
+	r.Push("main")
 	srv.reset()
 	asked = nil
 	got, err = f.Fetch(context.Background(), skipLive)
@@ -248,15 +249,15 @@ func TestFetchFollowsBranch(t *testing.T) {
 	}
 
 	// A force-push to an unrelated history is followed.
-	git(t, r.work, "checkout", "-q", "--orphan", "rewritten")
-	forced := r.commit(map[string]string{"catalog/new/catalog.json": `{"schema":"olm.package","name":"new"}`})
-	r.push("rewritten:main")
+	gittest.Git(t, r.Work, "checkout", "-q", "--orphan", "rewritten")
+	forced := r.Commit(map[string]string{"catalog/new/catalog.json": `{"schema":"olm.package","name":"new"}`})
+	r.Push("rewritten:main")
 	got, err = f.Fetch(context.Background(), never)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer got.Release()
-	if got.Digest != "git-tree:"+r.tree(forced, "catalog") || !strings.Contains(got.Ref, "commit="+forced) {
+	if got.Digest != "git-tree:"+r.Tree(forced, "catalog") || !strings.Contains(got.Ref, "commit="+forced) {
 		t.Errorf("after a force-push: Ref %q, Digest %q; want commit %s", got.Ref, got.Digest, forced)
 	}
 	wantContent(t, r, got, forced, "catalog")
@@ -283,15 +284,15 @@ func TestFetchPinned(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := newGitServer(t, false)
-			r := newRepo(t, srv.root, "cat")
-			published := r.commit(catalogFiles)
-			r.push("main")
+			r := gittest.NewRepo(t, srv.root, "cat")
+			published := r.Commit(catalogFiles)
+			r.Push("main")
 			if tc.forcePush {
-				git(t, r.work, "checkout", "-q", "--orphan", "rewritten")
+				gittest.Git(t, r.Work, "checkout", "-q", "--orphan", "rewritten")
 			}
-			r.commit(map[string]string{"catalog/foo/catalog.json": `{"schema":"olm.package","name":"moved"}`})
-			r.push("HEAD:main")
-			git(t, r.bare, "config", "uploadpack.allowAnySHA1InWant", tc.anyInWant)
+			r.Commit(map[string]string{"catalog/foo/catalog.json": `{"schema":"olm.package","name":"moved"}`})
+			r.Push("HEAD:main")
+			gittest.Git(t, r.Bare, "config", "uploadpack.allowAnySHA1InWant", tc.anyInWant)
 
 			c := newClient(t, gitsource.Options{}, unpack.Options{})
 			spec := source.Git{URL: srv.URL + "/cat.git", Ref: "main", Commit: published, Directory: "catalog"}
@@ -307,7 +308,7 @@ func TestFetchPinned(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got.Ref != spec.String() || got.Digest != "git-tree:"+r.tree(published, "catalog") {
+			if got.Ref != spec.String() || got.Digest != "git-tree:"+r.Tree(published, "catalog") {
 				t.Errorf("Ref %q, Digest %q: want the published commit %s", got.Ref, got.Digest, published)
 			}
 			wantContent(t, r, got, published, "catalog")
@@ -329,11 +330,11 @@ func TestFetchPinned(t *testing.T) {
 // fetched from a server that sends advertised commits only.
 func TestFetchPinnedStillAdvertised(t *testing.T) {
 	srv := newGitServer(t, false)
-	r := newRepo(t, srv.root, "cat")
-	commit := r.commit(catalogFiles)
-	git(t, r.work, "tag", "-a", "-m", "annotated", "v1")
-	r.push("main", "v1")
-	git(t, r.bare, "config", "uploadpack.allowReachableSHA1InWant", "false")
+	r := gittest.NewRepo(t, srv.root, "cat")
+	commit := r.Commit(catalogFiles)
+	gittest.Git(t, r.Work, "tag", "-a", "-m", "annotated", "v1")
+	r.Push("main", "v1")
+	gittest.Git(t, r.Bare, "config", "uploadpack.allowReachableSHA1InWant", "false")
 	c := newClient(t, gitsource.Options{}, unpack.Options{})
 	for _, ref := range []string{"main", "v1"} {
 		got, err := c.Fetcher(source.Git{URL: srv.URL + "/cat.git", Ref: ref, Commit: commit}, gitsource.Auth{}, t.TempDir()).Fetch(context.Background(), never)
@@ -362,9 +363,9 @@ func TestFetchAuth(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := newGitServer(t, true)
 			tc.server(srv)
-			r := newRepo(t, srv.root, "cat")
-			commit := r.commit(catalogFiles)
-			r.push("main")
+			r := gittest.NewRepo(t, srv.root, "cat")
+			commit := r.Commit(catalogFiles)
+			r.Push("main")
 			c := newClient(t, gitsource.Options{CABundle: srv.caPEM()}, unpack.Options{})
 			got, err := c.Fetcher(source.Git{URL: srv.URL + "/cat.git", Directory: "catalog"}, tc.auth, t.TempDir()).Fetch(context.Background(), never)
 			defer got.Release()
@@ -387,9 +388,9 @@ func TestFetchAuth(t *testing.T) {
 // Secret alone is refused without a request.
 func TestFetchRefusesBeforeAsking(t *testing.T) {
 	srv := newGitServer(t, false)
-	r := newRepo(t, srv.root, "cat")
-	r.commit(catalogFiles)
-	r.push("main")
+	r := gittest.NewRepo(t, srv.root, "cat")
+	r.Commit(catalogFiles)
+	r.Push("main")
 	withUser := strings.Replace(srv.URL, "http://", "http://me:pw@", 1)
 	for _, tc := range []struct {
 		name, url string
@@ -398,7 +399,7 @@ func TestFetchRefusesBeforeAsking(t *testing.T) {
 	}{
 		{"credentials over plain http", srv.URL + "/cat.git", gitsource.Auth{SecretName: "creds", Username: "me", Password: "pw"}, "over plain http"},
 		{"credentials in the URL", withUser + "/cat.git", gitsource.Auth{}, "URL holds credentials"},
-		{"local without AllowLocal", "file://" + r.bare, gitsource.Auth{}, "file:// repository is read only by"},
+		{"local without AllowLocal", "file://" + r.Bare, gitsource.Auth{}, "file:// repository is read only by"},
 		{"unknown scheme", "ftp://" + srv.Listener.Addr().String() + "/cat.git", gitsource.Auth{}, "neither https://"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -423,17 +424,17 @@ func TestFetchRefusesBeforeAsking(t *testing.T) {
 // terminal, and they name what to fix.
 func TestFetchContentErrors(t *testing.T) {
 	srv := newGitServer(t, false)
-	r := newRepo(t, srv.root, "cat")
-	commit := r.commit(catalogFiles)
-	if err := os.Symlink("../../README.md", filepath.Join(r.work, "catalog", "foo", "leaves")); err != nil {
+	r := gittest.NewRepo(t, srv.root, "cat")
+	commit := r.Commit(catalogFiles)
+	if err := os.Symlink("../../README.md", filepath.Join(r.Work, "catalog", "foo", "leaves")); err != nil {
 		t.Fatal(err)
 	}
-	git(t, r.work, "add", "-A")
-	git(t, r.work, "commit", "-q", "-m", "link")
-	withLink := git(t, r.work, "rev-parse", "HEAD")
-	git(t, r.work, "branch", "with-link")
-	git(t, r.work, "reset", "-q", "--hard", commit)
-	r.push("main", "with-link")
+	gittest.Git(t, r.Work, "add", "-A")
+	gittest.Git(t, r.Work, "commit", "-q", "-m", "link")
+	withLink := gittest.Git(t, r.Work, "rev-parse", "HEAD")
+	gittest.Git(t, r.Work, "branch", "with-link")
+	gittest.Git(t, r.Work, "reset", "-q", "--hard", commit)
+	r.Push("main", "with-link")
 	for _, tc := range []struct {
 		name, ref, dir string
 		uopts          unpack.Options
@@ -494,17 +495,17 @@ func TestFetchContentErrors(t *testing.T) {
 // file keeps its bit, a link inside the directory stays a link.
 func TestFetchTreeEntries(t *testing.T) {
 	srv := newGitServer(t, false)
-	r := newRepo(t, srv.root, "cat")
-	base := r.commit(catalogFiles)
-	git(t, r.work, "update-index", "--add", "--cacheinfo", "160000,"+base+",catalog/sub")
-	git(t, r.work, "update-index", "--chmod=+x", "catalog/foo/catalog.json")
-	if err := os.Symlink("foo/catalog.json", filepath.Join(r.work, "catalog", "link.json")); err != nil {
+	r := gittest.NewRepo(t, srv.root, "cat")
+	base := r.Commit(catalogFiles)
+	gittest.Git(t, r.Work, "update-index", "--add", "--cacheinfo", "160000,"+base+",catalog/sub")
+	gittest.Git(t, r.Work, "update-index", "--chmod=+x", "catalog/foo/catalog.json")
+	if err := os.Symlink("foo/catalog.json", filepath.Join(r.Work, "catalog", "link.json")); err != nil {
 		t.Fatal(err)
 	}
-	git(t, r.work, "add", "catalog/link.json")
-	git(t, r.work, "commit", "-q", "-m", "entries")
-	commit := git(t, r.work, "rev-parse", "HEAD")
-	r.push("main")
+	gittest.Git(t, r.Work, "add", "catalog/link.json")
+	gittest.Git(t, r.Work, "commit", "-q", "-m", "entries")
+	commit := gittest.Git(t, r.Work, "rev-parse", "HEAD")
+	r.Push("main")
 	c := newClient(t, gitsource.Options{}, unpack.Options{})
 	got, err := c.Fetcher(source.Git{URL: srv.URL + "/cat.git", Directory: "catalog"}, gitsource.Auth{}, t.TempDir()).Fetch(context.Background(), never)
 	if err != nil {
@@ -520,7 +521,7 @@ func TestFetchTreeEntries(t *testing.T) {
 		t.Errorf("the executable file has mode %v", fi.Mode())
 	}
 	link, err := fs.ReadFile(got.FS, "link.json")
-	if want := git(t, r.work, "cat-file", "blob", commit+":catalog/foo/catalog.json"); err != nil || string(link) != want {
+	if want := gittest.Git(t, r.Work, "cat-file", "blob", commit+":catalog/foo/catalog.json"); err != nil || string(link) != want {
 		t.Errorf("the link reads %q, %v; want %q", link, err, want)
 	}
 	wantContent(t, r, got, commit, "catalog")
@@ -540,14 +541,14 @@ func TestFetchBounds(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := newGitServer(t, false)
-			r := newRepo(t, srv.root, "cat")
+			r := gittest.NewRepo(t, srv.root, "cat")
 			files := map[string]string{}
 			for k, v := range catalogFiles {
 				files[k] = v
 			}
 			files["catalog/big.json"] = strings.Repeat(`{"schema":"olm.package","name":"x"}`+"\n", 2000)
-			r.commit(files)
-			r.push("main")
+			r.Commit(files)
+			r.Push("main")
 			if tc.stall {
 				srv.stall = func(r *http.Request) bool { return r.Method == http.MethodPost }
 			}
@@ -565,9 +566,9 @@ func TestFetchBounds(t *testing.T) {
 // refused, and a loop is cut.
 func TestFetchRedirects(t *testing.T) {
 	target := newGitServer(t, false)
-	r := newRepo(t, target.root, "cat")
-	r.commit(catalogFiles)
-	r.push("main")
+	r := gittest.NewRepo(t, target.root, "cat")
+	r.Commit(catalogFiles)
+	r.Push("main")
 	for _, tc := range []struct {
 		name string
 		to   func(self string) string
@@ -598,18 +599,18 @@ func TestFetchRedirects(t *testing.T) {
 
 // TestFetchLocal: a person's own checkout, read in place.
 func TestFetchLocal(t *testing.T) {
-	needGit(t)
-	r := newRepo(t, t.TempDir(), "cat")
-	commit := r.commit(catalogFiles)
-	git(t, r.work, "tag", "-a", "-m", "annotated", "v1")
+	gittest.Need(t)
+	r := gittest.NewRepo(t, t.TempDir(), "cat")
+	commit := r.Commit(catalogFiles)
+	gittest.Git(t, r.Work, "tag", "-a", "-m", "annotated", "v1")
 	c := newClient(t, gitsource.Options{AllowLocal: true}, unpack.Options{})
 	for _, ref := range []string{"", "main", "v1", commit} {
-		spec := source.Git{URL: "file://" + r.work, Ref: ref, Directory: "catalog"}
+		spec := source.Git{URL: "file://" + r.Work, Ref: ref, Directory: "catalog"}
 		got, err := c.Fetcher(spec, gitsource.Auth{}, t.TempDir()).Fetch(context.Background(), never)
 		if err != nil {
 			t.Fatalf("ref %q: %v", ref, err)
 		}
-		if got.Digest != "git-tree:"+r.tree(commit, "catalog") {
+		if got.Digest != "git-tree:"+r.Tree(commit, "catalog") {
 			t.Errorf("ref %q: Digest %q", ref, got.Digest)
 		}
 		wantContent(t, r, got, commit, "catalog")

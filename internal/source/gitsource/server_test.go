@@ -1,113 +1,17 @@
 package gitsource_test
 
 import (
-	"bytes"
 	"crypto/subtle"
 	"encoding/pem"
+	"github.com/catalogd/catalogd/test/gittest"
 	"io"
 	"net/http"
 	"net/http/cgi"
 	"net/http/httptest"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 )
-
-const gitBinary = "/usr/bin/git"
-
-// needGit skips a test that needs Debian's git where it is absent.
-func needGit(t testing.TB) {
-	t.Helper()
-	if _, err := os.Stat(gitBinary); err != nil {
-		t.Skipf("these tests run a real git server and build repositories with %s, which is absent", gitBinary)
-	}
-}
-
-// gitEnv is the environment every git command of the tests runs with: no
-// user or system configuration, a fixed identity and dates.
-func gitEnv(home string) []string {
-	return []string{
-		"HOME=" + home,
-		"PATH=/usr/bin:/bin",
-		"GIT_CONFIG_NOSYSTEM=1",
-		"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com",
-		"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com",
-		"GIT_AUTHOR_DATE=2026-01-01T00:00:00Z", "GIT_COMMITTER_DATE=2026-01-01T00:00:00Z",
-	}
-}
-
-// git runs git in dir and returns its trimmed output.
-func git(t testing.TB, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command(gitBinary, args...)
-	cmd.Dir = dir
-	cmd.Env = gitEnv(dir)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("git %s: %v: %s", strings.Join(args, " "), err, stderr.String())
-	}
-	return strings.TrimSpace(string(out))
-}
-
-// repo is a working repository whose commits are pushed to a bare one
-// that a server serves.
-type repo struct {
-	t          testing.TB
-	work, bare string
-}
-
-// newRepo makes root/NAME.git (bare) and a work tree pushing to it.
-func newRepo(t testing.TB, root, name string) *repo {
-	t.Helper()
-	bare := filepath.Join(root, name+".git")
-	work := filepath.Join(t.TempDir(), "work")
-	git(t, root, "init", "-q", "--bare", "-b", "main", bare)
-	git(t, root, "init", "-q", "-b", "main", work)
-	git(t, work, "remote", "add", "origin", bare)
-	return &repo{t: t, work: work, bare: bare}
-}
-
-// write sets files (path → content; empty content removes the file) and
-// commits them, returning the commit.
-func (r *repo) commit(files map[string]string) string {
-	r.t.Helper()
-	for p, content := range files {
-		full := filepath.Join(r.work, p)
-		if content == "" {
-			if err := os.RemoveAll(full); err != nil {
-				r.t.Fatal(err)
-			}
-			continue
-		}
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			r.t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
-			r.t.Fatal(err)
-		}
-	}
-	git(r.t, r.work, "add", "-A")
-	git(r.t, r.work, "commit", "-q", "--allow-empty", "-m", "change")
-	return git(r.t, r.work, "rev-parse", "HEAD")
-}
-
-// push pushes refspecs to the bare repository, forced.
-func (r *repo) push(refspecs ...string) {
-	r.t.Helper()
-	git(r.t, r.work, append([]string{"push", "-q", "-f", "origin"}, refspecs...)...)
-}
-
-// tree is the hash git itself gives the tree at commit:dir.
-func (r *repo) tree(commit, dir string) string {
-	r.t.Helper()
-	return git(r.t, r.work, "rev-parse", commit+":"+dir)
-}
 
 // gitServer serves the bare repositories under root with Debian's git
 // http-backend, counting what it is asked and sends.
@@ -127,13 +31,13 @@ type gitServer struct {
 
 func newGitServer(t testing.TB, tls bool) *gitServer {
 	t.Helper()
-	needGit(t)
+	gittest.Need(t)
 	s := &gitServer{root: t.TempDir()}
 	backend := &cgi.Handler{
-		Path: gitBinary,
+		Path: gittest.Binary,
 		Args: []string{"http-backend"},
 		Dir:  s.root,
-		Env:  append(gitEnv(s.root), "GIT_PROJECT_ROOT="+s.root, "GIT_HTTP_EXPORT_ALL=1"),
+		Env:  append(gittest.Env(s.root), "GIT_PROJECT_ROOT="+s.root, "GIT_HTTP_EXPORT_ALL=1"),
 	}
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()

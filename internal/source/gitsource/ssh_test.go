@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"encoding/pem"
 	"errors"
+	"github.com/catalogd/catalogd/test/gittest"
 	"io"
 	"net"
 	"os/exec"
@@ -142,8 +143,8 @@ func (s *sshServer) session(t testing.TB, ch ssh.Channel, reqs <-chan *ssh.Reque
 // stdout; stdin is copied apart, so that the command's end does not wait
 // for the client's.
 func (s *sshServer) uploadPack(ch ssh.Channel, dir string) uint32 {
-	cmd := exec.Command(gitBinary, "upload-pack", dir)
-	cmd.Env = gitEnv(s.root)
+	cmd := exec.Command(gittest.Binary, "upload-pack", dir)
+	cmd.Env = gittest.Env(s.root)
 	cmd.Stdout = ch
 	cmd.Stderr = ch.Stderr()
 	stdin, err := cmd.StdinPipe()
@@ -176,11 +177,11 @@ func (s *sshServer) uploadPack(ch ssh.Channel, dir string) uint32 {
 }
 
 func TestFetchSSH(t *testing.T) {
-	needGit(t)
+	gittest.Need(t)
 	root := t.TempDir()
-	r := newRepo(t, root, "cat")
-	commit := r.commit(catalogFiles)
-	r.push("main")
+	r := gittest.NewRepo(t, root, "cat")
+	commit := r.Commit(catalogFiles)
+	r.Push("main")
 	clientSigner, identity := newKey(t)
 	srv := newSSHServer(t, root, clientSigner.PublicKey())
 	otherHost, _ := newKey(t)
