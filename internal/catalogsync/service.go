@@ -119,6 +119,10 @@ type Result struct {
 	// Changes, after a rebuild that replaced an earlier version, say what
 	// changed in the catalog since that version; nil otherwise.
 	Changes *query.Changes
+	// Remembered says the sync's error is the one the same content gave
+	// before (a content error at an unchanged digest): it was neither
+	// fetched nor indexed again, and the error was reported already.
+	Remembered bool
 }
 
 // Service keeps every catalog's index in line with its source.
@@ -416,6 +420,7 @@ func (s *Service) fetchAndBuild(ctx context.Context, name string, fetcher Fetche
 	case bad:
 		// The same content failed before: say so again without pulling or
 		// indexing it again.
+		res.Remembered = true
 		return res, badErr
 	}
 	select {
@@ -668,7 +673,10 @@ func (s *Service) loop(ctx context.Context, e *entry) {
 		case <-e.kick:
 		case <-timer.C:
 		}
-		if _, err := s.Sync(ctx, e.name, nil); err != nil && ctx.Err() == nil {
+		// A remembered content error was logged when the content first
+		// failed: the loop looks again only to notice a fix, and saying
+		// the same error at every backoff would bury everything else.
+		if res, err := s.Sync(ctx, e.name, nil); err != nil && ctx.Err() == nil && !res.Remembered {
 			_, serving := s.opts.Store.Info(e.name)
 			s.opts.Log.Error(err, "sync failed; will retry", "catalog", e.name, "servingPreviousIndex", serving)
 		}

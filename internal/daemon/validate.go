@@ -65,8 +65,9 @@ func (o *ValidateOptions) Validate(args []string) (ValidateConfig, error) {
 }
 
 // Problem is one thing wrong with a catalog, as `catalogd validate` prints
-// it. Package is empty for content that is not a catalog at all (a file
-// that does not parse), which stops the build at its first such fault.
+// it. For content that is not a catalog at all (a file that does not
+// parse), which stops the build at its first such fault, Package is the
+// package the file or its directory named before the fault, if any.
 type Problem struct {
 	Position string `json:"position"`
 	Package  string `json:"package,omitempty"`
@@ -118,7 +119,7 @@ func Validate(ctx context.Context, cfg ValidateConfig, out io.Writer, log logr.L
 	var parseErr *fbc.Error
 	switch {
 	case errors.As(err, &parseErr):
-		report.Problems = append(report.Problems, Problem{Position: parseErr.Pos.String(), Message: parseErr.Err.Error()})
+		report.Problems = append(report.Problems, Problem{Position: parseErr.Pos.String(), Package: parseErr.Package, Message: parseErr.Err.Error()})
 	case errors.Is(err, index.ErrInvalidCatalog):
 		report.Problems = append(report.Problems, Problem{Message: err.Error()})
 	case err != nil:

@@ -18,7 +18,6 @@ package declcfg
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -128,6 +127,17 @@ type Meta struct {
 // MarshalJSON gives the blob as it is.
 func (m Meta) MarshalJSON() ([]byte, error) { return m.Blob, nil }
 
+// prettyError is encoding/json's error told as operator-registry's Meta
+// tells it, with the JSON error kept in the chain: its offset says where
+// the fault stands, which the message only shows in a copy of the blob.
+type prettyError struct {
+	msg string
+	err error
+}
+
+func (e *prettyError) Error() string { return e.msg }
+func (e *prettyError) Unwrap() error { return e.err }
+
 // UnmarshalJSON reads a blob as operator-registry does, so that a catalog
 // is accepted or refused alike and the refusal reads the same: the blob
 // must be a JSON object whose keys stay distinct when case is folded
@@ -140,7 +150,7 @@ func (m Meta) MarshalJSON() ([]byte, error) { return m.Blob, nil }
 func (m *Meta) UnmarshalJSON(blob []byte) error {
 	var fields map[string]any
 	if err := json.Unmarshal(blob, &fields); err != nil {
-		return errors.New(prettyunmarshaler.NewJSONUnmarshalError(blob, err).Pretty())
+		return &prettyError{msg: prettyunmarshaler.NewJSONUnmarshalError(blob, err).Pretty(), err: err}
 	}
 	fold := cases.Fold()
 	byFolded := map[string][]string{}

@@ -40,10 +40,17 @@ func (p Position) advance(text []byte) Position {
 // ErrInvalidCatalog.
 type Error struct {
 	Pos Position
-	Err error
+	// Package is the package the fault stands in, when the file or its
+	// directory named one before it: a catalog author looks for a
+	// package, and a file's path need not say which.
+	Package string
+	Err     error
 }
 
 func (e *Error) Error() string {
+	if e.Package != "" {
+		return fmt.Sprintf("parse %s: %v: package %s: %v", e.Pos, ErrInvalidCatalog, e.Package, e.Err)
+	}
 	return fmt.Sprintf("parse %s: %v: %v", e.Pos, ErrInvalidCatalog, e.Err)
 }
 

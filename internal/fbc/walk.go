@@ -44,7 +44,9 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	pathpkg "path"
 	"slices"
+	"strings"
 	"sync"
 	"unicode"
 
@@ -226,6 +228,10 @@ func walk(ctx context.Context, fsys fs.FS, limits Limits, opts walkOptions, path
 		}
 	})
 
+	// dirPackage is the package each directory's files last named, for a
+	// fault in a file that names none before it (a bundle file beside its
+	// package's file).
+	dirPackage := map[string]string{}
 	i := -1
 	for file := range opened {
 		i++
@@ -235,9 +241,17 @@ func walk(ctx context.Context, fsys fs.FS, limits Limits, opts walkOptions, path
 				return err
 			}
 		}
+		dir := pathpkg.Dir(paths[i])
 		for p := range file {
 			if p.err != nil {
+				var positioned *Error
+				if errors.As(p.err, &positioned) && positioned.Package == "" {
+					positioned.Package = dirPackage[dir]
+				}
 				return p.err
+			}
+			if pkg := blobPackage(p.blob.Meta, ""); pkg != "" {
+				dirPackage[dir] = pkg
 			}
 			err := hooks.Blob(ctx, p.blob)
 			budget.release(i, p.blob.size())
@@ -433,7 +447,9 @@ func (s source) close() {
 func parseFile(ctx context.Context, fsys fs.FS, src source, limits Limits, known knownFunc, out chan<- parsed, budget fileBudget) {
 	defer close(out)
 	path := src.path
+	var pkg string // the package the file last named
 	send := func(b Blob) bool {
+		pkg = blobPackage(b.Meta, pkg)
 		budget.settle(b.size())
 		select {
 		case out <- parsed{blob: b}:
@@ -449,6 +465,8 @@ func parseFile(ctx context.Context, fsys fs.FS, src source, limits Limits, known
 		var positioned *Error
 		if !errors.As(err, &positioned) {
 			err = fmt.Errorf("parse %s: %w", path, err)
+		} else if positioned.Package == "" {
+			positioned.Package = pkg
 		}
 		budget.settle(0)
 		select {
@@ -462,8 +480,10 @@ func parseFile(ctx context.Context, fsys fs.FS, src source, limits Limits, known
 		return
 	}
 	f, in := src.f, src.in
+	var fallback *jsonFallback
 	if src.json {
-		fallback, err := parseJSONStream(in, limits, known, budget, send)
+		var err error
+		fallback, err = parseJSONStream(in, limits, known, budget, send)
 		if fallback == nil {
 			f.Close()
 			if err != nil {
@@ -486,6 +506,9 @@ func parseFile(ctx context.Context, fsys fs.FS, src source, limits Limits, known
 			if in.err != nil {
 				fallback.err = in.err
 			}
+			if fallback.first != nil {
+				pkg = blobPackage(fallback.first.Meta, pkg)
+			}
 			fail(fallback.err)
 			return
 		}
@@ -497,8 +520,36 @@ func parseFile(ctx context.Context, fsys fs.FS, src source, limits Limits, known
 	err := parseYAMLStream(in, limits, known, budget, send)
 	f.Close()
 	if err != nil {
-		fail(err)
+		fail(inFileFormat(path, err, fallback))
 	}
+}
+
+// inFileFormat is the error to report for a YAML reading of path that
+// failed with err. A .json file read on as YAML after its JSON failed
+// (fallback) was meant as JSON: its author wants encoding/json's fault,
+// which points at the offending byte, not the YAML parser's, which names
+// YAML and the line where it gave up. Any other error stands: a broken
+// limit, or the fault of a YAML file.
+func inFileFormat(path string, err error, fallback *jsonFallback) error {
+	var syntax *decodeError
+	if fallback == nil || !strings.HasSuffix(path, ".json") || !errors.As(err, &syntax) {
+		return err
+	}
+	return fallback.err
+}
+
+// blobPackage is the package meta names (an olm.package blob's name, any
+// other blob's package field), or last when it names none.
+func blobPackage(meta *declcfg.Meta, last string) string {
+	switch {
+	case meta == nil:
+		return last
+	case meta.Schema == declcfg.SchemaPackage && meta.Name != "":
+		return meta.Name
+	case meta.Package != "":
+		return meta.Package
+	}
+	return last
 }
 
 // sniffBytes is how far into a file apimachinery's decoder looks for the

@@ -40,6 +40,7 @@ import (
 	"github.com/jmoiron/sqlx"
 	_ "modernc.org/sqlite" // registers the pure-Go "sqlite" driver
 
+	"github.com/catalogd/catalogd/internal/declcfg"
 	"github.com/catalogd/catalogd/internal/fbc"
 	"github.com/catalogd/catalogd/migrations"
 )
@@ -391,11 +392,24 @@ func walk(ctx context.Context, l *loader, src Content) error {
 			return err
 		}
 	}
-	hooks := fbc.FileHooks{Start: l.fileStart, Blob: l.add, End: l.fileEnd}
+	// olmBlobs says a blob of a schema every catalog holds was read: a
+	// fault before any is most likely in a directory that is not a
+	// catalog's root (see notACatalog).
+	olmBlobs := false
+	hooks := fbc.FileHooks{Start: l.fileStart, End: l.fileEnd, Blob: func(ctx context.Context, b fbc.Blob) error {
+		switch b.Meta.Schema {
+		case declcfg.SchemaPackage, declcfg.SchemaChannel, declcfg.SchemaBundle:
+			olmBlobs = true
+		}
+		return l.add(ctx, b)
+	}}
 	if l.plan != nil {
 		hooks.Known = l.plan.knownHook
 	}
 	if err := fbc.WalkFiles(ctx, src.FS, src.Limits, paths, hooks); err != nil {
+		if l.plan == nil && !olmBlobs {
+			notACatalog(err)
+		}
 		return err
 	}
 	if l.plan != nil {
@@ -486,6 +500,20 @@ func checkDatabase(ctx context.Context, db *sqlx.DB, mode string) error {
 		return fmt.Errorf("check index integrity: %s", result)
 	}
 	return nil
+}
+
+// notACatalog adds to a parse fault met before any olm.package,
+// olm.channel or olm.bundle blob that the source is likely not a catalog's
+// root: a directory of documents, or the catalog's parent, fails on its
+// first file that is not YAML, and the fault alone (a YAML error in a
+// Markdown file) does not say the path is wrong. The fault keeps its
+// position. An incremental build never gets here: its source was a
+// catalog before.
+func notACatalog(err error) {
+	var pe *fbc.Error
+	if errors.As(err, &pe) {
+		pe.Err = fmt.Errorf("%w (no olm.package, olm.channel or olm.bundle blob was found before it: is the source the file-based catalog's root directory?)", pe.Err)
+	}
 }
 
 // fileError drops the path from an error about one of the index's own
