@@ -159,6 +159,11 @@ func Apply(ctx context.Context, c client.Client, objs []*unstructured.Unstructur
 	})
 	for _, obj := range ordered {
 		obj = obj.DeepCopy()
+		if obj.GetKind() == "CustomResourceDefinition" && !dryRun {
+			if err := waitDeleted(ctx, c, obj.GetName(), out); err != nil {
+				return err
+			}
+		}
 		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), opts...); err != nil {
 			return fmt.Errorf("applying %s: %w", describe(obj), err)
 		}
@@ -251,6 +256,38 @@ func apiServiceBackend(obj *unstructured.Unstructured) string {
 		return "the kube-apiserver itself"
 	}
 	return "service " + ns + "/" + name
+}
+
+// waitDeleted waits until a CRD being deleted (an undeploy just before, its
+// custom resources still being removed) is gone. Applied while it
+// terminates, the CRD would be merged into the dying object, reported
+// established, and then vanish with it: deploy would say it succeeded and
+// leave no CRD behind.
+func waitDeleted(ctx context.Context, c client.Client, crd string, out io.Writer) error {
+	said := false
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		u := &unstructured.Unstructured{}
+		u.SetAPIVersion("apiextensions.k8s.io/v1")
+		u.SetKind("CustomResourceDefinition")
+		err := c.Get(ctx, client.ObjectKey{Name: crd}, u)
+		switch {
+		case apierrors.IsNotFound(err):
+			return true, nil
+		case err != nil:
+			return false, err
+		case u.GetDeletionTimestamp() == nil:
+			return true, nil
+		}
+		if !said {
+			fmt.Fprintf(out, "customresourcedefinition/%s is being deleted; waiting until it is gone\n", crd)
+			said = true
+		}
+		return false, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for the deleted CRD %s to be gone: %w", crd, err)
+	}
+	return nil
 }
 
 // waitEstablished waits until the API server serves the CRD's resource.

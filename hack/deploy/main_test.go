@@ -7,15 +7,19 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	apitypes "k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/yaml"
 
+	"github.com/catalogd/catalogd/test/await"
 	"github.com/catalogd/catalogd/test/kubetest"
+	"github.com/catalogd/catalogd/test/syncbuf"
 )
 
 const (
@@ -327,4 +331,58 @@ func startAPIServer(t *testing.T) (client.Client, string) {
 		t.Fatal(err)
 	}
 	return c, kubetest.WriteKubeconfig(t, cfg)
+}
+
+// TestDeployWaitsForDeletedCRD: deploying while the CRD of an undeploy is
+// still being deleted (a ClusterCatalog's finalizer holds it) waits until
+// it is gone, says so, and leaves a live, established CRD; applied into the
+// dying object, the CRD would vanish after deploy reported success.
+func TestDeployWaitsForDeletedCRD(t *testing.T) {
+	c, kubeconfig := startAPIServer(t)
+	ctx := t.Context()
+	var out bytes.Buffer
+	if err := run(ctx, []string{"-kubeconfig", kubeconfig, defaultDir}, &out); err != nil {
+		t.Fatalf("deploy: %v\n%s", err, out.String())
+	}
+	const crdName = "clustercatalogs.olm.operatorframework.io"
+	held := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "olm.operatorframework.io/v1",
+		"kind":       "ClusterCatalog",
+		"metadata":   map[string]any{"name": "held", "finalizers": []any{"test.catalogd.io/hold"}},
+		"spec":       map[string]any{"source": map[string]any{"type": "Image", "image": map[string]any{"ref": "quay.io/org/catalog:tag"}}},
+	}}
+	if err := c.Create(ctx, held); err != nil {
+		t.Fatal(err)
+	}
+	crd := &unstructured.Unstructured{}
+	crd.SetAPIVersion("apiextensions.k8s.io/v1")
+	crd.SetKind("CustomResourceDefinition")
+	crd.SetName(crdName)
+	if err := c.Delete(ctx, crd); err != nil {
+		t.Fatal(err)
+	}
+
+	var deployOut syncbuf.Buffer
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, []string{"-kubeconfig", kubeconfig, defaultDir}, &deployOut) }()
+	await.True(t, "deploy to say it waits for the deleted CRD", 30*time.Second, func() bool {
+		return strings.Contains(deployOut.String(), "customresourcedefinition/"+crdName+" is being deleted; waiting until it is gone")
+	})
+	// Let the deletion finish: the CRD goes once its last resource does.
+	patch := []byte(`{"metadata":{"finalizers":null}}`)
+	if err := c.Patch(ctx, held, client.RawPatch(apitypes.MergePatchType, patch)); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("deploy: %v\n%s", err, deployOut.String())
+	}
+	got := &unstructured.Unstructured{}
+	got.SetAPIVersion("apiextensions.k8s.io/v1")
+	got.SetKind("CustomResourceDefinition")
+	if err := c.Get(ctx, client.ObjectKey{Name: crdName}, got); err != nil {
+		t.Fatalf("after deploy, the CRD: %v\n%s", err, deployOut.String())
+	}
+	if got.GetDeletionTimestamp() != nil {
+		t.Fatalf("after deploy, the CRD is still being deleted\n%s", deployOut.String())
+	}
 }
