@@ -3,11 +3,13 @@ package httpapi
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/catalogd/catalogd/internal/chunkcopy"
@@ -158,6 +160,13 @@ func serveRanged(w http.ResponseWriter, r *http.Request, modified time.Time, con
 		w.Header().Set("Content-Range", contentRange)
 		return err
 	}
+	if strings.Contains(rangeHeader, ",") {
+		// More than one range: net/http copies the parts in a goroutine
+		// of its own, which ServeContent does not wait for.
+		gate := &readGate{r: content}
+		defer gate.shut()
+		content = gate
+	}
 	ew := &errorHolder{ResponseWriter: w}
 	http.ServeContent(ew, r, "", modified, content)
 	switch ew.status {
@@ -176,6 +185,49 @@ func serveRanged(w http.ResponseWriter, r *http.Request, modified time.Time, con
 	default:
 		return fmt.Errorf("serve content: status %d: %s", ew.status, strings.TrimSpace(ew.text.String()))
 	}
+}
+
+// readGate passes reads and seeks on to r until it is shut, and fails them
+// after. http.ServeContent answers several ranges through a pipe filled by
+// a goroutine of its own, and on a failed write or an ended request it
+// returns with that goroutine possibly still reading the content; the
+// handler then releases its snapshot, which closes the content's files.
+// Shutting the gate before that makes the goroutine's next read fail (and
+// it stop), and waits for a read under way, so no read outlives the
+// snapshot.
+type readGate struct {
+	mu     sync.Mutex
+	r      io.ReadSeeker
+	closed bool
+}
+
+// errAnswerEnded is what the gate's reads fail with once the answer ended.
+var errAnswerEnded = errors.New("read content: the answer has ended")
+
+func (g *readGate) Read(p []byte) (int, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return 0, errAnswerEnded
+	}
+	return g.r.Read(p)
+}
+
+func (g *readGate) Seek(offset int64, whence int) (int64, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return 0, errAnswerEnded
+	}
+	return g.r.Seek(offset, whence)
+}
+
+// shut fails every later read and seek, once a read or seek under way has
+// returned.
+func (g *readGate) shut() {
+	g.mu.Lock()
+	g.closed = true
+	g.mu.Unlock()
 }
 
 func rangeProblem(format string, args ...any) *problem {

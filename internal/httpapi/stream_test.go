@@ -1,13 +1,18 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"runtime"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/go-logr/logr/testr"
 
@@ -159,4 +164,125 @@ func (w *stoppingWriter) Write(p []byte) (int, error) {
 	}
 	w.written += len(p)
 	return len(p), nil
+}
+
+// TestMultiRangeReadsEndWithTheAnswer: an answer of several ranges is
+// copied by net/http's own goroutine, which http.ServeContent does not wait
+// for. When the answer stops (here a failed write just before the second
+// part), that goroutine must not read the content after serveRanged
+// returns, since the handler then releases the snapshot whose files the
+// content reads. The content's read of the second part is held until
+// serveRanged returns (or, if serveRanged waits for that read to end, for
+// a while), so a read that outlives serveRanged is seen whatever the
+// scheduling.
+func TestMultiRangeReadsEndWithTheAnswer(t *testing.T) {
+	const secondPart = 100
+	returned := make(chan struct{})
+	content := &heldContent{Reader: bytes.NewReader(bytes.Repeat([]byte("x"), 200)), holdFrom: secondPart, returned: returned}
+	// With its type set, as serveAll sets it, ServeContent reads nothing
+	// itself: every read of the content is its copying goroutine's.
+	w := &secondPartFailer{header: http.Header{"Content-Type": {jsonlType}}}
+	req := httptest.NewRequest(http.MethodGet, "/all", nil)
+	req.Header.Set("Range", fmt.Sprintf("bytes=0-9,%d-%d", secondPart, secondPart+9))
+
+	err := serveRanged(w, req, time.Time{}, content, 200)
+	content.mu.Lock()
+	content.serveReturned = true
+	content.mu.Unlock()
+	close(returned)
+	if err != nil {
+		t.Fatalf("serveRanged: %v", err)
+	}
+	if !w.failed {
+		t.Fatalf("the answer was not stopped at the second part: %q written", w.written)
+	}
+	// Wait for net/http's copying goroutine to end, then look at what it
+	// did after the return.
+	waitForNoGoroutine(t, "net/http.serveContent.func1")
+	content.mu.Lock()
+	defer content.mu.Unlock()
+	if content.readsAfterReturn > 0 {
+		t.Errorf("%d reads or seeks of the content ran on after serveRanged returned", content.readsAfterReturn)
+	}
+}
+
+// secondPartFailer is a ResponseWriter that takes a multipart answer up to
+// the second part's boundary and fails that write and every later one.
+type secondPartFailer struct {
+	header  http.Header
+	written []byte
+	failed  bool
+}
+
+func (w *secondPartFailer) Header() http.Header { return w.header }
+
+func (w *secondPartFailer) WriteHeader(int) {}
+
+func (w *secondPartFailer) Write(p []byte) (int, error) {
+	// The first part's boundary opens the body; every later one follows
+	// the part before it on a new line.
+	if w.failed || (len(w.written) > 0 && bytes.HasPrefix(p, []byte("\r\n--"))) {
+		w.failed = true
+		return 0, errBrokenPipe
+	}
+	w.written = append(w.written, p...)
+	return len(p), nil
+}
+
+// waitForNoGoroutine waits until no goroutine runs the function named fn.
+func waitForNoGoroutine(t *testing.T, fn string) {
+	t.Helper()
+	buf := make([]byte, 1<<20)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		n := runtime.Stack(buf, true)
+		if !bytes.Contains(buf[:n], []byte(fn+"(")) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a goroutine still runs %s after 10s:\n%s", fn, buf[:n])
+		}
+	}
+}
+
+// heldContent is content whose reads at or past holdFrom wait until
+// returned is closed, for at most holdFor, and that counts the reads and
+// seeks under way or begun once serveReturned is set.
+type heldContent struct {
+	*bytes.Reader
+	holdFrom int64
+	returned chan struct{}
+
+	mu               sync.Mutex
+	serveReturned    bool
+	readsAfterReturn int
+}
+
+// holdFor bounds the hold, so that a correct serveRanged, which waits for
+// the held read before returning, is held up no longer than this.
+const holdFor = 2 * time.Second
+
+func (c *heldContent) Read(p []byte) (int, error) {
+	c.noteIfAfterReturn()
+	if pos, _ := c.Reader.Seek(0, io.SeekCurrent); pos >= c.holdFrom {
+		select {
+		case <-c.returned:
+		case <-time.After(holdFor):
+		}
+	}
+	n, err := c.Reader.Read(p)
+	c.noteIfAfterReturn()
+	return n, err
+}
+
+func (c *heldContent) Seek(offset int64, whence int) (int64, error) {
+	c.noteIfAfterReturn()
+	return c.Reader.Seek(offset, whence)
+}
+
+func (c *heldContent) noteIfAfterReturn() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.serveReturned {
+		c.readsAfterReturn++
+	}
 }
