@@ -101,6 +101,7 @@ func (c RegistryConfig) kinds(tempDir string, local bool, log logr.Logger) (kind
 	web, err := httpsource.New(httpsource.Options{
 		Extractor:   unpacker,
 		PullTimeout: c.PullTimeout,
+		CABundle:    c.CABundle,
 		Log:         log.WithName("http"),
 	})
 	if err != nil {

@@ -107,7 +107,7 @@ type RegistryOptions struct {
 
 func (o *RegistryOptions) bindFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&o.InsecureRegistries, "insecure-registry", nil, "talk plain HTTP to the registry at `host[:port]`; repeatable (default: HTTPS to every registry)")
-	fs.StringVar(&o.CAFile, "ca-file", "", "also trust the PEM certificates in `FILE` for registries and https git repositories (default: the system's certificates only)")
+	fs.StringVar(&o.CAFile, "ca-file", "", "also trust the PEM certificates in `FILE` for registries, https git repositories and HTTP sources (default: the system's certificates only)")
 	fs.DurationVar(&o.PullTimeout, "pull-timeout", unpack.DefaultPullTimeout, "deadline of one fetch as a whole (an image pull, a git fetch, a download: resolve, download, extract), "+
 		"however steadily data arrives; generous because catalogs of hundreds of MB take minutes over a slow link")
 }

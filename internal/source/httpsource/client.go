@@ -56,6 +56,10 @@ type Options struct {
 	// Content-Length is refused before the body is read, and the body is
 	// read no further. Zero means unpack.DefaultMaxDownloadBytes.
 	MaxDownloadBytes int64
+	// CABundle is PEM certificates every Fetch trusts besides the system's
+	// (the process's --ca-file); a Fetcher's own bundle (http.caSecretRef)
+	// is trusted in addition to both.
+	CABundle []byte
 	// Log receives what a Fetch did (V(1)). Credentials and response
 	// bodies are never logged.
 	Log logr.Logger
@@ -110,9 +114,32 @@ func New(opts Options) (*Client, error) {
 	opts.IdleTimeout = orDefault(opts.IdleTimeout, unpack.DefaultIdleTimeout)
 	opts.MaxDownloadBytes = orDefault(opts.MaxDownloadBytes, unpack.DefaultMaxDownloadBytes)
 	c := &Client{opts: opts, log: opts.Log, cache: map[string]*list.Element{}, lru: list.New()}
-	c.own = c.newTransport(nil, false)
-	c.other = c.newTransport(nil, true)
+	var pool *x509.CertPool
+	if len(opts.CABundle) > 0 {
+		var err error
+		if pool, err = c.trusting(nil); err != nil {
+			return nil, fmt.Errorf("creating HTTP source client: the CA bundle %w", err)
+		}
+	}
+	c.own = c.newTransport(pool, false)
+	c.other = c.newTransport(pool, true)
 	return c, nil
+}
+
+// trusting is the system's certificate pool with the Client's CA bundle
+// and caBundle (PEM) added; an error says that one of them holds no
+// certificate.
+func (c *Client) trusting(caBundle []byte) (*x509.CertPool, error) {
+	pool, err := x509.SystemCertPool()
+	if err != nil {
+		pool = x509.NewCertPool()
+	}
+	for _, b := range [][]byte{c.opts.CABundle, caBundle} {
+		if len(b) > 0 && !pool.AppendCertsFromPEM(b) {
+			return nil, errors.New("holds no PEM certificate")
+		}
+	}
+	return pool, nil
 }
 
 func orDefault[T int64 | time.Duration](v, def T) T {
@@ -169,12 +196,9 @@ func (c *Client) transportsFor(caBundle []byte) (own, other *http.Transport, err
 	if len(caBundle) == 0 {
 		return c.own, c.other, nil
 	}
-	pool, err := x509.SystemCertPool()
+	pool, err := c.trusting(caBundle)
 	if err != nil {
-		pool = x509.NewCertPool()
-	}
-	if !pool.AppendCertsFromPEM(caBundle) {
-		return nil, nil, errors.New("holds no PEM certificate")
+		return nil, nil, err
 	}
 	return c.newTransport(pool, false), c.newTransport(pool, true), nil
 }

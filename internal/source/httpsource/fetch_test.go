@@ -341,6 +341,24 @@ func TestTLS(t *testing.T) {
 		t.Fatalf("with the CA: %v", err)
 	}
 	got.Release()
+
+	// The process's CA (--ca-file) serves every fetch, and a Secret's CA
+	// is trusted beside it.
+	trusting := newClient(t, unpack.Options{}, httpsource.Options{CABundle: ca})
+	for _, auth := range []httpsource.Auth{{}, {CABundle: ca, CASecretName: "ca"}} {
+		got, err := fetch(t, trusting, spec, auth, t.TempDir(), never)
+		if err != nil {
+			t.Fatalf("with the process's CA, Secret CA %q: %v", auth.CASecretName, err)
+		}
+		got.Release()
+	}
+	u, err := unpack.New(unpack.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := httpsource.New(httpsource.Options{Extractor: u, CABundle: []byte("not pem")}); err == nil || !strings.Contains(err.Error(), "CA bundle holds no PEM certificate") {
+		t.Errorf("a bad process CA: err = %v", err)
+	}
 }
 
 // TestFailures: each failure is one line naming what failed; neither a
