@@ -29,8 +29,8 @@ var ErrEmptyArchive = errors.New("the archive holds no file")
 // caller bounds the download itself (its size and time): r is read to its
 // end, or until a limit stops it. Errors are classified by IsTerminal as an
 // image layer's are: anything decided by the archive's bytes is terminal
-// (a CorruptLayerError for bytes that are no archive, "layer 0" in its
-// text), a failed read of r is not.
+// (a CorruptLayerError, with Archive set, for bytes that are no archive),
+// a failed read of r is not.
 func (u *Unpacker) ExtractArchive(ctx context.Context, r io.Reader, dst string) (res Result, err error) {
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return Result{}, fmt.Errorf("extracting archive: creating parent of destination: %w", withoutPath(err))
@@ -52,6 +52,7 @@ func (u *Unpacker) ExtractArchive(ctx context.Context, r io.Reader, dst string) 
 	defer root.Close()
 
 	x := newExtractor(root, ".", u.maxBytes, u.maxFiles)
+	x.archive = true
 	budget := &readBudget{left: u.maxUncompressed, max: u.maxUncompressed}
 	dl := &downloadReader{r: r}
 	if err := extractLayer(ctx, x, 0, dl, budget); err != nil {
@@ -65,7 +66,7 @@ func (u *Unpacker) ExtractArchive(ctx context.Context, r io.Reader, dst string) 
 		case errors.As(err, &le) || !errors.As(err, &de):
 			return Result{}, fmt.Errorf("extracting archive: %w", err)
 		}
-		return Result{}, fmt.Errorf("extracting archive: %w", &CorruptLayerError{Layer: 0, Err: de.err})
+		return Result{}, fmt.Errorf("extracting archive: %w", &CorruptLayerError{Archive: true, Err: de.err})
 	}
 	if !x.seen {
 		return Result{}, fmt.Errorf("extracting archive: %w", ErrEmptyArchive)

@@ -59,9 +59,15 @@ type UnsafeEntryError struct {
 	Entry string
 	// Reason says what is wrong with it.
 	Reason string
+	// Archive says the entry is in an archive (ExtractArchive: a download,
+	// a git tree) rather than in an image's layer Layer.
+	Archive bool
 }
 
 func (e *UnsafeEntryError) Error() string {
+	if e.Archive {
+		return fmt.Sprintf("unsafe entry %q in the archive: %s", e.Entry, e.Reason)
+	}
 	if e.Layer < 0 {
 		return fmt.Sprintf("unsafe entry %q: %s", e.Entry, e.Reason)
 	}
@@ -100,9 +106,15 @@ type CorruptLayerError struct {
 	Layer int
 	// Err is what the decompressor or the tar reader said.
 	Err error
+	// Archive says the bytes are an archive's (ExtractArchive) rather than
+	// an image's layer Layer.
+	Archive bool
 }
 
 func (e *CorruptLayerError) Error() string {
+	if e.Archive {
+		return fmt.Sprintf("the archive is not a readable tar stream (plain, gzip or zstd): %v", e.Err)
+	}
 	return fmt.Sprintf("layer %d is corrupt in the image (its digest matches, so downloading again cannot help): %v", e.Layer, e.Err)
 }
 

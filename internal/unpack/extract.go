@@ -36,8 +36,10 @@ type extractor struct {
 	// seen records that some layer had something at or below configsDir.
 	seen bool
 
-	// layer is the index of the layer being applied, for error messages.
-	layer int
+	// layer is the index of the layer being applied, for error messages;
+	// archive says it is a lone archive's (ExtractArchive), not a layer.
+	layer   int
+	archive bool
 	// dirs holds the paths known to be real directories, as a tree, so that
 	// parents are checked on disk once, and removing a directory forgets
 	// exactly its subtree.
@@ -95,7 +97,7 @@ func (x *extractor) apply(ctx context.Context, layer int, r io.Reader) error {
 			return nil
 		}
 		if err != nil {
-			return &decodeError{err: fmt.Errorf("reading layer %d: %w", layer, err)}
+			return &decodeError{err: fmt.Errorf("reading %s: %w", x.part(), err)}
 		}
 		p, err := planEntry(hdr, x.configsDir)
 		if err != nil {
@@ -108,7 +110,15 @@ func (x *extractor) apply(ctx context.Context, layer int, r io.Reader) error {
 }
 
 func (x *extractor) unsafe(entry, reason string) error {
-	return &UnsafeEntryError{Layer: x.layer, Entry: entry, Reason: reason}
+	return &UnsafeEntryError{Layer: x.layer, Entry: entry, Reason: reason, Archive: x.archive}
+}
+
+// part names what is being applied, for error messages.
+func (x *extractor) part() string {
+	if x.archive {
+		return "the archive"
+	}
+	return fmt.Sprintf("layer %d", x.layer)
 }
 
 func (x *extractor) do(p plan, hdr *tar.Header, body io.Reader) error {

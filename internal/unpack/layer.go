@@ -42,10 +42,11 @@ type readBudget struct {
 // (as opposed to one from decompression), so that a failure can be blamed
 // on the right one.
 type layerStream struct {
-	ctx    context.Context
-	budget *readBudget
-	layer  int
-	r      io.Reader
+	ctx     context.Context
+	budget  *readBudget
+	layer   int
+	archive bool
+	r       io.Reader
 }
 
 func (s *layerStream) Read(p []byte) (int, error) {
@@ -53,7 +54,11 @@ func (s *layerStream) Read(p []byte) (int, error) {
 		return 0, err
 	}
 	if s.budget.left <= 0 {
-		return 0, &LimitError{Limit: "MaxUncompressedBytes", Max: s.budget.max, Entry: fmt.Sprintf("the decompressed content of layers 0 to %d", s.layer)}
+		what := fmt.Sprintf("the decompressed content of layers 0 to %d", s.layer)
+		if s.archive {
+			what = "the decompressed archive"
+		}
+		return 0, &LimitError{Limit: "MaxUncompressedBytes", Max: s.budget.max, Entry: what}
 	}
 	if int64(len(p)) > s.budget.left {
 		p = p[:s.budget.left]
@@ -146,12 +151,12 @@ func extractLayer(ctx context.Context, x *extractor, index int, compressed io.Re
 		defer zr.Close()
 		raw = zr
 	}
-	stream := &layerStream{ctx: ctx, budget: budget, layer: index, r: raw}
+	stream := &layerStream{ctx: ctx, budget: budget, layer: index, archive: x.archive, r: raw}
 	if err := x.apply(ctx, index, stream); err != nil {
 		return err
 	}
 	if _, err := io.Copy(io.Discard, stream); err != nil {
-		return fmt.Errorf("reading layer %d to its end: %w", index, err)
+		return fmt.Errorf("reading %s to its end: %w", x.part(), err)
 	}
 	return nil
 }

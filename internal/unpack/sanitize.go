@@ -251,7 +251,7 @@ func symlinkTarget(linkPath, target, configsDir string) (string, error) {
 		resolved = path.Join(path.Dir(linkPath), target)
 	}
 	if resolved == ".." || strings.HasPrefix(resolved, "../") {
-		return "", fmt.Errorf("symbolic link target %q leaves the image root", target)
+		return "", fmt.Errorf("symbolic link target %q leaves the root of the image or archive", target)
 	}
 	targetRel, inside := within(resolved, configsDir)
 	if !inside {

@@ -428,13 +428,14 @@ func TestHostileArchives(t *testing.T) {
 		body    []byte
 		wantErr string
 	}{
-		{"traversal", makeTar(t, []entry{{name: "../x.json", typeflag: tar.TypeReg, body: "{}"}}), "unsafe entry"},
-		{"absolute", makeTar(t, []entry{{name: "/etc/x.json", typeflag: tar.TypeReg, body: "{}"}}), "unsafe entry"},
-		{"symlink out", makeTar(t, []entry{{name: "l", typeflag: tar.TypeSymlink, linkname: "../../etc/passwd"}}), "unsafe entry"},
-		{"device", makeTar(t, []entry{{name: "null", typeflag: tar.TypeChar}}), "unsafe entry"},
-		{"bomb", bomb, "MaxUncompressedBytes"},
+		{"traversal", makeTar(t, []entry{{name: "../x.json", typeflag: tar.TypeReg, body: "{}"}}), `unsafe entry "../x.json" in the archive`},
+		{"absolute", makeTar(t, []entry{{name: "/etc/x.json", typeflag: tar.TypeReg, body: "{}"}}), `unsafe entry "/etc/x.json" in the archive`},
+		{"symlink out", makeTar(t, []entry{{name: "l", typeflag: tar.TypeSymlink, linkname: "../../etc/passwd"}}), `unsafe entry "l" in the archive: symbolic link target "../../etc/passwd" leaves the root of the image or archive`},
+		{"device", makeTar(t, []entry{{name: "null", typeflag: tar.TypeChar}}), `unsafe entry "null" in the archive`},
+		{"bomb", bomb, "the decompressed archive exceeds MaxUncompressedBytes"},
 		{"too many files", makeTar(t, many), "MaxFiles"},
 		{"not an archive", []byte("<html>hello</html>" + strings.Repeat(" ", 1024)), "the download is not a tar archive"},
+		{"corrupt gzip", append(gzipped(t, makeTar(t, filesOf(catalogFiles)))[:40:40], make([]byte, 600)...), "the download is not a tar archive (plain, gzip or zstd): reading the archive: flate"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := newServer(t, false)
@@ -445,7 +446,9 @@ func TestHostileArchives(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !source.IsTerminal(err) {
 				t.Fatalf("err = %v, want a terminal error saying %q", err, tc.wantErr)
 			}
-			t.Log(err)
+			if strings.Contains(err.Error(), "layer") || strings.Contains(err.Error(), "image") && !strings.Contains(err.Error(), "image or archive") {
+				t.Errorf("a download's error speaks of images and layers: %v", err)
+			}
 			if got.Digest != "sha256:"+sha(tc.body) {
 				t.Errorf("digest %q, want that of the bytes, so the sync remembers them as bad", got.Digest)
 			}
