@@ -1,6 +1,7 @@
 package graphqlapi
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -152,22 +153,18 @@ func listField(schema string, s *shape, nn *nestedNames) *graphql.Field {
 // selects; values are decoded only when resolved.
 type object map[string]json.RawMessage
 
-// decodeObject decodes blob as a JSON object, keeping the keys in keep (or
-// every key when keep is nil). A blob that is no object is skipped, as
+// decodeObject takes from blob, a JSON object, the raw values of the keys
+// in keep (or of every key when keep is nil), copied; later duplicates of
+// a key win, as in encoding/json. A blob that is no object is skipped, as
 // catalogd skips it.
 func decodeObject(blob []byte, keep map[string]bool) (object, bool) {
-	var o object
-	if err := json.Unmarshal(blob, &o); err != nil {
-		return nil, false
-	}
-	if keep != nil {
-		for k := range o {
-			if !keep[k] {
-				delete(o, k)
-			}
+	o := object{}
+	ok := members(blob, func(k string, raw []byte) {
+		if keep == nil || keep[k] {
+			o[k] = bytes.Clone(raw)
 		}
-	}
-	return o, true
+	})
+	return o, ok
 }
 
 // wantedKeys are the JSON keys of the fields a list field's selection

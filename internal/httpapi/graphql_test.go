@@ -201,9 +201,9 @@ func checkCatalog(t *testing.T, h *harness, catalog string, objs []map[string]an
 	bundle := firstOf(objs, "olm.bundle", "name")
 	cases := []struct {
 		field, schema, args string
-		offset, limit     int
-		s                 sel
-		filter            func(map[string]any) bool
+		offset, limit       int
+		s                   sel
+		filter              func(map[string]any) bool
 	}{
 		{"olmpackages", "olm.package", "", 0, 100, sel{"name": nil, "defaultChannel": nil, "description": nil, "icon": nil}, nil},
 		{"olmpackages", "olm.package", "(limit: 2, offset: 1)", 1, 2, sel{"name": nil, "schema": nil}, nil},
@@ -227,9 +227,9 @@ func checkCatalog(t *testing.T, h *harness, catalog string, objs []map[string]an
 	if firstOf(objs, "olm.deprecations", "package") != "" {
 		cases = append(cases, struct {
 			field, schema, args string
-			offset, limit     int
-			s                 sel
-			filter            func(map[string]any) bool
+			offset, limit       int
+			s                   sel
+			filter              func(map[string]any) bool
 		}{"olmdeprecationss", "olm.deprecations", "", 0, 100, sel{"package": nil, "entries": {"message", "reference"}}, nil})
 	}
 	for _, c := range cases {
@@ -251,7 +251,7 @@ func checkCatalog(t *testing.T, h *harness, catalog string, objs []map[string]an
 	for q, want := range map[string]map[string]any{
 		`{ a: olmbundles(limit: 2) { name } b: olmbundles(limit: 2, offset: 2) { name } }`: {"a": page, "b": page2},
 		`query Q { olmbundles(limit: 2) { ...B } } fragment B on OlmBundle { name }`:       {"olmbundles": page},
-		`{ olmbundles(limit: 2) { ... on OlmBundle { name } } }`:                          {"olmbundles": page},
+		`{ olmbundles(limit: 2) { ... on OlmBundle { name } } }`:                           {"olmbundles": page},
 	} {
 		got := h.graphql(catalog, q)
 		if len(got.Errors) > 0 || !reflect.DeepEqual(normalise(t, got.Data), normalise(t, want)) {
