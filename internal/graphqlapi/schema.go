@@ -294,7 +294,7 @@ func nestedType(name string, fields map[string]leaf, nn *nestedNames) *graphql.O
 // leafValue is v as a scalar field answers it: objects and arrays as their
 // JSON text.
 func (r *run) leafValue(v any) (any, error) {
-	switch v.(type) {
+	switch s := v.(type) {
 	case map[string]any, []any:
 		b, err := json.Marshal(v)
 		if err != nil {
@@ -302,7 +302,7 @@ func (r *run) leafValue(v any) (any, error) {
 		}
 		return string(b), r.fail(r.charge(len(b)))
 	case string:
-		return v, r.fail(r.charge(len(v.(string))))
+		return s, r.fail(r.charge(len(s)))
 	}
 	return v, r.fail(r.charge(0))
 }
