@@ -79,16 +79,23 @@ func New(log logr.Logger, limits Limits) *Service {
 
 // schema returns the schema of idx's file, discovering it on first use.
 // A catalog keeps the schema of one file: a query on a newer file
-// replaces it, and the old one goes with the last query using it.
+// replaces it, and the old one goes with the last query using it. The
+// first query on a file discovers it itself, to the end whatever its own
+// deadline, because it holds the file open (its caller's snapshot) while
+// it reads it; the queries that come meanwhile wait for it, or for their
+// deadline.
 func (s *Service) schema(ctx context.Context, idx Index) (*built, error) {
 	s.mu.Lock()
 	c := s.schemas[idx.Catalog]
-	if c == nil || c.path != idx.Path {
+	owner := c == nil || c.path != idx.Path
+	if owner {
 		c = &cached{path: idx.Path, ready: make(chan struct{})}
 		s.schemas[idx.Catalog] = c
-		go s.discover(context.WithoutCancel(ctx), c, idx)
 	}
 	s.mu.Unlock()
+	if owner {
+		s.discover(context.WithoutCancel(ctx), c, idx)
+	}
 	select {
 	case <-c.ready:
 		return c.b, c.err
