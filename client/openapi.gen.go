@@ -4,6 +4,7 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -149,6 +150,15 @@ type DeprecationEntry = catalogapi.DeprecationEntry
 
 // GVK is catalogapi.GVK.
 type GVK = catalogapi.GVK
+
+// GraphQLError is catalogapi.GraphQLError.
+type GraphQLError = catalogapi.GraphQLError
+
+// GraphQLRequest is catalogapi.GraphQLRequest.
+type GraphQLRequest = catalogapi.GraphQLRequest
+
+// GraphQLResponse is catalogapi.GraphQLResponse.
+type GraphQLResponse = catalogapi.GraphQLResponse
 
 // HeadChange is catalogapi.HeadChange.
 type HeadChange = catalogapi.HeadChange
@@ -375,6 +385,9 @@ type ListProvidersParams = catalogapi.ListProvidersParams
 // ResolveParams is catalogapi.ResolveParams.
 type ResolveParams = catalogapi.ResolveParams
 
+// QueryCatalogGraphQLJSONRequestBody defines body for QueryCatalogGraphQL for application/json ContentType.
+type QueryCatalogGraphQLJSONRequestBody = GraphQLRequest
+
 // RequestEditorFn is the function signature for the RequestEditor callback function
 type RequestEditorFn func(ctx context.Context, req *http.Request) error
 
@@ -486,6 +499,64 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /catalogs/{catalog}/api/v1/all (the `GetCatalogAll` operationId).
 	GetCatalogAll(ctx context.Context, catalog CatalogParam, params *GetCatalogAllParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// QueryCatalogGraphQLWithBody Query the catalog with GraphQL (catalogd-compatible)
+	//
+	// catalogd's GraphQL endpoint (its `GraphQLCatalogQueries` feature),
+	// answered from the index: the schema is discovered from the
+	// catalog's own blobs, with one list field per schema named by
+	// lower-casing the schema, dropping every character that is not a
+	// letter or digit and adding `s` (`olmbundles`, `olmpackages`,
+	// `olmchannels`, `olmdeprecationss`, and custom schemas too), each
+	// taking `limit` (default and maximum 100) and `offset`; JSON keys
+	// become camelCase fields, arrays of objects nested object types,
+	// and other objects and arrays their JSON text. `summary { totalSchemas
+	// schemas { name totalObjects totalFields } }` and introspection
+	// answer as in catalogd. Beyond catalogd: the list fields also take
+	// `package` and `name`, which filter in the index, and `catalog`
+	// answers typed questions (`package(name)` with its channels and
+	// their heads, `upgrades(package, from, channel)`,
+	// `providers(group, version, kind, latest)`).
+	//
+	// Every query is bounded: 10 levels deep, 50 aliases and 500 fields
+	// (as catalogd), and 10000 objects read, 64 MiB of answer and 5
+	// seconds run; a query past one gets a GraphQL error naming the
+	// bound, with `200`, as does a catalog whose schemas catalogd would
+	// refuse (two schemas with the same type or field name).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /catalogs/{catalog}/api/v1/graphql (the `QueryCatalogGraphQL` operationId).
+	QueryCatalogGraphQLWithBody(ctx context.Context, catalog CatalogParam, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// QueryCatalogGraphQL Query the catalog with GraphQL (catalogd-compatible)
+	//
+	// catalogd's GraphQL endpoint (its `GraphQLCatalogQueries` feature),
+	// answered from the index: the schema is discovered from the
+	// catalog's own blobs, with one list field per schema named by
+	// lower-casing the schema, dropping every character that is not a
+	// letter or digit and adding `s` (`olmbundles`, `olmpackages`,
+	// `olmchannels`, `olmdeprecationss`, and custom schemas too), each
+	// taking `limit` (default and maximum 100) and `offset`; JSON keys
+	// become camelCase fields, arrays of objects nested object types,
+	// and other objects and arrays their JSON text. `summary { totalSchemas
+	// schemas { name totalObjects totalFields } }` and introspection
+	// answer as in catalogd. Beyond catalogd: the list fields also take
+	// `package` and `name`, which filter in the index, and `catalog`
+	// answers typed questions (`package(name)` with its channels and
+	// their heads, `upgrades(package, from, channel)`,
+	// `providers(group, version, kind, latest)`).
+	//
+	// Every query is bounded: 10 levels deep, 50 aliases and 500 fields
+	// (as catalogd), and 10000 objects read, 64 MiB of answer and 5
+	// seconds run; a query past one gets a GraphQL error naming the
+	// bound, with `200`, as does a catalog whose schemas catalogd would
+	// refuse (two schemas with the same type or field name).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /catalogs/{catalog}/api/v1/graphql (the `QueryCatalogGraphQL` operationId).
+	QueryCatalogGraphQL(ctx context.Context, catalog CatalogParam, body QueryCatalogGraphQLJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetCatalogMetas Stream the blobs that match (catalogd-compatible)
 	//
@@ -730,6 +801,84 @@ func (c *Client) GetCatalog(ctx context.Context, catalog CatalogParam, params *G
 // Corresponds with GET /catalogs/{catalog}/api/v1/all (the `GetCatalogAll` operationId).
 func (c *Client) GetCatalogAll(ctx context.Context, catalog CatalogParam, params *GetCatalogAllParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetCatalogAllRequest(c.Server, catalog, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// QueryCatalogGraphQLWithBody Query the catalog with GraphQL (catalogd-compatible)
+//
+// catalogd's GraphQL endpoint (its `GraphQLCatalogQueries` feature),
+// answered from the index: the schema is discovered from the
+// catalog's own blobs, with one list field per schema named by
+// lower-casing the schema, dropping every character that is not a
+// letter or digit and adding `s` (`olmbundles`, `olmpackages`,
+// `olmchannels`, `olmdeprecationss`, and custom schemas too), each
+// taking `limit` (default and maximum 100) and `offset`; JSON keys
+// become camelCase fields, arrays of objects nested object types,
+// and other objects and arrays their JSON text. `summary { totalSchemas
+// schemas { name totalObjects totalFields } }` and introspection
+// answer as in catalogd. Beyond catalogd: the list fields also take
+// `package` and `name`, which filter in the index, and `catalog`
+// answers typed questions (`package(name)` with its channels and
+// their heads, `upgrades(package, from, channel)`,
+// `providers(group, version, kind, latest)`).
+//
+// Every query is bounded: 10 levels deep, 50 aliases and 500 fields
+// (as catalogd), and 10000 objects read, 64 MiB of answer and 5
+// seconds run; a query past one gets a GraphQL error naming the
+// bound, with `200`, as does a catalog whose schemas catalogd would
+// refuse (two schemas with the same type or field name).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /catalogs/{catalog}/api/v1/graphql (the `QueryCatalogGraphQL` operationId).
+func (c *Client) QueryCatalogGraphQLWithBody(ctx context.Context, catalog CatalogParam, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewQueryCatalogGraphQLRequestWithBody(c.Server, catalog, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// QueryCatalogGraphQL Query the catalog with GraphQL (catalogd-compatible)
+//
+// catalogd's GraphQL endpoint (its `GraphQLCatalogQueries` feature),
+// answered from the index: the schema is discovered from the
+// catalog's own blobs, with one list field per schema named by
+// lower-casing the schema, dropping every character that is not a
+// letter or digit and adding `s` (`olmbundles`, `olmpackages`,
+// `olmchannels`, `olmdeprecationss`, and custom schemas too), each
+// taking `limit` (default and maximum 100) and `offset`; JSON keys
+// become camelCase fields, arrays of objects nested object types,
+// and other objects and arrays their JSON text. `summary { totalSchemas
+// schemas { name totalObjects totalFields } }` and introspection
+// answer as in catalogd. Beyond catalogd: the list fields also take
+// `package` and `name`, which filter in the index, and `catalog`
+// answers typed questions (`package(name)` with its channels and
+// their heads, `upgrades(package, from, channel)`,
+// `providers(group, version, kind, latest)`).
+//
+// Every query is bounded: 10 levels deep, 50 aliases and 500 fields
+// (as catalogd), and 10000 objects read, 64 MiB of answer and 5
+// seconds run; a query past one gets a GraphQL error naming the
+// bound, with `200`, as does a catalog whose schemas catalogd would
+// refuse (two schemas with the same type or field name).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /catalogs/{catalog}/api/v1/graphql (the `QueryCatalogGraphQL` operationId).
+func (c *Client) QueryCatalogGraphQL(ctx context.Context, catalog CatalogParam, body QueryCatalogGraphQLJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewQueryCatalogGraphQLRequest(c.Server, catalog, body)
 	if err != nil {
 		return nil, err
 	}
@@ -1372,6 +1521,53 @@ func NewGetCatalogAllRequest(server string, catalog CatalogParam, params *GetCat
 		}
 
 	}
+
+	return req, nil
+}
+
+// NewQueryCatalogGraphQLRequest calls the generic QueryCatalogGraphQL builder with application/json body
+func NewQueryCatalogGraphQLRequest(server string, catalog CatalogParam, body QueryCatalogGraphQLJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewQueryCatalogGraphQLRequestWithBody(server, catalog, "application/json", bodyReader)
+}
+
+// NewQueryCatalogGraphQLRequestWithBody constructs an http.Request for the QueryCatalogGraphQL method, with any body, and a specified content type
+func NewQueryCatalogGraphQLRequestWithBody(server string, catalog CatalogParam, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "catalog", catalog, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/catalogs/%s/api/v1/graphql", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	return req, nil
 }
@@ -3140,6 +3336,64 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /catalogs/{catalog}/api/v1/all (the `GetCatalogAll` operationId).
 	GetCatalogAllWithResponse(ctx context.Context, catalog CatalogParam, params *GetCatalogAllParams, reqEditors ...RequestEditorFn) (*GetCatalogAllResponse, error)
 
+	// QueryCatalogGraphQLWithBodyWithResponse Query the catalog with GraphQL (catalogd-compatible)
+	//
+	// catalogd's GraphQL endpoint (its `GraphQLCatalogQueries` feature),
+	// answered from the index: the schema is discovered from the
+	// catalog's own blobs, with one list field per schema named by
+	// lower-casing the schema, dropping every character that is not a
+	// letter or digit and adding `s` (`olmbundles`, `olmpackages`,
+	// `olmchannels`, `olmdeprecationss`, and custom schemas too), each
+	// taking `limit` (default and maximum 100) and `offset`; JSON keys
+	// become camelCase fields, arrays of objects nested object types,
+	// and other objects and arrays their JSON text. `summary { totalSchemas
+	// schemas { name totalObjects totalFields } }` and introspection
+	// answer as in catalogd. Beyond catalogd: the list fields also take
+	// `package` and `name`, which filter in the index, and `catalog`
+	// answers typed questions (`package(name)` with its channels and
+	// their heads, `upgrades(package, from, channel)`,
+	// `providers(group, version, kind, latest)`).
+	//
+	// Every query is bounded: 10 levels deep, 50 aliases and 500 fields
+	// (as catalogd), and 10000 objects read, 64 MiB of answer and 5
+	// seconds run; a query past one gets a GraphQL error naming the
+	// bound, with `200`, as does a catalog whose schemas catalogd would
+	// refuse (two schemas with the same type or field name).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /catalogs/{catalog}/api/v1/graphql (the `QueryCatalogGraphQL` operationId).
+	QueryCatalogGraphQLWithBodyWithResponse(ctx context.Context, catalog CatalogParam, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*QueryCatalogGraphQLResponse, error)
+
+	// QueryCatalogGraphQLWithResponse Query the catalog with GraphQL (catalogd-compatible)
+	//
+	// catalogd's GraphQL endpoint (its `GraphQLCatalogQueries` feature),
+	// answered from the index: the schema is discovered from the
+	// catalog's own blobs, with one list field per schema named by
+	// lower-casing the schema, dropping every character that is not a
+	// letter or digit and adding `s` (`olmbundles`, `olmpackages`,
+	// `olmchannels`, `olmdeprecationss`, and custom schemas too), each
+	// taking `limit` (default and maximum 100) and `offset`; JSON keys
+	// become camelCase fields, arrays of objects nested object types,
+	// and other objects and arrays their JSON text. `summary { totalSchemas
+	// schemas { name totalObjects totalFields } }` and introspection
+	// answer as in catalogd. Beyond catalogd: the list fields also take
+	// `package` and `name`, which filter in the index, and `catalog`
+	// answers typed questions (`package(name)` with its channels and
+	// their heads, `upgrades(package, from, channel)`,
+	// `providers(group, version, kind, latest)`).
+	//
+	// Every query is bounded: 10 levels deep, 50 aliases and 500 fields
+	// (as catalogd), and 10000 objects read, 64 MiB of answer and 5
+	// seconds run; a query past one gets a GraphQL error naming the
+	// bound, with `200`, as does a catalog whose schemas catalogd would
+	// refuse (two schemas with the same type or field name).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /catalogs/{catalog}/api/v1/graphql (the `QueryCatalogGraphQL` operationId).
+	QueryCatalogGraphQLWithResponse(ctx context.Context, catalog CatalogParam, body QueryCatalogGraphQLJSONRequestBody, reqEditors ...RequestEditorFn) (*QueryCatalogGraphQLResponse, error)
+
 	// GetCatalogMetasWithResponse Stream the blobs that match (catalogd-compatible)
 	//
 	// The blobs whose `schema`, `package` and `name` equal the given
@@ -3695,6 +3949,94 @@ func (r GetCatalogAllResponse) Bytes() []byte {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetCatalogAllResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// QueryCatalogGraphQLResponse503Headers the declared response headers of an HTTP 503 response for QueryCatalogGraphQL
+type QueryCatalogGraphQLResponse503Headers struct {
+	RetryAfter int
+}
+
+type QueryCatalogGraphQLResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *GraphQLResponse
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *BadRequest
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *CatalogNotReady
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *QueryCatalogGraphQLResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r QueryCatalogGraphQLResponse) GetJSON200() *GraphQLResponse {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r QueryCatalogGraphQLResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r QueryCatalogGraphQLResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r QueryCatalogGraphQLResponse) GetApplicationproblemJSON413() *BadRequest {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r QueryCatalogGraphQLResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r QueryCatalogGraphQLResponse) GetApplicationproblemJSON503() *CatalogNotReady {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r QueryCatalogGraphQLResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r QueryCatalogGraphQLResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r QueryCatalogGraphQLResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// Bytes is a convenience method to retrieve the raw bytes from the HTTP response
+func (r QueryCatalogGraphQLResponse) Bytes() []byte {
+	return r.Body
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r QueryCatalogGraphQLResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -5253,6 +5595,76 @@ func (c *ClientWithResponses) GetCatalogAllWithResponse(ctx context.Context, cat
 	return ParseGetCatalogAllResponse(rsp)
 }
 
+// QueryCatalogGraphQLWithBodyWithResponse Query the catalog with GraphQL (catalogd-compatible)
+//
+// catalogd's GraphQL endpoint (its `GraphQLCatalogQueries` feature),
+// answered from the index: the schema is discovered from the
+// catalog's own blobs, with one list field per schema named by
+// lower-casing the schema, dropping every character that is not a
+// letter or digit and adding `s` (`olmbundles`, `olmpackages`,
+// `olmchannels`, `olmdeprecationss`, and custom schemas too), each
+// taking `limit` (default and maximum 100) and `offset`; JSON keys
+// become camelCase fields, arrays of objects nested object types,
+// and other objects and arrays their JSON text. `summary { totalSchemas
+// schemas { name totalObjects totalFields } }` and introspection
+// answer as in catalogd. Beyond catalogd: the list fields also take
+// `package` and `name`, which filter in the index, and `catalog`
+// answers typed questions (`package(name)` with its channels and
+// their heads, `upgrades(package, from, channel)`,
+// `providers(group, version, kind, latest)`).
+//
+// Every query is bounded: 10 levels deep, 50 aliases and 500 fields
+// (as catalogd), and 10000 objects read, 64 MiB of answer and 5
+// seconds run; a query past one gets a GraphQL error naming the
+// bound, with `200`, as does a catalog whose schemas catalogd would
+// refuse (two schemas with the same type or field name).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /catalogs/{catalog}/api/v1/graphql (the `QueryCatalogGraphQL` operationId).
+func (c *ClientWithResponses) QueryCatalogGraphQLWithBodyWithResponse(ctx context.Context, catalog CatalogParam, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*QueryCatalogGraphQLResponse, error) {
+	rsp, err := c.QueryCatalogGraphQLWithBody(ctx, catalog, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseQueryCatalogGraphQLResponse(rsp)
+}
+
+// QueryCatalogGraphQLWithResponse Query the catalog with GraphQL (catalogd-compatible)
+//
+// catalogd's GraphQL endpoint (its `GraphQLCatalogQueries` feature),
+// answered from the index: the schema is discovered from the
+// catalog's own blobs, with one list field per schema named by
+// lower-casing the schema, dropping every character that is not a
+// letter or digit and adding `s` (`olmbundles`, `olmpackages`,
+// `olmchannels`, `olmdeprecationss`, and custom schemas too), each
+// taking `limit` (default and maximum 100) and `offset`; JSON keys
+// become camelCase fields, arrays of objects nested object types,
+// and other objects and arrays their JSON text. `summary { totalSchemas
+// schemas { name totalObjects totalFields } }` and introspection
+// answer as in catalogd. Beyond catalogd: the list fields also take
+// `package` and `name`, which filter in the index, and `catalog`
+// answers typed questions (`package(name)` with its channels and
+// their heads, `upgrades(package, from, channel)`,
+// `providers(group, version, kind, latest)`).
+//
+// Every query is bounded: 10 levels deep, 50 aliases and 500 fields
+// (as catalogd), and 10000 objects read, 64 MiB of answer and 5
+// seconds run; a query past one gets a GraphQL error naming the
+// bound, with `200`, as does a catalog whose schemas catalogd would
+// refuse (two schemas with the same type or field name).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /catalogs/{catalog}/api/v1/graphql (the `QueryCatalogGraphQL` operationId).
+func (c *ClientWithResponses) QueryCatalogGraphQLWithResponse(ctx context.Context, catalog CatalogParam, body QueryCatalogGraphQLJSONRequestBody, reqEditors ...RequestEditorFn) (*QueryCatalogGraphQLResponse, error) {
+	rsp, err := c.QueryCatalogGraphQL(ctx, catalog, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseQueryCatalogGraphQLResponse(rsp)
+}
+
 // GetCatalogMetasWithResponse Stream the blobs that match (catalogd-compatible)
 //
 // The blobs whose `schema`, `package` and `name` equal the given
@@ -5921,6 +6333,80 @@ func ParseGetCatalogAllResponse(rsp *http.Response) (*GetCatalogAllResponse, err
 		response.Headers416 = &headers
 	case rsp.StatusCode == 503:
 		var headers GetCatalogAllResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseQueryCatalogGraphQLResponse parses an HTTP response from a QueryCatalogGraphQLWithResponse call
+func ParseQueryCatalogGraphQLResponse(rsp *http.Response) (*QueryCatalogGraphQLResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &QueryCatalogGraphQLResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest GraphQLResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest CatalogNotReady
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers QueryCatalogGraphQLResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

@@ -6,6 +6,9 @@
 CREATE INDEX blobs_schema_package_name ON blobs (schema, package, name);
 CREATE INDEX blobs_package_name ON blobs (package, name);
 CREATE INDEX blobs_name ON blobs (name);
+-- A schema's blobs in id order (the index's keys end with the rowid): the
+-- GraphQL endpoint pages through them, as catalogd does, by offset.
+CREATE INDEX blobs_schema ON blobs (schema);
 CREATE INDEX channel_entries_channel ON channel_entries (package, channel, position);
 CREATE INDEX channel_entries_bundle ON channel_entries (package, bundle, channel);
 CREATE INDEX channel_entries_replaces ON channel_entries (package, replaces);

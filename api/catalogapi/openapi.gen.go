@@ -654,6 +654,42 @@ type GVK struct {
 	Version string `json:"version"`
 }
 
+// GraphQLError defines model for GraphQLError.
+type GraphQLError struct {
+	Extensions map[string]interface{} `json:"extensions,omitempty,omitzero"`
+	Locations  []struct {
+		Column int `json:"column,omitempty,omitzero"`
+		Line   int `json:"line,omitempty,omitzero"`
+	} `json:"locations,omitempty,omitzero"`
+
+	// Message What failed; a bound exceeded is named (for example "query exceeds maximum depth of 10").
+	Message string `json:"message"`
+
+	// Path The field that failed, by names and list indexes.
+	Path []interface{} `json:"path,omitempty,omitzero"`
+}
+
+// GraphQLRequest A GraphQL request, as catalogd takes it (`query`), with GraphQL over HTTP's `variables` and `operationName`.
+type GraphQLRequest struct {
+	// OperationName Which operation of the document to run, when it has several.
+	OperationName string `json:"operationName,omitempty,omitzero"`
+
+	// Query The GraphQL document, at most 100000 bytes.
+	//
+	// Example: { olmpackages(limit: 5) { name defaultChannel } }
+	Query string `json:"query"`
+
+	// Variables Values of the document's variables.
+	Variables map[string]interface{} `json:"variables,omitempty,omitzero"`
+}
+
+// GraphQLResponse The GraphQL answer, as catalogd encodes it.
+type GraphQLResponse struct {
+	// Data The fields asked for; null when the query did not run.
+	Data   map[string]interface{} `json:"data,omitempty,omitzero"`
+	Errors []GraphQLError         `json:"errors,omitempty,omitzero"`
+}
+
 // HeadChange A channel's head before and after; absent where the channel was absent or had no head.
 type HeadChange struct {
 	After   string `json:"after,omitempty,omitzero"`
@@ -1887,3 +1923,6 @@ type ResolveParams struct {
 	// left unset.
 	AcceptEncoding *AcceptEncodingHeader `json:"Accept-Encoding,omitempty"`
 }
+
+// QueryCatalogGraphQLJSONRequestBody defines body for QueryCatalogGraphQL for application/json ContentType.
+type QueryCatalogGraphQLJSONRequestBody = GraphQLRequest

@@ -38,6 +38,7 @@ import (
 	catalogd "github.com/catalogd/catalogd"
 	"github.com/catalogd/catalogd/api/catalogapi"
 	"github.com/catalogd/catalogd/internal/catalogs"
+	"github.com/catalogd/catalogd/internal/graphqlapi"
 	"github.com/catalogd/catalogd/internal/store"
 )
 
@@ -67,6 +68,8 @@ type Server struct {
 	// bundleRelease is whether a resolution that does not say reads
 	// releases with BundleReleaseSupport on.
 	bundleRelease bool
+	// graphql answers catalogd's GraphQL endpoint.
+	graphql *graphqlapi.Service
 }
 
 // Options configure the REST API.
@@ -81,13 +84,21 @@ type Options struct {
 	// releases: as the operator-controller the server stands in for, with
 	// its BundleReleaseSupport gate on or off (its default).
 	BundleReleaseSupport bool
+	// GraphQLLimits bound each GraphQL query; zero means
+	// graphqlapi.DefaultLimits.
+	GraphQLLimits graphqlapi.Limits
 }
 
 // New returns the REST API as an http.Handler. /healthz and /readyz are
 // not its business: internal/server answers them beside it, knowing
 // whether the catalogs are indexed.
 func New(cats Catalogs, idx Indexes, opts Options) *Server {
-	s := &Server{cats: cats, idx: idx, log: opts.Log, bundleRelease: opts.BundleReleaseSupport}
+	limits := opts.GraphQLLimits
+	if limits == (graphqlapi.Limits{}) {
+		limits = graphqlapi.DefaultLimits
+	}
+	s := &Server{cats: cats, idx: idx, log: opts.Log, bundleRelease: opts.BundleReleaseSupport,
+		graphql: graphqlapi.New(opts.Log.WithName("graphql"), limits)}
 	var m *metrics
 	if opts.Metrics != nil {
 		m = newMetrics(opts.Metrics)
@@ -102,7 +113,11 @@ func New(cats Catalogs, idx Indexes, opts Options) *Server {
 		s.writeProblem(w, r, &problem{status: http.StatusNotFound, typ: "not-found", detail: fmt.Sprintf("no endpoint at %s", r.URL.Path)})
 	})
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
-		s.writeProblem(w, r, &problem{status: http.StatusMethodNotAllowed, typ: "method-not-allowed", detail: fmt.Sprintf("%s is not allowed here; the API is read-only (GET)", r.Method)})
+		detail := fmt.Sprintf("%s is not allowed here; the API is read-only (GET)", r.Method)
+		if strings.HasSuffix(r.URL.Path, graphqlPath) {
+			detail = fmt.Sprintf("%s is not allowed here; GraphQL queries are POSTed", r.Method)
+		}
+		s.writeProblem(w, r, &problem{status: http.StatusMethodNotAllowed, typ: "method-not-allowed", detail: detail})
 	})
 	r.Get("/", s.getIndex)
 	r.Get("/openapi.yaml", s.serveSpec)
@@ -124,6 +139,7 @@ func New(cats Catalogs, idx Indexes, opts Options) *Server {
 		r.Get("/resolve", s.resolveOne)
 		r.Get("/api/v1/all", s.catalogHandler(s.serveAll))
 		r.Get("/api/v1/metas", s.catalogHandler(s.serveMetas, "schema", "package", "name"))
+		r.Post(graphqlPath, s.catalogHandler(s.serveGraphQL))
 	})
 	s.router = r
 	return s

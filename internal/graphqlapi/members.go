@@ -1,0 +1,121 @@
+package graphqlapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"unicode/utf8"
+)
+
+// members splits blob, a JSON object, into its members' keys and raw
+// values without decoding the values, calling fn for each; it reports
+// false when blob is not an object it can read. The index holds only
+// blobs that parsed as JSON when it was built, so this scan need not
+// validate them again: it only finds where each value ends. Decoding a
+// whole bundle to answer its name cost most of a query's time.
+func members(blob []byte, fn func(key string, raw []byte)) bool {
+	i := skipSpace(blob, 0)
+	if i >= len(blob) || blob[i] != '{' {
+		return false
+	}
+	i = skipSpace(blob, i+1)
+	if i < len(blob) && blob[i] == '}' {
+		return true
+	}
+	for i < len(blob) {
+		if blob[i] != '"' {
+			return false
+		}
+		end := stringEnd(blob, i)
+		if end < 0 {
+			return false
+		}
+		key := blob[i:end]
+		var k string
+		if bytes.IndexByte(key, '\\') < 0 && utf8.Valid(key) {
+			k = string(key[1 : len(key)-1])
+		} else if err := json.Unmarshal(key, &k); err != nil {
+			return false
+		}
+		i = skipSpace(blob, end)
+		if i >= len(blob) || blob[i] != ':' {
+			return false
+		}
+		start := skipSpace(blob, i+1)
+		vend := valueEnd(blob, start)
+		if vend < 0 {
+			return false
+		}
+		fn(k, blob[start:vend])
+		i = skipSpace(blob, vend)
+		if i >= len(blob) {
+			return false
+		}
+		switch blob[i] {
+		case ',':
+			i = skipSpace(blob, i+1)
+		case '}':
+			return true
+		default:
+			return false
+		}
+	}
+	return false
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\n' || b[i] == '\t' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// stringEnd is the index after the string starting at b[i] (a quote), or -1.
+func stringEnd(b []byte, i int) int {
+	for j := i + 1; j < len(b); j++ {
+		switch b[j] {
+		case '\\':
+			j++
+		case '"':
+			return j + 1
+		}
+	}
+	return -1
+}
+
+// valueEnd is the index after the value starting at b[i], or -1.
+func valueEnd(b []byte, i int) int {
+	if i >= len(b) {
+		return -1
+	}
+	switch b[i] {
+	case '"':
+		return stringEnd(b, i)
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(b); j++ {
+			switch b[j] {
+			case '"':
+				e := stringEnd(b, j)
+				if e < 0 {
+					return -1
+				}
+				j = e - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return j + 1
+				}
+			}
+		}
+		return -1
+	}
+	j := i
+	for j < len(b) && b[j] != ',' && b[j] != '}' && b[j] != ']' && b[j] != ' ' && b[j] != '\n' && b[j] != '\t' && b[j] != '\r' {
+		j++
+	}
+	if j == i {
+		return -1
+	}
+	return j
+}

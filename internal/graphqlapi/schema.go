@@ -1,0 +1,334 @@
+package graphqlapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"sync"
+
+	"github.com/graphql-go/graphql"
+	"github.com/graphql-go/graphql/language/ast"
+
+	"github.com/catalogd/catalogd/internal/query"
+)
+
+// Paging of a schema's list field, as catalogd pages: a limit outside
+// 1..maxLimit is maxLimit, a negative offset is 0.
+const maxLimit = 100
+
+// built is a catalog's GraphQL schema, made once per index file.
+type built struct {
+	schema graphql.Schema
+	shapes map[string]*shape
+}
+
+// build makes the schema of the shapes discovered: a list field per
+// catalog schema, summary, and catalog, the typed questions the REST API
+// answers. Two schemas whose type or list field names would be the same
+// are refused, as catalogd refuses them.
+func build(d *discovery) (*built, error) {
+	names := slices.Sorted(func(yield func(string) bool) {
+		for n := range d.schemas {
+			if !yield(n) {
+				return
+			}
+		}
+	})
+	types, lists := map[string]string{}, map[string]string{}
+	for _, n := range names {
+		if other, ok := types[typeName(n)]; ok {
+			return nil, fmt.Errorf("type name collision: schemas %q and %q both sanitize to GraphQL type %q", other, n, typeName(n))
+		}
+		types[typeName(n)] = n
+	}
+	for _, n := range names {
+		if other, ok := lists[listName(n)]; ok {
+			return nil, fmt.Errorf("query field collision: schemas %q and %q both map to field %q", other, n, listName(n))
+		}
+		lists[listName(n)] = n
+	}
+	names2 := &nestedNames{cache: nameCache{}}
+	fields := graphql.Fields{}
+	for _, n := range names {
+		fields[listName(n)] = listField(n, d.schemas[n], names2)
+	}
+	fields["summary"] = summaryField(d.schemas, names)
+	fields["catalog"] = catalogField()
+	schema, err := graphql.NewSchema(graphql.SchemaConfig{Query: graphql.NewObject(graphql.ObjectConfig{Name: "Query", Fields: fields})})
+	if err != nil {
+		return nil, fmt.Errorf("failed to create GraphQL schema: %w", err)
+	}
+	return &built{schema: schema, shapes: d.schemas}, nil
+}
+
+func scalarType(l leaf) graphql.Output {
+	var t graphql.Output
+	switch l.scalar {
+	case scalarInt:
+		t = graphql.Int
+	case scalarFloat:
+		t = graphql.Float
+	case scalarBoolean:
+		t = graphql.Boolean
+	default:
+		t = graphql.String
+	}
+	if l.list {
+		return graphql.NewList(t)
+	}
+	return t
+}
+
+// listField is the field listing the objects of one schema, a page at a
+// time, filtered in SQL by package and name when asked.
+func listField(schema string, s *shape, nn *nestedNames) *graphql.Field {
+	fields := graphql.Fields{}
+	for name, f := range s.fields {
+		if len(f.nested) > 0 {
+			fields[name] = &graphql.Field{
+				Type:    graphql.NewList(nestedType(typeName(schema)+typeName(name), f.nested, nn)),
+				Resolve: topResolver(f, false),
+			}
+			continue
+		}
+		fields[name] = &graphql.Field{Type: scalarType(f.leaf), Resolve: topResolver(f, true)}
+	}
+	obj := graphql.NewObject(graphql.ObjectConfig{Name: typeName(schema), Fields: fields})
+	return &graphql.Field{
+		Type: graphql.NewList(obj),
+		Args: graphql.FieldConfigArgument{
+			"limit":   {Type: graphql.Int, DefaultValue: maxLimit, Description: "Maximum number of items to return"},
+			"offset":  {Type: graphql.Int, DefaultValue: 0, Description: "Number of items to skip"},
+			"package": {Type: graphql.String, Description: "Only the objects of this package (catalogd extension)"},
+			"name":    {Type: graphql.String, Description: "Only the objects of this name (catalogd extension)"},
+		},
+		Resolve: func(p graphql.ResolveParams) (any, error) {
+			r := runOf(p.Context)
+			if stop, err := r.halt(); stop {
+				return nil, err
+			}
+			limit, _ := p.Args["limit"].(int)
+			if limit <= 0 || limit > maxLimit {
+				limit = maxLimit
+			}
+			offset, _ := p.Args["offset"].(int)
+			offset = max(offset, 0)
+			pkg, _ := p.Args["package"].(string)
+			name, _ := p.Args["name"].(string)
+			keep := wantedKeys(p, s)
+			var out []any
+			err := r.cat.BlobPage(p.Context, query.BlobFilter{Schema: schema, Package: pkg, Name: name}, query.Page{Offset: offset, Limit: limit},
+				func(blob []byte) error {
+					if err := r.object(); err != nil {
+						return err
+					}
+					o, ok := decodeObject(blob, keep)
+					if !ok {
+						return nil
+					}
+					for _, v := range o {
+						if err := r.charge(len(v)); err != nil {
+							return err
+						}
+					}
+					out = append(out, o)
+					return nil
+				})
+			var bound *boundError
+			if errors.As(err, &bound) {
+				return nil, r.fail(bound)
+			}
+			if err != nil {
+				return nil, r.fail(fmt.Errorf("error loading objects for schema %s: %w", schema, err))
+			}
+			return out, nil
+		},
+	}
+}
+
+// object is a catalog object with the raw values of the keys a query
+// selects; values are decoded only when resolved.
+type object map[string]json.RawMessage
+
+// decodeObject takes from blob, a JSON object, the raw values of the keys
+// in keep (or of every key when keep is nil), copied; later duplicates of
+// a key win, as in encoding/json. A blob that is no object is skipped, as
+// catalogd skips it.
+func decodeObject(blob []byte, keep map[string]bool) (object, bool) {
+	o := object{}
+	ok := members(blob, func(k string, raw []byte) {
+		if keep == nil || keep[k] {
+			o[k] = bytes.Clone(raw)
+		}
+	})
+	return o, ok
+}
+
+// wantedKeys are the JSON keys of the fields a list field's selection
+// names, through fragments too; nil (every key) when it cannot tell.
+func wantedKeys(p graphql.ResolveParams, s *shape) map[string]bool {
+	keep := map[string]bool{}
+	seen := map[string]bool{}
+	var walk func(ss *ast.SelectionSet) bool
+	walk = func(ss *ast.SelectionSet) bool {
+		if ss == nil {
+			return true
+		}
+		for _, sel := range ss.Selections {
+			switch sel := sel.(type) {
+			case *ast.Field:
+				if f := s.fields[sel.Name.Value]; f != nil {
+					for _, k := range f.keys {
+						keep[k] = true
+					}
+				}
+			case *ast.InlineFragment:
+				if !walk(sel.SelectionSet) {
+					return false
+				}
+			case *ast.FragmentSpread:
+				name := sel.Name.Value
+				if seen[name] {
+					continue
+				}
+				seen[name] = true
+				def, ok := p.Info.Fragments[name].(*ast.FragmentDefinition)
+				if !ok || !walk(def.SelectionSet) {
+					return false
+				}
+			default:
+				return false
+			}
+		}
+		return true
+	}
+	for _, fa := range p.Info.FieldASTs {
+		if !walk(fa.SelectionSet) {
+			return nil
+		}
+	}
+	return keep
+}
+
+// topResolver resolves a top-level field of a schema's objects: a scalar
+// (objects and arrays as their JSON text, as catalogd answers them), or,
+// when leaf is false, the decoded array of a nested object type.
+func topResolver(f *field, isLeaf bool) graphql.FieldResolveFn {
+	return func(p graphql.ResolveParams) (any, error) {
+		r := runOf(p.Context)
+		if stop, err := r.halt(); stop {
+			return nil, err
+		}
+		o, ok := p.Source.(object)
+		if !ok {
+			return nil, nil
+		}
+		for _, k := range f.keys {
+			raw, ok := o[k]
+			if !ok {
+				continue
+			}
+			var v any
+			if err := json.Unmarshal(raw, &v); err != nil {
+				return nil, r.fail(fmt.Errorf("decode field %q: %w", k, err))
+			}
+			if !isLeaf {
+				return v, r.fail(r.charge(len(raw)))
+			}
+			return r.leafValue(v)
+		}
+		return nil, r.fail(r.charge(0))
+	}
+}
+
+// nestedNames caches the field names of JSON keys met in nested objects,
+// shared by every resolver of one schema.
+type nestedNames struct {
+	mu    sync.Mutex
+	cache nameCache
+}
+
+func (n *nestedNames) field(key string) string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.cache.field(key)
+}
+
+// nestedType is the object type of the elements of an array of objects.
+// A field is looked up by its own name first, then by any key mapping to
+// it (the first in sorted order), as catalogd looks it up.
+func nestedType(name string, fields map[string]leaf, nn *nestedNames) *graphql.Object {
+	gf := graphql.Fields{}
+	for fname, l := range fields {
+		gf[fname] = &graphql.Field{Type: scalarType(l), Resolve: func(p graphql.ResolveParams) (any, error) {
+			r := runOf(p.Context)
+			if stop, err := r.halt(); stop {
+				return nil, err
+			}
+			src, ok := p.Source.(map[string]any)
+			if !ok {
+				return nil, nil
+			}
+			if v, ok := src[fname]; ok {
+				return r.leafValue(v)
+			}
+			var keys []string
+			for k := range src {
+				if nn.field(k) == fname {
+					keys = append(keys, k)
+				}
+			}
+			if len(keys) == 0 {
+				return nil, r.fail(r.charge(0))
+			}
+			sort.Strings(keys)
+			return r.leafValue(src[keys[0]])
+		}}
+	}
+	return graphql.NewObject(graphql.ObjectConfig{Name: name, Fields: gf})
+}
+
+// leafValue is v as a scalar field answers it: objects and arrays as their
+// JSON text.
+func (r *run) leafValue(v any) (any, error) {
+	switch s := v.(type) {
+	case map[string]any, []any:
+		b, err := json.Marshal(v)
+		if err != nil {
+			return fmt.Sprintf("%v", v), r.fail(r.charge(0))
+		}
+		return string(b), r.fail(r.charge(len(b)))
+	case string:
+		return s, r.fail(r.charge(len(s)))
+	}
+	return v, r.fail(r.charge(0))
+}
+
+var summaryType = graphql.NewObject(graphql.ObjectConfig{
+	Name: "CatalogSummary",
+	Fields: graphql.Fields{
+		"totalSchemas": {Type: graphql.Int},
+		"schemas": {Type: graphql.NewList(graphql.NewObject(graphql.ObjectConfig{
+			Name: "SchemaSummary",
+			Fields: graphql.Fields{
+				"name":         {Type: graphql.String},
+				"totalObjects": {Type: graphql.Int},
+				"totalFields":  {Type: graphql.Int},
+			},
+		}))},
+	},
+})
+
+// summaryField answers the catalog's schemas with their object and field
+// counts, by schema name.
+func summaryField(shapes map[string]*shape, names []string) *graphql.Field {
+	schemas := make([]any, 0, len(names))
+	for _, n := range names {
+		schemas = append(schemas, map[string]any{"name": n, "totalObjects": shapes[n].objects, "totalFields": len(shapes[n].fields)})
+	}
+	summary := map[string]any{"totalSchemas": len(names), "schemas": schemas}
+	return &graphql.Field{Type: summaryType, Resolve: func(graphql.ResolveParams) (any, error) { return summary, nil }}
+}
