@@ -241,13 +241,7 @@ func TestFailedUntilTheSourceChanges(t *testing.T) {
 		e := newEnv(t, catalogsync.Options{Log: log.logger(), MinBackoff: time.Millisecond, MaxBackoff: time.Hour})
 		e.svc.Set(catalogsync.Spec{Name: "x", Fetcher: catalogsync.DirFetcher{Path: dir}})
 		e.svc.MarkLoaded()
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- e.svc.Start(ctx) }()
-		t.Cleanup(func() {
-			cancel()
-			<-done
-		})
+		e.run(t)
 		// Five failed looks in a row: a backoff of 16 ms or more.
 		await.True(t, "five failed syncs", syncWait, func() bool { return e.svc.Backoff("x", 0) >= 16*time.Millisecond })
 		c, _ := e.table.Get("x")
