@@ -19,6 +19,7 @@ import (
 
 // Values of CatalogState.
 const (
+	CatalogStateFailed      = catalogapi.CatalogStateFailed
 	CatalogStatePending     = catalogapi.CatalogStatePending
 	CatalogStateServing     = catalogapi.CatalogStateServing
 	CatalogStateUnavailable = catalogapi.CatalogStateUnavailable
@@ -485,7 +486,8 @@ type ClientInterface interface {
 	//
 	// The catalog's state and counts, which FBC schemas it holds, and the
 	// validation problems found when it was indexed. Answers for catalogs
-	// that are not indexed yet too (with `state: Pending`).
+	// that are not indexed yet too (with `state: Pending`, or `Failed` and
+	// the reason in `lastError`).
 	//
 	// Corresponds with GET /catalogs/{catalog} (the `GetCatalog` operationId).
 	GetCatalog(ctx context.Context, catalog CatalogParam, params *GetCatalogParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -776,7 +778,8 @@ func (c *Client) ListCatalogs(ctx context.Context, params *ListCatalogsParams, r
 //
 // The catalog's state and counts, which FBC schemas it holds, and the
 // validation problems found when it was indexed. Answers for catalogs
-// that are not indexed yet too (with `state: Pending`).
+// that are not indexed yet too (with `state: Pending`, or `Failed` and
+// the reason in `lastError`).
 //
 // Corresponds with GET /catalogs/{catalog} (the `GetCatalog` operationId).
 func (c *Client) GetCatalog(ctx context.Context, catalog CatalogParam, params *GetCatalogParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -3317,7 +3320,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// The catalog's state and counts, which FBC schemas it holds, and the
 	// validation problems found when it was indexed. Answers for catalogs
-	// that are not indexed yet too (with `state: Pending`).
+	// that are not indexed yet too (with `state: Pending`, or `Failed` and
+	// the reason in `lastError`).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -5564,7 +5568,8 @@ func (c *ClientWithResponses) ListCatalogsWithResponse(ctx context.Context, para
 //
 // The catalog's state and counts, which FBC schemas it holds, and the
 // validation problems found when it was indexed. Answers for catalogs
-// that are not indexed yet too (with `state: Pending`).
+// that are not indexed yet too (with `state: Pending`, or `Failed` and
+// the reason in `lastError`).
 //
 // Returns a wrapper object for the known response body format(s).
 //

@@ -12,6 +12,7 @@ import (
 
 // Defines values for CatalogState.
 const (
+	CatalogStateFailed      CatalogState = "Failed"
 	CatalogStatePending     CatalogState = "Pending"
 	CatalogStateServing     CatalogState = "Serving"
 	CatalogStateUnavailable CatalogState = "Unavailable"
@@ -20,6 +21,8 @@ const (
 // Valid indicates whether the value is a known member of the CatalogState enum.
 func (e CatalogState) Valid() bool {
 	switch e {
+	case CatalogStateFailed:
+		return true
 	case CatalogStatePending:
 		return true
 	case CatalogStateServing:
@@ -369,7 +372,8 @@ type CatalogDetail struct {
 	IndexedAt *time.Time `json:"indexedAt"`
 
 	// LastError Why the last attempt to rebuild the index failed, while the catalog
-	// keeps serving its previous index (or stays Pending). Absent when
+	// keeps serving its previous index (or stays Pending, or is Failed
+	// when there is none and the content is at fault). Absent when
 	// the last attempt succeeded.
 	//
 	//
@@ -409,9 +413,17 @@ type CatalogDetail struct {
 
 	// State Whether the catalog answers queries.
 	// `Serving`: indexed and answering (possibly from an older index, see
-	// `lastError`). `Pending`: known but not indexed yet; its data endpoints
-	// answer `503`. `Unavailable`: switched off by its owner; its data
-	// endpoints answer `503`.
+	// `lastError`). `Pending`: known but not indexed yet, still being
+	// tried (a first build, or a failure a retry may get past: a
+	// registry that is down, a timeout); its data endpoints answer `503`
+	// with Retry-After. `Failed`: not indexed, and the latest attempt
+	// failed on the content itself (not a catalog, an invalid catalog, a
+	// checksum that does not match), which no retry of the same content
+	// fixes; `lastError` says why, its data endpoints answer `503`
+	// without Retry-After, and it serves as soon as its source holds
+	// other content that indexes (a new digest, a fixed directory).
+	// `Unavailable`: switched off by its owner; its data endpoints answer
+	// `503`.
 	//
 	//
 	// Example: Serving
@@ -430,9 +442,17 @@ type CatalogName = string
 
 // CatalogState Whether the catalog answers queries.
 // `Serving`: indexed and answering (possibly from an older index, see
-// `lastError`). `Pending`: known but not indexed yet; its data endpoints
-// answer `503`. `Unavailable`: switched off by its owner; its data
-// endpoints answer `503`.
+// `lastError`). `Pending`: known but not indexed yet, still being
+// tried (a first build, or a failure a retry may get past: a
+// registry that is down, a timeout); its data endpoints answer `503`
+// with Retry-After. `Failed`: not indexed, and the latest attempt
+// failed on the content itself (not a catalog, an invalid catalog, a
+// checksum that does not match), which no retry of the same content
+// fixes; `lastError` says why, its data endpoints answer `503`
+// without Retry-After, and it serves as soon as its source holds
+// other content that indexes (a new digest, a fixed directory).
+// `Unavailable`: switched off by its owner; its data endpoints answer
+// `503`.
 //
 // Example: Serving
 type CatalogState string
@@ -448,7 +468,8 @@ type CatalogSummary struct {
 	IndexedAt *time.Time `json:"indexedAt"`
 
 	// LastError Why the last attempt to rebuild the index failed, while the catalog
-	// keeps serving its previous index (or stays Pending). Absent when
+	// keeps serving its previous index (or stays Pending, or is Failed
+	// when there is none and the content is at fault). Absent when
 	// the last attempt succeeded.
 	//
 	//
@@ -483,9 +504,17 @@ type CatalogSummary struct {
 
 	// State Whether the catalog answers queries.
 	// `Serving`: indexed and answering (possibly from an older index, see
-	// `lastError`). `Pending`: known but not indexed yet; its data endpoints
-	// answer `503`. `Unavailable`: switched off by its owner; its data
-	// endpoints answer `503`.
+	// `lastError`). `Pending`: known but not indexed yet, still being
+	// tried (a first build, or a failure a retry may get past: a
+	// registry that is down, a timeout); its data endpoints answer `503`
+	// with Retry-After. `Failed`: not indexed, and the latest attempt
+	// failed on the content itself (not a catalog, an invalid catalog, a
+	// checksum that does not match), which no retry of the same content
+	// fixes; `lastError` says why, its data endpoints answer `503`
+	// without Retry-After, and it serves as soon as its source holds
+	// other content that indexes (a new digest, a fixed directory).
+	// `Unavailable`: switched off by its owner; its data endpoints answer
+	// `503`.
 	//
 	//
 	// Example: Serving
@@ -920,7 +949,8 @@ type PackageSummary struct {
 // Problem An error, as an RFC 9457 problem details object. Known types:
 // `/problems/invalid-parameter` (400), `/problems/unknown-parameter`
 // (400), `/problems/not-found` (404), `/problems/catalog-not-ready`
-// (503), `/problems/catalog-unavailable` (503),
+// (503), `/problems/catalog-failed` (503),
+// `/problems/catalog-unavailable` (503),
 // `/problems/range-not-satisfiable` (416),
 // `/problems/precondition-failed` (412), `/problems/version-gone`
 // (410), `/problems/internal` (500).
@@ -1188,8 +1218,9 @@ type ResolveCatalog struct {
 	// `LowerPriority`: a catalog of higher priority offers a bundle.
 	// `SamePriority`: it ties with another catalog, which fails the
 	// resolution. `NotSelected`: the selector does not match its labels.
-	// `Unavailable`: switched off. `NotIndexed`: not indexed yet. The
-	// last three are not considered.
+	// `Unavailable`: switched off. `NotIndexed`: no index to read
+	// (state `Pending` or `Failed`). The last three are not
+	// considered.
 	Outcome  ResolveCatalogOutcome `json:"outcome"`
 	Priority int32                 `json:"priority"`
 }
@@ -1200,8 +1231,9 @@ type ResolveCatalog struct {
 // `LowerPriority`: a catalog of higher priority offers a bundle.
 // `SamePriority`: it ties with another catalog, which fails the
 // resolution. `NotSelected`: the selector does not match its labels.
-// `Unavailable`: switched off. `NotIndexed`: not indexed yet. The
-// last three are not considered.
+// `Unavailable`: switched off. `NotIndexed`: no index to read
+// (state `Pending` or `Failed`). The last three are not
+// considered.
 type ResolveCatalogOutcome string
 
 // ResolvedBundle The bundle that would be installed; `deprecation` is its own
@@ -1355,7 +1387,8 @@ type VersionParam = string
 // BadRequest An error, as an RFC 9457 problem details object. Known types:
 // `/problems/invalid-parameter` (400), `/problems/unknown-parameter`
 // (400), `/problems/not-found` (404), `/problems/catalog-not-ready`
-// (503), `/problems/catalog-unavailable` (503),
+// (503), `/problems/catalog-failed` (503),
+// `/problems/catalog-unavailable` (503),
 // `/problems/range-not-satisfiable` (416),
 // `/problems/precondition-failed` (412), `/problems/version-gone`
 // (410), `/problems/internal` (500).
@@ -1364,7 +1397,8 @@ type BadRequest = Problem
 // CatalogNotReady An error, as an RFC 9457 problem details object. Known types:
 // `/problems/invalid-parameter` (400), `/problems/unknown-parameter`
 // (400), `/problems/not-found` (404), `/problems/catalog-not-ready`
-// (503), `/problems/catalog-unavailable` (503),
+// (503), `/problems/catalog-failed` (503),
+// `/problems/catalog-unavailable` (503),
 // `/problems/range-not-satisfiable` (416),
 // `/problems/precondition-failed` (412), `/problems/version-gone`
 // (410), `/problems/internal` (500).
@@ -1373,7 +1407,8 @@ type CatalogNotReady = Problem
 // InternalError An error, as an RFC 9457 problem details object. Known types:
 // `/problems/invalid-parameter` (400), `/problems/unknown-parameter`
 // (400), `/problems/not-found` (404), `/problems/catalog-not-ready`
-// (503), `/problems/catalog-unavailable` (503),
+// (503), `/problems/catalog-failed` (503),
+// `/problems/catalog-unavailable` (503),
 // `/problems/range-not-satisfiable` (416),
 // `/problems/precondition-failed` (412), `/problems/version-gone`
 // (410), `/problems/internal` (500).
@@ -1382,7 +1417,8 @@ type InternalError = Problem
 // NotFound An error, as an RFC 9457 problem details object. Known types:
 // `/problems/invalid-parameter` (400), `/problems/unknown-parameter`
 // (400), `/problems/not-found` (404), `/problems/catalog-not-ready`
-// (503), `/problems/catalog-unavailable` (503),
+// (503), `/problems/catalog-failed` (503),
+// `/problems/catalog-unavailable` (503),
 // `/problems/range-not-satisfiable` (416),
 // `/problems/precondition-failed` (412), `/problems/version-gone`
 // (410), `/problems/internal` (500).
@@ -1391,7 +1427,8 @@ type NotFound = Problem
 // PreconditionFailed An error, as an RFC 9457 problem details object. Known types:
 // `/problems/invalid-parameter` (400), `/problems/unknown-parameter`
 // (400), `/problems/not-found` (404), `/problems/catalog-not-ready`
-// (503), `/problems/catalog-unavailable` (503),
+// (503), `/problems/catalog-failed` (503),
+// `/problems/catalog-unavailable` (503),
 // `/problems/range-not-satisfiable` (416),
 // `/problems/precondition-failed` (412), `/problems/version-gone`
 // (410), `/problems/internal` (500).
@@ -1400,7 +1437,8 @@ type PreconditionFailed = Problem
 // RangeNotSatisfiable An error, as an RFC 9457 problem details object. Known types:
 // `/problems/invalid-parameter` (400), `/problems/unknown-parameter`
 // (400), `/problems/not-found` (404), `/problems/catalog-not-ready`
-// (503), `/problems/catalog-unavailable` (503),
+// (503), `/problems/catalog-failed` (503),
+// `/problems/catalog-unavailable` (503),
 // `/problems/range-not-satisfiable` (416),
 // `/problems/precondition-failed` (412), `/problems/version-gone`
 // (410), `/problems/internal` (500).
@@ -1414,7 +1452,8 @@ type ResolutionFailed = ResolutionProblem
 // VersionGone An error, as an RFC 9457 problem details object. Known types:
 // `/problems/invalid-parameter` (400), `/problems/unknown-parameter`
 // (400), `/problems/not-found` (404), `/problems/catalog-not-ready`
-// (503), `/problems/catalog-unavailable` (503),
+// (503), `/problems/catalog-failed` (503),
+// `/problems/catalog-unavailable` (503),
 // `/problems/range-not-satisfiable` (416),
 // `/problems/precondition-failed` (412), `/problems/version-gone`
 // (410), `/problems/internal` (500).

@@ -3,6 +3,7 @@ package catalogcli_test
 import (
 	"bytes"
 	"errors"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -125,6 +126,39 @@ func TestFailedBuildInDefaultTable(t *testing.T) {
 	}
 	if wide := c.ok(t, "catalogs", "-o", "wide"); !strings.Contains(wide, "broken.json") {
 		t.Errorf("-o wide:\n%s\ndoes not say which file broke the build", wide)
+	}
+}
+
+// TestFailedCatalogInDefaultTable: a catalog whose content cannot index
+// shows as Failed in the default table, beside one that serves; commands
+// over every catalog answer from the one that serves, and one that names
+// the Failed catalog says why it cannot answer.
+func TestFailedCatalogInDefaultTable(t *testing.T) {
+	const hint = "no olm.package, olm.channel or olm.bundle blob was found"
+	docs := t.TempDir()
+	if err := os.WriteFile(filepath.Join(docs, "README.md"), []byte("# Notes\n\nNot a catalog: prose.\n- a list: item\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, base := catalogdproc.Serve(t, catalogd, "--data-dir", t.TempDir(), "--catalog", "demo="+demoDir, "--catalog", "docs="+docs)
+	c := newCLI(t, "--server", base)
+
+	states := map[string][2]string{} // name → STATE, LAST BUILD
+	for _, row := range strings.Split(strings.TrimSpace(c.ok(t, "catalogs", "--no-headers")), "\n") {
+		f := strings.Fields(row)
+		if len(f) < 3 {
+			t.Fatalf("row %q has too few columns", row)
+		}
+		states[f[0]] = [2]string{f[1], f[2]}
+	}
+	if want := map[string][2]string{"demo": {"Serving", "Succeeded"}, "docs": {"Failed", "Failed"}}; !maps.Equal(states, want) {
+		t.Errorf("catalogs: STATE and LAST BUILD %v, want %v", states, want)
+	}
+	if got, want := lines(c.ok(t, "packages", "-o", "name")), sortedKeys(fbcfacts.Load(t, demoDir).Packages); !slices.Equal(got, want) {
+		t.Errorf("packages of every catalog: %v, want demo's %v", got, want)
+	}
+	out, errOut, ok := c.run(t, "packages", "-c", "docs")
+	if ok || out != "" || !strings.Contains(errOut, "failed to index") || !strings.Contains(errOut, hint) {
+		t.Errorf("packages -c docs: succeeded %v, stdout %q, stderr %q; want a failure saying why", ok, out, errOut)
 	}
 }
 

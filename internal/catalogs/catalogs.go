@@ -1,7 +1,7 @@
 // Package catalogs owns the in-memory table of the catalogs a server knows
 // about and what is known of each beyond its index: where it comes from, its
 // priority and labels, whether its owner switched it off, and why its last
-// rebuild failed. The catalog-sync service (internal/catalogsync) is its one writer;
+// rebuild failed and whether retrying can help. The catalog-sync service (internal/catalogsync) is its one writer;
 // the HTTP API and the readiness check read it.
 //
 // Whether a catalog is Serving is not kept here: the store's live index is
@@ -18,8 +18,14 @@ import (
 type State string
 
 const (
-	// Pending: known, not indexed yet.
+	// Pending: known, not indexed yet; the first build has not run, or it
+	// failed in a way a retry may get past (a registry down, a timeout).
 	Pending State = "Pending"
+	// Failed: not indexed, and the latest attempt failed on the content
+	// itself (LastError says how): retrying that content cannot help, so
+	// only a change of source (a new digest, an edit under --watch) can
+	// make it serve.
+	Failed State = "Failed"
 	// Serving: indexed and answering (maybe from an older index, see LastError).
 	Serving State = "Serving"
 	// Unavailable: switched off by its owner.
@@ -38,18 +44,27 @@ type Catalog struct {
 	Unavailable bool
 	// LastError says why the last rebuild failed; empty after a success.
 	LastError string
+	// ContentFailed says LastError is about the content the source holds
+	// (an invalid catalog, a directory that is not one, a checksum that
+	// does not match), which fails the same way however often it is
+	// retried; false when there is no error or a retry may help.
+	ContentFailed bool
 }
 
 // State is the catalog's state given whether the store has a live index for
 // it: a catalog serves iff it has one and its owner has not switched it off.
 // Callers pass what they read from the store (an acquired snapshot, say), so
-// the state shown matches the index that answers.
+// the state shown matches the index that answers. A content failure makes
+// a catalog Failed only while it has nothing to serve: one with a live
+// index keeps Serving it, LastError saying that newer content failed.
 func (c Catalog) State(indexed bool) State {
 	switch {
 	case c.Unavailable:
 		return Unavailable
 	case indexed:
 		return Serving
+	case c.ContentFailed:
+		return Failed
 	default:
 		return Pending
 	}

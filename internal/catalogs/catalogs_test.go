@@ -52,18 +52,25 @@ func TestLoaded(t *testing.T) {
 
 func TestState(t *testing.T) {
 	for _, tc := range []struct {
-		unavailable, indexed bool
-		want                 State
+		unavailable, contentFailed, indexed bool
+		want                                State
 	}{
-		{false, false, Pending},
-		{false, true, Serving},
-		{true, false, Unavailable},
+		{false, false, false, Pending},
+		{false, false, true, Serving},
+		{true, false, false, Unavailable},
 		// Switched off while the loop has not removed the index yet: it
 		// answers nothing already.
-		{true, true, Unavailable},
+		{true, false, true, Unavailable},
+		// Content that cannot index, and nothing older to serve.
+		{false, true, false, Failed},
+		// A live index keeps serving whatever newer content did.
+		{false, true, true, Serving},
+		// Switched off, how its content failed no longer matters.
+		{true, true, false, Unavailable},
 	} {
-		if got := (Catalog{Unavailable: tc.unavailable}).State(tc.indexed); got != tc.want {
-			t.Errorf("unavailable %v, indexed %v: %s, want %s", tc.unavailable, tc.indexed, got, tc.want)
+		c := Catalog{Unavailable: tc.unavailable, ContentFailed: tc.contentFailed}
+		if got := c.State(tc.indexed); got != tc.want {
+			t.Errorf("unavailable %v, content failed %v, indexed %v: %s, want %s", tc.unavailable, tc.contentFailed, tc.indexed, got, tc.want)
 		}
 	}
 }

@@ -99,7 +99,9 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
-	byState := map[catalogs.State]int{catalogs.Pending: 0, catalogs.Serving: 0, catalogs.Unavailable: 0}
+	// Every state is reported, zero included, so that an alert on
+	// catalogd_catalogs{state="Failed"} > 0 has a series to read.
+	byState := map[catalogs.State]int{catalogs.Pending: 0, catalogs.Failed: 0, catalogs.Serving: 0, catalogs.Unavailable: 0}
 	for _, cat := range c.s.opts.Table.List() {
 		_, indexed := c.s.opts.Store.Info(cat.Name)
 		byState[cat.State(indexed)]++

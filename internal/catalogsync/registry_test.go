@@ -1,7 +1,6 @@
 package catalogsync_test
 
 import (
-	"context"
 	"io"
 	"net/http"
 	"os"
@@ -98,13 +97,7 @@ func TestMisbehavingRegistryKeepsTheLastIndex(t *testing.T) {
 			e := newEnv(t, catalogsync.Options{MinBackoff: 50 * time.Millisecond, MaxBackoff: 200 * time.Millisecond})
 			e.svc.Set(catalogsync.Spec{Name: "demo", Fetcher: catalogsync.ImageFetcher{Ref: ref, Unpacker: u, TempDir: t.TempDir()}})
 			e.svc.MarkLoaded()
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan error, 1)
-			go func() { done <- e.svc.Start(ctx) }()
-			t.Cleanup(func() {
-				cancel()
-				<-done
-			})
+			e.run(t)
 			await.True(t, "the first content to be served", syncWait, func() bool {
 				info, ok := e.store.Info("demo")
 				return ok && info.SourceRef == first

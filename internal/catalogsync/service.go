@@ -15,7 +15,6 @@
 package catalogsync
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -99,6 +98,10 @@ type Spec struct {
 	// replica has no error of its own: every replica then tells clients
 	// the same.
 	ReportedError string
+	// ReportedFailed says ReportedError is a content failure (the leader's
+	// Serving condition says so), so that a replica that has not tried
+	// that content itself shows the catalog Failed as the leader does.
+	ReportedFailed bool
 }
 
 // Result is what one successful sync did.
@@ -156,9 +159,24 @@ type entry struct {
 	// until the source's digest changes. badErr is why it failed.
 	badDigest string
 	badErr    error
-	// ownErr is the cleaned error of this replica's last sync, if it failed.
-	ownErr   string
-	stopLoop context.CancelFunc
+	// ownErr is the cleaned error of this replica's last sync, if it
+	// failed; ownFailed says it was a content error (IsContentError).
+	ownErr    string
+	ownFailed bool
+	stopLoop  context.CancelFunc
+}
+
+// lastError is what the table shows of the catalog's last failure: this
+// replica's own, or else the one its owner reported (Spec.ReportedError),
+// and whether it is a content failure; s.mu is held.
+func (e *entry) lastError() (msg string, contentFailed bool) {
+	if e.ownErr != "" {
+		return e.ownErr, e.ownFailed
+	}
+	if e.spec.ReportedError == "" {
+		return "", false
+	}
+	return Truncate(e.spec.ReportedError, maxErrorBytes), e.spec.ReportedFailed
 }
 
 // New returns a Service with no catalogs.
@@ -240,7 +258,7 @@ func (s *Service) Set(spec Spec) {
 	changed := !ok || describe(e.spec.Fetcher) != describe(spec.Fetcher) ||
 		e.spec.Unavailable != spec.Unavailable || e.spec.PollInterval != spec.PollInterval
 	if changed {
-		e.attempted, e.failures, e.badDigest, e.badErr, e.ownErr = false, 0, "", nil, ""
+		e.attempted, e.failures, e.badDigest, e.badErr, e.ownErr, e.ownFailed = false, 0, "", nil, "", false
 	}
 	e.spec = spec
 	c, _ := s.opts.Table.Get(spec.Name)
@@ -248,12 +266,12 @@ func (s *Service) Set(spec Spec) {
 	if c.Source == "" {
 		c.Source = describe(spec.Fetcher)
 	}
-	c.LastError = cmp.Or(e.ownErr, Truncate(spec.ReportedError, maxErrorBytes))
+	c.LastError, c.ContentFailed = e.lastError()
 	// Switched off, the catalog answers nothing at once; the loop removes
 	// its index.
 	c.Unavailable = spec.Unavailable
 	if c.Unavailable {
-		c.LastError = ""
+		c.LastError, c.ContentFailed = "", false
 	}
 	s.opts.Table.Put(c)
 	if s.runCtx != nil && e.stopLoop == nil {
@@ -489,7 +507,12 @@ func IsContentError(err error) bool {
 }
 
 // record writes the outcome of a sync into the table and the entry. The
-// state needs no writing: it follows from the store (Catalog.State).
+// state needs no writing: it follows from the store and from whether the
+// error is a content error (Catalog.State). A content error is Failed
+// only until the next attempt says otherwise: a transient error on the
+// way (the registry down while the tag is resolved again) makes the
+// catalog Pending, since the source may have moved to content that
+// indexes.
 func (s *Service) record(ctx context.Context, e *entry, res Result, err error) {
 	log := s.opts.Log.WithValues("catalog", e.name)
 	if err != nil && ctx.Err() != nil {
@@ -499,19 +522,19 @@ func (s *Service) record(ctx context.Context, e *entry, res Result, err error) {
 	}
 	s.mu.Lock()
 	e.attempted = true
-	e.ownErr = ""
+	e.ownErr, e.ownFailed = "", false
 	if err == nil {
 		e.failures, e.badDigest, e.badErr = 0, "", nil
 	} else {
 		e.failures++
-		e.ownErr = s.clean(err)
-		if IsContentError(err) && res.Digest != "" {
+		e.ownErr, e.ownFailed = s.clean(err), IsContentError(err)
+		if e.ownFailed && res.Digest != "" {
 			e.badDigest, e.badErr = res.Digest, err
 		}
 	}
-	lastError := cmp.Or(e.ownErr, Truncate(e.spec.ReportedError, maxErrorBytes))
+	lastError, contentFailed := e.lastError()
 	s.mu.Unlock()
-	s.opts.Table.Update(e.name, func(c *catalogs.Catalog) { c.LastError = lastError })
+	s.opts.Table.Update(e.name, func(c *catalogs.Catalog) { c.LastError, c.ContentFailed = lastError, contentFailed })
 	switch {
 	case err != nil:
 		// Sync's caller says what failed, once: the loop logs, the

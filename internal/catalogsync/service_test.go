@@ -53,6 +53,18 @@ func newEnvIn(t *testing.T, dataDir string, opts catalogsync.Options) *env {
 	return &env{store: indexes, table: table, svc: catalogsync.New(opts)}
 }
 
+// run runs the service's loops until the test ends.
+func (e *env) run(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.svc.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+}
+
 // brokenCatalog is the demo with one file that does not parse.
 func brokenCatalog(t *testing.T) string {
 	t.Helper()
@@ -155,13 +167,7 @@ func TestLoopPicksUpAFixWithinThePollInterval(t *testing.T) {
 	const poll = 300 * time.Millisecond
 	e.svc.Set(catalogsync.Spec{Name: "demo", Fetcher: imageFetcher(t, reg, "catalogs/demo:latest"), PollInterval: poll})
 	e.svc.MarkLoaded()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- e.svc.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
+	e.run(t)
 	// Enough failures in a row that an uncapped backoff (20 ms doubling)
 	// would now wait for minutes.
 	await.True(t, "a backoff past the poll interval", syncWait, func() bool { return e.svc.Backoff("demo", 0) > 10*time.Second })

@@ -118,8 +118,11 @@ func printSummary(out io.Writer, base string, cfg ServeConfig, api http.Handler,
 			continue
 		}
 		if r := results[c.Name]; r.Err != nil {
-			state := "Pending"
-			if detail.IndexedAt != nil {
+			// The state the API tells, so that the summary and GET
+			// /catalogs agree: Failed when the content itself is wrong and
+			// only a change of source helps, Pending when a retry may.
+			state := string(detail.State)
+			if detail.State == catalogapi.CatalogStateServing {
 				state = "Serving its previous index"
 			}
 			fmt.Fprintf(&b, "  %s: NOT INDEXED (%s): %v\n", c.Name, state, r.Err)

@@ -19,7 +19,8 @@ import (
 )
 
 // TestServeKeepsRunningWithABrokenCatalog serves a good and a broken
-// catalog: the good one answers, the broken one says why it does not.
+// catalog: the good one answers, the broken one says why it does not, and
+// that it is Failed: its content cannot index, so waiting does not help.
 func TestServeKeepsRunningWithABrokenCatalog(t *testing.T) {
 	broken := t.TempDir()
 	writeFile(t, filepath.Join(broken, "catalog.json"), brokenJSON)
@@ -33,7 +34,7 @@ func TestServeKeepsRunningWithABrokenCatalog(t *testing.T) {
 	for _, want := range []string{
 		"catalogd serving " + srv.base,
 		"demo: 5 packages, 13 channels, 30 bundles",
-		"broken: NOT INDEXED (Pending)",
+		"broken: NOT INDEXED (Failed)",
 		"parse catalog.json",
 		"curl -s " + srv.base + "/catalogs/demo/packages | jq",
 	} {
@@ -43,8 +44,8 @@ func TestServeKeepsRunningWithABrokenCatalog(t *testing.T) {
 	}
 
 	list := listCatalogs(t, api)
-	if got := list["broken"]; got.State != "Pending" || !strings.Contains(got.LastError, "catalog.json") || got.Priority != 5 {
-		t.Errorf("broken = %+v; want Pending, priority 5, lastError naming the file", got)
+	if got := list["broken"]; got.State != "Failed" || !strings.Contains(got.LastError, "catalog.json") || got.Priority != 5 {
+		t.Errorf("broken = %+v; want Failed, priority 5, lastError naming the file", got)
 	}
 	demo := getCatalog(t, api, "demo")
 	if demo.State != "Serving" || demo.LastError != "" ||
@@ -55,8 +56,8 @@ func TestServeKeepsRunningWithABrokenCatalog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if resp.StatusCode() != 503 {
-		t.Errorf("packages of the never-indexed catalog: %d, want 503", resp.StatusCode())
+	if resp.StatusCode() != 503 || resp.HTTPResponse.Header.Get("Retry-After") != "" {
+		t.Errorf("packages of the never-indexed catalog: %d, Retry-After %q; want 503 without Retry-After", resp.StatusCode(), resp.HTTPResponse.Header.Get("Retry-After"))
 	}
 }
 
@@ -95,8 +96,8 @@ func TestServeDataDirFromAnotherRun(t *testing.T) {
 	writeFile(t, filepath.Join(broken, "catalog.json"), brokenJSON)
 	other := startServe(t, "--data-dir", data, "--listen", "127.0.0.1:0", "--catalog", "demo="+broken)
 	got := getCatalog(t, apivalidate.NewClient(t, other.base), "demo")
-	if got.State != "Pending" || got.Counts.Packages != 0 || got.LastError == "" {
-		t.Errorf("demo from a broken directory = %+v; want Pending without the other directory's index", got)
+	if got.State != "Failed" || got.Counts.Packages != 0 || got.LastError == "" {
+		t.Errorf("demo from a broken directory = %+v; want Failed without the other directory's index", got)
 	}
 }
 

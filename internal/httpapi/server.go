@@ -205,6 +205,7 @@ var problemTitles = map[string]string{
 	"not-found":              "Not found",
 	"method-not-allowed":     "Method not allowed",
 	"catalog-not-ready":      "Catalog not indexed yet",
+	"catalog-failed":         "Catalog failed to index",
 	"catalog-unavailable":    "Catalog unavailable",
 	"range-not-satisfiable":  "Range not satisfiable",
 	"precondition-failed":    "Precondition failed",
@@ -322,13 +323,25 @@ func (s *Server) openCatalog(r *http.Request) (*store.Snapshot, error) {
 	}
 	snap, err := s.idx.Acquire(name)
 	if errors.Is(err, store.ErrNotIndexed) {
-		detail := fmt.Sprintf("catalog %q is not indexed yet", name)
-		if c.LastError != "" {
-			detail += "; last attempt failed: " + c.LastError
-		}
-		return nil, &problem{status: http.StatusServiceUnavailable, typ: "catalog-not-ready", param: "catalog", detail: detail, retryAfter: "5"}
+		return nil, notIndexed(c)
 	}
 	return snap, err
+}
+
+// notIndexed answers a request to catalog c, which has no index. A Failed
+// catalog's content cannot index however often it is tried, so it gets no
+// Retry-After: a client that waited as told would only be told the same
+// again, while the catalog serves only once someone changes its source.
+func notIndexed(c catalogs.Catalog) *problem {
+	if c.State(false) == catalogs.Failed {
+		return &problem{status: http.StatusServiceUnavailable, typ: "catalog-failed", param: "catalog",
+			detail: fmt.Sprintf("catalog %q failed to index and serves nothing until its source holds other content: %s", c.Name, c.LastError)}
+	}
+	detail := fmt.Sprintf("catalog %q is not indexed yet", c.Name)
+	if c.LastError != "" {
+		detail += "; last attempt failed: " + c.LastError
+	}
+	return &problem{status: http.StatusServiceUnavailable, typ: "catalog-not-ready", param: "catalog", detail: detail, retryAfter: "5"}
 }
 
 // lookupCatalog finds a catalog by name. A name the server does not know is

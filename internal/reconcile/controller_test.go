@@ -341,8 +341,8 @@ func TestReconciler(t *testing.T) {
 			if _, ok := e.store.Info(tc.name); ok {
 				t.Error("a blocked catalog has an index")
 			}
-			if c, _ := e.cats.Get(tc.name); e.state(tc.name) != catalogs.Pending || c.LastError == "" {
-				t.Errorf("registry has %+v, want Pending with a last error", c)
+			if c, _ := e.cats.Get(tc.name); e.state(tc.name) != catalogs.Failed || c.LastError == "" {
+				t.Errorf("registry has %+v, want Failed with a last error", c)
 			}
 		})
 	}

@@ -63,6 +63,18 @@
 // every replica tells clients the same reason, though only the leader pulled
 // the tag that failed. Whether a catalog serves is never copied: each
 // replica derives it from its own store (catalogs.Catalog.State).
+//
+// Whether a catalog that serves nothing is Failed (its content cannot
+// index, so only new content helps) or still Pending is copied, through
+// the Serving condition: fail writes it False with reason Unavailable and
+// failedMessage when the error is the content's (or no retry can help),
+// and SpecFor turns exactly that into Spec.ReportedFailed. The message,
+// not a reason, carries it because the condition reasons are OLM v1's
+// (operator-controller and other clients know that set), and a message
+// written and read only here is a contract of this package alone. The
+// Progressing condition keeps its meaning: Blocked when nothing is tried
+// again (a pinned revision), Retrying when the source is resolved again
+// (a tag, a branch or a URL may move to content that indexes).
 package reconcile
 
 import (
@@ -125,6 +137,9 @@ func SpecFor(cat *catalogdv1.ClusterCatalog, sources Sources) catalogsync.Spec {
 	if c := meta.FindStatusCondition(cat.Status.Conditions, catalogdv1.TypeProgressing); c != nil &&
 		(c.Reason == catalogdv1.ReasonRetrying || c.Reason == catalogdv1.ReasonBlocked) {
 		spec.ReportedError = c.Message
+		s := meta.FindStatusCondition(cat.Status.Conditions, catalogdv1.TypeServing)
+		spec.ReportedFailed = s != nil && s.Status == metav1.ConditionFalse &&
+			s.Reason == catalogdv1.ReasonUnavailable && s.Message == failedMessage
 	}
 	if pinned, ok := published(cat); ok && !spec.Unavailable {
 		spec.Fetcher = sources.fetcher(pinned, secretsOf(cat))
@@ -358,19 +373,31 @@ func indexedMessage(res catalogsync.Result, catalog string) string {
 		msg, len(res.Problems), quoted, catalog)
 }
 
+// Messages of a Serving condition that is False with reason Unavailable:
+// failedMessage when the catalog is Failed (see the package doc: SpecFor
+// reads it back), pendingMessage while a retry may still index it.
+const (
+	failedMessage  = "the catalog's content failed to index and nothing is served until the source holds other content (see Progressing)"
+	pendingMessage = "no content has been indexed yet (see Progressing)"
+)
+
 // fail records a failed update in the conditions. The previous index, if
 // any, keeps serving.
 func (r *Reconciler) fail(cat *catalogdv1.ClusterCatalog, err error, terminal bool) {
-	if r.Sync.Serving(cat.Name) {
+	switch {
+	case r.Sync.Serving(cat.Name):
 		prev := resolvedRef(cat.Status.ResolvedSource)
 		if prev == "" {
 			prev = "the previous content"
 		}
 		r.setCondition(cat, catalogdv1.TypeServing, metav1.ConditionTrue, catalogdv1.ReasonAvailable,
 			fmt.Sprintf("serving %s; the latest update failed (see Progressing)", prev))
-	} else {
-		r.setCondition(cat, catalogdv1.TypeServing, metav1.ConditionFalse, catalogdv1.ReasonUnavailable,
-			"no content has been indexed yet (see Progressing)")
+	case terminal || catalogsync.IsContentError(err):
+		// The catalog's state is Failed, here and, through this message,
+		// on every replica.
+		r.setCondition(cat, catalogdv1.TypeServing, metav1.ConditionFalse, catalogdv1.ReasonUnavailable, failedMessage)
+	default:
+		r.setCondition(cat, catalogdv1.TypeServing, metav1.ConditionFalse, catalogdv1.ReasonUnavailable, pendingMessage)
 	}
 	// The table's copy of the error is the one cleaned for clients.
 	c, _ := r.Catalogs.Get(cat.Name)

@@ -194,6 +194,9 @@ func TestReconcileUnit(t *testing.T) {
 		wantRemoved             bool
 		// wantMessage: what the Progressing message says, in order.
 		wantMessage []string
+		// wantFailed: the Serving condition says the catalog is Failed,
+		// which the spec every replica is then set reads back.
+		wantFailed bool
 	}{
 		{
 			name:            "a tag is indexed and its digest published",
@@ -242,6 +245,7 @@ func TestReconcileUnit(t *testing.T) {
 			wantRequeue:     time.Second,
 			wantServing:     metav1.ConditionFalse,
 			wantProgressing: catalogdv1.ReasonRetrying,
+			wantFailed:      true,
 		},
 		{
 			name:            "a content failure at a digest is terminal",
@@ -250,6 +254,7 @@ func TestReconcileUnit(t *testing.T) {
 			wantTerminal:    true,
 			wantServing:     metav1.ConditionFalse,
 			wantProgressing: catalogdv1.ReasonBlocked,
+			wantFailed:      true,
 		},
 		{
 			name:            "an artifact says so in status",
@@ -279,6 +284,7 @@ func TestReconcileUnit(t *testing.T) {
 			wantRequeue:     time.Second,
 			wantServing:     metav1.ConditionFalse,
 			wantProgressing: catalogdv1.ReasonRetrying,
+			wantFailed:      true,
 		},
 		{
 			name:            "a content failure at a commit is terminal",
@@ -288,6 +294,7 @@ func TestReconcileUnit(t *testing.T) {
 			wantServing:     metav1.ConditionFalse,
 			wantProgressing: catalogdv1.ReasonBlocked,
 			wantMessage:     []string{"directory catalogs/prod is not in commit", "retrying cannot fix this"},
+			wantFailed:      true,
 		},
 		{
 			name:            "a git fetcher that does not pin a commit is retried, not published",
@@ -315,6 +322,7 @@ func TestReconcileUnit(t *testing.T) {
 			wantTerminal:    true,
 			wantServing:     metav1.ConditionFalse,
 			wantProgressing: catalogdv1.ReasonBlocked,
+			wantFailed:      true,
 		},
 		{
 			name:            "a network failure at a digest is retried",
@@ -405,6 +413,10 @@ func TestReconcileUnit(t *testing.T) {
 			}
 			if tc.wantResolved != "" && (got.Status.URLs == nil || got.Status.URLs.Base != "https://catalogd.example/catalogs/demo") {
 				t.Errorf("urls %+v", got.Status.URLs)
+			}
+			if last := s.specs[len(s.specs)-1]; last.ReportedFailed != tc.wantFailed {
+				t.Errorf("spec set after the reconcile says Failed: %v, want %v (Serving: %+v)", last.ReportedFailed, tc.wantFailed,
+					meta.FindStatusCondition(got.Status.Conditions, catalogdv1.TypeServing))
 			}
 			// The spec the replicas serve follows the status just written.
 			want := cmp.Or(tc.wantReplica, tc.wantResolved)

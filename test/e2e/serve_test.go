@@ -233,3 +233,86 @@ func writeUntil(t *testing.T, path string, content []byte, what string, cond fun
 		}
 	}
 }
+
+// TestServeNotACatalog is `catalogd serve --catalog x=docs --watch`: the
+// summary and GET /catalogs/x say the catalog is Failed and why, once (the
+// server looks again only for a change, silently); its data endpoints
+// answer 503 without Retry-After; a catalog written into the directory
+// makes it serve.
+func TestServeNotACatalog(t *testing.T) {
+	const hint = "no olm.package, olm.channel or olm.bundle blob was found"
+	dir := filepath.Join(t.TempDir(), "docs")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	prose, err := os.ReadFile(filepath.Join("..", "..", "docs", "architecture.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "architecture.md"), prose, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv := startServer(t, "--data-dir", t.TempDir(), "--catalog", "demo="+dir, "--watch")
+	api := apivalidate.NewClient(t, srv.base)
+	if out := srv.Stdout.String(); !strings.Contains(out, "demo: NOT INDEXED (Failed)") || !strings.Contains(out, hint) {
+		t.Errorf("start-up summary does not say demo Failed and why:\n%s", out)
+	}
+	failed := getDemo(t, api)
+	if failed.State != client.CatalogStateFailed || !strings.Contains(failed.LastError, hint) || failed.IndexedAt != nil {
+		t.Errorf("GET /catalogs/demo: %+v; want Failed with lastError saying %q", failed, hint)
+	}
+	resp, err := api.ListPackagesWithResponse(context.Background(), "demo", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode() != http.StatusServiceUnavailable || resp.ApplicationproblemJSON503 == nil ||
+		resp.ApplicationproblemJSON503.Type != "/problems/catalog-failed" || !strings.Contains(resp.ApplicationproblemJSON503.Detail, hint) {
+		t.Errorf("GET /catalogs/demo/packages: %d %s; want 503 catalog-failed saying why", resp.StatusCode(), resp.Body)
+	}
+	if ra := resp.HTTPResponse.Header.Get("Retry-After"); ra != "" {
+		t.Errorf("Retry-After %q for a catalog that fails until its source changes", ra)
+	}
+
+	// The server looks again after 1 s, 2 s, ... of backoff: it stays
+	// Failed and says nothing new, as the content did not change.
+	for end := time.Now().Add(3500 * time.Millisecond); time.Now().Before(end); time.Sleep(250 * time.Millisecond) {
+		if d := getDemo(t, api); d.State != client.CatalogStateFailed || d.LastError != failed.LastError {
+			t.Fatalf("GET /catalogs/demo while the content is unchanged: %+v; want it Failed as before", d)
+		}
+	}
+
+	// The catalog is written in, one package directory at a time, each
+	// moved in whole: every state the watch sees is a valid catalog.
+	if err := os.Remove(filepath.Join(dir, "architecture.md")); err != nil {
+		t.Fatal(err)
+	}
+	staging := filepath.Join(filepath.Dir(dir), "staging")
+	if err := os.CopyFS(staging, os.DirFS(demoDir)); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(staging)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if err := os.Rename(filepath.Join(staging, e.Name()), filepath.Join(dir, e.Name())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := sortedKeys(fbcfacts.Load(t, demoDir).Packages)
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		d := getDemo(t, api)
+		if d.State == client.CatalogStateServing && d.LastError == "" && slices.Equal(packageNames(t, api), want) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the fixed directory is not served: %+v", d)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	srv.stop(t)
+	if n := strings.Count(srv.Stdout.String()+srv.Stderr.String(), hint); n != 1 {
+		t.Errorf("the reason was said %d times, want once:\n%s\n%s", n, srv.Stdout, srv.Stderr)
+	}
+}
