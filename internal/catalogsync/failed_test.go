@@ -212,6 +212,13 @@ func TestFailedState(t *testing.T) {
 			if info, _ := e.store.Info("c"); info.Digest != live {
 				t.Errorf("serves %q after the failure, want %q", info.Digest, live)
 			}
+			// Only a catalog that may still index keeps the replica
+			// unready: a Failed one waits for a new source, which may
+			// never come, and must not take the others out of service.
+			e.svc.MarkLoaded()
+			if err := e.svc.Ready(); (err == nil) != (tc.want != catalogs.Pending) {
+				t.Errorf("%s catalog: Ready() = %v", tc.want, err)
+			}
 			gauge := stateGauge(t, metrics)
 			for _, s := range []catalogs.State{catalogs.Serving, catalogs.Pending, catalogs.Failed, catalogs.Unavailable} {
 				want := 0.0

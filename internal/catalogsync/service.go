@@ -332,7 +332,11 @@ func (s *Service) Remove(name string) error {
 // Ready reports whether every catalog that should serve has a live index on
 // this replica: the table is loaded, and each catalog with a source that is
 // not switched off answers from its own index. A catalog whose source has
-// never indexed keeps the replica unready, and the error says why.
+// never indexed keeps the replica unready, and the error says why, unless
+// it is Failed: its content cannot index, which every replica knows and
+// answers alike (the ClusterCatalog's Serving condition tells the others),
+// and waiting for a change of source would keep this replica out of
+// service, and every other catalog with it, for one bad catalog.
 func (s *Service) Ready() error {
 	if !s.opts.Table.Loaded() {
 		return errors.New("the catalog list has not been loaded yet")
@@ -344,7 +348,10 @@ func (s *Service) Ready() error {
 		if e.spec.Fetcher == nil || e.spec.Unavailable {
 			continue
 		}
-		if _, ok := s.opts.Store.Info(name); !ok {
+		if _, ok := s.opts.Store.Info(name); ok {
+			continue
+		}
+		if c, _ := s.opts.Table.Get(name); c.State(false) != catalogs.Failed {
 			missing = append(missing, name)
 		}
 	}

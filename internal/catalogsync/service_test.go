@@ -171,8 +171,13 @@ func TestLoopPicksUpAFixWithinThePollInterval(t *testing.T) {
 	// Enough failures in a row that an uncapped backoff (20 ms doubling)
 	// would now wait for minutes.
 	await.True(t, "a backoff past the poll interval", syncWait, func() bool { return e.svc.Backoff("demo", 0) > 10*time.Second })
-	if err := e.svc.Ready(); err == nil {
-		t.Error("ready while the only catalog has no index")
+	// Its content cannot index: Failed, which does not keep the replica
+	// out of service (see TestFailedState).
+	if c, _ := e.table.Get("demo"); c.State(false) != catalogs.Failed {
+		t.Errorf("a tag of content that cannot index is %s, want Failed", c.State(false))
+	}
+	if err := e.svc.Ready(); err != nil {
+		t.Errorf("not ready while the only catalog is Failed: %v", err)
 	}
 	fixed := reg.PushCatalog(t, "catalogs/demo:latest", demoDir, registrytest.PushOptions{})
 	await.True(t, "the fix to be served", syncWait, func() bool {
