@@ -260,6 +260,10 @@ func TestFailedUntilTheSourceChanges(t *testing.T) {
 		for _, l := range log.lines {
 			if strings.Contains(l, "sync failed") && strings.Contains(l, notACatalogHint) {
 				failed++
+				// It is not fetched again until it changes: no "will retry".
+				if !strings.Contains(l, "waiting for the source to change") {
+					t.Errorf("the failure's line does not say only a change of source helps: %s", l)
+				}
 			}
 		}
 		log.mu.Unlock()

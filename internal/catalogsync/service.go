@@ -708,7 +708,12 @@ func (s *Service) loop(ctx context.Context, e *entry) {
 		// the same error at every backoff would bury everything else.
 		if res, err := s.Sync(ctx, e.name, nil); err != nil && ctx.Err() == nil && !res.Remembered {
 			_, serving := s.opts.Store.Info(e.name)
-			s.opts.Log.Error(err, "sync failed; will retry", "catalog", e.name, "servingPreviousIndex", serving)
+			msg := "sync failed; will retry"
+			if IsContentError(err) {
+				// Not fetched again: only a change of source can help.
+				msg = "sync failed on the content; waiting for the source to change"
+			}
+			s.opts.Log.Error(err, msg, "catalog", e.name, "servingPreviousIndex", serving)
 		}
 		timer.Stop()
 		if d := s.next(e.name); d > 0 {
