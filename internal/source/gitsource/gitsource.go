@@ -32,6 +32,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -69,12 +70,24 @@ type Options struct {
 	// Fetch (ref listing and pack together); zero means
 	// unpack.DefaultMaxDownloadBytes.
 	MaxDownloadBytes int64
+	// IdleTimeout bounds how long a read from an ssh remote, or the ssh
+	// handshake, may go without the server sending anything, so that a
+	// connection gone silent fails long before PullTimeout; zero means
+	// unpack.DefaultIdleTimeout. A git server sends keep-alives while it
+	// prepares a pack.
+	IdleTimeout time.Duration
 	// Log receives debug messages at V(1): what was resolved, fetched,
 	// skipped. Credentials are never logged.
 	Log logr.Logger
 	// CABundle is PEM certificates trusted, beside the system's, for https
 	// remotes behind a private CA (and a test's loopback server).
 	CABundle []byte
+	// DialContext, when set, opens connections in place of a net.Dialer.
+	// Tests use it to reach a made-up host name on 127.0.0.1; the address
+	// rule for requests to other hosts than the repository's (package
+	// remoteaddr) applies to the remote address of the connection it
+	// returns.
+	DialContext func(ctx context.Context, network, addr string) (net.Conn, error)
 	// AllowLocal accepts file:// URLs: for a person running `catalogd
 	// serve`, `catalogd validate` or `kubectl catalog` on their own
 	// checkout. The manager never sets it: a ClusterCatalog must not read
@@ -92,10 +105,14 @@ type Extractor interface {
 // share (the tree hashes of commits seen), so there is one per process; it
 // is safe for concurrent use.
 type Client struct {
-	opts      Options
-	trees     *treeCache
-	transport *http.Transport
-	// transportErr is why there is no transport (a CA bundle without a
+	opts  Options
+	trees *treeCache
+	// own carries the requests to a repository's own host, other those to
+	// any other host (where a redirect led), its dial guarded by
+	// remoteaddr; both are shared by every fetch, so that a poll reuses its
+	// connection.
+	own, other *http.Transport
+	// transportErr is why there are no transports (a CA bundle without a
 	// certificate), said by every fetch over https.
 	transportErr error
 }
@@ -108,8 +125,11 @@ func New(opts Options) *Client {
 	if opts.MaxDownloadBytes <= 0 {
 		opts.MaxDownloadBytes = unpack.DefaultMaxDownloadBytes
 	}
+	if opts.IdleTimeout <= 0 {
+		opts.IdleTimeout = unpack.DefaultIdleTimeout
+	}
 	c := &Client{opts: opts, trees: newTreeCache(treeCacheSize)}
-	c.transport, c.transportErr = newTransport(opts.CABundle)
+	c.own, c.other, c.transportErr = newTransports(opts.CABundle, opts.DialContext)
 	return c
 }
 

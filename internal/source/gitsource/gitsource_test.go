@@ -2,11 +2,13 @@ package gitsource_test
 
 import (
 	"context"
+	"encoding/pem"
 	"errors"
 	"github.com/catalogd/catalogd/test/gittest"
 	"io/fs"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path"
 	"path/filepath"
@@ -19,6 +21,7 @@ import (
 	"github.com/catalogd/catalogd/internal/source"
 	"github.com/catalogd/catalogd/internal/source/gitsource"
 	"github.com/catalogd/catalogd/internal/unpack"
+	"github.com/catalogd/catalogd/test/loopdial"
 )
 
 // catalogFiles is a small catalog in "catalog/" and something else beside
@@ -562,39 +565,89 @@ func TestFetchBounds(t *testing.T) {
 	}
 }
 
-// TestFetchRedirects: a redirect to another host on this machine is
-// refused, and a loop is cut.
+// TestFetchRedirects: a redirect from the repository's host to another
+// host name is refused when that name's address, as dialled, is this
+// machine, with nothing sent to it (a name resolving to a public address
+// when checked and to 127.0.0.1 when dialled cannot slip past); the
+// repository's own host name, on any port, is followed; a loop is cut, and
+// https never leads to http.
 func TestFetchRedirects(t *testing.T) {
 	target := newGitServer(t, false)
 	r := gittest.NewRepo(t, target.root, "cat")
-	r.Commit(catalogFiles)
+	commit := r.Commit(catalogFiles)
 	r.Push("main")
+	targetPort := portOf(t, target.URL)
 	for _, tc := range []struct {
 		name string
-		to   func(self string) string
-		want string
+		tls  bool
+		// to is where the repository's host redirects, self its own URL.
+		to func(self string) string
+		// want is what the error says; "" for a followed redirect.
+		want []string
 	}{
-		{"to another loopback host", func(string) string { return target.URL }, "internal address"},
-		{"loop", func(self string) string { return self }, "more than 10 times"},
+		{"same host name, another port", false, func(string) string { return "http://git.example:" + targetPort }, nil},
+		{"another name, resolving to loopback", false, func(string) string { return "http://mirror.example:" + targetPort },
+			[]string{"redirected to mirror.example:" + targetPort, "127.0.0.1 is loopback", "may not reach a loopback, link-local or cloud-metadata address"}},
+		{"another host, a loopback address", false, func(string) string { return target.URL },
+			[]string{"redirected to 127.0.0.1:" + targetPort, "127.0.0.1 is loopback"}},
+		{"localhost", false, func(string) string { return "http://localhost:" + targetPort }, []string{"redirected to localhost:" + targetPort, "is loopback"}},
+		{"loop", false, func(self string) string { return self }, []string{"more than 10 times"}},
+		{"https to http", true, func(string) string { return "http://git.example:" + targetPort }, []string{"from https to http: refused"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var self string
-			redirector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			h := http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 				http.Redirect(w, req, tc.to(self)+req.URL.RequestURI(), http.StatusFound)
-			}))
-			defer redirector.Close()
-			self = redirector.URL
-			c := newClient(t, gitsource.Options{}, unpack.Options{})
-			_, err := c.Fetcher(source.Git{URL: redirector.URL + "/cat.git"}, gitsource.Auth{}, t.TempDir()).Fetch(context.Background(), never)
-			t.Logf("error: %v", err)
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("error %v, want one saying %q", err, tc.want)
+			})
+			redirector := httptest.NewUnstartedServer(h)
+			opts := gitsource.Options{DialContext: loopdial.Dial}
+			if tc.tls {
+				redirector.StartTLS()
+				opts.CABundle = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: redirector.Certificate().Raw})
+			} else {
+				redirector.Start()
 			}
-			if n := len(target.seen()); n != 0 {
-				t.Errorf("the redirect's target got %d requests", n)
+			defer redirector.Close()
+			self = loopdial.URL(redirector.URL, "git.example")
+			if tc.tls {
+				// httptest's certificate names 127.0.0.1, not git.example.
+				self = redirector.URL
+			}
+			target.reset()
+			received := target.received.Load()
+			c := newClient(t, opts, unpack.Options{})
+			got, err := c.Fetcher(source.Git{URL: self + "/cat.git", Directory: "catalog"}, gitsource.Auth{}, t.TempDir()).Fetch(context.Background(), never)
+			defer got.Release()
+			t.Logf("error: %v", err)
+			if tc.want == nil {
+				wantContent(t, r, got, commit, "catalog")
+				if err != nil || len(target.seen()) == 0 {
+					t.Fatalf("error %v, %d requests reached the target", err, len(target.seen()))
+				}
+				return
+			}
+			if err == nil || strings.Contains(err.Error(), "\n") {
+				t.Fatalf("error %v, want one line saying %q", err, tc.want)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %v, want one saying %q", err, w)
+				}
+			}
+			if n := target.received.Load() - received; n != 0 {
+				t.Errorf("the redirect's target received %d bytes", n)
 			}
 		})
 	}
+}
+
+func portOf(t *testing.T, rawURL string) string {
+	t.Helper()
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u.Port()
 }
 
 // TestFetchLocal: a person's own checkout, read in place.

@@ -8,11 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"strings"
+
+	"github.com/catalogd/catalogd/internal/source/remoteaddr"
 )
 
 // maxRedirects is how many redirects one request follows, as for
@@ -33,22 +33,27 @@ type httpConn struct {
 	bodies []io.Closer
 }
 
-// newTransport is the transport every fetch of a Client shares (so that a
-// poll reuses its connection), trusting caBundle beside the system's CAs.
-func newTransport(caBundle []byte) (*http.Transport, error) {
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	if len(caBundle) == 0 {
-		return t, nil
+// newTransports returns the transports for requests to a repository's own
+// host and to any other, the latter's dial guarded by remoteaddr, trusting
+// caBundle beside the system's CAs; dial, when set, replaces a net.Dialer.
+func newTransports(caBundle []byte, dial remoteaddr.DialFunc) (own, other *http.Transport, err error) {
+	own = http.DefaultTransport.(*http.Transport).Clone()
+	if len(caBundle) > 0 {
+		pool, err := x509.SystemCertPool()
+		if err != nil {
+			pool = x509.NewCertPool()
+		}
+		if !pool.AppendCertsFromPEM(caBundle) {
+			return nil, nil, errors.New("the CA bundle for git remotes holds no PEM certificate")
+		}
+		own.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	}
-	pool, err := x509.SystemCertPool()
-	if err != nil {
-		pool = x509.NewCertPool()
+	other = own.Clone()
+	other.DialContext = remoteaddr.Guard(dial)
+	if dial != nil {
+		own.DialContext = dial
 	}
-	if !pool.AppendCertsFromPEM(caBundle) {
-		return nil, errors.New("the CA bundle for git remotes holds no PEM certificate")
-	}
-	t.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
-	return t, nil
+	return own, other, nil
 }
 
 // newHTTPConn checks what can be refused before any request: credentials
@@ -67,7 +72,7 @@ func (c *Client) newHTTPConn(u *url.URL, auth Auth, count *counter) (*httpConn, 
 	repo.Path = strings.TrimSuffix(repo.Path, "/")
 	hc := &httpConn{base: &repo, count: count, auth: auth}
 	hc.client = &http.Client{
-		Transport:     &authTransport{next: c.transport, host: u.Host, auth: auth},
+		Transport:     &authTransport{next: &remoteaddr.Router{Host: u.Hostname(), Own: c.own, Other: c.other}, host: u.Host, auth: auth},
 		CheckRedirect: hc.checkRedirect,
 	}
 	return hc, nil
@@ -94,9 +99,9 @@ func (t *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return t.next.RoundTrip(req)
 }
 
-// checkRedirect follows a remote no further than maxRedirects, never from
-// https to http, and never from another host to this machine, its network's
-// link-local addresses or a cloud's metadata service.
+// checkRedirect follows a remote no further than maxRedirects and never
+// from https to http; where a redirect to another host may connect is
+// checked as it dials (remoteaddr, through the Client's other transport).
 func (h *httpConn) checkRedirect(req *http.Request, via []*http.Request) error {
 	if len(via) > maxRedirects {
 		return fmt.Errorf("%s redirected more than %d times (a redirect loop?)", h.base.Host, maxRedirects)
@@ -105,26 +110,7 @@ func (h *httpConn) checkRedirect(req *http.Request, via []*http.Request) error {
 	if prev.Scheme == "https" && req.URL.Scheme != "https" {
 		return fmt.Errorf("%s redirected from https to %s: refused", prev.Host, req.URL.Scheme)
 	}
-	if req.URL.Host == h.base.Host {
-		return nil
-	}
-	addrs, err := net.DefaultResolver.LookupNetIP(req.Context(), "ip", req.URL.Hostname())
-	if err != nil {
-		return fmt.Errorf("%s redirected to %s, which does not resolve: %w", h.base.Host, req.URL.Hostname(), err)
-	}
-	for _, a := range addrs {
-		if a = a.Unmap(); internal(a) {
-			return fmt.Errorf("%s redirected to %s, an internal address (%s): refused", h.base.Host, req.URL.Host, a)
-		}
-	}
 	return nil
-}
-
-// internal reports addresses a remote must not send catalogd to: loopback,
-// link-local (the cloud metadata service, 169.254.169.254, among them),
-// unspecified. a is unmapped.
-func internal(a netip.Addr) bool {
-	return a.IsLoopback() || a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() || a.IsUnspecified()
 }
 
 func (h *httpConn) advertisement(ctx context.Context) (io.Reader, error) {
@@ -184,6 +170,9 @@ func (h *httpConn) do(req *http.Request, what string) (*http.Response, error) {
 	// begins with "git/".
 	req.Header.Set("User-Agent", userAgent)
 	resp, err := h.client.Do(req)
+	if host, refused, ok := remoteaddr.Refusal(err); ok {
+		return nil, fmt.Errorf("%s: %s redirected to %s: %w", what, h.base.Host, host, refused)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}

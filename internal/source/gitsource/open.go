@@ -23,7 +23,8 @@ func (f *fetcher) open(tmp string) (repository, error) {
 	count := &counter{max: f.client.opts.MaxDownloadBytes}
 	raw := f.spec.URL
 	if e, ok := parseSSH(raw); ok {
-		c := &sshConn{endpoint: e, auth: f.auth, dir: tmp, count: count}
+		opts := f.client.opts
+		c := &sshConn{endpoint: e, auth: f.auth, dir: tmp, count: count, dialer: opts.DialContext, idle: opts.IdleTimeout}
 		return &wireRepo{conn: c, count: count, spec: f.spec}, nil
 	}
 	u, err := url.Parse(raw)

@@ -5,6 +5,7 @@ import (
 	"encoding/pem"
 	"github.com/catalogd/catalogd/test/gittest"
 	"io"
+	"net"
 	"net/http"
 	"net/http/cgi"
 	"net/http/httptest"
@@ -22,6 +23,9 @@ type gitServer struct {
 	mu       sync.Mutex
 	requests []string // "METHOD PATH?QUERY"
 	sent     atomic.Int64
+	// received counts the bytes read from every connection, requests or
+	// not.
+	received atomic.Int64
 
 	// auth, when set, answers whether a request may go on (else 401).
 	auth func(*http.Request) bool
@@ -56,13 +60,40 @@ func newGitServer(t testing.TB, tls bool) *gitServer {
 		}
 		backend.ServeHTTP(&countingWriter{ResponseWriter: w, n: &s.sent}, r)
 	})
+	s.Server = httptest.NewUnstartedServer(h)
+	s.Listener = countingListener{Listener: s.Listener, n: &s.received}
 	if tls {
-		s.Server = httptest.NewTLSServer(h)
+		s.StartTLS()
 	} else {
-		s.Server = httptest.NewServer(h)
+		s.Start()
 	}
 	t.Cleanup(s.Close)
 	return s
+}
+
+// countingListener counts what its connections read.
+type countingListener struct {
+	net.Listener
+	n *atomic.Int64
+}
+
+func (l countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return countingConn{Conn: c, n: l.n}, nil
+}
+
+type countingConn struct {
+	net.Conn
+	n *atomic.Int64
+}
+
+func (c countingConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	c.n.Add(int64(n))
+	return n, err
 }
 
 // caPEM is the TLS server's certificate, to trust.

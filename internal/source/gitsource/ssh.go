@@ -10,9 +10,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
+	"time"
 
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
+
+	"github.com/catalogd/catalogd/internal/source/remoteaddr"
 )
 
 // sshEndpoint is where an ssh URL points: ssh://[user@]host[:port]/path or
@@ -64,12 +68,17 @@ type sshConn struct {
 	auth     Auth
 	dir      string
 	count    *counter
+	// dialer, when set, replaces a net.Dialer (Options.DialContext); idle
+	// is Options.IdleTimeout.
+	dialer remoteaddr.DialFunc
+	idle   time.Duration
 
 	client  *ssh.Client
 	session *ssh.Session
 	stdin   io.WriteCloser
 	stdout  io.Reader
 	stop    func() bool
+	quiet   *silence
 	sent    bool
 }
 
@@ -109,54 +118,128 @@ func (s *sshConn) dial(ctx context.Context) error {
 		config.Auth = []ssh.AuthMethod{ssh.PublicKeys(signer)}
 	}
 
-	var d net.Dialer
-	tcp, err := d.DialContext(ctx, "tcp", e.addr())
+	dial := s.dialer
+	if dial == nil {
+		dial = (&net.Dialer{}).DialContext
+	}
+	tcp, err := dial(ctx, "tcp", e.addr())
 	if err != nil {
 		return fmt.Errorf("connect to %s: %w", e.addr(), err)
 	}
-	// The handshake and every read after it end with the fetch's context.
+	// The handshake and every read after it end with the fetch's context,
+	// and with a server silent for longer than idle.
 	stop := context.AfterFunc(ctx, func() { tcp.Close() })
-	c, chans, reqs, err := ssh.NewClientConn(tcp, e.addr(), config)
+	quiet := newSilence(s.idle, tcp)
+	// Up to the command's start, the exchange is bounded as one read.
+	quiet.waiting()
+	client, err := s.start(tcp, config)
+	if idle := quiet.done(); idle != nil {
+		err = fmt.Errorf("ssh to %s: %w while connecting", e.addr(), idle)
+	} else if err != nil {
+		err = fmt.Errorf("ssh to %s: %w", e.addr(), ctxErr(ctx, err))
+	}
 	if err != nil {
 		stop()
+		if client != nil {
+			client.Close()
+		}
 		tcp.Close()
+		return err
+	}
+	s.client, s.stop, s.quiet = client, stop, quiet
+	s.stdout = s.count.reader(&silentReader{r: s.stdout, quiet: quiet, count: s.count, addr: e.addr()})
+	return nil
+}
+
+// start makes the ssh handshake over tcp and runs git-upload-pack in a
+// session, whose pipes it keeps; an error says which step failed (the
+// client is returned, to close, when the handshake succeeded).
+func (s *sshConn) start(tcp net.Conn, config *ssh.ClientConfig) (*ssh.Client, error) {
+	secret := s.auth.SecretName
+	c, chans, reqs, err := ssh.NewClientConn(tcp, s.endpoint.addr(), config)
+	if err != nil {
 		var keyErr *knownhosts.KeyError
 		switch {
 		case errors.As(err, &keyErr) && len(keyErr.Want) > 0:
-			return fmt.Errorf("the host key of %s is not the one known_hosts of Secret %s lists: refusing to connect (a changed key, or another host)", e.addr(), auth.SecretName)
+			return nil, fmt.Errorf("the host key is not the one known_hosts of Secret %s lists: refusing to connect (a changed key, or another host)", secret)
 		case errors.As(err, &keyErr):
-			return fmt.Errorf("%s is not in known_hosts of Secret %s: refusing to connect", e.addr(), auth.SecretName)
+			return nil, fmt.Errorf("the host is not in known_hosts of Secret %s: refusing to connect", secret)
 		case strings.Contains(err.Error(), "unable to authenticate"):
-			return fmt.Errorf("ssh to %s: authentication refused with Secret %s", e.addr(), auth.SecretName)
+			return nil, fmt.Errorf("authentication refused with Secret %s", secret)
 		}
-		return fmt.Errorf("ssh to %s: %w", e.addr(), ctxErr(ctx, err))
+		return nil, err
 	}
 	client := ssh.NewClient(c, chans, reqs)
-	session, err := client.NewSession()
-	if err != nil {
-		stop()
-		client.Close()
-		return fmt.Errorf("ssh to %s: open a session: %w", e.addr(), ctxErr(ctx, err))
+	if s.session, err = client.NewSession(); err != nil {
+		return client, fmt.Errorf("open a session: %w", err)
 	}
-	stdin, err := session.StdinPipe()
-	if err != nil {
-		stop()
-		client.Close()
-		return fmt.Errorf("ssh to %s: %w", e.addr(), err)
+	if s.stdin, err = s.session.StdinPipe(); err != nil {
+		return client, err
 	}
-	stdout, err := session.StdoutPipe()
-	if err != nil {
-		stop()
-		client.Close()
-		return fmt.Errorf("ssh to %s: %w", e.addr(), err)
+	if s.stdout, err = s.session.StdoutPipe(); err != nil {
+		return client, err
 	}
-	if err := session.Start("git-upload-pack " + shellQuote(e.path)); err != nil {
-		stop()
-		client.Close()
-		return fmt.Errorf("ssh to %s: run git-upload-pack: %w", e.addr(), ctxErr(ctx, err))
+	if err := s.session.Start("git-upload-pack " + shellQuote(s.endpoint.path)); err != nil {
+		return client, fmt.Errorf("run git-upload-pack: %w", err)
 	}
-	s.client, s.session, s.stdin, s.stdout, s.stop = client, session, stdin, s.count.reader(stdout), stop
+	return client, nil
+}
+
+// silence closes the connection when the server sends nothing for idle
+// while catalogd waits on it: a read blocked on a silent server returns
+// then, not at the pull deadline. Time catalogd spends between reads is
+// not counted.
+type silence struct {
+	idle  time.Duration
+	timer *time.Timer
+	fired atomic.Bool
+}
+
+func newSilence(idle time.Duration, conn net.Conn) *silence {
+	s := &silence{idle: idle}
+	s.timer = time.AfterFunc(idle, func() {
+		s.fired.Store(true)
+		conn.Close()
+	})
+	s.timer.Stop()
+	return s
+}
+
+// waiting starts the wait for the server; done ends it, saying whether it
+// went silent.
+func (s *silence) waiting() { s.timer.Reset(s.idle) }
+
+func (s *silence) done() error {
+	s.timer.Stop()
+	return s.heard()
+}
+
+// heard is the idle bound's error once it has closed the connection.
+func (s *silence) heard() error {
+	if s.fired.Load() {
+		return fmt.Errorf("the server sent nothing for %s (IdleTimeout)", s.idle)
+	}
 	return nil
+}
+
+// silentReader bounds each read of git-upload-pack's output by the idle
+// bound; what it stopped is recorded in the fetch's counter, since the
+// closed connection reads as a plain end of stream to the decoders.
+type silentReader struct {
+	r     io.Reader
+	quiet *silence
+	count *counter
+	addr  string
+}
+
+func (r *silentReader) Read(p []byte) (int, error) {
+	r.quiet.waiting()
+	n, err := r.r.Read(p)
+	if idle := r.quiet.done(); idle != nil {
+		r.count.hit = fmt.Errorf("ssh to %s: %w", r.addr, idle)
+		return n, r.count.hit
+	}
+	return n, err
 }
 
 // ctxErr prefers the context's error to what closing the connection under
@@ -229,4 +312,5 @@ func (s *sshConn) close() {
 	s.session.Close()
 	s.client.Close()
 	s.stop()
+	s.quiet.done()
 }

@@ -10,12 +10,14 @@ import (
 	"github.com/catalogd/catalogd/test/gittest"
 	"io"
 	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
@@ -34,6 +36,10 @@ type sshServer struct {
 	root    string
 	conns   atomic.Int64 // TCP connections accepted
 	execs   atomic.Int64 // upload-packs run
+	// stall, when set (stallRefs, stallPack), stops upload-pack's output
+	// there until the client goes; stalled says it happened.
+	stall   atomic.Int32
+	stalled atomic.Bool
 
 	mu     sync.Mutex
 	wanted []string // the "want" lines upload-pack received
@@ -145,7 +151,11 @@ func (s *sshServer) session(t testing.TB, ch ssh.Channel, reqs <-chan *ssh.Reque
 func (s *sshServer) uploadPack(ch ssh.Channel, dir string) uint32 {
 	cmd := exec.Command(gittest.Binary, "upload-pack", dir)
 	cmd.Env = gittest.Env(s.root)
+	read := make(chan struct{})
 	cmd.Stdout = ch
+	if at := s.stall.Load(); at != stallNone {
+		cmd.Stdout = &stallWriter{w: ch, at: at, gone: read, stalled: &s.stalled}
+	}
 	cmd.Stderr = ch.Stderr()
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -154,7 +164,6 @@ func (s *sshServer) uploadPack(ch ssh.Channel, dir string) uint32 {
 	if err := cmd.Start(); err != nil {
 		return 1
 	}
-	read := make(chan struct{})
 	go func() {
 		defer close(read)
 		var got bytes.Buffer
@@ -174,6 +183,43 @@ func (s *sshServer) uploadPack(ch ssh.Channel, dir string) uint32 {
 		return 1
 	}
 	return 0
+}
+
+const (
+	stallNone = iota
+	// stallRefs sends nothing at all: the command runs, silent.
+	stallRefs
+	// stallPack sends the refs, the acknowledgement and the pack's
+	// header, then nothing: a server gone silent mid-pack.
+	stallPack
+)
+
+// stallWriter passes upload-pack's output on up to the stall point, then
+// blocks until gone is closed (the client left) and fails.
+type stallWriter struct {
+	w       io.Writer
+	at      int32
+	gone    <-chan struct{}
+	stalled *atomic.Bool
+}
+
+func (s *stallWriter) Write(p []byte) (int, error) {
+	cut := -1
+	switch i := bytes.Index(p, []byte("PACK")); {
+	case s.stalled.Load(), s.at == stallRefs:
+		cut = 0
+	case s.at == stallPack && i >= 0:
+		cut = i + 12 // the signature, version and object count
+	}
+	if cut < 0 {
+		return s.w.Write(p)
+	}
+	if _, err := s.w.Write(p[:cut]); err != nil {
+		return 0, err
+	}
+	s.stalled.Store(true)
+	<-s.gone
+	return cut, io.ErrClosedPipe
 }
 
 func TestFetchSSH(t *testing.T) {
@@ -252,4 +298,87 @@ func unchangedSSHPoll(t *testing.T, srv *sshServer, f source.Fetcher, live strin
 	if len(srv.wanted) != 0 {
 		t.Errorf("unchanged poll asked for %q", srv.wanted)
 	}
+}
+
+// TestFetchSSHIdle: an ssh server that goes silent, before the handshake,
+// after the command starts or in the middle of the pack, fails the fetch
+// once IdleTimeout passes without a byte, not at the pull deadline,
+// with a message saying so; the fetch's files are removed.
+func TestFetchSSHIdle(t *testing.T) {
+	gittest.Need(t)
+	root := t.TempDir()
+	r := gittest.NewRepo(t, root, "cat")
+	files := map[string]string{"catalog/big.json": strings.Repeat(`{"schema":"olm.package","name":"x"}`+"\n", 2000)}
+	for k, v := range catalogFiles {
+		files[k] = v
+	}
+	r.Commit(files)
+	r.Push("main")
+	clientSigner, identity := newKey(t)
+	srv := newSSHServer(t, root, clientSigner.PublicKey())
+	silent := silentListener(t)
+	const idle = 300 * time.Millisecond
+	for _, tc := range []struct {
+		name  string
+		addr  string
+		stall int32
+		want  string
+	}{
+		{"before the handshake", silent, stallNone, "the server sent nothing for 300ms (IdleTimeout) while connecting"},
+		{"after the command starts", srv.addr, stallRefs, "the server sent nothing for 300ms (IdleTimeout)"},
+		{"mid-pack", srv.addr, stallPack, "receive commit"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv.stall.Store(tc.stall)
+			srv.stalled.Store(false)
+			defer srv.stall.Store(stallNone)
+			known := []byte(knownhosts.Line([]string{knownhosts.Normalize(tc.addr)}, srv.hostKey) + "\n")
+			auth := gitsource.Auth{SecretName: "ssh", Identity: identity, KnownHosts: known}
+			c := newClient(t, gitsource.Options{IdleTimeout: idle, PullTimeout: 30 * time.Second}, unpack.Options{})
+			tmp := t.TempDir()
+			got, err := c.Fetcher(source.Git{URL: "ssh://git@" + tc.addr + "/cat.git", Directory: "catalog"}, auth, tmp).Fetch(context.Background(), never)
+			got.Release()
+			t.Logf("error: %v", err)
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "(IdleTimeout)") || strings.Contains(err.Error(), "PullTimeout") {
+				t.Fatalf("error %v, want one saying %q and the idle bound", err, tc.want)
+			}
+			if tc.stall != stallNone && !srv.stalled.Load() {
+				t.Errorf("the server never reached its stall point: the case tests something else")
+			}
+			entries, err := os.ReadDir(tmp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range entries {
+				t.Errorf("left behind: %s", e.Name())
+			}
+		})
+	}
+}
+
+// silentListener accepts connections on loopback and never says a word.
+func silentListener(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	t.Cleanup(func() { l.Close(); <-done })
+	go func() {
+		defer close(done)
+		var conns []net.Conn
+		defer func() {
+			for _, c := range conns {
+				c.Close()
+			}
+		}()
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			conns = append(conns, c)
+		}
+	}()
+	return l.Addr().String()
 }

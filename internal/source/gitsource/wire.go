@@ -205,11 +205,14 @@ func printable(s string) string {
 // stops reading beyond max.
 type counter struct {
 	n, max int64
-	hit    *unpack.LimitError
+	// hit is the bound that stopped the reads: the download limit, or the
+	// idle bound of an ssh connection (see silence), recorded by the
+	// reading goroutine.
+	hit error
 }
 
-// failed returns the download limit's error when it is what stopped a
-// read (decoders wrap or flatten what their reader returned), else err.
+// failed returns the error of the bound that stopped a read (decoders wrap
+// or flatten what their reader returned), else err.
 func (c *counter) failed(err error) error {
 	if c.hit != nil {
 		return c.hit

@@ -11,7 +11,8 @@
 //
 // The remote is followed no further than it points: redirects are capped,
 // a redirect to another host may not reach a loopback, link-local or
-// cloud-metadata address, credentials go only to the URL's own host and
+// cloud-metadata address (the rule of package remoteaddr, checked on the
+// address dialled), credentials go only to the URL's own host and
 // never in the clear to a host that is not this machine, and a failed
 // response's body is never read into an error or a log.
 package httpsource
@@ -27,11 +28,11 @@ import (
 	"net"
 	"net/http"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/go-logr/logr"
 
+	"github.com/catalogd/catalogd/internal/source/remoteaddr"
 	"github.com/catalogd/catalogd/internal/unpack"
 )
 
@@ -82,11 +83,9 @@ const maxRedirects = 10
 type Client struct {
 	opts Options
 	log  logr.Logger
-	// own and other carry, without and with a CA bundle of a Fetcher's,
-	// the requests to the URL's own host name and to any other host
-	// (redirects), whose connections are checked (see checkRedirectAddr).
-	// They are separate transports so that no pooled connection dialled
-	// for one is reused for the other.
+	// own and other carry, without a CA bundle of a Fetcher's, the
+	// requests to the URL's own host name and to any other host
+	// (redirects), whose connections are checked (remoteaddr.Router).
 	own, other *http.Transport
 
 	mu    sync.Mutex
@@ -151,7 +150,7 @@ func orDefault[T int64 | time.Duration](v, def T) T {
 
 // newTransport returns a transport trusting pool in addition to the system
 // roots (nil: the system roots alone), whose connections are checked by
-// checkRedirectAddr when guarded.
+// the remoteaddr rule when guarded.
 func (c *Client) newTransport(pool *x509.CertPool, guarded bool) *http.Transport {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	// Compressed transfer would be undone by net/http, and the digest
@@ -160,31 +159,11 @@ func (c *Client) newTransport(pool *x509.CertPool, guarded bool) *http.Transport
 	if pool != nil {
 		t.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	}
-	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
 	switch {
-	case c.opts.DialContext != nil && guarded:
-		dial := c.opts.DialContext
-		t.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
-			conn, err := dial(ctx, network, addr)
-			if err != nil {
-				return nil, err
-			}
-			if err := checkRedirectAddr(conn.RemoteAddr().String()); err != nil {
-				conn.Close()
-				return nil, err
-			}
-			return conn, nil
-		}
+	case guarded:
+		t.DialContext = remoteaddr.Guard(c.opts.DialContext)
 	case c.opts.DialContext != nil:
 		t.DialContext = c.opts.DialContext
-	case guarded:
-		// Control sees the address being connected to, after name
-		// resolution: a name that resolves to a refused address is
-		// refused, without a packet sent to it.
-		dialer.Control = func(_, address string, _ syscall.RawConn) error { return checkRedirectAddr(address) }
-		t.DialContext = dialer.DialContext
-	default:
-		t.DialContext = dialer.DialContext
 	}
 	return t
 }
@@ -201,38 +180,6 @@ func (c *Client) transportsFor(caBundle []byte) (own, other *http.Transport, err
 		return nil, nil, err
 	}
 	return c.newTransport(pool, false), c.newTransport(pool, true), nil
-}
-
-// metadataAddrs are the cloud instance-metadata addresses outside the
-// link-local ranges (AWS's IPv6 one); 169.254.169.254 is link-local.
-var metadataAddrs = []net.IP{net.ParseIP("fd00:ec2::254")}
-
-// ErrRefusedAddress is returned for a redirect to another host that would
-// reach a loopback, link-local, unspecified or cloud-metadata address.
-var ErrRefusedAddress = errors.New("a redirect to another host may not reach a loopback, link-local or cloud-metadata address")
-
-// checkRedirectAddr refuses a connection for a request to a host other than
-// the URL's to an address of this machine or of the cloud's metadata
-// service: a server the user named may not turn catalogd against its own
-// node. address is host:port with host an IP.
-func checkRedirectAddr(address string) error {
-	host, _, err := net.SplitHostPort(address)
-	if err != nil {
-		return fmt.Errorf("%w: %s", ErrRefusedAddress, address)
-	}
-	ip := net.ParseIP(host)
-	if ip == nil {
-		return fmt.Errorf("%w: %s", ErrRefusedAddress, address)
-	}
-	if ip.IsLoopback() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() || ip.IsUnspecified() || ip.IsInterfaceLocalMulticast() {
-		return fmt.Errorf("%w (%s)", ErrRefusedAddress, ip)
-	}
-	for _, m := range metadataAddrs {
-		if ip.Equal(m) {
-			return fmt.Errorf("%w (%s)", ErrRefusedAddress, ip)
-		}
-	}
-	return nil
 }
 
 // remembered returns what url last served, and marks it recently used.

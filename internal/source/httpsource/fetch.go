@@ -22,6 +22,7 @@ import (
 	"github.com/catalogd/catalogd/internal/datadir"
 	"github.com/catalogd/catalogd/internal/index"
 	"github.com/catalogd/catalogd/internal/source"
+	"github.com/catalogd/catalogd/internal/source/remoteaddr"
 	"github.com/catalogd/catalogd/internal/unpack"
 )
 
@@ -90,7 +91,7 @@ func (f *fetcher) Fetch(ctx context.Context, skip func(digest string) bool) (sou
 		u:   u,
 		log: log.WithValues("url", shown),
 		client: &http.Client{
-			Transport: &fetchTransport{own: own, other: other, url: u, auth: f.auth},
+			Transport: &fetchTransport{next: &remoteaddr.Router{Host: u.Hostname(), Own: own, Other: other}, url: u, auth: f.auth},
 			CheckRedirect: func(_ *http.Request, via []*http.Request) error {
 				if len(via) > maxRedirects {
 					return errTooManyRedirects
@@ -320,6 +321,9 @@ func (g *get) checkStatus(resp *http.Response) error {
 // repeats the URL, query included.
 func (g *get) explain(reqCtx context.Context, err error) error {
 	opts := g.f.c.opts
+	if host, refused, ok := remoteaddr.Refusal(err); ok {
+		return fmt.Errorf("fetch %s: redirected to %s: %w", g.shown(), host, refused)
+	}
 	var ue *url.Error
 	if errors.As(err, &ue) {
 		err = ue.Err
@@ -335,7 +339,7 @@ func (g *get) explain(reqCtx context.Context, err error) error {
 	case errors.Is(cause, errPullTimeout):
 		// Said by Fetch, which knows it was not its caller's deadline.
 		return fmt.Errorf("fetch %s: %w", g.shown(), err)
-	case errors.Is(err, errTooManyRedirects), errors.Is(err, errPlainCredentials), errors.Is(err, ErrRefusedAddress):
+	case errors.Is(err, errTooManyRedirects), errors.Is(err, errPlainCredentials):
 		return fmt.Errorf("fetch %s: %w", g.shown(), err)
 	case errors.As(err, &unknownCA):
 		return fmt.Errorf("fetch %s: %w (trust the server's CA with http.caSecretRef)", g.shown(), err)
@@ -348,13 +352,12 @@ func (g *get) explain(reqCtx context.Context, err error) error {
 // errPlainCredentials refuses to send credentials in the clear.
 var errPlainCredentials = errors.New("refusing to send credentials over plain http to a host other than this machine: use https")
 
-// fetchTransport sends the requests of one Fetch: those for the URL's host
-// name through the Client's own transport, any other (a redirect) through
-// the guarded one, and credentials only to the URL's host and port.
+// fetchTransport adds credentials to the requests of one Fetch to the
+// URL's host and port, and to no other.
 type fetchTransport struct {
-	own, other http.RoundTripper
-	url        *url.URL
-	auth       Auth
+	next http.RoundTripper
+	url  *url.URL
+	auth Auth
 }
 
 func (t *fetchTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -366,10 +369,7 @@ func (t *fetchTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		req = req.Clone(req.Context())
 		req.Header.Set("Authorization", t.auth.header())
 	}
-	if strings.EqualFold(req.URL.Hostname(), t.url.Hostname()) {
-		return t.own.RoundTrip(req)
-	}
-	return t.other.RoundTrip(req)
+	return t.next.RoundTrip(req)
 }
 
 func closeBody(req *http.Request) {

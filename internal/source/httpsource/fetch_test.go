@@ -14,8 +14,10 @@ import (
 
 	"github.com/catalogd/catalogd/internal/source"
 	"github.com/catalogd/catalogd/internal/source/httpsource"
+	"github.com/catalogd/catalogd/internal/source/remoteaddr"
 	"github.com/catalogd/catalogd/internal/unpack"
 	"github.com/catalogd/catalogd/test/dirtree"
+	"github.com/catalogd/catalogd/test/loopdial"
 )
 
 // TestForms: each form a URL may serve unpacks to its files, told by the
@@ -242,11 +244,13 @@ func TestRedirects(t *testing.T) {
 
 	target := newServer(t, false)
 	target.set("/c.tar", doc{body: body})
-	for _, to := range []string{target.URL + "/c.tar", exampleURL(target, "mirror.example") + "/c.tar"} {
+	for _, to := range []string{target.URL + "/c.tar", loopdial.URL(target.URL, "mirror.example") + "/c.tar"} {
 		srv.set("/away", doc{redirect: to})
-		_, err = fetch(t, c, source.HTTP{URL: exampleURL(srv, "catalogs.example") + "/away"}, httpsource.Auth{}, t.TempDir(), never)
-		if !errors.Is(err, httpsource.ErrRefusedAddress) {
-			t.Errorf("redirect to %s: err = %v, want ErrRefusedAddress", to, err)
+		_, err = fetch(t, c, source.HTTP{URL: loopdial.URL(srv.URL, "catalogs.example") + "/away"}, httpsource.Auth{}, t.TempDir(), never)
+		host := strings.TrimPrefix(strings.TrimSuffix(to, "/c.tar"), "http://")
+		if !errors.Is(err, remoteaddr.ErrRefused) || !strings.Contains(err.Error(), "redirected to "+host+": ") ||
+			!strings.Contains(err.Error(), "127.0.0.1 is loopback") || strings.Contains(err.Error(), "\n") {
+			t.Errorf("redirect to %s: err = %v, want remoteaddr.ErrRefused naming %s and 127.0.0.1, in one line", to, err, host)
 		}
 		if n, _ := target.counts(); n != 0 {
 			t.Errorf("redirect to %s: the target got %d requests", to, n)
@@ -311,7 +315,7 @@ func TestCredentials(t *testing.T) {
 	}
 
 	srv.reset()
-	_, err = fetch(t, c, source.HTTP{URL: exampleURL(srv, "catalogs.example") + "/bearer.tar"}, bearer, t.TempDir(), never)
+	_, err = fetch(t, c, source.HTTP{URL: loopdial.URL(srv.URL, "catalogs.example") + "/bearer.tar"}, bearer, t.TempDir(), never)
 	if err == nil || !strings.Contains(err.Error(), "over plain http") {
 		t.Errorf("plain http to a named host: err = %v", err)
 	}

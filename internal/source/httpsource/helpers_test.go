@@ -8,13 +8,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -22,6 +20,7 @@ import (
 	"github.com/catalogd/catalogd/internal/source"
 	"github.com/catalogd/catalogd/internal/source/httpsource"
 	"github.com/catalogd/catalogd/internal/unpack"
+	"github.com/catalogd/catalogd/test/loopdial"
 )
 
 // catalogFiles is a small FBC directory: what each archive holds.
@@ -224,26 +223,6 @@ func (s *server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// dialExample reaches any host name ending in ".example" on 127.0.0.1, at
-// the port asked: the Options.DialContext hook.
-func dialExample(ctx context.Context, network, addr string) (net.Conn, error) {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return nil, err
-	}
-	if strings.HasSuffix(host, ".example") {
-		addr = net.JoinHostPort("127.0.0.1", port)
-	}
-	var d net.Dialer
-	return d.DialContext(ctx, network, addr)
-}
-
-// exampleURL is s's URL with its host named name (reached via dialExample).
-func exampleURL(s *server, name string) string {
-	_, port, _ := net.SplitHostPort(s.Listener.Addr().String())
-	return "http://" + name + ":" + port
-}
-
 func newClient(t *testing.T, uopts unpack.Options, opts httpsource.Options) *httpsource.Client {
 	t.Helper()
 	u, err := unpack.New(uopts)
@@ -252,7 +231,7 @@ func newClient(t *testing.T, uopts unpack.Options, opts httpsource.Options) *htt
 	}
 	opts.Extractor = u
 	if opts.DialContext == nil {
-		opts.DialContext = dialExample
+		opts.DialContext = loopdial.Dial
 	}
 	c, err := httpsource.New(opts)
 	if err != nil {
