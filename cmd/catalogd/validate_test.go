@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -163,6 +164,60 @@ func TestValidate(t *testing.T) {
 			t.Errorf("exit code %d, want 2 (stderr: %s)", code, stderr.String())
 		}
 	})
+}
+
+// TestValidateJSONSyntaxError: issue 34's stray token in a .json file of
+// the demo catalog, as `catalogd validate` prints it and -o json reports
+// it: JSON's error (not YAML's) at the byte JSON cannot take, which is the
+// key after the stray string, and the package the file named before it.
+func TestValidateJSONSyntaxError(t *testing.T) {
+	const (
+		file  = "lighthouse-metrics/catalog.json"
+		pkg   = "lighthouse-metrics"
+		stray = `"stray" `
+	)
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS(demoDir)); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The stray string goes before the first channel's "package" key, in
+	// the file's second value: a key with no ':' after it, which JSON
+	// refuses at the next key and YAML as well.
+	at := bytes.Index(data, []byte(`"package": "`+pkg+`"`))
+	if at < 0 {
+		t.Fatalf("%s has no channel naming its package", file)
+	}
+	broken := slices.Concat(data[:at], []byte(stray), data[at:])
+	if err := os.WriteFile(filepath.Join(dir, file), broken, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bad := at + len(stray)
+	line := 1 + bytes.Count(broken[:bad], []byte("\n"))
+	column := bad - bytes.LastIndexByte(broken[:bad], '\n')
+	wantPosition := fmt.Sprintf("%s:%d:%d", file, line, column)
+
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"validate", dir}, &stdout, &stderr); code != 1 {
+		t.Fatalf("exit code %d, want 1 (stderr: %s)", code, stderr.String())
+	}
+	if want := wantPosition + ": " + pkg + ": JSON: "; !strings.HasPrefix(stdout.String(), want) ||
+		strings.Count(stdout.String(), "\n") != 1 || strings.Contains(stdout.String(), "YAML") {
+		t.Errorf("validate printed %q, want one line starting %q and no YAML", stdout.String(), want)
+	}
+
+	stdout.Reset()
+	run([]string{"validate", "-o", "json", dir}, &stdout, &stderr)
+	var report daemon.Report
+	if err := json.Unmarshal(stdout.Bytes(), &report); err != nil {
+		t.Fatalf("-o json: %v\n%s", err, stdout.String())
+	}
+	if len(report.Problems) != 1 || report.Problems[0].Position != wantPosition || report.Problems[0].Package != pkg {
+		t.Errorf("-o json problems %+v, want one at %s in package %s", report.Problems, wantPosition, pkg)
+	}
 }
 
 // TestValidateEscapesCatalogText validates a catalog whose file, package,
