@@ -38,8 +38,16 @@ import (
 // hashed, and handed to the extractor if the directory holds it, while
 // the next is being built.
 type pack struct {
-	file    *os.File
-	entries []packEntry // in pack order, so by offset
+	file *os.File
+	// spill holds the inflated data of blobs and deltas, as the first
+	// pass inflated them (up to maxSpillBytes), so that the second reads
+	// them back rather than inflates them again; spillAt is where the
+	// next goes.
+	spill    *os.File
+	spillW   *bufio.Writer
+	spillAt  int64
+	spillMax int64
+	entries  []packEntry // in pack order, so by offset
 	// byID holds the entries whose id is known.
 	byID map[plumbing.Hash]int32
 	// waiting holds the ref-deltas whose base is not known (yet), by the
@@ -74,6 +82,9 @@ type packEntry struct {
 	id       plumbing.Hash
 	known    bool // id is set
 	offset   int64
+	// spilled is where the data is in the pack's spill file, -1 if not
+	// there.
+	spilled int64
 }
 
 // Object kinds in a pack entry's header, git's numbers.
@@ -97,21 +108,38 @@ const maxSmallBytes = 256 << 20
 // accepts in a repository (100 MiB a file).
 const maxPackObjectBytes = 128 << 20
 
+// maxSpillBytes bounds the spill file: beyond, the data of blobs and
+// deltas is inflated again from the pack when it is needed.
+const maxSpillBytes = 1 << 30
+
 // readPack stores the pack r sends in dir and runs the first pass over it
-// as it arrives.
-func readPack(ctx context.Context, r io.Reader, dir string) (*pack, error) {
+// as it arrives, spilling up to spillMax bytes of inflated data
+// (maxSpillBytes).
+func readPack(ctx context.Context, r io.Reader, dir string, spillMax int64) (*pack, error) {
 	f, err := os.Create(filepath.Join(dir, "pack"))
 	if err != nil {
 		return nil, err
 	}
+	spill, err := os.Create(filepath.Join(dir, "pack.inflated"))
+	if err != nil {
+		_ = f.Close()
+		_ = os.Remove(f.Name())
+		return nil, err
+	}
 	p := &pack{
-		file:    f,
-		byID:    map[plumbing.Hash]int32{},
-		waiting: map[plumbing.Hash][]int32{},
-		small:   map[plumbing.Hash]smallObject{},
+		file:     f,
+		spill:    spill,
+		spillW:   bufio.NewWriterSize(spill, 64<<10),
+		spillMax: spillMax,
+		byID:     map[plumbing.Hash]int32{},
+		waiting:  map[plumbing.Hash][]int32{},
+		small:    map[plumbing.Hash]smallObject{},
 	}
 	in := &packStream{r: bufio.NewReaderSize(&teeReader{r: r, w: f}, 64<<10)}
 	err = p.scan(ctx, in)
+	if err == nil {
+		err = p.spillW.Flush()
+	}
 	if err == nil {
 		err = p.resolveSmall()
 	}
@@ -122,10 +150,12 @@ func readPack(ctx context.Context, r io.Reader, dir string) (*pack, error) {
 	return p, nil
 }
 
-// close removes the pack's file.
+// close removes the pack's files.
 func (p *pack) close() {
-	_ = p.file.Close()
-	_ = os.Remove(p.file.Name())
+	for _, f := range []*os.File{p.file, p.spill} {
+		_ = f.Close()
+		_ = os.Remove(f.Name())
+	}
 }
 
 // scan reads the header and every entry of the pack.
@@ -162,7 +192,7 @@ func (p *pack) scan(ctx context.Context, in *packStream) error {
 // scanEntry reads one entry: its header, then its data, inflated to find
 // its end, and hashed or kept if it is not a delta.
 func (p *pack) scanEntry(in *packStream, zr *inflater) error {
-	e := packEntry{offset: in.n, base: -1}
+	e := packEntry{offset: in.n, base: -1, spilled: -1}
 	kind, size, err := readEntryHeader(in)
 	if err != nil {
 		return err
@@ -199,7 +229,7 @@ func (p *pack) scanEntry(in *packStream, zr *inflater) error {
 	i := int32(len(p.entries))
 	switch {
 	case e.delta:
-		if err := zr.discard(in, size); err != nil {
+		if err := zr.inflate(in, size, p.spillTo(&e)); err != nil {
 			return err
 		}
 		if e.base < 0 {
@@ -210,7 +240,7 @@ func (p *pack) scanEntry(in *packStream, zr *inflater) error {
 		p.entries = append(p.entries, e)
 	case e.typ == plumbing.BlobObject:
 		h := plumbing.NewHasher(e.typ, size)
-		if err := zr.inflate(in, size, h); err != nil {
+		if err := zr.inflate(in, size, io.MultiWriter(h, p.spillTo(&e))); err != nil {
 			return err
 		}
 		p.entries = append(p.entries, e)
@@ -228,6 +258,17 @@ func (p *pack) scanEntry(in *packStream, zr *inflater) error {
 		p.small[p.entries[i].id] = smallObject{typ: e.typ, content: b}
 	}
 	return nil
+}
+
+// spillTo is where entry e's data goes as it is inflated: the spill file
+// while it has room, else nowhere.
+func (p *pack) spillTo(e *packEntry) io.Writer {
+	if p.spillAt+e.size > p.spillMax {
+		return io.Discard
+	}
+	e.spilled = p.spillAt
+	p.spillAt += e.size
+	return p.spillW
 }
 
 // keepSmall counts a commit, tree or tag of size against maxSmallBytes.
@@ -306,9 +347,18 @@ func (p *pack) resolveSmallTree(i int32, content []byte) error {
 	return nil
 }
 
-// readData reads entry i's data (an object, or a delta) from the file.
+// readData reads entry i's data (an object, or a delta): from the spill
+// file, or inflated again from the pack.
 func (p *pack) readData(i int32) ([]byte, error) {
 	e := &p.entries[i]
+	if e.spilled >= 0 {
+		// The first pass inflated exactly e.size bytes.
+		b := make([]byte, e.size)
+		if _, err := p.spill.ReadAt(b, e.spilled); err != nil {
+			return nil, fmt.Errorf("object at offset %d: read it back: %w", e.offset, err)
+		}
+		return b, nil
+	}
 	r := io.NewSectionReader(p.file, e.data, 1<<62)
 	if p.buf == nil {
 		p.buf = bufio.NewReaderSize(r, 32<<10)
@@ -459,10 +509,6 @@ func (z *inflater) inflate(r flateReader, size int64, w io.Writer) error {
 		return fmt.Errorf("inflate: %w", err)
 	}
 	return nil
-}
-
-func (z *inflater) discard(r flateReader, size int64) error {
-	return z.inflate(r, size, io.Discard)
 }
 
 // inflateAll inflates the zlib stream at r, of size bytes, into memory

@@ -99,13 +99,20 @@ func TestReadPack(t *testing.T) {
 		want[name] = file{mode: mode, content: gittest.Git(t, work, "cat-file", "blob", id)}
 	}
 	for _, tc := range []struct {
-		name string
-		ofs  bool
-	}{{"offset deltas", true}, {"ref deltas", false}} {
+		name     string
+		ofs      bool
+		spillMax int64
+	}{
+		{"offset deltas", true, maxSpillBytes},
+		{"ref deltas", false, maxSpillBytes},
+		// Data beyond the spill file's bound is inflated again.
+		{"offset deltas, no spill", true, 0},
+		{"ref deltas, part spilled", false, 64 << 10},
+	} {
 		t.Run(tc.name, func(t *testing.T) {
 			raw := packObjects(t, work, commit, tc.ofs)
 			dir := t.TempDir()
-			p, err := readPack(context.Background(), bytes.NewReader(raw), dir)
+			p, err := readPack(context.Background(), bytes.NewReader(raw), dir, tc.spillMax)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -123,6 +130,19 @@ func TestReadPack(t *testing.T) {
 			}
 			if deltas == 0 || chained == 0 || tc.ofs == (len(p.waiting) > 0) {
 				t.Fatalf("the pack has %d deltas, %d of them on deltas, %d waiting: the test needs deltas on deltas", deltas, chained, len(p.waiting))
+			}
+			spilled, inflated := 0, 0
+			for _, e := range p.entries {
+				switch {
+				case e.size == 0:
+				case e.spilled >= 0:
+					spilled++
+				case e.delta || e.typ == plumbing.BlobObject:
+					inflated++
+				}
+			}
+			if wantBoth := tc.spillMax > 0 && tc.spillMax < maxSpillBytes; (spilled > 0) != (tc.spillMax > 0) || (inflated > 0) != (tc.spillMax < maxSpillBytes) || wantBoth && (spilled == 0 || inflated == 0) {
+				t.Fatalf("%d objects spilled, %d to inflate again, with a bound of %d bytes", spilled, inflated, tc.spillMax)
 			}
 			tree, err := directoryTree(p, commit, "catalog")
 			if err != nil {
@@ -248,7 +268,7 @@ func TestReadPackRefuses(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			_, err := readPack(context.Background(), bytes.NewReader(tc.pack), dir)
+			_, err := readPack(context.Background(), bytes.NewReader(tc.pack), dir, maxSpillBytes)
 			t.Logf("error: %v", err)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error %v, want one saying %q", err, tc.want)
@@ -286,7 +306,7 @@ func TestPackBlobsRefuses(t *testing.T) {
 		{"a target too large", packBytes(2, blobEntry, delta(deltaBytes(11, maxPackObjectBytes+1, 1, 'x'))), "the largest git object"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p, err := readPack(context.Background(), bytes.NewReader(tc.pack), t.TempDir())
+			p, err := readPack(context.Background(), bytes.NewReader(tc.pack), t.TempDir(), maxSpillBytes)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -363,7 +383,7 @@ func FuzzReadPack(f *testing.F) {
 		f.Add(packObjects(f, work, commit, false))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		p, err := readPack(context.Background(), bytes.NewReader(raw), t.TempDir())
+		p, err := readPack(context.Background(), bytes.NewReader(raw), t.TempDir(), int64(len(raw)))
 		if err != nil {
 			return
 		}

@@ -116,7 +116,7 @@ func (r *wireRepo) fetch(ctx context.Context, t target, dir string) (objects, er
 	case capability.Sideband:
 		pack = sideband.NewDemuxer(sideband.Sideband, resp)
 	}
-	p, err := readPack(ctx, pack, dir)
+	p, err := readPack(ctx, pack, dir, maxSpillBytes)
 	if err != nil {
 		return nil, fmt.Errorf("receive commit %s: %w", t.commit, r.count.failed(err))
 	}
