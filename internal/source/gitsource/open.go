@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -96,7 +97,7 @@ func (l *localRepo) refs(context.Context) (*refList, error) {
 }
 
 // peel follows tag objects to what they tag, a few levels at most.
-func peel(s objectStore, h plumbing.Hash) (plumbing.Hash, bool) {
+func peel(s *filesystem.Storage, h plumbing.Hash) (plumbing.Hash, bool) {
 	for range 10 {
 		obj, err := s.EncodedObject(plumbing.AnyObject, h)
 		if err != nil {
@@ -105,7 +106,11 @@ func peel(s objectStore, h plumbing.Hash) (plumbing.Hash, bool) {
 		if obj.Type() != plumbing.TagObject {
 			return h, true
 		}
-		next, err := headerHash(obj, "object ")
+		b, err := readAll(obj)
+		if err != nil {
+			return h, false
+		}
+		next, err := headerHash(obj.Type(), h, b, "object ")
 		if err != nil {
 			return h, false
 		}
@@ -114,8 +119,60 @@ func peel(s objectStore, h plumbing.Hash) (plumbing.Hash, bool) {
 	return h, false
 }
 
-func (l *localRepo) fetch(context.Context, target, string) (objectStore, error) {
-	return l.storage, nil
+func (l *localRepo) fetch(context.Context, target, string) (objects, error) {
+	return localObjects{l.storage}, nil
 }
 
 func (l *localRepo) close() { _ = l.storage.Close() }
+
+// localObjects are a local repository's objects, read in place; the
+// repository closes them.
+type localObjects struct{ storage *filesystem.Storage }
+
+func (l localObjects) close() {}
+
+func (l localObjects) object(typ plumbing.ObjectType, h plumbing.Hash) ([]byte, error) {
+	obj, err := l.storage.EncodedObject(typ, h)
+	if err != nil {
+		return nil, err
+	}
+	return readAll(obj)
+}
+
+// blobs reads the blobs of plan's files in the order the tree lists them,
+// each streamed from the repository.
+func (l localObjects) blobs(ctx context.Context, plan *treePlan, emit func(f treeFile, size int64, r io.Reader) error) error {
+	for _, h := range plan.order {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		obj, err := l.storage.EncodedObject(plumbing.BlobObject, h)
+		for _, f := range plan.files[h] {
+			if err != nil {
+				return fmt.Errorf("read blob %s (%s): %w", h, f.name, err)
+			}
+			if err := emitBlob(obj, f, emit); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func emitBlob(obj plumbing.EncodedObject, f treeFile, emit func(f treeFile, size int64, r io.Reader) error) error {
+	r, err := obj.Reader()
+	if err != nil {
+		return fmt.Errorf("read blob %s (%s): %w", obj.Hash(), f.name, err)
+	}
+	defer r.Close()
+	return emit(f, obj.Size(), r)
+}
+
+func readAll(obj plumbing.EncodedObject) ([]byte, error) {
+	r, err := obj.Reader()
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	return io.ReadAll(r)
+}

@@ -2,7 +2,6 @@ package gitsource
 
 import (
 	"archive/tar"
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -34,40 +33,19 @@ type treeItem struct {
 	hash plumbing.Hash
 }
 
-// readObject reads a whole object of type typ. Only commits, tags and
-// trees are read so: blobs are streamed.
-func readObject(s objectStore, typ plumbing.ObjectType, h plumbing.Hash) ([]byte, error) {
-	obj, err := s.EncodedObject(typ, h)
-	if err != nil {
-		return nil, fmt.Errorf("read %s %s: %w", typ, h, err)
-	}
-	r, err := obj.Reader()
-	if err != nil {
-		return nil, fmt.Errorf("read %s %s: %w", typ, h, err)
-	}
-	defer r.Close()
-	b, err := io.ReadAll(r)
-	if err != nil {
-		return nil, fmt.Errorf("read %s %s: %w", typ, h, err)
-	}
-	return b, nil
-}
-
 // headerHash reads the hash of the header line "PREFIX HEX" of a commit or
 // tag object ("tree ", "object ").
-func headerHash(obj plumbing.EncodedObject, prefix string) (plumbing.Hash, error) {
-	r, err := obj.Reader()
-	if err != nil {
-		return plumbing.ZeroHash, err
-	}
-	defer r.Close()
-	sc := bufio.NewScanner(r)
-	for sc.Scan() && sc.Text() != "" {
-		if hex, ok := strings.CutPrefix(sc.Text(), prefix); ok && isObjectID(hex) {
+func headerHash(typ plumbing.ObjectType, h plumbing.Hash, b []byte, prefix string) (plumbing.Hash, error) {
+	for line := range strings.Lines(string(b)) {
+		line = strings.TrimSuffix(line, "\n")
+		if line == "" {
+			break
+		}
+		if hex, ok := strings.CutPrefix(line, prefix); ok && isObjectID(hex) {
 			return plumbing.NewHash(hex), nil
 		}
 	}
-	return plumbing.ZeroHash, fmt.Errorf("%s %s has no %q line", obj.Type(), obj.Hash(), strings.TrimSpace(prefix))
+	return plumbing.ZeroHash, fmt.Errorf("%s %s has no %q line", typ, h, strings.TrimSpace(prefix))
 }
 
 // parseTree reads a tree object's entries: "MODE NAME\0" and 20 bytes of
@@ -103,12 +81,13 @@ func parseTree(b []byte) ([]treeItem, error) {
 // directoryTree finds the tree of dir (slash separated, empty for the root)
 // in commit. What the commit holds decides a missing or non-directory
 // path, so those errors are terminal.
-func directoryTree(s objectStore, commit, dir string) (plumbing.Hash, error) {
-	obj, err := s.EncodedObject(plumbing.CommitObject, plumbing.NewHash(commit))
+func directoryTree(s objects, commit, dir string) (plumbing.Hash, error) {
+	h := plumbing.NewHash(commit)
+	b, err := s.object(plumbing.CommitObject, h)
 	if err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("read commit %s: %w", commit, err)
 	}
-	tree, err := headerHash(obj, "tree ")
+	tree, err := headerHash(plumbing.CommitObject, h, b, "tree ")
 	if err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("read commit %s: %w", commit, err)
 	}
@@ -117,9 +96,9 @@ func directoryTree(s objectStore, commit, dir string) (plumbing.Hash, error) {
 	}
 	walked := ""
 	for _, name := range strings.Split(dir, "/") {
-		b, err := readObject(s, plumbing.TreeObject, tree)
+		b, err := s.object(plumbing.TreeObject, tree)
 		if err != nil {
-			return plumbing.ZeroHash, err
+			return plumbing.ZeroHash, fmt.Errorf("read tree %s: %w", tree, err)
 		}
 		items, err := parseTree(b)
 		if err != nil {
@@ -147,16 +126,77 @@ func findItem(items []treeItem, name string) int {
 	return -1
 }
 
+// treeFile is a file (or link) of the directory's tree: its path and mode.
+type treeFile struct {
+	name string
+	mode uint32
+}
+
+// treePlan is what a directory's tree holds: its directories, in the
+// order met, and its files by blob, so that the blobs can be written in
+// whichever order they come.
+type treePlan struct {
+	dirs  []string
+	files map[plumbing.Hash][]treeFile
+	// order is the blobs in the order met: a local repository's blobs
+	// are read so.
+	order []plumbing.Hash
+}
+
+func (p *treePlan) wants(h plumbing.Hash) bool {
+	_, ok := p.files[h]
+	return ok
+}
+
+// planTree lists tree's entries into plan, depth first, under prefix.
+// Submodules (gitlinks) are left out.
+func planTree(ctx context.Context, s objects, tree plumbing.Hash, prefix string, plan *treePlan, log logr.Logger) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	b, err := s.object(plumbing.TreeObject, tree)
+	if err != nil {
+		return fmt.Errorf("read tree %s: %w", tree, err)
+	}
+	items, err := parseTree(b)
+	if err != nil {
+		return source.Terminal(fmt.Errorf("tree %s: %w", tree, err))
+	}
+	for _, it := range items {
+		name := path.Join(prefix, it.name)
+		switch it.mode {
+		case modeDir:
+			plan.dirs = append(plan.dirs, name)
+			if err := planTree(ctx, s, it.hash, name, plan, log); err != nil {
+				return err
+			}
+		case modeGitlink:
+			log.V(1).Info("submodule left out", "path", name, "commit", it.hash.String())
+		default:
+			if _, ok := plan.files[it.hash]; !ok {
+				plan.order = append(plan.order, it.hash)
+			}
+			plan.files[it.hash] = append(plan.files[it.hash], treeFile{name: name, mode: it.mode})
+		}
+	}
+	return nil
+}
+
 // extractTree writes tree as a tar stream into the extractor, which
-// writes it to dst with an image layer's rules. Symbolic links stay links
-// (the extractor refuses one that leaves dst), executable bits are kept,
+// writes it to dst with an image layer's rules: its directories first,
+// then each file as its blob comes. Symbolic links stay links (the
+// extractor refuses one that leaves dst), executable bits are kept,
 // submodules (gitlinks) are left out, LFS pointer files stay as they are.
-func extractTree(ctx context.Context, x Extractor, s objectStore, tree plumbing.Hash, dst string, log logr.Logger) (unpack.Result, error) {
+func extractTree(ctx context.Context, x Extractor, s objects, tree plumbing.Hash, dst string, log logr.Logger) (unpack.Result, error) {
+	plan := &treePlan{files: map[plumbing.Hash][]treeFile{}}
+	if err := planTree(ctx, s, tree, "", plan, log); err != nil {
+		return unpack.Result{}, err
+	}
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
 		tw := tar.NewWriter(pw)
-		err := writeTree(ctx, tw, s, tree, "", log)
+		err := writeTree(ctx, tw, s, plan)
 		if err == nil {
 			err = tw.Close()
 		}
@@ -177,68 +217,32 @@ func extractTree(ctx context.Context, x Extractor, s objectStore, tree plumbing.
 // errExtractionEnded stops the tree's writer once the extractor returned.
 var errExtractionEnded = errors.New("extraction ended")
 
-// writeTree writes the entries of tree under prefix, depth first.
-func writeTree(ctx context.Context, tw *tar.Writer, s objectStore, tree plumbing.Hash, prefix string, log logr.Logger) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	b, err := readObject(s, plumbing.TreeObject, tree)
-	if err != nil {
-		return err
-	}
-	items, err := parseTree(b)
-	if err != nil {
-		return source.Terminal(fmt.Errorf("tree %s: %w", tree, err))
-	}
-	for _, it := range items {
-		name := path.Join(prefix, it.name)
-		switch it.mode {
-		case modeDir:
-			if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: name + "/", Mode: 0o755}); err != nil {
-				return err
-			}
-			if err := writeTree(ctx, tw, s, it.hash, name, log); err != nil {
-				return err
-			}
-		case modeGitlink:
-			log.V(1).Info("submodule left out", "path", name, "commit", it.hash.String())
-		case modeSymlink:
-			target, err := readObject(s, plumbing.BlobObject, it.hash)
-			if err != nil {
-				return err
-			}
-			if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeSymlink, Name: name, Linkname: string(target), Mode: 0o777}); err != nil {
-				return err
-			}
-		default:
-			if err := writeBlob(tw, s, it, name); err != nil {
-				return err
-			}
+// writeTree writes plan's directories, then its files as s gives their
+// blobs.
+func writeTree(ctx context.Context, tw *tar.Writer, s objects, plan *treePlan) error {
+	for _, dir := range plan.dirs {
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: dir + "/", Mode: 0o755}); err != nil {
+			return err
 		}
 	}
-	return nil
-}
-
-// writeBlob writes a file, streaming its content from the object store.
-func writeBlob(tw *tar.Writer, s objectStore, it treeItem, name string) error {
-	obj, err := s.EncodedObject(plumbing.BlobObject, it.hash)
-	if err != nil {
-		return fmt.Errorf("read blob %s (%s): %w", it.hash, name, err)
-	}
-	mode := int64(0o644)
-	if it.mode == modeExec {
-		mode = 0o755
-	}
-	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: name, Size: obj.Size(), Mode: mode}); err != nil {
-		return err
-	}
-	r, err := obj.Reader()
-	if err != nil {
-		return fmt.Errorf("read blob %s (%s): %w", it.hash, name, err)
-	}
-	defer r.Close()
-	if _, err := io.Copy(tw, r); err != nil {
-		return fmt.Errorf("read blob %s (%s): %w", it.hash, name, err)
-	}
-	return nil
+	return s.blobs(ctx, plan, func(f treeFile, size int64, r io.Reader) error {
+		hdr := &tar.Header{Typeflag: tar.TypeReg, Name: f.name, Size: size, Mode: 0o644}
+		switch f.mode {
+		case modeSymlink:
+			target, err := io.ReadAll(r)
+			if err != nil {
+				return fmt.Errorf("read link %s: %w", f.name, err)
+			}
+			return tw.WriteHeader(&tar.Header{Typeflag: tar.TypeSymlink, Name: f.name, Linkname: string(target), Mode: 0o777})
+		case modeExec:
+			hdr.Mode = 0o755
+		}
+		if err := tw.WriteHeader(hdr); err != nil {
+			return err
+		}
+		if _, err := io.Copy(tw, r); err != nil {
+			return fmt.Errorf("read %s: %w", f.name, err)
+		}
+		return nil
+	})
 }

@@ -26,13 +26,19 @@ type repository interface {
 	refs(ctx context.Context) (*refList, error)
 	// fetch makes the objects of t's commit readable; dir is the fetch's
 	// own directory, for what a remote sends.
-	fetch(ctx context.Context, t target, dir string) (objectStore, error)
+	fetch(ctx context.Context, t target, dir string) (objects, error)
 	close()
 }
 
-// objectStore reads objects by id; go-git's storages provide it.
-type objectStore interface {
-	EncodedObject(plumbing.ObjectType, plumbing.Hash) (plumbing.EncodedObject, error)
+// objects are the objects of a fetched commit: a pack, or a local
+// repository's.
+type objects interface {
+	// object reads a whole commit, tree or tag.
+	object(typ plumbing.ObjectType, h plumbing.Hash) ([]byte, error)
+	// blobs calls emit with each file of plan and its blob's content,
+	// and fails if a blob is missing.
+	blobs(ctx context.Context, plan *treePlan, emit func(f treeFile, size int64, r io.Reader) error) error
+	close()
 }
 
 // conn is one remote's transport of the upload-pack service: smart HTTP
@@ -80,7 +86,7 @@ func (r *wireRepo) refs(ctx context.Context) (*refList, error) {
 }
 
 // fetch asks for t's commit at depth 1 and stores the pack in dir.
-func (r *wireRepo) fetch(ctx context.Context, t target, dir string) (objectStore, error) {
+func (r *wireRepo) fetch(ctx context.Context, t target, dir string) (objects, error) {
 	refs, err := r.refs(ctx)
 	if err != nil {
 		return nil, err
@@ -110,11 +116,11 @@ func (r *wireRepo) fetch(ctx context.Context, t target, dir string) (objectStore
 	case capability.Sideband:
 		pack = sideband.NewDemuxer(sideband.Sideband, resp)
 	}
-	objects, err := receivePack(pack, dir)
+	p, err := readPack(ctx, pack, dir, maxSpillBytes)
 	if err != nil {
 		return nil, fmt.Errorf("receive commit %s: %w", t.commit, r.count.failed(err))
 	}
-	return objects, nil
+	return p, nil
 }
 
 // noLongerNamed says, in a message, that ref moved on from a commit.
