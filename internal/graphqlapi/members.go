@@ -1,18 +1,14 @@
 package graphqlapi
 
-import (
-	"bytes"
-	"encoding/json"
-	"unicode/utf8"
-)
+import "bytes"
 
-// members splits blob, a JSON object, into its members' keys and raw
-// values without decoding the values, calling fn for each; it reports
-// false when blob is not an object it can read. The index holds only
+// members splits blob, a JSON object, into its members' keys (unescaped)
+// and raw values without decoding the values, calling fn for each; it
+// reports false when blob is not an object it can read. The index holds only
 // blobs that parsed as JSON when it was built, so this scan need not
 // validate them again: it only finds where each value ends. Decoding a
 // whole bundle to answer its name cost most of a query's time.
-func members(blob []byte, fn func(key string, raw []byte)) bool {
+func members(blob []byte, fn func(key, raw []byte)) bool {
 	i := skipSpace(blob, 0)
 	if i >= len(blob) || blob[i] != '{' {
 		return false
@@ -29,11 +25,8 @@ func members(blob []byte, fn func(key string, raw []byte)) bool {
 		if end < 0 {
 			return false
 		}
-		key := blob[i:end]
-		var k string
-		if bytes.IndexByte(key, '\\') < 0 && utf8.Valid(key) {
-			k = string(key[1 : len(key)-1])
-		} else if err := json.Unmarshal(key, &k); err != nil {
+		k, ok := jsonString(blob[i:end])
+		if !ok {
 			return false
 		}
 		i = skipSpace(blob, end)
@@ -69,15 +62,25 @@ func skipSpace(b []byte, i int) int {
 	return i
 }
 
-// stringEnd is the index after the string starting at b[i] (a quote), or -1.
+// stringEnd is the index after the string starting at b[i] (a quote), or
+// -1. It jumps from quote to quote (bundles hold long strings: base64
+// data, descriptions); a quote ends the string unless an odd number of
+// backslashes precedes it.
 func stringEnd(b []byte, i int) int {
-	for j := i + 1; j < len(b); j++ {
-		switch b[j] {
-		case '\\':
-			j++
-		case '"':
+	for j := i + 1; j < len(b); {
+		q := bytes.IndexByte(b[j:], '"')
+		if q < 0 {
+			return -1
+		}
+		j += q
+		escapes := 0
+		for k := j - 1; k > i && b[k] == '\\'; k-- {
+			escapes++
+		}
+		if escapes%2 == 0 {
 			return j + 1
 		}
+		j++
 	}
 	return -1
 }

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
-	"sync"
 
 	"github.com/graphql-go/graphql"
 	"github.com/graphql-go/graphql/language/ast"
@@ -50,7 +48,7 @@ func build(d *discovery) (*built, error) {
 		}
 		lists[listName(n)] = n
 	}
-	names2 := &nestedNames{cache: nameCache{}}
+	names2 := nestedNames(d.names)
 	fields := graphql.Fields{}
 	for _, n := range names {
 		fields[listName(n)] = listField(n, d.schemas[n], names2)
@@ -84,7 +82,7 @@ func scalarType(l leaf) graphql.Output {
 
 // listField is the field listing the objects of one schema, a page at a
 // time, filtered in SQL by package and name when asked.
-func listField(schema string, s *shape, nn *nestedNames) *graphql.Field {
+func listField(schema string, s *shape, nn nestedNames) *graphql.Field {
 	fields := graphql.Fields{}
 	for name, f := range s.fields {
 		if len(f.nested) > 0 {
@@ -159,9 +157,9 @@ type object map[string]json.RawMessage
 // catalogd skips it.
 func decodeObject(blob []byte, keep map[string]bool) (object, bool) {
 	o := object{}
-	ok := members(blob, func(k string, raw []byte) {
-		if keep == nil || keep[k] {
-			o[k] = bytes.Clone(raw)
+	ok := members(blob, func(k, raw []byte) {
+		if keep == nil || keep[string(k)] {
+			o[string(k)] = bytes.Clone(raw)
 		}
 	})
 	return o, ok
@@ -231,6 +229,13 @@ func topResolver(f *field, isLeaf bool) graphql.FieldResolveFn {
 			if !ok {
 				continue
 			}
+			if isLeaf {
+				if v, ok := rawLeaf(raw); ok {
+					return r.leafValue(v)
+				}
+			} else if v, ok := rawObjects(raw); ok {
+				return v, r.fail(r.charge(len(raw)))
+			}
 			var v any
 			if err := json.Unmarshal(raw, &v); err != nil {
 				return nil, r.fail(fmt.Errorf("decode field %q: %w", k, err))
@@ -244,23 +249,85 @@ func topResolver(f *field, isLeaf bool) graphql.FieldResolveFn {
 	}
 }
 
-// nestedNames caches the field names of JSON keys met in nested objects,
-// shared by every resolver of one schema.
-type nestedNames struct {
-	mu    sync.Mutex
-	cache nameCache
+// leafText is an object or array value as a scalar field answers it, its
+// JSON text as encoding/json writes it, made by appendCanonical without
+// decoding the value.
+type leafText string
+
+// rawLeaf is raw as a scalar field resolves it, for leafValue: a string,
+// a float64, a bool, nil, or the leafText of an object or array; false
+// when it must be decoded (it cannot tell).
+func rawLeaf(raw []byte) (any, bool) {
+	if v, ok := scalarValue(raw); ok {
+		return v, true
+	}
+	if len(raw) == 0 || (raw[0] != '{' && raw[0] != '[') {
+		return nil, false
+	}
+	b, ok := appendCanonical(make([]byte, 0, len(raw)), raw)
+	return leafText(b), ok
 }
 
-func (n *nestedNames) field(key string) string {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.cache.field(key)
+// rawObject is an object in an array of objects, its members read but
+// not decoded: a nested type's fields resolve from it.
+type rawObject []member
+
+// notObject stands for an element of an array of objects that is no
+// object (null aside): it has every field null, as catalogd answers it.
+type notObject struct{}
+
+// rawObjects is raw, an array, with its object elements read into
+// rawObjects; false when raw is no array it can read.
+func rawObjects(raw []byte) ([]any, bool) {
+	if len(raw) == 0 || raw[0] != '[' {
+		return nil, false
+	}
+	out := []any{}
+	ok := elements(raw, func(e []byte) bool {
+		switch e[0] {
+		case '{':
+			var o rawObject
+			if !members(e, func(k, v []byte) { o = append(o, member{key: k, raw: v}) }) {
+				return false
+			}
+			out = append(out, o)
+		case 'n':
+			out = append(out, nil)
+		default:
+			out = append(out, notObject{})
+		}
+		return true
+	})
+	return out, ok
+}
+
+// get is the raw value of key in o, the last one when o repeats it, as
+// in encoding/json.
+func (o rawObject) get(key string) ([]byte, bool) {
+	for i := len(o) - 1; i >= 0; i-- {
+		if string(o[i].key) == key {
+			return o[i].raw, true
+		}
+	}
+	return nil, false
+}
+
+// nestedNames are the field names of the JSON keys discovery met, read
+// by every resolver at once and so never written after; a key it did not
+// meet has its name worked out each time.
+type nestedNames nameCache
+
+func (n nestedNames) field(key []byte) string {
+	if name, ok := n[string(key)]; ok {
+		return name
+	}
+	return fieldName(string(key))
 }
 
 // nestedType is the object type of the elements of an array of objects.
 // A field is looked up by its own name first, then by any key mapping to
 // it (the first in sorted order), as catalogd looks it up.
-func nestedType(name string, fields map[string]leaf, nn *nestedNames) *graphql.Object {
+func nestedType(name string, fields map[string]leaf, nn nestedNames) *graphql.Object {
 	gf := graphql.Fields{}
 	for fname, l := range fields {
 		gf[fname] = &graphql.Field{Type: scalarType(l), Resolve: func(p graphql.ResolveParams) (any, error) {
@@ -268,24 +335,31 @@ func nestedType(name string, fields map[string]leaf, nn *nestedNames) *graphql.O
 			if stop, err := r.halt(); stop {
 				return nil, err
 			}
-			src, ok := p.Source.(map[string]any)
+			src, ok := p.Source.(rawObject)
 			if !ok {
 				return nil, nil
 			}
-			if v, ok := src[fname]; ok {
-				return r.leafValue(v)
-			}
-			var keys []string
-			for k := range src {
-				if nn.field(k) == fname {
-					keys = append(keys, k)
+			raw, ok := src.get(fname)
+			if !ok {
+				// The value of the first key, in sorted order, naming the
+				// field.
+				var first []byte
+				for _, m := range src {
+					if nn.field(m.key) == fname && (!ok || bytes.Compare(m.key, first) <= 0) {
+						first, raw, ok = m.key, m.raw, true
+					}
+				}
+				if !ok {
+					return nil, r.fail(r.charge(0))
 				}
 			}
-			if len(keys) == 0 {
-				return nil, r.fail(r.charge(0))
+			v, ok := rawLeaf(raw)
+			if !ok {
+				if err := json.Unmarshal(raw, &v); err != nil {
+					return nil, r.fail(fmt.Errorf("decode field %q: %w", fname, err))
+				}
 			}
-			sort.Strings(keys)
-			return r.leafValue(src[keys[0]])
+			return r.leafValue(v)
 		}}
 	}
 	return graphql.NewObject(graphql.ObjectConfig{Name: name, Fields: gf})
@@ -303,6 +377,8 @@ func (r *run) leafValue(v any) (any, error) {
 		return string(b), r.fail(r.charge(len(b)))
 	case string:
 		return s, r.fail(r.charge(len(s)))
+	case leafText:
+		return string(s), r.fail(r.charge(len(s)))
 	}
 	return v, r.fail(r.charge(0))
 }
