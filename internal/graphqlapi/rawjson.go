@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"slices"
 	"strconv"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -65,11 +66,7 @@ func appendCanonical(dst, raw []byte) ([]byte, bool) {
 		})
 		return append(dst, ']'), read && ok
 	case '"':
-		s, ok := jsonString(raw)
-		if !ok {
-			return dst, false
-		}
-		return appendEscaped(dst, s), true
+		return appendString(dst, raw)
 	case 't', 'f', 'n':
 		return append(dst, raw...), true
 	}
@@ -123,60 +120,156 @@ func jsonString(raw []byte) ([]byte, bool) {
 	return []byte(s), true
 }
 
-// appendEscaped appends s, valid UTF-8 but for bytes written as U+FFFD,
-// quoted as encoding/json quotes a string: ", \ and the control
-// characters escaped (\b \f \n \r \t by name, the others as \u00XX),
-// <, > and & as \u003c, \u003e and \u0026, U+2028 and U+2029 as \u2028
-// and \u2029.
+// appendEscaped appends s, a decoded key, quoted as encoding/json quotes
+// a string.
 func appendEscaped(dst, s []byte) []byte {
-	const hex = "0123456789abcdef"
 	dst = append(dst, '"')
-	start := 0
 	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				dst = append(dst, '\\', c)
-			case '\b':
-				dst = append(dst, '\\', 'b')
-			case '\f':
-				dst = append(dst, '\\', 'f')
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRune(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hex[r&0xf])
-		default:
-			i += size
-			continue
-		}
-		i += size
-		start = i
+		var n int
+		dst, n = appendRaw(dst, s[i:])
+		i += n
 	}
-	dst = append(dst, s[start:]...)
 	return append(dst, '"')
+}
+
+// appendString appends raw, a JSON string, as encoding/json writes the
+// string it decodes from it, unescaping and escaping again in one pass.
+func appendString(dst, raw []byte) ([]byte, bool) {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return dst, false
+	}
+	s := raw[1 : len(raw)-1]
+	dst = append(dst, '"')
+	for i := 0; i < len(s); {
+		if s[i] != '\\' {
+			var n int
+			dst, n = appendRaw(dst, s[i:])
+			i += n
+			continue
+		}
+		if i+1 >= len(s) {
+			return dst, false
+		}
+		var r rune
+		switch e := s[i+1]; e {
+		case '"', '\\', '/':
+			r = rune(e)
+		case 'b':
+			r = '\b'
+		case 'f':
+			r = '\f'
+		case 'n':
+			r = '\n'
+		case 'r':
+			r = '\r'
+		case 't':
+			r = '\t'
+		case 'u':
+			var ok bool
+			if r, ok = hex4(s[i+2:]); !ok {
+				return dst, false
+			}
+			i += 4
+			// A surrogate pair is one character; a lone surrogate is
+			// U+FFFD, as encoding/json decodes them.
+			if utf16.IsSurrogate(r) {
+				r2, ok := rune(0), false
+				if i+3 < len(s) && s[i+2] == '\\' && s[i+3] == 'u' {
+					r2, ok = hex4(s[i+4:])
+				}
+				if d := utf16.DecodeRune(r, r2); ok && d != utf8.RuneError {
+					r = d
+					i += 6
+				} else {
+					r = utf8.RuneError
+				}
+			}
+		default:
+			return dst, false
+		}
+		dst = appendRune(dst, r)
+		i += 2
+	}
+	return append(dst, '"'), true
+}
+
+// hex4 is the rune of the four hex digits b starts with.
+func hex4(b []byte) (rune, bool) {
+	if len(b) < 4 {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[:4] {
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c = c - 'a' + 10
+		case 'A' <= c && c <= 'F':
+			c = c - 'A' + 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(c)
+	}
+	return r, true
+}
+
+// appendRaw appends the character s starts with, escaped as
+// appendRune escapes it (a byte that is not UTF-8 as U+FFFD), with any
+// characters after it that need no escaping; it returns how many bytes
+// of s it took.
+func appendRaw(dst, s []byte) ([]byte, int) {
+	n := 0
+	for n < len(s) && s[n] >= 0x20 && s[n] < utf8.RuneSelf && !escapedASCII(s[n]) {
+		n++
+	}
+	if n > 0 {
+		return append(dst, s[:n]...), n
+	}
+	if s[0] < utf8.RuneSelf {
+		return appendRune(dst, rune(s[0])), 1
+	}
+	r, size := utf8.DecodeRune(s)
+	if r == utf8.RuneError && size == 1 {
+		// Decoded as U+FFFD, which is written as itself.
+		return utf8.AppendRune(dst, utf8.RuneError), 1
+	}
+	if r == '\u2028' || r == '\u2029' {
+		return appendRune(dst, r), size
+	}
+	return append(dst, s[:size]...), size
+}
+
+func escapedASCII(c byte) bool {
+	return c == '"' || c == '\\' || c == '<' || c == '>' || c == '&'
+}
+
+// appendRune appends r as encoding/json writes it in a string: ", \ and
+// the control characters escaped (\b \f \n \r \t by name, the others as
+// \u00XX), <, > and & as \u003c, \u003e and \u0026, U+2028 and U+2029
+// as \u2028 and \u2029, anything else as its UTF-8.
+func appendRune(dst []byte, r rune) []byte {
+	const hex = "0123456789abcdef"
+	switch {
+	case r == '"' || r == '\\':
+		return append(dst, '\\', byte(r))
+	case r == '\b':
+		return append(dst, '\\', 'b')
+	case r == '\f':
+		return append(dst, '\\', 'f')
+	case r == '\n':
+		return append(dst, '\\', 'n')
+	case r == '\r':
+		return append(dst, '\\', 'r')
+	case r == '\t':
+		return append(dst, '\\', 't')
+	case r < 0x20 || r == '<' || r == '>' || r == '&':
+		return append(dst, '\\', 'u', '0', '0', hex[r>>4], hex[r&0xf])
+	case r == '\u2028' || r == '\u2029':
+		return append(dst, '\\', 'u', '2', '0', '2', hex[r&0xf])
+	}
+	return utf8.AppendRune(dst, r)
 }
 
 // elements calls fn with each element of raw, a JSON array, until fn

@@ -14,7 +14,7 @@ func FuzzCanonical(f *testing.F) {
 		`{}`, `[]`, `{"b":1,"a":[true,false,null]}`, `{"a":1,"a":2}`, `{"z":{"y":"x","a":[]}, "a" : -0}`,
 		`"<a href=\"x\">&amp;</a>"`, `"\u2028\u2029 \b\f\n\r\t\u0001 \/ \ud83d\ude00 \ud800"`, "\"\xff\xfe ok\"",
 		`1.5`, `1e21`, `1e-7`, `123456789012345678`, `-0`, `0.000001`, `1E+2`, `1e400`, `[1e400]`,
-		`{"k\u0041":"v","kA":"w"}`, "{\"\xff\":1,\"\xfe\":2}", `[{"type":"olm.package","value":{"packageName":"p","version":"1.0.0"}}]`,
+		`{"k\u0041":"v","kA":"w"}`, "{\"\xff\":1,\"\xfe\":2}", `[{"type":"olm.package","value":{"packageName":"p","version":"1.0.0"}}]`, `"\ud83d\ude00\ud83d x \udc00\ud800\udc00\ud800\u0041"`, `"\u00e9\u00E9 \u003c\u2028 \""`,
 	} {
 		f.Add([]byte(s))
 	}

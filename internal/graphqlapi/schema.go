@@ -305,7 +305,7 @@ func rawObjects(raw []byte) ([]any, bool) {
 	ok := elements(raw, func(e []byte) bool {
 		switch e[0] {
 		case '{':
-			var o rawObject
+			o := make(rawObject, 0, 4)
 			if !members(e, func(k, v []byte) { o = append(o, member{key: k, raw: v}) }) {
 				return false
 			}
