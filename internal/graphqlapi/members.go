@@ -39,20 +39,30 @@ func members(blob []byte, fn func(key, raw []byte)) bool {
 			return false
 		}
 		fn(k, blob[start:vend])
-		i = skipSpace(blob, vend)
-		if i >= len(blob) {
-			return false
+		next, done, ok := after(blob, vend, '}')
+		if done || !ok {
+			return done
 		}
-		switch blob[i] {
-		case ',':
-			i = skipSpace(blob, i+1)
-		case '}':
-			return true
-		default:
-			return false
-		}
+		i = next
 	}
 	return false
+}
+
+// after reads what follows a member or element ending at end in a
+// container that closer closes: a comma, and then next is where the next
+// one starts, or closer, and then done; ok is false for anything else.
+func after(b []byte, end int, closer byte) (next int, done, ok bool) {
+	i := skipSpace(b, end)
+	if i >= len(b) {
+		return i, false, false
+	}
+	switch b[i] {
+	case ',':
+		return skipSpace(b, i+1), false, true
+	case closer:
+		return i, true, true
+	}
+	return i, false, false
 }
 
 func skipSpace(b []byte, i int) int {

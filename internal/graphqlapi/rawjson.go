@@ -288,18 +288,11 @@ func elements(raw []byte, fn func(elem []byte) bool) bool {
 		if end < 0 || !fn(raw[i:end]) {
 			return false
 		}
-		i = skipSpace(raw, end)
-		if i >= len(raw) {
-			return false
+		next, done, ok := after(raw, end, ']')
+		if done || !ok {
+			return done
 		}
-		switch raw[i] {
-		case ',':
-			i = skipSpace(raw, i+1)
-		case ']':
-			return true
-		default:
-			return false
-		}
+		i = next
 	}
 	return false
 }
