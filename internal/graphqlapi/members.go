@@ -9,13 +9,9 @@ import "bytes"
 // validate them again: it only finds where each value ends. Decoding a
 // whole bundle to answer its name cost most of a query's time.
 func members(blob []byte, fn func(key, raw []byte)) bool {
-	i := skipSpace(blob, 0)
-	if i >= len(blob) || blob[i] != '{' {
-		return false
-	}
-	i = skipSpace(blob, i+1)
-	if i < len(blob) && blob[i] == '}' {
-		return true
+	i, empty, ok := openContainer(blob, '{', '}')
+	if !ok || empty {
+		return ok
 	}
 	for i < len(blob) {
 		if blob[i] != '"' {
@@ -46,6 +42,18 @@ func members(blob []byte, fn func(key, raw []byte)) bool {
 		i = next
 	}
 	return false
+}
+
+// openContainer reads the start of a container that opener opens and closer
+// closes: i is where its first member or element starts, and empty says
+// it has none; ok is false when b starts with anything else.
+func openContainer(b []byte, opener, closer byte) (i int, empty, ok bool) {
+	i = skipSpace(b, 0)
+	if i >= len(b) || b[i] != opener {
+		return i, false, false
+	}
+	i = skipSpace(b, i+1)
+	return i, i < len(b) && b[i] == closer, true
 }
 
 // after reads what follows a member or element ending at end in a

@@ -275,13 +275,9 @@ func appendRune(dst []byte, r rune) []byte {
 // elements calls fn with each element of raw, a JSON array, until fn
 // returns false; it reports whether it read the whole array.
 func elements(raw []byte, fn func(elem []byte) bool) bool {
-	i := skipSpace(raw, 0)
-	if i >= len(raw) || raw[i] != '[' {
-		return false
-	}
-	i = skipSpace(raw, i+1)
-	if i < len(raw) && raw[i] == ']' {
-		return true
+	i, empty, ok := openContainer(raw, '[', ']')
+	if !ok || empty {
+		return ok
 	}
 	for i < len(raw) {
 		end := valueEnd(raw, i)
