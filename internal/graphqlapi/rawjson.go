@@ -23,48 +23,124 @@ import (
 // json.Unmarshal decodes from raw, a JSON value as the index holds it; it
 // reports false when it cannot tell.
 func appendCanonical(dst, raw []byte) ([]byte, bool) {
-	if len(raw) == 0 {
+	dst, end, ok := appendValue(dst, raw, 0)
+	return dst, ok && end == len(raw)
+}
+
+// appendValue appends, as appendCanonical, the value that starts at b[i],
+// reading it once: an object whose keys come sorted and unrepeated (as
+// most do) is written as it is read; it returns where the value ends.
+func appendValue(dst, b []byte, i int) ([]byte, int, bool) {
+	if i >= len(b) {
+		return dst, i, false
+	}
+	switch b[i] {
+	case '{':
+		mark := len(dst)
+		j, empty, ok := openContainer(b[i:], '{', '}')
+		if !ok {
+			return dst, i, false
+		}
+		j += i
+		dst = append(dst, '{')
+		var prev []byte
+		for first := true; !empty; first = false {
+			if j >= len(b) || b[j] != '"' {
+				return dst, i, false
+			}
+			kend := stringEnd(b, j)
+			if kend < 0 {
+				return dst, i, false
+			}
+			key, ok := jsonString(b[j:kend])
+			if !ok {
+				return dst, i, false
+			}
+			if !first && bytes.Compare(prev, key) >= 0 {
+				// Out of order or repeated: sort the members.
+				end := valueEnd(b, i)
+				dst, ok = appendSortedObject(dst[:mark], b[i:max(end, i)])
+				return dst, end, ok && end >= 0
+			}
+			prev = key
+			if !first {
+				dst = append(dst, ',')
+			}
+			dst = appendEscaped(dst, key)
+			dst = append(dst, ':')
+			j = skipSpace(b, kend)
+			if j >= len(b) || b[j] != ':' {
+				return dst, i, false
+			}
+			if dst, j, ok = appendValue(dst, b, skipSpace(b, j+1)); !ok {
+				return dst, i, false
+			}
+			if j, empty, ok = after(b, j, '}'); !ok {
+				return dst, i, false
+			}
+		}
+		return append(dst, '}'), j + 1, true
+	case '[':
+		j, empty, ok := openContainer(b[i:], '[', ']')
+		if !ok {
+			return dst, i, false
+		}
+		j += i
+		dst = append(dst, '[')
+		for first := true; !empty; first = false {
+			if !first {
+				dst = append(dst, ',')
+			}
+			if dst, j, ok = appendValue(dst, b, j); !ok {
+				return dst, i, false
+			}
+			if j, empty, ok = after(b, j, ']'); !ok {
+				return dst, i, false
+			}
+		}
+		return append(dst, ']'), j + 1, true
+	}
+	end := valueEnd(b, i)
+	if end < 0 {
+		return dst, i, false
+	}
+	dst, ok := appendScalar(dst, b[i:end])
+	return dst, end, ok
+}
+
+// appendSortedObject appends raw, a JSON object, its members sorted by
+// key, the last of equal keys winning, as when decoded into a map.
+func appendSortedObject(dst, raw []byte) ([]byte, bool) {
+	var ms []member
+	if !members(raw, func(k, v []byte) { ms = append(ms, member{key: k, raw: v}) }) {
 		return dst, false
 	}
-	switch raw[0] {
-	case '{':
-		var ms []member
-		if !members(raw, func(k, v []byte) { ms = append(ms, member{key: k, raw: v}) }) {
+	// Stable, so that of equal keys the last one read comes last.
+	slices.SortStableFunc(ms, func(a, b member) int { return bytes.Compare(a.key, b.key) })
+	dst = append(dst, '{')
+	first := true
+	for i, m := range ms {
+		if i+1 < len(ms) && bytes.Equal(ms[i+1].key, m.key) {
+			continue
+		}
+		if !first {
+			dst = append(dst, ',')
+		}
+		first = false
+		dst = appendEscaped(dst, m.key)
+		dst = append(dst, ':')
+		var ok bool
+		if dst, ok = appendCanonical(dst, m.raw); !ok {
 			return dst, false
 		}
-		// Stable, so that of equal keys the last one read comes last and
-		// wins, as it wins when decoded into a map.
-		slices.SortStableFunc(ms, func(a, b member) int { return bytes.Compare(a.key, b.key) })
-		dst = append(dst, '{')
-		first := true
-		for i, m := range ms {
-			if i+1 < len(ms) && bytes.Equal(ms[i+1].key, m.key) {
-				continue
-			}
-			if !first {
-				dst = append(dst, ',')
-			}
-			first = false
-			dst = appendEscaped(dst, m.key)
-			dst = append(dst, ':')
-			var ok bool
-			if dst, ok = appendCanonical(dst, m.raw); !ok {
-				return dst, false
-			}
-		}
-		return append(dst, '}'), true
-	case '[':
-		dst = append(dst, '[')
-		first, ok := true, true
-		read := elements(raw, func(e []byte) bool {
-			if !first {
-				dst = append(dst, ',')
-			}
-			first = false
-			dst, ok = appendCanonical(dst, e)
-			return ok
-		})
-		return append(dst, ']'), read && ok
+	}
+	return append(dst, '}'), true
+}
+
+// appendScalar appends raw, a JSON string, number, boolean or null, as
+// appendCanonical.
+func appendScalar(dst, raw []byte) ([]byte, bool) {
+	switch raw[0] {
 	case '"':
 		return appendString(dst, raw)
 	case 't', 'f', 'n':
