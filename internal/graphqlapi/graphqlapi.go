@@ -129,7 +129,17 @@ func (s *Service) discover(ctx context.Context, c *cached, idx Index) {
 // errors (a query refused, a bound exceeded, a catalog whose schemas
 // collide) are in its errors.
 func (s *Service) Execute(ctx context.Context, idx Index, req Request) *graphql.Result {
-	if err := s.limits.checkText(req.Query); err != nil {
+	return s.execute(ctx, idx, req, true)
+}
+
+// execute answers req, a plain query itself (fast.go) when plain allows,
+// and anything else through graphql-go.
+func (s *Service) execute(ctx context.Context, idx Index, req Request, plain bool) *graphql.Result {
+	doc, err := parse(req.Query)
+	if err != nil {
+		return errorResult(err)
+	}
+	if err := s.limits.checkDoc(doc); err != nil {
 		return errorResult(err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.limits.Time)
@@ -148,13 +158,25 @@ func (s *Service) Execute(ctx context.Context, idx Index, req Request) *graphql.
 		}
 		return errorResult(err)
 	}
-	res := graphql.Do(graphql.Params{
-		Schema:         b.schema,
-		RequestString:  req.Query,
-		VariableValues: req.Variables,
-		OperationName:  req.OperationName,
-		Context:        context.WithValue(ctx, runKey{}, r),
-	})
+	if plain {
+		if res, ok := r.plainQuery(ctx, b, doc, req); ok {
+			return res
+		}
+	}
+	// graphql-go answers from scratch, as graphql.Do would from the text.
+	r = &run{ctx: ctx, cat: idx.Reader, limits: s.limits}
+	var res *graphql.Result
+	if v := graphql.ValidateDocument(&b.schema, doc, nil); !v.IsValid {
+		res = &graphql.Result{Errors: v.Errors}
+	} else {
+		res = graphql.Execute(graphql.ExecuteParams{
+			Schema:        b.schema,
+			AST:           doc,
+			OperationName: req.OperationName,
+			Args:          req.Variables,
+			Context:       context.WithValue(ctx, runKey{}, r),
+		})
+	}
 	// graphql-go answers a context ended with the context's error alone;
 	// say which bound it was.
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {

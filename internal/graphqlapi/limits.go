@@ -35,13 +35,18 @@ type Limits struct {
 // levels, 50 aliases, 500 fields, 5 s) and ours of what it reads.
 var DefaultLimits = Limits{Depth: 10, Aliases: 50, Fields: 500, Objects: 10000, Bytes: 64 << 20, Time: 5 * time.Second}
 
-// checkText refuses a query deeper, or with more aliases or fields, than
-// the limits allow; each operation counts its fragments again.
-func (l Limits) checkText(q string) error {
+// parse reads a query's text, as catalogd reads it to check its bounds.
+func parse(q string) (*ast.Document, error) {
 	doc, err := parser.Parse(parser.ParseParams{Source: q})
 	if err != nil {
-		return fmt.Errorf("query parse error: %w", err)
+		return nil, fmt.Errorf("query parse error: %w", err)
 	}
+	return doc, nil
+}
+
+// checkDoc refuses a query deeper, or with more aliases or fields, than
+// the limits allow; each operation counts its fragments again.
+func (l Limits) checkDoc(doc *ast.Document) error {
 	fragments := map[string]*ast.FragmentDefinition{}
 	for _, d := range doc.Definitions {
 		if f, ok := d.(*ast.FragmentDefinition); ok {

@@ -2,12 +2,11 @@ package graphqlapi
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
-	"sync"
 
 	"github.com/graphql-go/graphql"
 	"github.com/graphql-go/graphql/language/ast"
@@ -22,7 +21,14 @@ const maxLimit = 100
 // built is a catalog's GraphQL schema, made once per index file.
 type built struct {
 	schema graphql.Schema
+	// lists are the schemas by list field, shapes what discovery found
+	// of each and names the field names of nested keys: what fast.go
+	// answers a list field from.
+	lists  map[string]string
 	shapes map[string]*shape
+	names  nestedNames
+	// summary is summary's value, made once.
+	summary map[string]any
 }
 
 // build makes the schema of the shapes discovered: a list field per
@@ -50,18 +56,19 @@ func build(d *discovery) (*built, error) {
 		}
 		lists[listName(n)] = n
 	}
-	names2 := &nestedNames{cache: nameCache{}}
+	nn := nestedNames(d.names)
 	fields := graphql.Fields{}
 	for _, n := range names {
-		fields[listName(n)] = listField(n, d.schemas[n], names2)
+		fields[listName(n)] = listField(n, d.schemas[n], nn)
 	}
-	fields["summary"] = summaryField(d.schemas, names)
+	summary := summaryValue(d.schemas, names)
+	fields["summary"] = &graphql.Field{Type: summaryType, Resolve: func(graphql.ResolveParams) (any, error) { return summary, nil }}
 	fields["catalog"] = catalogField()
 	schema, err := graphql.NewSchema(graphql.SchemaConfig{Query: graphql.NewObject(graphql.ObjectConfig{Name: "Query", Fields: fields})})
 	if err != nil {
 		return nil, fmt.Errorf("failed to create GraphQL schema: %w", err)
 	}
-	return &built{schema: schema, shapes: d.schemas}, nil
+	return &built{schema: schema, lists: lists, shapes: d.schemas, names: nn, summary: summary}, nil
 }
 
 func scalarType(l leaf) graphql.Output {
@@ -84,7 +91,7 @@ func scalarType(l leaf) graphql.Output {
 
 // listField is the field listing the objects of one schema, a page at a
 // time, filtered in SQL by package and name when asked.
-func listField(schema string, s *shape, nn *nestedNames) *graphql.Field {
+func listField(schema string, s *shape, nn nestedNames) *graphql.Field {
 	fields := graphql.Fields{}
 	for name, f := range s.fields {
 		if len(f.nested) > 0 {
@@ -110,43 +117,48 @@ func listField(schema string, s *shape, nn *nestedNames) *graphql.Field {
 			if stop, err := r.halt(); stop {
 				return nil, err
 			}
-			limit, _ := p.Args["limit"].(int)
-			if limit <= 0 || limit > maxLimit {
-				limit = maxLimit
-			}
-			offset, _ := p.Args["offset"].(int)
-			offset = max(offset, 0)
-			pkg, _ := p.Args["package"].(string)
-			name, _ := p.Args["name"].(string)
-			keep := wantedKeys(p, s)
-			var out []any
-			err := r.cat.BlobPage(p.Context, query.BlobFilter{Schema: schema, Package: pkg, Name: name}, query.Page{Offset: offset, Limit: limit},
-				func(blob []byte) error {
-					if err := r.object(); err != nil {
-						return err
-					}
-					o, ok := decodeObject(blob, keep)
-					if !ok {
-						return nil
-					}
-					for _, v := range o {
-						if err := r.charge(len(v)); err != nil {
-							return err
-						}
-					}
-					out = append(out, o)
-					return nil
-				})
-			var bound *boundError
-			if errors.As(err, &bound) {
-				return nil, r.fail(bound)
-			}
-			if err != nil {
-				return nil, r.fail(fmt.Errorf("error loading objects for schema %s: %w", schema, err))
-			}
-			return out, nil
+			return r.page(p.Context, schema, p.Args, wantedKeys(p.Info.FieldASTs, p.Info.Fragments, s))
 		},
 	}
+}
+
+// page reads the page of schema's objects that the list field's arguments
+// ask for, with the members in keep.
+func (r *run) page(ctx context.Context, schema string, args map[string]any, keep map[string]bool) ([]any, error) {
+	limit, _ := args["limit"].(int)
+	if limit <= 0 || limit > maxLimit {
+		limit = maxLimit
+	}
+	offset, _ := args["offset"].(int)
+	offset = max(offset, 0)
+	pkg, _ := args["package"].(string)
+	name, _ := args["name"].(string)
+	var out []any
+	err := r.cat.BlobPage(ctx, query.BlobFilter{Schema: schema, Package: pkg, Name: name}, query.Page{Offset: offset, Limit: limit},
+		func(blob []byte) error {
+			if err := r.object(); err != nil {
+				return err
+			}
+			o, ok := decodeObject(blob, keep)
+			if !ok {
+				return nil
+			}
+			for _, v := range o {
+				if err := r.charge(len(v)); err != nil {
+					return err
+				}
+			}
+			out = append(out, o)
+			return nil
+		})
+	var bound *boundError
+	if errors.As(err, &bound) {
+		return nil, r.fail(bound)
+	}
+	if err != nil {
+		return nil, r.fail(fmt.Errorf("error loading objects for schema %s: %w", schema, err))
+	}
+	return out, nil
 }
 
 // object is a catalog object with the raw values of the keys a query
@@ -159,9 +171,9 @@ type object map[string]json.RawMessage
 // catalogd skips it.
 func decodeObject(blob []byte, keep map[string]bool) (object, bool) {
 	o := object{}
-	ok := members(blob, func(k string, raw []byte) {
-		if keep == nil || keep[k] {
-			o[k] = bytes.Clone(raw)
+	ok := members(blob, func(k, raw []byte) {
+		if keep == nil || keep[string(k)] {
+			o[string(k)] = bytes.Clone(raw)
 		}
 	})
 	return o, ok
@@ -169,7 +181,7 @@ func decodeObject(blob []byte, keep map[string]bool) (object, bool) {
 
 // wantedKeys are the JSON keys of the fields a list field's selection
 // names, through fragments too; nil (every key) when it cannot tell.
-func wantedKeys(p graphql.ResolveParams, s *shape) map[string]bool {
+func wantedKeys(fields []*ast.Field, fragments map[string]ast.Definition, s *shape) map[string]bool {
 	keep := map[string]bool{}
 	seen := map[string]bool{}
 	var walk func(ss *ast.SelectionSet) bool
@@ -195,7 +207,7 @@ func wantedKeys(p graphql.ResolveParams, s *shape) map[string]bool {
 					continue
 				}
 				seen[name] = true
-				def, ok := p.Info.Fragments[name].(*ast.FragmentDefinition)
+				def, ok := fragments[name].(*ast.FragmentDefinition)
 				if !ok || !walk(def.SelectionSet) {
 					return false
 				}
@@ -205,7 +217,7 @@ func wantedKeys(p graphql.ResolveParams, s *shape) map[string]bool {
 		}
 		return true
 	}
-	for _, fa := range p.Info.FieldASTs {
+	for _, fa := range fields {
 		if !walk(fa.SelectionSet) {
 			return nil
 		}
@@ -226,41 +238,115 @@ func topResolver(f *field, isLeaf bool) graphql.FieldResolveFn {
 		if !ok {
 			return nil, nil
 		}
-		for _, k := range f.keys {
-			raw, ok := o[k]
-			if !ok {
-				continue
-			}
-			var v any
-			if err := json.Unmarshal(raw, &v); err != nil {
-				return nil, r.fail(fmt.Errorf("decode field %q: %w", k, err))
-			}
-			if !isLeaf {
-				return v, r.fail(r.charge(len(raw)))
-			}
-			return r.leafValue(v)
-		}
-		return nil, r.fail(r.charge(0))
+		return r.topValue(o, f, isLeaf)
 	}
 }
 
-// nestedNames caches the field names of JSON keys met in nested objects,
-// shared by every resolver of one schema.
-type nestedNames struct {
-	mu    sync.Mutex
-	cache nameCache
+// topValue is the value of field f of o, as topResolver resolves it.
+func (r *run) topValue(o object, f *field, isLeaf bool) (any, error) {
+	for _, k := range f.keys {
+		raw, ok := o[k]
+		if !ok {
+			continue
+		}
+		if isLeaf {
+			if v, ok := rawLeaf(raw); ok {
+				return r.leafValue(v)
+			}
+		} else if v, ok := rawObjects(raw); ok {
+			return v, r.fail(r.charge(len(raw)))
+		}
+		var v any
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return nil, r.fail(fmt.Errorf("decode field %q: %w", k, err))
+		}
+		if !isLeaf {
+			return v, r.fail(r.charge(len(raw)))
+		}
+		return r.leafValue(v)
+	}
+	return nil, r.fail(r.charge(0))
 }
 
-func (n *nestedNames) field(key string) string {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.cache.field(key)
+// leafText is an object or array value as a scalar field answers it, its
+// JSON text as encoding/json writes it, made by appendCanonical without
+// decoding the value.
+type leafText string
+
+// rawLeaf is raw as a scalar field resolves it, for leafValue: a string,
+// a float64, a bool, nil, or the leafText of an object or array; false
+// when it must be decoded (it cannot tell).
+func rawLeaf(raw []byte) (any, bool) {
+	if v, ok := scalarValue(raw); ok {
+		return v, true
+	}
+	if len(raw) == 0 || (raw[0] != '{' && raw[0] != '[') {
+		return nil, false
+	}
+	b, ok := appendCanonical(make([]byte, 0, len(raw)), raw)
+	return leafText(b), ok
+}
+
+// rawObject is an object in an array of objects, its members read but
+// not decoded: a nested type's fields resolve from it.
+type rawObject []member
+
+// notObject stands for an element of an array of objects that is no
+// object (null aside): it has every field null, as catalogd answers it.
+type notObject struct{}
+
+// rawObjects is raw, an array, with its object elements read into
+// rawObjects; false when raw is no array it can read.
+func rawObjects(raw []byte) ([]any, bool) {
+	if len(raw) == 0 || raw[0] != '[' {
+		return nil, false
+	}
+	out := []any{}
+	ok := elements(raw, func(e []byte) bool {
+		switch e[0] {
+		case '{':
+			o := make(rawObject, 0, 4)
+			if !members(e, func(k, v []byte) { o = append(o, member{key: k, raw: v}) }) {
+				return false
+			}
+			out = append(out, o)
+		case 'n':
+			out = append(out, nil)
+		default:
+			out = append(out, notObject{})
+		}
+		return true
+	})
+	return out, ok
+}
+
+// get is the raw value of key in o, the last one when o repeats it, as
+// in encoding/json.
+func (o rawObject) get(key string) ([]byte, bool) {
+	for i := len(o) - 1; i >= 0; i-- {
+		if string(o[i].key) == key {
+			return o[i].raw, true
+		}
+	}
+	return nil, false
+}
+
+// nestedNames are the field names of the JSON keys discovery met, read
+// by every resolver at once and so never written after; a key it did not
+// meet has its name worked out each time.
+type nestedNames nameCache
+
+func (n nestedNames) field(key []byte) string {
+	if name, ok := n[string(key)]; ok {
+		return name
+	}
+	return fieldName(string(key))
 }
 
 // nestedType is the object type of the elements of an array of objects.
 // A field is looked up by its own name first, then by any key mapping to
 // it (the first in sorted order), as catalogd looks it up.
-func nestedType(name string, fields map[string]leaf, nn *nestedNames) *graphql.Object {
+func nestedType(name string, fields map[string]leaf, nn nestedNames) *graphql.Object {
 	gf := graphql.Fields{}
 	for fname, l := range fields {
 		gf[fname] = &graphql.Field{Type: scalarType(l), Resolve: func(p graphql.ResolveParams) (any, error) {
@@ -268,27 +354,39 @@ func nestedType(name string, fields map[string]leaf, nn *nestedNames) *graphql.O
 			if stop, err := r.halt(); stop {
 				return nil, err
 			}
-			src, ok := p.Source.(map[string]any)
+			src, ok := p.Source.(rawObject)
 			if !ok {
 				return nil, nil
 			}
-			if v, ok := src[fname]; ok {
-				return r.leafValue(v)
-			}
-			var keys []string
-			for k := range src {
-				if nn.field(k) == fname {
-					keys = append(keys, k)
-				}
-			}
-			if len(keys) == 0 {
-				return nil, r.fail(r.charge(0))
-			}
-			sort.Strings(keys)
-			return r.leafValue(src[keys[0]])
+			return r.nestedValue(src, fname, nn)
 		}}
 	}
 	return graphql.NewObject(graphql.ObjectConfig{Name: name, Fields: gf})
+}
+
+// nestedValue is the value of the field fname of src, an element of an
+// array of objects: the value of the key fname, or else of the first key,
+// in sorted order, naming the field.
+func (r *run) nestedValue(src rawObject, fname string, nn nestedNames) (any, error) {
+	raw, ok := src.get(fname)
+	if !ok {
+		var first []byte
+		for _, m := range src {
+			if nn.field(m.key) == fname && (!ok || bytes.Compare(m.key, first) <= 0) {
+				first, raw, ok = m.key, m.raw, true
+			}
+		}
+		if !ok {
+			return nil, r.fail(r.charge(0))
+		}
+	}
+	v, ok := rawLeaf(raw)
+	if !ok {
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return nil, r.fail(fmt.Errorf("decode field %q: %w", fname, err))
+		}
+	}
+	return r.leafValue(v)
 }
 
 // leafValue is v as a scalar field answers it: objects and arrays as their
@@ -303,6 +401,8 @@ func (r *run) leafValue(v any) (any, error) {
 		return string(b), r.fail(r.charge(len(b)))
 	case string:
 		return s, r.fail(r.charge(len(s)))
+	case leafText:
+		return string(s), r.fail(r.charge(len(s)))
 	}
 	return v, r.fail(r.charge(0))
 }
@@ -322,13 +422,12 @@ var summaryType = graphql.NewObject(graphql.ObjectConfig{
 	},
 })
 
-// summaryField answers the catalog's schemas with their object and field
-// counts, by schema name.
-func summaryField(shapes map[string]*shape, names []string) *graphql.Field {
+// summaryValue is summary's answer: the catalog's schemas with their
+// object and field counts, by schema name.
+func summaryValue(shapes map[string]*shape, names []string) map[string]any {
 	schemas := make([]any, 0, len(names))
 	for _, n := range names {
 		schemas = append(schemas, map[string]any{"name": n, "totalObjects": shapes[n].objects, "totalFields": len(shapes[n].fields)})
 	}
-	summary := map[string]any{"totalSchemas": len(names), "schemas": schemas}
-	return &graphql.Field{Type: summaryType, Resolve: func(graphql.ResolveParams) (any, error) { return summary, nil }}
+	return map[string]any{"totalSchemas": len(names), "schemas": schemas}
 }
