@@ -76,14 +76,17 @@ unit:
 # The packages whose goroutines share state: the store's readers and
 # swaps, the HTTP API over it, the directory watcher, the sync service, the
 # package API's cache and watches, the server that wires them, the unpacker,
-# the parallel catalog parser, and the git and HTTP sources (a tree
-# written through a pipe, caches shared by every fetch). -short leaves out the real community
+# the parallel catalog parser, the git and HTTP sources (a tree
+# written through a pipe, caches shared by every fetch), and the GraphQL
+# surface (its schema cache, shared by every query; its HTTP tests run in
+# httpapi). -short leaves out the real community
 # catalog (test/fbcfacts) and shorter sequences where tests offer them;
 # RACE_SKIP the tests that push hundreds of MB through one goroutine to
 # bound its memory, which take minutes under the detector and check no
 # sharing that the other tests do not.
 RACE_PKGS := ./internal/store/ ./internal/httpapi/ ./internal/catalogdir/ ./internal/catalogsync/ \
-	./internal/server/ ./internal/unpack/ ./internal/fbc/ ./internal/source/gitsource/ ./internal/source/httpsource/
+	./internal/server/ ./internal/unpack/ ./internal/fbc/ ./internal/source/gitsource/ ./internal/source/httpsource/ \
+	./internal/graphqlapi/
 RACE_PACKAGEAPI_PKGS := ./internal/packageapi/
 RACE_SKIP := ^(TestBombsTakeBoundedMemory|TestUnpackBombs|TestBombImagesAreRefusedOnce|TestBombDirectoryIsRefusedOnce)$$
 
