@@ -3,7 +3,6 @@ package unpack_test
 import (
 	"archive/tar"
 	"bytes"
-	"compress/gzip"
 	"context"
 	"errors"
 	"os"
@@ -12,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/catalogd/catalogd/internal/unpack"
+	"github.com/catalogd/catalogd/test/dirtree"
 )
 
 // TestExtractArchiveSpeaksOfTheArchive: a lone archive (a download, a git
@@ -33,16 +33,9 @@ func TestExtractArchiveSpeaksOfTheArchive(t *testing.T) {
 		}
 		return buf.Bytes()
 	}
-	var gz bytes.Buffer
-	zw := gzip.NewWriter(&gz)
-	if _, err := zw.Write(tarOf(&tar.Header{Name: "c.json", Typeflag: tar.TypeReg, Mode: 0o644}, strings.Repeat("{}\n", 4096))); err != nil {
-		t.Fatal(err)
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
+	gz := dirtree.Gzip(t, tarOf(&tar.Header{Name: "c.json", Typeflag: tar.TypeReg, Mode: 0o644}, strings.Repeat("{}\n", 4096)))
 	// A gzip header whose deflate stream is cut off and followed by zeros.
-	corrupt := append(gz.Bytes()[:30:30], make([]byte, 600)...)
+	corrupt := append(gz[:30:30], make([]byte, 600)...)
 
 	for _, tc := range []struct {
 		name    string

@@ -27,6 +27,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/catalogd/catalogd/internal/unpack"
+	"github.com/catalogd/catalogd/test/dirtree"
 	"github.com/catalogd/catalogd/test/registrytest"
 )
 
@@ -54,19 +55,6 @@ func tarBytes(t *testing.T, entries ...registrytest.Entry) []byte {
 		}
 	}
 	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
-
-func gzipBytes(t *testing.T, b []byte) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	if _, err := zw.Write(b); err != nil {
-		t.Fatal(err)
-	}
-	if err := zw.Close(); err != nil {
 		t.Fatal(err)
 	}
 	return buf.Bytes()
@@ -199,7 +187,7 @@ func TestUnpackHostileLayers(t *testing.T) {
 	}
 	zw.Write(catalog)
 	zw.Close()
-	gz := gzipBytes(t, catalog)
+	gz := dirtree.Gzip(t, catalog)
 	// 64 MiB of zeros in an entry outside the configs dir, then the tar end:
 	// kilobytes of gzip.
 	var hdr bytes.Buffer
@@ -250,7 +238,7 @@ func TestUnpackHostileLayers(t *testing.T) {
 			},
 		},
 		{
-			name: "tar truncated inside an entry at its digest", blobs: [][]byte{gzipBytes(t, catalog[:512+512+10])}, terminal: true,
+			name: "tar truncated inside an entry at its digest", blobs: [][]byte{dirtree.Gzip(t, catalog[:512+512+10])}, terminal: true,
 			check: func(t *testing.T, err error) {
 				var ce *unpack.CorruptLayerError
 				if !errors.As(err, &ce) {

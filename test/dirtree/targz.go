@@ -2,6 +2,7 @@ package dirtree
 
 import (
 	"archive/tar"
+	"bytes"
 	"compress/gzip"
 	"io"
 	"os"
@@ -26,4 +27,18 @@ func TarGz(t testing.TB, dst, dir string) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// Gzip returns b gzipped, as an archive or an image layer is sent.
+func Gzip(t testing.TB, b []byte) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	if _, err := zw.Write(b); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
 }

@@ -35,12 +35,12 @@ func TestForms(t *testing.T) {
 		wantErr           string
 	}{
 		{path: "/c.tar", body: archive, want: catalogFiles},
-		{path: "/c.tar.gz", body: gzipped(t, archive), want: catalogFiles},
-		{path: "/c.TGZ", body: gzipped(t, archive), want: catalogFiles},
+		{path: "/c.tar.gz", body: dirtree.Gzip(t, archive), want: catalogFiles},
+		{path: "/c.TGZ", body: dirtree.Gzip(t, archive), want: catalogFiles},
 		{path: "/one.json", body: []byte(single), want: map[string]string{"one.json": single}},
 		{path: "/one.yaml", body: []byte(yamlDoc), want: map[string]string{"one.yaml": yamlDoc}},
 		{path: "/one.yml", body: []byte(yamlDoc), want: map[string]string{"one.yml": yamlDoc}},
-		{path: "/download", contentType: "application/gzip", body: gzipped(t, archive), want: catalogFiles},
+		{path: "/download", contentType: "application/gzip", body: dirtree.Gzip(t, archive), want: catalogFiles},
 		{path: "/download", contentType: "application/x-tar", body: archive, want: catalogFiles},
 		{path: "/api", contentType: "application/json; charset=utf-8", body: []byte(single), want: map[string]string{"catalog.json": single}},
 		{path: "/api", contentType: "application/yaml", body: []byte(yamlDoc), want: map[string]string{"catalog.yaml": yamlDoc}},
@@ -106,7 +106,7 @@ func keys(m map[string]string) []string {
 // server that ignores conditionals sends the same bytes, and nothing is
 // extracted.
 func TestUnchangedPoll(t *testing.T) {
-	body := gzipped(t, makeTar(t, filesOf(catalogFiles)))
+	body := dirtree.Gzip(t, makeTar(t, filesOf(catalogFiles)))
 	digest := "sha256:" + sha(body)
 	modified := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	for _, tc := range []struct {
@@ -422,7 +422,7 @@ func TestFailures(t *testing.T) {
 // TestHostileArchives: what the extractor refuses in an image layer it
 // refuses in a download, terminally, leaving nothing behind.
 func TestHostileArchives(t *testing.T) {
-	bomb := gzipped(t, makeTar(t, []entry{{name: "big.json", typeflag: tar.TypeReg, body: strings.Repeat("\x00", 1<<20)}}))
+	bomb := dirtree.Gzip(t, makeTar(t, []entry{{name: "big.json", typeflag: tar.TypeReg, body: strings.Repeat("\x00", 1<<20)}}))
 	many := make([]entry, 20)
 	for i := range many {
 		many[i] = entry{name: "f" + string(rune('a'+i)) + ".json", typeflag: tar.TypeReg, body: "{}"}
@@ -439,7 +439,7 @@ func TestHostileArchives(t *testing.T) {
 		{"bomb", bomb, "the decompressed archive exceeds MaxUncompressedBytes"},
 		{"too many files", makeTar(t, many), "MaxFiles"},
 		{"not an archive", []byte("<html>hello</html>" + strings.Repeat(" ", 1024)), "the download is not a tar archive"},
-		{"corrupt gzip", append(gzipped(t, makeTar(t, filesOf(catalogFiles)))[:40:40], make([]byte, 600)...), "the download is not a tar archive (plain, gzip or zstd): reading the archive: flate"},
+		{"corrupt gzip", append(dirtree.Gzip(t, makeTar(t, filesOf(catalogFiles)))[:40:40], make([]byte, 600)...), "the download is not a tar archive (plain, gzip or zstd): reading the archive: flate"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := newServer(t, false)
