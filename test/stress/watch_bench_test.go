@@ -34,8 +34,8 @@ import (
 // with incremental builds (the default) and with
 // --incremental-index=false. Saving 10 files of tens of MB takes long
 // enough for the watch to index a first burst before the rest: the
-// figures then cover both builds. The watch's debounce (half a second) is
-// part of every figure. VmHWM-MiB is the server's peak resident set over
+// figures then cover both builds. Each save is a rename into place, complete
+// when its event arrives, so on Linux no debounce is part of a figure. VmHWM-MiB is the server's peak resident set over
 // the edits (reset after its first index was built), and packagesRebuilt
 // says how many packages the last build parsed and validated.
 func BenchmarkWatchEdit(b *testing.B) {
