@@ -59,11 +59,7 @@ func TestCompleteSavesNeedNoDebounce(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			dir := filepath.Join(t.TempDir(), "catalog")
-			write(t, filepath.Join(dir, "catalog.json"), "{}")
-			write(t, filepath.Join(dir, "sub", "inner", "catalog.json"), "{}")
-			rec := startWatch(t, dir, neverDebounce)
-			base := rec.count()
+			dir, rec, base := watchedCatalog(t, neverDebounce)
 
 			tc.change(t, dir)
 			waitFor(t, rec, base+1)

@@ -96,6 +96,18 @@ func startWatch(t *testing.T, dir string, debounce time.Duration) *recorder {
 	return rec
 }
 
+// watchedCatalog makes a catalog directory of two files, one two
+// directories deep, and watches it: the directory, the recorder and its
+// count of calls once the watch is settled.
+func watchedCatalog(t *testing.T, debounce time.Duration) (string, *recorder, int) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "catalog")
+	write(t, filepath.Join(dir, "catalog.json"), "{}")
+	write(t, filepath.Join(dir, "sub", "inner", "catalog.json"), "{}")
+	rec := startWatch(t, dir, debounce)
+	return dir, rec, rec.count()
+}
+
 // waitFor polls until the recorder has seen at least n calls.
 func waitFor(t *testing.T, rec *recorder, n int) {
 	t.Helper()
@@ -237,11 +249,7 @@ func TestWatchEvents(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			dir := filepath.Join(t.TempDir(), "catalog")
-			write(t, filepath.Join(dir, "catalog.json"), "{}")
-			write(t, filepath.Join(dir, "sub", "inner", "catalog.json"), "{}")
-			rec := startWatch(t, dir, 50*time.Millisecond)
-			base := rec.count()
+			dir, rec, base := watchedCatalog(t, 50*time.Millisecond)
 
 			tc.change(t, dir)
 			waitFor(t, rec, base+1)
