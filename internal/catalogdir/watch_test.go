@@ -74,6 +74,10 @@ func startWatch(t *testing.T, dir string, debounce time.Duration) *recorder {
 	// Watch gives no sign of having added its watches; a write that makes
 	// a call is one. Each attempt waits past the debounce period, so that
 	// retries do not keep postponing the call they wait for.
+	// A test may set a debounce far longer than it runs, to show that a
+	// call came without it: then the probe, a write closed at once, is
+	// what makes the call, and a second is enough to wait for it.
+	period := min(debounce, 250*time.Millisecond)
 	deadline := time.Now().Add(10 * time.Second)
 	probe := filepath.Join(dir, ".probe")
 	for i := 0; rec.count() == 0; i++ {
@@ -83,13 +87,25 @@ func startWatch(t *testing.T, dir string, debounce time.Duration) *recorder {
 		if err := os.WriteFile(probe, []byte(fmt.Sprint(i)), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		for wait := time.Now().Add(4*debounce + 50*time.Millisecond); rec.count() == 0 && time.Now().Before(wait); {
+		for wait := time.Now().Add(4*period + 50*time.Millisecond); rec.count() == 0 && time.Now().Before(wait); {
 			time.Sleep(5 * time.Millisecond)
 		}
 	}
 	// The probe may have made more than one call; wait for the quiet.
-	waitStable(t, rec, debounce)
+	waitStable(t, rec, period)
 	return rec
+}
+
+// watchedCatalog makes a catalog directory of two files, one two
+// directories deep, and watches it: the directory, the recorder and its
+// count of calls once the watch is settled.
+func watchedCatalog(t *testing.T, debounce time.Duration) (string, *recorder, int) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "catalog")
+	write(t, filepath.Join(dir, "catalog.json"), "{}")
+	write(t, filepath.Join(dir, "sub", "inner", "catalog.json"), "{}")
+	rec := startWatch(t, dir, debounce)
+	return dir, rec, rec.count()
 }
 
 // waitFor polls until the recorder has seen at least n calls.
@@ -104,12 +120,12 @@ func waitFor(t *testing.T, rec *recorder, n int) {
 	}
 }
 
-// waitStable returns once no call came for several debounce periods: used
-// only to settle the start-up probe, never to assert anything.
-func waitStable(t *testing.T, rec *recorder, debounce time.Duration) {
+// waitStable returns once no call came for four periods: used only to
+// settle the start-up probe, never to assert anything.
+func waitStable(t *testing.T, rec *recorder, period time.Duration) {
 	t.Helper()
 	last := rec.count()
-	for quiet := time.Now(); time.Since(quiet) < 4*debounce; time.Sleep(debounce / 4) {
+	for quiet := time.Now(); time.Since(quiet) < 4*period; time.Sleep(period / 4) {
 		if n := rec.count(); n != last {
 			last, quiet = n, time.Now()
 		}
@@ -233,11 +249,7 @@ func TestWatchEvents(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			dir := filepath.Join(t.TempDir(), "catalog")
-			write(t, filepath.Join(dir, "catalog.json"), "{}")
-			write(t, filepath.Join(dir, "sub", "inner", "catalog.json"), "{}")
-			rec := startWatch(t, dir, 50*time.Millisecond)
-			base := rec.count()
+			dir, rec, base := watchedCatalog(t, 50*time.Millisecond)
 
 			tc.change(t, dir)
 			waitFor(t, rec, base+1)

@@ -22,13 +22,26 @@ type input struct {
 	pos  Position
 	off  int64
 	data []byte // what buf is a slice of
-	eof  bool
+	// firstChunk is the size of data's first allocation: chunkBytes, or
+	// less for a file known to be smaller (sizeHint).
+	firstChunk int
+	eof        bool
 	// err is a read error or a broken limit; once set, fill reports false.
 	err error
 }
 
 func newInput(r io.Reader, path string, limits Limits) *input {
-	return &input{r: r, limit: limits.FileBytes, pos: Position{Path: path, Line: 1, Column: 1}}
+	return &input{r: r, limit: limits.FileBytes, pos: Position{Path: path, Line: 1, Column: 1}, firstChunk: chunkBytes}
+}
+
+// sizeHint says how large the file is, so that a small one is read into a
+// buffer of its size rather than a whole chunk: one byte more, so that the
+// read that finds its end still fits. A file that grows after the hint is
+// read on in chunks as any other.
+func (in *input) sizeHint(size int64) {
+	if size >= 0 && size < chunkBytes {
+		in.firstChunk = int(size) + 1
+	}
 }
 
 // fill reads more of the file into buf, and reports false at its end or on
@@ -38,7 +51,7 @@ func (in *input) fill() bool {
 		return false
 	}
 	if in.data == nil {
-		in.data = make([]byte, chunkBytes)
+		in.data = make([]byte, in.firstChunk)
 	}
 	kept := copy(in.data, in.buf)
 	if kept == len(in.data) {

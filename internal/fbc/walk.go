@@ -197,13 +197,14 @@ func walk(ctx context.Context, fsys fs.FS, limits Limits, opts walkOptions, path
 	parsers.Go(func() {
 		defer close(opened)
 		for i, path := range paths {
-			file := make(chan parsed, opts.fileBuffer)
+			src := openSource(fsys, path, limits)
+			file := make(chan parsed, src.blobBuffer(opts.fileBuffer))
 			select {
 			case opened <- file:
 			case <-ctx.Done():
+				src.close()
 				return
 			}
-			src := openSource(fsys, path, limits)
 			weight := 1
 			if src.json {
 				weight = opts.workers
@@ -423,10 +424,29 @@ func openSource(fsys fs.FS, path string, limits Limits) source {
 		return source{path: path, err: err}
 	}
 	in := newInput(f, path, limits)
+	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+		in.sizeHint(fi.Size())
+	}
 	in.ensure(sniffBytes)
 	json := in.err == nil && bytes.HasPrefix(bytes.TrimLeftFunc(in.buf[:min(len(in.buf), sniffBytes)], unicode.IsSpace), []byte("{"))
 	return source{path: path, f: f, in: in, json: json}
 }
+
+// blobBuffer is how many parsed blobs of the file may wait for the
+// consumer: at most max, and no more than a file read to its end in the
+// sniff can hold (a blob takes at least minBlobBytes). A buffer of max is
+// about 100 KiB; made for each of 100,000 small files, it was most of
+// the time and the memory of walking them.
+func (s source) blobBuffer(max int) int {
+	if s.in == nil || !s.in.eof {
+		return max
+	}
+	return min(max, len(s.in.buf)/minBlobBytes+1)
+}
+
+// minBlobBytes is the fewest bytes a blob takes in a catalog file: a JSON
+// object or YAML document naming a schema, with its separator.
+const minBlobBytes = 8
 
 // close closes the file, if it was opened.
 func (s source) close() {

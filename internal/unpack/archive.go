@@ -52,6 +52,7 @@ func (u *Unpacker) ExtractArchive(ctx context.Context, r io.Reader, dst string) 
 	defer root.Close()
 
 	x := newExtractor(root, ".", u.maxBytes, u.maxFiles)
+	defer x.closeParent()
 	x.archive = true
 	budget := &readBudget{left: u.maxUncompressed, max: u.maxUncompressed}
 	dl := &downloadReader{r: r}

@@ -483,6 +483,7 @@ func (u *Unpacker) extract(ctx context.Context, res Result, img manifestBlobs, d
 
 	log.V(1).Info("unpacking catalog", "form", res.Form, "imageDigest", res.ImageDigest, "configsDir", res.ConfigsDir, "layers", len(layers), "dst", dst)
 	x := newExtractor(root, configsDir, u.maxBytes, u.maxFiles)
+	defer x.closeParent()
 	budget := &readBudget{left: u.maxUncompressed, max: u.maxUncompressed}
 	for i, layer := range layers {
 		if err := applyLayer(ctx, x, i, layer, budget); err != nil {

@@ -449,6 +449,18 @@ func TestUnpack(t *testing.T) {
 			want: edit(tinyFBC, map[string]string{"pkg-b": ""}),
 		},
 		{
+			// The directory last written into is kept open: a whiteout that
+			// removes it, then a file written at its path, must land in
+			// the new directory, not in the removed one.
+			name: "directory removed and made again right after a file was written in it",
+			fbc:  tiny,
+			push: registrytest.PushOptions{Layers: [][]registrytest.Entry{
+				{registrytest.File("configs/pkg-d/a.json", "a")},
+				{registrytest.Whiteout("configs/pkg-d"), registrytest.File("configs/pkg-d/b.json", "b")},
+			}},
+			want: edit(tinyFBC, map[string]string{"pkg-d": dirMark, "pkg-d/b.json": "b"}),
+		},
+		{
 			name: "whiteout in layer 3 of a file layer 2 added",
 			fbc:  tiny,
 			push: registrytest.PushOptions{Layers: [][]registrytest.Entry{
