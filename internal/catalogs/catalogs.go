@@ -49,6 +49,11 @@ type Catalog struct {
 	// does not match), which fails the same way however often it is
 	// retried; false when there is no error or a retry may help.
 	ContentFailed bool
+	// NotPrebuilt says why the live index was built rather than taken
+	// prebuilt from beside the catalog in its registry (none published,
+	// none of this schema, a check failed); empty when it was taken, when
+	// none was looked for, or when this process did not make it.
+	NotPrebuilt string
 }
 
 // State is the catalog's state given whether the store has a live index for

@@ -29,6 +29,7 @@ import (
 
 	"github.com/catalogd/catalogd/internal/catalogs"
 	"github.com/catalogd/catalogd/internal/index"
+	"github.com/catalogd/catalogd/internal/prebuilt"
 	"github.com/catalogd/catalogd/internal/query"
 	"github.com/catalogd/catalogd/internal/source"
 	"github.com/catalogd/catalogd/internal/store"
@@ -39,6 +40,7 @@ import (
 type Store interface {
 	Info(catalog string) (store.Info, bool)
 	Update(ctx context.Context, catalog string, src index.Content) (store.Info, index.Stats, bool, error)
+	Adopt(ctx context.Context, catalog, ref string, fill func(ctx context.Context, path string) error) (store.Info, bool, error)
 	Acquire(catalog string) (*store.Snapshot, error)
 	Remove(catalog string) error
 	Catalogs() []string
@@ -122,6 +124,10 @@ type Result struct {
 	// Changes, after a rebuild that replaced an earlier version, say what
 	// changed in the catalog since that version; nil otherwise.
 	Changes *query.Changes
+	// NotPrebuilt says why the index was built rather than taken from a
+	// prebuilt one published beside the content (see PrebuiltSource);
+	// empty when it was taken, or when none was looked for.
+	NotPrebuilt string
 	// Remembered says the sync's error is the one the same content gave
 	// before (a content error at an unchanged digest): it was neither
 	// fetched nor indexed again, and the error was reported already.
@@ -429,10 +435,14 @@ func (s *Service) fetchAndBuild(ctx context.Context, name string, fetcher Fetche
 	if info, ok := s.opts.Store.Info(name); ok {
 		live = info.Digest
 	}
+	res, notPrebuilt, adopted, err := s.adoptPrebuilt(ctx, name, fetcher, live, bad)
+	if adopted {
+		return res, err
+	}
 	fetchStart := time.Now()
 	f, err := fetcher.Fetch(ctx, func(d string) bool { return d == live || d == bad })
 	defer f.Release()
-	res := Result{Ref: f.Ref, Digest: f.Digest, Form: f.Form}
+	res = Result{Ref: f.Ref, Digest: f.Digest, Form: f.Form}
 	if err != nil {
 		return res, withCause(ctx, fmt.Errorf("read catalog %q: %w", name, err))
 	}
@@ -470,7 +480,94 @@ func (s *Service) fetchAndBuild(ctx context.Context, name string, fetcher Fetche
 	}
 	res.Rebuilt, res.Stats = rebuilt, stats
 	res.Ref, res.Digest = info.SourceRef, info.Digest
+	if rebuilt {
+		res.NotPrebuilt = notPrebuilt
+	}
 	return s.withProblems(ctx, name, res)
+}
+
+// PrebuiltSource is a Fetcher whose content may have its index published
+// beside it (a catalog image: package prebuilt), which a sync then takes
+// instead of building one.
+type PrebuiltSource interface {
+	// PrebuiltIndex resolves the source to the digest reference of the
+	// content it holds now, and returns what downloads the index
+	// published for that content into a path (index.Files), for
+	// store.Adopt; download is nil when the fetcher looks for none.
+	PrebuiltIndex(ctx context.Context) (ref string, download func(ctx context.Context, path string) error, err error)
+}
+
+// Adopter swaps in an index this process did not build; *store.Store
+// provides it.
+type Adopter interface {
+	Adopt(ctx context.Context, catalog, ref string, fill func(ctx context.Context, path string) error) (store.Info, bool, error)
+}
+
+// AdoptPrebuilt makes the prebuilt index of fetcher's content catalog's
+// live index in st, when fetcher is a PrebuiltSource looking for one, the
+// content is not one skip names (live already, or failed before: the
+// fetch skips it), and one is published that passes the checks. adopted
+// says it was; otherwise err, when set, says why not (prebuilt.Reason
+// classifies it), and the caller fetches and builds as it would have.
+// `kubectl catalog --image` calls it as a sync does.
+func AdoptPrebuilt(ctx context.Context, st Adopter, catalog string, fetcher Fetcher, skip func(digest string) bool) (info store.Info, adopted bool, err error) {
+	ps, ok := fetcher.(PrebuiltSource)
+	if !ok {
+		return store.Info{}, false, nil
+	}
+	ref, download, err := ps.PrebuiltIndex(ctx)
+	switch {
+	case download == nil:
+		return store.Info{}, false, nil
+	case err != nil:
+		return store.Info{}, false, err
+	case skip(digestOf(ref)):
+		return store.Info{}, false, nil
+	}
+	// Not adopted without an error: the content went live meanwhile,
+	// which is as good.
+	if info, _, err = st.Adopt(ctx, catalog, ref, download); err != nil {
+		return store.Info{}, false, err
+	}
+	return info, true, nil
+}
+
+// adoptPrebuilt is AdoptPrebuilt for a sync: when it adopts, the sync
+// is done (err is its outcome); otherwise why says why not, for the build
+// that follows to report, and the log line and metric say it too.
+func (s *Service) adoptPrebuilt(ctx context.Context, name string, fetcher Fetcher, live, bad string) (res Result, why string, adopted bool, err error) {
+	start := time.Now()
+	info, adopted, err := AdoptPrebuilt(ctx, s.opts.Store, name, fetcher, func(d string) bool { return d == live || d == bad })
+	if err != nil {
+		reason := prebuilt.Reason(err)
+		s.metrics.prebuiltMissed(reason)
+		why = s.clean(err)
+		log := logr.FromContextOrDiscard(ctx)
+		if reason == "absent" {
+			log.V(1).Info("no prebuilt index published; building", "reason", why)
+		} else {
+			log.Info("prebuilt index not used; building", "reason", why)
+		}
+		return Result{}, why, false, nil
+	}
+	if !adopted {
+		return Result{}, "", false, nil
+	}
+	s.metrics.built(time.Since(start), index.ModePrebuilt, nil)
+	s.metrics.prebuiltUsed()
+	res = Result{Ref: info.SourceRef, Digest: info.Digest, Rebuilt: true,
+		Stats: index.Stats{Digest: info.Digest, AllBytes: info.AllBytes, Build: info.Build}}
+	if snap, err := s.opts.Store.Acquire(name); err == nil {
+		// What the build would have counted, for the log line and its
+		// warning about a catalog of no package.
+		counts, err := snap.Catalog.Counts(ctx)
+		snap.Release()
+		if err == nil {
+			res.Stats.Packages, res.Stats.Channels, res.Stats.Bundles = counts.Packages, counts.Channels, counts.Bundles
+		}
+	}
+	res, err = s.withProblems(ctx, name, res)
+	return res, "", true, err
 }
 
 // withProblems adds the live index's validation problems to res, so that
@@ -541,7 +638,12 @@ func (s *Service) record(ctx context.Context, e *entry, res Result, err error) {
 	}
 	lastError, contentFailed := e.lastError()
 	s.mu.Unlock()
-	s.opts.Table.Update(e.name, func(c *catalogs.Catalog) { c.LastError, c.ContentFailed = lastError, contentFailed })
+	s.opts.Table.Update(e.name, func(c *catalogs.Catalog) {
+		c.LastError, c.ContentFailed = lastError, contentFailed
+		if res.Rebuilt {
+			c.NotPrebuilt = res.NotPrebuilt
+		}
+	})
 	switch {
 	case err != nil:
 		// Sync's caller says what failed, once: the loop logs, the

@@ -71,18 +71,18 @@ func (c *Client) find(ctx context.Context, ref string) (name.Digest, []v1.Descri
 	return d, nil, ErrNotPublished
 }
 
-// Published returns the digest of a prebuilt index of this binary's
-// schema that refers to ref (repository@digest), if there is one: what
-// makes publishing again unnecessary.
+// Published returns the reference (repository@digest) of a prebuilt
+// index of this binary's schema that refers to ref (repository@digest),
+// if there is one: what makes publishing again unnecessary.
 func (c *Client) Published(ctx context.Context, ref string) (string, bool, error) {
-	_, found, err := c.find(ctx, ref)
+	d, found, err := c.find(ctx, ref)
 	switch {
 	case errors.Is(err, ErrNotPublished), errors.Is(err, ErrOtherSchema):
 		return "", false, nil
 	case err != nil:
 		return "", false, err
 	}
-	return found[0].Digest.String(), true, nil
+	return d.Context().Digest(found[0].Digest.String()).String(), true, nil
 }
 
 // Download finds the prebuilt index of the catalog at ref
