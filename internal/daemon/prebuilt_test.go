@@ -12,9 +12,9 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
-	"github.com/catalogd/catalogd/test/syncbuf"
 	"github.com/catalogd/catalogd/test/apivalidate"
 	"github.com/catalogd/catalogd/test/registrytest"
+	"github.com/catalogd/catalogd/test/syncbuf"
 )
 
 // publish runs `catalogd index publish` of ref against reg and returns
