@@ -279,7 +279,7 @@ func newIndexCommand(logs *logFlags) *cobra.Command {
 	var opts daemon.PublishOptions
 	publish := &cobra.Command{
 		Use:   "publish IMAGE [flags]",
-		Short: "build a catalog image's index and push it beside the image, for replicas to take instead of building it",
+		Short: "build a catalog image's index and push it beside the image",
 		Long: `Pull the catalog image or artifact IMAGE (with its registry host, by tag or
 digest), build its index exactly as catalogd serve and catalogd manager would,
 and push it to the same repository as an OCI artifact referring to the

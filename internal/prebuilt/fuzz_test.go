@@ -25,8 +25,8 @@ func FuzzCheckManifest(f *testing.F) {
 	}
 	valid := map[string]any{
 		"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json", "artifactType": prebuilt.ArtifactType,
-		"config":  map[string]any{"mediaType": prebuilt.ArtifactType, "size": 2, "digest": "sha256:" + strings.Repeat("1", 64)},
-		"subject": map[string]any{"mediaType": "application/vnd.oci.image.manifest.v1+json", "size": 9, "digest": catalog},
+		"config":      map[string]any{"mediaType": prebuilt.ArtifactType, "size": 2, "digest": "sha256:" + strings.Repeat("1", 64)},
+		"subject":     map[string]any{"mediaType": "application/vnd.oci.image.manifest.v1+json", "size": 9, "digest": catalog},
 		"annotations": map[string]string{prebuilt.AnnotationSchema: c.Schema(), prebuilt.AnnotationCatalog: catalog},
 		"layers": []any{layer("index.db", prebuilt.DatabaseMediaType), layer("content/segments.json", prebuilt.ContentMediaType),
 			layer("content/000000.all", prebuilt.ContentMediaType)},
