@@ -2,15 +2,11 @@ package daemon
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/go-logr/logr/testr"
-	"github.com/google/go-containerregistry/pkg/name"
-	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/catalogd/catalogd/test/apivalidate"
 	"github.com/catalogd/catalogd/test/registrytest"
@@ -35,29 +31,6 @@ func publish(t *testing.T, reg *registrytest.Registry, ref string) string {
 		t.Fatalf("publish %s: %v", ref, err)
 	}
 	return out.String()
-}
-
-// imageBlobs are the digests of the config and layers of the image at
-// ref: what a pull of it downloads.
-func imageBlobs(t *testing.T, ref string) map[string]bool {
-	t.Helper()
-	r, err := name.ParseReference(ref, name.Insecure)
-	if err != nil {
-		t.Fatal(err)
-	}
-	desc, err := remote.Get(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m v1.Manifest
-	if err := json.Unmarshal(desc.Manifest, &m); err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]bool{m.Config.Digest.String(): true}
-	for _, l := range m.Layers {
-		out[l.Digest.String()] = true
-	}
-	return out
 }
 
 // TestPublishThenServe: `catalogd index publish` pushes the index beside
@@ -85,7 +58,7 @@ func TestPublishThenServe(t *testing.T) {
 				t.Errorf("publish again: %+v; want no upload, manifest push or blob download", c)
 			}
 
-			pulled := imageBlobs(t, ref)
+			pulled := registrytest.Blobs(t, ref)
 			reg.Reset()
 			srv := startServe(t, "--data-dir", t.TempDir(), "--listen", "127.0.0.1:0", "--catalog", "demo="+ref, "--insecure-registry", reg.Host)
 			got := getCatalog(t, apivalidate.NewClient(t, srv.base), "demo")
@@ -93,7 +66,7 @@ func TestPublishThenServe(t *testing.T) {
 				t.Errorf("demo = %+v; want Serving a prebuilt index", got)
 			}
 			for _, r := range reg.Requests() {
-				if i := strings.LastIndex(r.Path, "/blobs/"); r.Method == http.MethodGet && i >= 0 && pulled[r.Path[i+len("/blobs/"):]] {
+				if _, ok := pulled[registrytest.BlobDigest(r.Path)]; ok && r.Method == http.MethodGet {
 					t.Errorf("serve pulled the image's blob %s, though it took the prebuilt index", r.Path)
 				}
 			}

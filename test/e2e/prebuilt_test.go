@@ -7,47 +7,30 @@ import (
 	"fmt"
 	"net/http"
 	"os/exec"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/name"
-	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	catalogdv1 "github.com/catalogd/catalogd/api/v1"
 	catalogdclient "github.com/catalogd/catalogd/client"
 	"github.com/catalogd/catalogd/test/await"
-	"github.com/catalogd/catalogd/test/kubetest"
 	"github.com/catalogd/catalogd/test/registrytest"
 )
 
 // TestTwoManagersTakePrebuiltIndex: with the catalog's index published
 // beside its image (catalogd index publish), both replicas of the manager
 // serve it prebuilt, without downloading the image's blobs, and answer
-// alike; the catalog's image alone is what a replica with
-// --prebuilt-index=false pulls.
+// alike.
 func TestTwoManagersTakePrebuiltIndex(t *testing.T) {
-	restCfg := kubetest.Start(t)
-	kubeconfig := kubetest.WriteKubeconfig(t, restCfg)
-	scheme := runtime.NewScheme()
-	if err := catalogdv1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(restCfg, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, kubeconfig := startAPIServer(t)
 	reg := registrytest.New(t, registrytest.WithReferrers())
 	reg.PushCatalog(t, "catalogs/demo:v1", demoDir, registrytest.PushOptions{})
 	image := reg.Host + "/catalogs/demo:v1"
 	if out, err := exec.Command(binary, "index", "publish", image, "--insecure-registry", reg.Host).CombinedOutput(); err != nil {
 		t.Fatalf("catalogd index publish: %v\n%s", err, out)
 	}
-	imageBlobs := blobsOf(t, image)
+	imageBlobs := registrytest.Blobs(t, image)
 	reg.Reset()
 
 	obj := &catalogdv1.ClusterCatalog{
@@ -98,30 +81,8 @@ func TestTwoManagersTakePrebuiltIndex(t *testing.T) {
 	}
 	// No replica pulled the image's config or layers.
 	for _, r := range reg.Requests() {
-		if i := strings.LastIndex(r.Path, "/blobs/"); r.Method == http.MethodGet && i >= 0 && imageBlobs[r.Path[i+len("/blobs/"):]] {
+		if _, ok := imageBlobs[registrytest.BlobDigest(r.Path)]; ok && r.Method == http.MethodGet {
 			t.Errorf("a replica downloaded the image's blob %s", r.Path)
 		}
 	}
-}
-
-// blobsOf are the digests of the config and layers of the image at ref.
-func blobsOf(t *testing.T, ref string) map[string]bool {
-	t.Helper()
-	r, err := name.ParseReference(ref, name.Insecure)
-	if err != nil {
-		t.Fatal(err)
-	}
-	desc, err := remote.Get(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m v1.Manifest
-	if err := json.Unmarshal(desc.Manifest, &m); err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]bool{m.Config.Digest.String(): true}
-	for _, l := range m.Layers {
-		out[l.Digest.String()] = true
-	}
-	return out
 }

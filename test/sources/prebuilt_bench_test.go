@@ -1,7 +1,7 @@
 package sources_test
 
 import (
-	"encoding/json"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
@@ -9,10 +9,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/google/go-containerregistry/pkg/name"
-	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/catalogd/catalogd/test/benchenv"
 	"github.com/catalogd/catalogd/test/catalogdproc"
@@ -40,9 +36,8 @@ func BenchmarkPrebuilt(b *testing.B) {
 	}
 	// It prints REF: published for IMAGE (N bytes).
 	artifact, _, _ := strings.Cut(string(out), ": ")
-	sizes := map[string]int64{}
-	blobSizes(b, image, sizes)
-	blobSizes(b, artifact, sizes)
+	sizes := registrytest.Blobs(b, image)
+	maps.Copy(sizes, registrytest.Blobs(b, artifact))
 
 	for _, tc := range []struct{ name, flag string }{
 		{"build", "--prebuilt-index=false"},
@@ -66,8 +61,8 @@ func BenchmarkPrebuilt(b *testing.B) {
 				peak = max(peak, benchenv.ProcessPeakRSSMiB(p.Cmd.Process.Pid))
 				p.Kill(b)
 				for _, r := range reg.Requests() {
-					if i := strings.LastIndex(r.Path, "/blobs/"); r.Method == http.MethodGet && i >= 0 {
-						downloaded += float64(sizes[r.Path[i+len("/blobs/"):]])
+					if r.Method == http.MethodGet {
+						downloaded += float64(sizes[registrytest.BlobDigest(r.Path)])
 					}
 				}
 			}
@@ -76,28 +71,6 @@ func BenchmarkPrebuilt(b *testing.B) {
 			b.ReportMetric(peak, "peak-RSS-MiB")
 			b.ReportMetric(downloaded/float64(n)/(1<<20), "MiB-downloaded")
 		})
-	}
-}
-
-// blobSizes adds the sizes of the config and layers of the manifest at
-// ref to sizes, by digest.
-func blobSizes(b *testing.B, ref string, sizes map[string]int64) {
-	b.Helper()
-	r, err := name.ParseReference(ref, name.Insecure)
-	if err != nil {
-		b.Fatal(err)
-	}
-	desc, err := remote.Get(r)
-	if err != nil {
-		b.Fatal(err)
-	}
-	var m v1.Manifest
-	if err := json.Unmarshal(desc.Manifest, &m); err != nil {
-		b.Fatal(err)
-	}
-	sizes[m.Config.Digest.String()] = m.Config.Size
-	for _, l := range m.Layers {
-		sizes[l.Digest.String()] = l.Size
 	}
 }
 
