@@ -92,7 +92,7 @@ func (o offlineSource) open(ctx context.Context) (handler http.Handler, where st
 		info, ok := idx.Info(catalog)
 		return ok && info.Digest == digest
 	}
-	_, adopted, err := catalogsync.AdoptPrebuilt(ctx, idx, catalog, fetcher, live)
+	_, _, adopted, err := catalogsync.AdoptPrebuilt(ctx, idx, catalog, fetcher, live)
 	if err != nil && prebuilt.Reason(err) != "absent" {
 		fmt.Fprintf(o.progress, "Not using the prebuilt index of %s: %v\n", where, err)
 	}

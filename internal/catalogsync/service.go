@@ -124,10 +124,6 @@ type Result struct {
 	// Changes, after a rebuild that replaced an earlier version, say what
 	// changed in the catalog since that version; nil otherwise.
 	Changes *query.Changes
-	// NotPrebuilt says why the index was built rather than taken from a
-	// prebuilt one published beside the content (see PrebuiltSource);
-	// empty when it was taken, or when none was looked for.
-	NotPrebuilt string
 	// Remembered says the sync's error is the one the same content gave
 	// before (a content error at an unchanged digest): it was neither
 	// fetched nor indexed again, and the error was reported already.
@@ -435,7 +431,7 @@ func (s *Service) fetchAndBuild(ctx context.Context, name string, fetcher Fetche
 	if info, ok := s.opts.Store.Info(name); ok {
 		live = info.Digest
 	}
-	res, notPrebuilt, adopted, err := s.adoptPrebuilt(ctx, name, fetcher, live, bad)
+	res, adopted, err := s.adoptPrebuilt(ctx, name, fetcher, live, bad)
 	if adopted {
 		return res, err
 	}
@@ -480,9 +476,6 @@ func (s *Service) fetchAndBuild(ctx context.Context, name string, fetcher Fetche
 	}
 	res.Rebuilt, res.Stats = rebuilt, stats
 	res.Ref, res.Digest = info.SourceRef, info.Digest
-	if rebuilt {
-		res.NotPrebuilt = notPrebuilt
-	}
 	return s.withProblems(ctx, name, res)
 }
 
@@ -509,49 +502,55 @@ type Adopter interface {
 // fetch skips it), and one is published that passes the checks. adopted
 // says it was; otherwise err, when set, says why not (prebuilt.Reason
 // classifies it), and the caller fetches and builds as it would have.
+// ref is what the source resolved to, when it got that far.
 // `kubectl catalog --image` calls it as a sync does.
-func AdoptPrebuilt(ctx context.Context, st Adopter, catalog string, fetcher Fetcher, skip func(digest string) bool) (info store.Info, adopted bool, err error) {
+func AdoptPrebuilt(ctx context.Context, st Adopter, catalog string, fetcher Fetcher, skip func(digest string) bool) (ref string, info store.Info, adopted bool, err error) {
 	ps, ok := fetcher.(PrebuiltSource)
 	if !ok {
-		return store.Info{}, false, nil
+		return "", store.Info{}, false, nil
 	}
 	ref, download, err := ps.PrebuiltIndex(ctx)
 	switch {
 	case download == nil:
-		return store.Info{}, false, nil
+		return ref, store.Info{}, false, nil
 	case err != nil:
-		return store.Info{}, false, err
+		return ref, store.Info{}, false, err
 	case skip(digestOf(ref)):
-		return store.Info{}, false, nil
+		return ref, store.Info{}, false, nil
 	}
 	// Not adopted without an error: the content went live meanwhile,
 	// which is as good.
 	if info, _, err = st.Adopt(ctx, catalog, ref, download); err != nil {
-		return store.Info{}, false, err
+		return ref, store.Info{}, false, err
 	}
-	return info, true, nil
+	return ref, info, true, nil
 }
 
 // adoptPrebuilt is AdoptPrebuilt for a sync: when it adopts, the sync
-// is done (err is its outcome); otherwise why says why not, for the build
-// that follows to report, and the log line and metric say it too.
-func (s *Service) adoptPrebuilt(ctx context.Context, name string, fetcher Fetcher, live, bad string) (res Result, why string, adopted bool, err error) {
+// is done (err is its outcome). Otherwise the build that follows is
+// told why in the table (catalogs.NotPrebuilt, before the build starts,
+// so that the reason is there when its index goes live), the log and the
+// metric.
+func (s *Service) adoptPrebuilt(ctx context.Context, name string, fetcher Fetcher, live, bad string) (res Result, adopted bool, err error) {
 	start := time.Now()
-	info, adopted, err := AdoptPrebuilt(ctx, s.opts.Store, name, fetcher, func(d string) bool { return d == live || d == bad })
+	ref, info, adopted, err := AdoptPrebuilt(ctx, s.opts.Store, name, fetcher, func(d string) bool { return d == live || d == bad })
 	if err != nil {
 		reason := prebuilt.Reason(err)
 		s.metrics.prebuiltMissed(reason)
-		why = s.clean(err)
+		why := s.clean(err)
 		log := logr.FromContextOrDiscard(ctx)
 		if reason == "absent" {
 			log.V(1).Info("no prebuilt index published; building", "reason", why)
 		} else {
 			log.Info("prebuilt index not used; building", "reason", why)
 		}
-		return Result{}, why, false, nil
+		if ref != "" {
+			s.opts.Table.Update(name, func(c *catalogs.Catalog) { c.NotPrebuilt = catalogs.NotPrebuilt{Digest: digestOf(ref), Reason: why} })
+		}
+		return Result{}, false, nil
 	}
 	if !adopted {
-		return Result{}, "", false, nil
+		return Result{}, false, nil
 	}
 	s.metrics.built(time.Since(start), index.ModePrebuilt, nil)
 	s.metrics.prebuiltUsed()
@@ -567,7 +566,7 @@ func (s *Service) adoptPrebuilt(ctx context.Context, name string, fetcher Fetche
 		}
 	}
 	res, err = s.withProblems(ctx, name, res)
-	return res, "", true, err
+	return res, true, err
 }
 
 // withProblems adds the live index's validation problems to res, so that
@@ -638,12 +637,7 @@ func (s *Service) record(ctx context.Context, e *entry, res Result, err error) {
 	}
 	lastError, contentFailed := e.lastError()
 	s.mu.Unlock()
-	s.opts.Table.Update(e.name, func(c *catalogs.Catalog) {
-		c.LastError, c.ContentFailed = lastError, contentFailed
-		if res.Rebuilt {
-			c.NotPrebuilt = res.NotPrebuilt
-		}
-	})
+	s.opts.Table.Update(e.name, func(c *catalogs.Catalog) { c.LastError, c.ContentFailed = lastError, contentFailed })
 	switch {
 	case err != nil:
 		// Sync's caller says what failed, once: the loop logs, the
