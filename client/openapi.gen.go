@@ -36,6 +36,7 @@ const (
 const (
 	IndexBuildModeFull        = catalogapi.IndexBuildModeFull
 	IndexBuildModeIncremental = catalogapi.IndexBuildModeIncremental
+	IndexBuildModePrebuilt    = catalogapi.IndexBuildModePrebuilt
 )
 
 // Values of ResolveCandidateRanking.

@@ -59,6 +59,7 @@ func (e DependencyProperty) Valid() bool {
 const (
 	IndexBuildModeFull        IndexBuildMode = "full"
 	IndexBuildModeIncremental IndexBuildMode = "incremental"
+	IndexBuildModePrebuilt    IndexBuildMode = "prebuilt"
 )
 
 // Valid indicates whether the value is a known member of the IndexBuildMode enum.
@@ -67,6 +68,8 @@ func (e IndexBuildMode) Valid() bool {
 	case IndexBuildModeFull:
 		return true
 	case IndexBuildModeIncremental:
+		return true
+	case IndexBuildModePrebuilt:
 		return true
 	default:
 		return false
@@ -358,9 +361,10 @@ type CatalogCounts struct {
 // CatalogDetail A catalog as in CatalogSummary, plus what its index holds and the problems found building it.
 type CatalogDetail struct {
 	// Build How the current index was built: in full, reading and validating
-	// every package, or incrementally from the index before it, reading
-	// and validating only the packages that changed. Absent before the
-	// first index.
+	// every package, incrementally from the index before it, reading
+	// and validating only the packages that changed, or not at all here:
+	// prebuilt, published beside the catalog in its registry, downloaded
+	// and checked. Absent before the first index.
 	Build IndexBuild `json:"build,omitempty,omitzero"`
 
 	// Counts How many of each the current index holds; all zero before the first index.
@@ -727,12 +731,25 @@ type HeadChange struct {
 }
 
 // IndexBuild How the current index was built: in full, reading and validating
-// every package, or incrementally from the index before it, reading
-// and validating only the packages that changed. Absent before the
-// first index.
+// every package, incrementally from the index before it, reading
+// and validating only the packages that changed, or not at all here:
+// prebuilt, published beside the catalog in its registry, downloaded
+// and checked. Absent before the first index.
 type IndexBuild struct {
 	// Mode Example: incremental
 	Mode IndexBuildMode `json:"mode"`
+
+	// NotPrebuilt Why the index was built here rather than taken prebuilt from
+	// beside the catalog in its registry: none is published, none of
+	// this catalogd's index schema, the registry did not answer in
+	// time, or the one found failed a check (which, and how). Absent
+	// when the index is prebuilt, when none was looked for (a source
+	// other than an image, or --prebuilt-index=false), and for an
+	// index this process found on disk at start.
+	//
+	//
+	// Example: no prebuilt index is published for the catalog
+	NotPrebuilt string `json:"notPrebuilt,omitempty,omitzero"`
 
 	// PackagesRebuilt Packages read and validated anew; every package of the catalog for a full build.
 	//

@@ -158,6 +158,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.AddCommand(newServeCommand(&logs))
 	root.AddCommand(newManagerCommand(&logs))
 	root.AddCommand(newValidateCommand(&logs))
+	root.AddCommand(newIndexCommand(&logs))
 	return root
 }
 
@@ -264,6 +265,46 @@ line.`,
 		},
 	}
 	opts.BindFlags(cmd.Flags())
+	return cmd
+}
+
+// newIndexCommand is `catalogd index`, whose one subcommand publishes a
+// catalog's index beside it.
+func newIndexCommand(logs *logFlags) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "index",
+		Short: "work with the indexes catalogd builds",
+		Args:  cobra.NoArgs,
+	}
+	var opts daemon.PublishOptions
+	publish := &cobra.Command{
+		Use:   "publish IMAGE [flags]",
+		Short: "build a catalog image's index and push it beside the image",
+		Long: `Pull the catalog image or artifact IMAGE (with its registry host, by tag or
+digest), build its index exactly as catalogd serve and catalogd manager would,
+and push it to the same repository as an OCI artifact referring to the
+catalog (artifactType application/vnd.catalogd.index.v1+json), through the
+referrers API or, where the registry has none, the referrers tag scheme.
+Replicas of this catalogd's index schema then download and check it instead
+of building it (--prebuilt-index). Run it in the catalog's CI right after the
+image is pushed, with credentials that may push there (the docker config).
+Publishing again pushes nothing when an index of this schema is there.`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := opts.Validate(args)
+			if err != nil {
+				return optionsError(err)
+			}
+			log, err := logs.logger(cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			ctx, stop := signalContext()
+			defer stop()
+			return daemon.Publish(ctx, cfg, cmd.OutOrStdout(), log)
+		},
+	}
+	opts.BindFlags(publish.Flags())
+	cmd.AddCommand(publish)
 	return cmd
 }
 

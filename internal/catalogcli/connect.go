@@ -50,6 +50,7 @@ type connectFlags struct {
 	dir, image, source string
 	insecureRegistries []string
 	pullTimeout        time.Duration
+	prebuiltIndex      bool
 	cacheMaxSize       string
 	timeout            time.Duration
 
@@ -84,6 +85,8 @@ func (c *connectFlags) bind(fs *pflag.FlagSet) {
 		"oci:DIR[:TAG], git::URL[//DIR][?ref=REF] (https, ssh or file), or an http(s) URL of an archive or file (default: ask a server)")
 	fs.StringSliceVar(&c.insecureRegistries, "insecure-registry", nil, "with --image or --source: talk plain HTTP to the registry at `host[:port]`; repeatable (default: HTTPS to every registry)")
 	fs.DurationVar(&c.pullTimeout, "pull-timeout", unpack.DefaultPullTimeout, "with --image or --source: deadline of the pull as a whole (resolve, download, extract)")
+	fs.BoolVar(&c.prebuiltIndex, "prebuilt-index", true, "with --image or --source: take the index published beside the image in its own repository "+
+		"(catalogd index publish) when it is of this build's schema and passes the checks; false indexes here")
 	fs.StringVar(&c.cacheMaxSize, "cache-max-size", "", "with --dir, --image or --source: bound the offline cache to `SIZE` (1Gi, 500Mi, 0), evicting the least recently used catalogs first (default $"+CacheMaxSizeEnv+", else "+defaultCacheMaxSize+")")
 	fs.DurationVar(&c.timeout, "request-timeout", 30*time.Second, "how long to wait for an answer from a server or cluster (0: no limit)")
 }
@@ -215,7 +218,7 @@ func (c *connectFlags) connectOffline(ctx context.Context) (*conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	src := offlineSource{dir: c.dir, image: c.image, source: c.source, insecureRegistries: c.insecureRegistries, pullTimeout: c.pullTimeout, cacheDir: cache, cacheMaxBytes: maxBytes, progress: c.stderr}
+	src := offlineSource{dir: c.dir, image: c.image, source: c.source, insecureRegistries: c.insecureRegistries, pullTimeout: c.pullTimeout, prebuiltIndex: c.prebuiltIndex, cacheDir: cache, cacheMaxBytes: maxBytes, progress: c.stderr}
 	handler, where, closeIdx, err := src.open(ctx)
 	if err != nil {
 		return nil, err

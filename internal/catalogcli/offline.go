@@ -23,6 +23,7 @@ import (
 	"github.com/catalogd/catalogd/internal/catalogsync"
 	"github.com/catalogd/catalogd/internal/datadir"
 	"github.com/catalogd/catalogd/internal/httpapi"
+	"github.com/catalogd/catalogd/internal/prebuilt"
 	"github.com/catalogd/catalogd/internal/source"
 	"github.com/catalogd/catalogd/internal/source/gitsource"
 	"github.com/catalogd/catalogd/internal/source/httpsource"
@@ -37,7 +38,10 @@ type offlineSource struct {
 	dir, image, source string
 	insecureRegistries []string
 	pullTimeout        time.Duration
-	cacheDir           string
+	// prebuiltIndex takes the index published beside an image (package
+	// prebuilt) rather than build one.
+	prebuiltIndex bool
+	cacheDir      string
 	// cacheMaxBytes bounds the cache: older entries are evicted after this
 	// run's index is ready.
 	cacheMaxBytes int64
@@ -84,10 +88,15 @@ func (o offlineSource) open(ctx context.Context) (handler http.Handler, where st
 	catalog := catalogName(spec, where)
 	// An index built from another source of the same name cannot be in
 	// this directory (it is the source's own), so only the digest decides.
-	fetched, err := fetcher.Fetch(ctx, func(digest string) bool {
+	live := func(digest string) bool {
 		info, ok := idx.Info(catalog)
 		return ok && info.Digest == digest
-	})
+	}
+	_, _, adopted, err := catalogsync.AdoptPrebuilt(ctx, idx, catalog, fetcher, live)
+	if err != nil && prebuilt.Reason(err) != "absent" {
+		fmt.Fprintf(o.progress, "Not using the prebuilt index of %s: %v\n", where, err)
+	}
+	fetched, err := fetcher.Fetch(ctx, func(digest string) bool { return adopted || live(digest) })
 	if err != nil {
 		closeAll()
 		return nil, "", nil, err
@@ -159,7 +168,11 @@ func (o offlineSource) fetcher(spec source.Spec, unpackDir string) (catalogsync.
 	if err != nil {
 		return nil, err
 	}
-	return kinds.Kinds{Images: unpacker, Git: git, HTTP: web, TempDir: unpackDir}.Fetcher(spec, source.Credentials{})
+	k := kinds.Kinds{Images: unpacker, Git: git, HTTP: web, TempDir: unpackDir}
+	if o.prebuiltIndex {
+		k.Prebuilt = prebuilt.New(unpacker, prebuilt.Options{})
+	}
+	return k.Fetcher(spec, source.Credentials{})
 }
 
 var notNameChars = regexp.MustCompile(`[^a-z0-9]+`)

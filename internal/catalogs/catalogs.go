@@ -49,7 +49,17 @@ type Catalog struct {
 	// does not match), which fails the same way however often it is
 	// retried; false when there is no error or a retry may help.
 	ContentFailed bool
+	// NotPrebuilt says why the index of one content digest was built
+	// rather than taken prebuilt from beside the catalog in its registry
+	// (none published, none of this schema, a check failed). It is
+	// recorded before that build starts, and describes the live index
+	// only while the live index is of that digest: a reader never sees
+	// one index described by the reason of another's build.
+	NotPrebuilt NotPrebuilt
 }
+
+// NotPrebuilt is why the index of content Digest was built here.
+type NotPrebuilt struct{ Digest, Reason string }
 
 // State is the catalog's state given whether the store has a live index for
 // it: a catalog serves iff it has one and its owner has not switched it off.

@@ -65,6 +65,35 @@ type ImageFetcher struct {
 	// TempDir is where images are unpacked, each into its own directory
 	// that Cleanup removes.
 	TempDir string
+	// Prebuilt, when set, downloads the index published beside the
+	// catalog (*prebuilt.Client), which a sync takes before it pulls the
+	// image (PrebuiltSource); nil looks for none (--prebuilt-index=false).
+	Prebuilt PrebuiltDownloader
+}
+
+// PrebuiltDownloader downloads the prebuilt index of the catalog at a
+// digest reference into a path; *prebuilt.Client provides it.
+type PrebuiltDownloader interface {
+	Download(ctx context.Context, ref, path string) error
+}
+
+// PrebuiltIndex resolves the reference, as Fetch does, and returns the
+// download of the index published beside what it names, bounded by a pull
+// timeout of its own. Only the catalog's own repository is asked, by the
+// digest the reference resolved to.
+func (s ImageFetcher) PrebuiltIndex(ctx context.Context) (string, func(context.Context, string) error, error) {
+	if s.Prebuilt == nil {
+		return "", nil, nil
+	}
+	pullCtx, cancel := s.Unpacker.PullContext(ctx)
+	defer cancel()
+	digestRef, err := s.Unpacker.Resolve(pullCtx, s.Ref.String())
+	download := func(ctx context.Context, path string) error {
+		ctx, cancel := s.Unpacker.PullContext(ctx)
+		defer cancel()
+		return s.Prebuilt.Download(ctx, digestRef, path)
+	}
+	return digestRef, download, err
 }
 
 // Fetch resolves the reference and, unless skip says otherwise, unpacks it,

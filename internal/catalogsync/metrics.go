@@ -16,7 +16,7 @@ import (
 // updated as syncs run; catalog states, index sizes and ages are read from
 // the table and the store when scraped, so they can never drift from them.
 type metrics struct {
-	// buildSeconds is by mode: full or incremental (index.BuildMode).
+	// buildSeconds is by mode: full, incremental or prebuilt (index.BuildMode).
 	buildSeconds  *prometheus.HistogramVec
 	buildFailures prometheus.Counter
 	pullSeconds   prometheus.Histogram
@@ -24,15 +24,18 @@ type metrics struct {
 	// packageChanges counts the packages each swap added, removed or
 	// changed, by kind.
 	packageChanges *prometheus.CounterVec
-	state          *stateCollector
+	// prebuilt counts the syncs that looked for a prebuilt index, by
+	// result: used, or why not (prebuilt.Reason).
+	prebuilt *prometheus.CounterVec
+	state    *stateCollector
 }
 
 func newMetrics(s *Service) *metrics {
 	return &metrics{
 		buildSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "catalogd_index_build_duration_seconds",
-			Help: "Time taken by index builds, successful or not, by mode: full (every package read and validated) " +
-				"or incremental (only the changed ones, the rest taken from the live index).",
+			Help: "Time taken by index builds, successful or not, by mode: full (every package read and validated), " +
+				"incremental (only the changed ones, the rest taken from the live index) or prebuilt (published beside the catalog, downloaded and checked).",
 			Buckets: prometheus.ExponentialBuckets(0.05, 2, 14), // 50 ms to ~7 min
 		}, []string{"mode"}),
 		buildFailures: prometheus.NewCounter(prometheus.CounterOpts{
@@ -52,12 +55,17 @@ func newMetrics(s *Service) *metrics {
 			Name: "catalogd_package_changes_total",
 			Help: "Packages that index swaps added, removed or changed (a different package digest), by kind.",
 		}, []string{"kind"}),
+		prebuilt: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "catalogd_prebuilt_index_total",
+			Help: "Syncs that looked for a prebuilt index published beside the catalog, by result: used, or why it was built instead " +
+				"(absent, other-schema, unreachable, refused: a check failed, failed: a download or write).",
+		}, []string{"result"}),
 		state: &stateCollector{s: s},
 	}
 }
 
 func (m *metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.buildSeconds, m.buildFailures, m.pullSeconds, m.pullBytes, m.packageChanges, m.state}
+	return []prometheus.Collector{m.buildSeconds, m.buildFailures, m.pullSeconds, m.pullBytes, m.packageChanges, m.prebuilt, m.state}
 }
 
 // built records a build of the given mode (index.BuildMode.Mode; a build
@@ -68,6 +76,10 @@ func (m *metrics) built(d time.Duration, mode string, err error) {
 		m.buildFailures.Inc()
 	}
 }
+
+func (m *metrics) prebuiltUsed() { m.prebuilt.WithLabelValues("used").Inc() }
+
+func (m *metrics) prebuiltMissed(reason string) { m.prebuilt.WithLabelValues(reason).Inc() }
 
 func (m *metrics) changed(c query.Changes) {
 	m.packageChanges.WithLabelValues("added").Add(float64(len(c.Added)))

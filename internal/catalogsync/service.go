@@ -29,6 +29,7 @@ import (
 
 	"github.com/catalogd/catalogd/internal/catalogs"
 	"github.com/catalogd/catalogd/internal/index"
+	"github.com/catalogd/catalogd/internal/prebuilt"
 	"github.com/catalogd/catalogd/internal/query"
 	"github.com/catalogd/catalogd/internal/source"
 	"github.com/catalogd/catalogd/internal/store"
@@ -39,6 +40,7 @@ import (
 type Store interface {
 	Info(catalog string) (store.Info, bool)
 	Update(ctx context.Context, catalog string, src index.Content) (store.Info, index.Stats, bool, error)
+	Adopt(ctx context.Context, catalog, ref string, fill func(ctx context.Context, path string) error) (store.Info, bool, error)
 	Acquire(catalog string) (*store.Snapshot, error)
 	Remove(catalog string) error
 	Catalogs() []string
@@ -429,10 +431,14 @@ func (s *Service) fetchAndBuild(ctx context.Context, name string, fetcher Fetche
 	if info, ok := s.opts.Store.Info(name); ok {
 		live = info.Digest
 	}
+	res, adopted, err := s.adoptPrebuilt(ctx, name, fetcher, live, bad)
+	if adopted {
+		return res, err
+	}
 	fetchStart := time.Now()
 	f, err := fetcher.Fetch(ctx, func(d string) bool { return d == live || d == bad })
 	defer f.Release()
-	res := Result{Ref: f.Ref, Digest: f.Digest, Form: f.Form}
+	res = Result{Ref: f.Ref, Digest: f.Digest, Form: f.Form}
 	if err != nil {
 		return res, withCause(ctx, fmt.Errorf("read catalog %q: %w", name, err))
 	}
@@ -471,6 +477,96 @@ func (s *Service) fetchAndBuild(ctx context.Context, name string, fetcher Fetche
 	res.Rebuilt, res.Stats = rebuilt, stats
 	res.Ref, res.Digest = info.SourceRef, info.Digest
 	return s.withProblems(ctx, name, res)
+}
+
+// PrebuiltSource is a Fetcher whose content may have its index published
+// beside it (a catalog image: package prebuilt), which a sync then takes
+// instead of building one.
+type PrebuiltSource interface {
+	// PrebuiltIndex resolves the source to the digest reference of the
+	// content it holds now, and returns what downloads the index
+	// published for that content into a path (index.Files), for
+	// store.Adopt; download is nil when the fetcher looks for none.
+	PrebuiltIndex(ctx context.Context) (ref string, download func(ctx context.Context, path string) error, err error)
+}
+
+// Adopter swaps in an index this process did not build; *store.Store
+// provides it.
+type Adopter interface {
+	Adopt(ctx context.Context, catalog, ref string, fill func(ctx context.Context, path string) error) (store.Info, bool, error)
+}
+
+// AdoptPrebuilt makes the prebuilt index of fetcher's content catalog's
+// live index in st, when fetcher is a PrebuiltSource looking for one, the
+// content is not one skip names (live already, or failed before: the
+// fetch skips it), and one is published that passes the checks. adopted
+// says it was; otherwise err, when set, says why not (prebuilt.Reason
+// classifies it), and the caller fetches and builds as it would have.
+// ref is what the source resolved to, when it got that far.
+// `kubectl catalog --image` calls it as a sync does.
+func AdoptPrebuilt(ctx context.Context, st Adopter, catalog string, fetcher Fetcher, skip func(digest string) bool) (ref string, info store.Info, adopted bool, err error) {
+	ps, ok := fetcher.(PrebuiltSource)
+	if !ok {
+		return "", store.Info{}, false, nil
+	}
+	ref, download, err := ps.PrebuiltIndex(ctx)
+	switch {
+	case download == nil:
+		return ref, store.Info{}, false, nil
+	case err != nil:
+		return ref, store.Info{}, false, err
+	case skip(digestOf(ref)):
+		return ref, store.Info{}, false, nil
+	}
+	// Not adopted without an error: the content went live meanwhile,
+	// which is as good.
+	if info, _, err = st.Adopt(ctx, catalog, ref, download); err != nil {
+		return ref, store.Info{}, false, err
+	}
+	return ref, info, true, nil
+}
+
+// adoptPrebuilt is AdoptPrebuilt for a sync: when it adopts, the sync
+// is done (err is its outcome). Otherwise the build that follows is
+// told why in the table (catalogs.NotPrebuilt, before the build starts,
+// so that the reason is there when its index goes live), the log and the
+// metric.
+func (s *Service) adoptPrebuilt(ctx context.Context, name string, fetcher Fetcher, live, bad string) (res Result, adopted bool, err error) {
+	start := time.Now()
+	ref, info, adopted, err := AdoptPrebuilt(ctx, s.opts.Store, name, fetcher, func(d string) bool { return d == live || d == bad })
+	if err != nil {
+		reason := prebuilt.Reason(err)
+		s.metrics.prebuiltMissed(reason)
+		why := s.clean(err)
+		log := logr.FromContextOrDiscard(ctx)
+		if reason == "absent" {
+			log.V(1).Info("no prebuilt index published; building", "reason", why)
+		} else {
+			log.Info("prebuilt index not used; building", "reason", why)
+		}
+		if ref != "" {
+			s.opts.Table.Update(name, func(c *catalogs.Catalog) { c.NotPrebuilt = catalogs.NotPrebuilt{Digest: digestOf(ref), Reason: why} })
+		}
+		return Result{}, false, nil
+	}
+	if !adopted {
+		return Result{}, false, nil
+	}
+	s.metrics.built(time.Since(start), index.ModePrebuilt, nil)
+	s.metrics.prebuiltUsed()
+	res = Result{Ref: info.SourceRef, Digest: info.Digest, Rebuilt: true,
+		Stats: index.Stats{Digest: info.Digest, AllBytes: info.AllBytes, Build: info.Build}}
+	if snap, err := s.opts.Store.Acquire(name); err == nil {
+		// What the build would have counted, for the log line and its
+		// warning about a catalog of no package.
+		counts, err := snap.Catalog.Counts(ctx)
+		snap.Release()
+		if err == nil {
+			res.Stats.Packages, res.Stats.Channels, res.Stats.Bundles = counts.Packages, counts.Channels, counts.Bundles
+		}
+	}
+	res, err = s.withProblems(ctx, name, res)
+	return res, true, err
 }
 
 // withProblems adds the live index's validation problems to res, so that

@@ -18,6 +18,7 @@ import (
 	"github.com/catalogd/catalogd/internal/catalogsync"
 	"github.com/catalogd/catalogd/internal/datadir"
 	"github.com/catalogd/catalogd/internal/httpapi"
+	"github.com/catalogd/catalogd/internal/prebuilt"
 	"github.com/catalogd/catalogd/internal/server"
 	"github.com/catalogd/catalogd/internal/source"
 	"github.com/catalogd/catalogd/internal/source/gitsource"
@@ -72,6 +73,9 @@ type RegistryConfig struct {
 	// PullTimeout bounds one image pull as a whole; zero means
 	// unpack.DefaultPullTimeout.
 	PullTimeout time.Duration
+	// PrebuiltIndex looks for the index published beside a catalog image
+	// (package prebuilt) before building one.
+	PrebuiltIndex bool
 }
 
 // kinds is what fetches each kind of source in this configuration, with
@@ -107,7 +111,11 @@ func (c RegistryConfig) kinds(tempDir string, local bool, log logr.Logger) (kind
 	if err != nil {
 		return kinds.Kinds{}, err
 	}
-	return kinds.Kinds{Images: unpacker, Git: git, HTTP: web, TempDir: tempDir}, nil
+	k := kinds.Kinds{Images: unpacker, Git: git, HTTP: web, TempDir: tempDir}
+	if c.PrebuiltIndex {
+		k.Prebuilt = prebuilt.New(unpacker, prebuilt.Options{Version: version.String()})
+	}
+	return k, nil
 }
 
 // Catalog is one --catalog of `catalogd serve`, with its --priority and

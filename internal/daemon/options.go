@@ -27,6 +27,7 @@ import (
 // long one sync may take.
 type Options struct {
 	RegistryOptions
+	PrebuiltOption
 	DataDir                 string
 	Listen                  string
 	TLSCertFile, TLSKeyFile string
@@ -60,6 +61,7 @@ func (o *Options) bindFlags(fs *pflag.FlagSet) {
 		"replaces, skips and skipRange, which /resolve always does: drop the flag"), "upgrade-edges", "removed")
 	_ = fs.MarkHidden("upgrade-edges")
 	o.RegistryOptions.bindFlags(fs)
+	o.PrebuiltOption.bindFlags(fs)
 	fs.StringVar(&o.TLSCertFile, "tls-cert", "", "serve HTTPS with the PEM certificate in `FILE`, reloaded when it changes (default: plain HTTP)")
 	fs.StringVar(&o.TLSKeyFile, "tls-key", "", "the PEM private key of --tls-cert, in `FILE` (required with --tls-cert)")
 }
@@ -83,6 +85,7 @@ func (o *Options) Validate() (Config, error) {
 	if err != nil {
 		return Config{}, err
 	}
+	reg.PrebuiltIndex = o.PrebuiltIndex
 	return Config{
 		RegistryConfig:   reg,
 		DataDir:          o.DataDir,
@@ -103,6 +106,15 @@ type RegistryOptions struct {
 	CAFile             string
 	InsecureRegistries []string
 	PullTimeout        time.Duration
+}
+
+// PrebuiltOption is --prebuilt-index, for the commands that build an
+// index a prebuilt one can stand in for (serve, manager).
+type PrebuiltOption struct{ PrebuiltIndex bool }
+
+func (o *PrebuiltOption) bindFlags(fs *pflag.FlagSet) {
+	fs.BoolVar(&o.PrebuiltIndex, "prebuilt-index", true, "before building the index of a catalog image, look for one published beside it in its own repository "+
+		"(catalogd index publish), and take it when it is of this catalogd's schema and passes the checks; false builds every index here")
 }
 
 func (o *RegistryOptions) bindFlags(fs *pflag.FlagSet) {

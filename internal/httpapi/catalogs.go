@@ -126,7 +126,7 @@ func catalogDetail(ctx context.Context, c catalogs.Catalog, snap *store.Snapshot
 		return catalogapi.CatalogDetail{}, err
 	}
 	if snap == nil {
-		return apiCatalogDetail(sum, nil, nil, nil), nil
+		return apiCatalogDetail(sum, c.NotPrebuilt, nil, nil, nil), nil
 	}
 	schemas, err := snap.Catalog.SchemaCounts(ctx)
 	if err != nil {
@@ -136,5 +136,5 @@ func catalogDetail(ctx context.Context, c catalogs.Catalog, snap *store.Snapshot
 	if err != nil {
 		return catalogapi.CatalogDetail{}, fmt.Errorf("read problems of %q: %w", c.Name, err)
 	}
-	return apiCatalogDetail(sum, &snap.Info, schemas, problems), nil
+	return apiCatalogDetail(sum, c.NotPrebuilt, &snap.Info, schemas, problems), nil
 }

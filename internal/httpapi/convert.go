@@ -3,6 +3,7 @@ package httpapi
 import (
 	"github.com/catalogd/catalogd/api/catalogapi"
 	"github.com/catalogd/catalogd/internal/catalogs"
+	"github.com/catalogd/catalogd/internal/index"
 	"github.com/catalogd/catalogd/internal/query"
 	"github.com/catalogd/catalogd/internal/store"
 )
@@ -52,8 +53,10 @@ func apiCatalogSummary(c catalogs.Catalog, live *store.Info, counts query.Counts
 }
 
 // apiCatalogDetail is a catalog's summary with its index's schemas and
-// problems, and how the index was built; live is nil when it has none.
-func apiCatalogDetail(sum catalogapi.CatalogSummary, live *store.Info, schemas []query.SchemaCount, problems []query.Problem) catalogapi.CatalogDetail {
+// problems, and how the index was built (and, when it was built here,
+// why it was not taken prebuilt, when notPrebuilt is about its digest);
+// live is nil when it has none.
+func apiCatalogDetail(sum catalogapi.CatalogSummary, notPrebuilt catalogs.NotPrebuilt, live *store.Info, schemas []query.SchemaCount, problems []query.Problem) catalogapi.CatalogDetail {
 	out := catalogapi.CatalogDetail{
 		Name: sum.Name, Priority: sum.Priority, Source: sum.Source, State: sum.State, LastError: sum.LastError,
 		IndexedAt: sum.IndexedAt, ResolvedDigest: sum.ResolvedDigest, Counts: sum.Counts,
@@ -62,6 +65,9 @@ func apiCatalogDetail(sum catalogapi.CatalogSummary, live *store.Info, schemas [
 	if live != nil {
 		out.Build = catalogapi.IndexBuild{Mode: catalogapi.IndexBuildMode(live.Build.Mode),
 			PackagesRebuilt: live.Build.PackagesRebuilt, Reason: live.Build.Reason}
+		if live.Build.Mode != index.ModePrebuilt && notPrebuilt.Digest == live.Digest {
+			out.Build.NotPrebuilt = notPrebuilt.Reason
+		}
 	}
 	return out
 }

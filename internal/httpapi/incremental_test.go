@@ -203,9 +203,9 @@ func (tw *twin) compare(t *testing.T, what string, reqs []request) {
 		if !equalAnswers(got[0], got[1]) {
 			differ++
 			if differ <= 5 {
-				t.Errorf("after %s: GET %s (gzip %v) answers differ:\nincremental: %d %s %s %s\n%s\nfull:        %d %s %s %s\n%s",
-					what, r.path, r.gzip, got[0].status, got[0].contentType, got[0].encoding, got[0].etag, excerpt(got[0].body),
-					got[1].status, got[1].contentType, got[1].encoding, got[1].etag, excerpt(got[1].body))
+				t.Errorf("after %s: GET %s (gzip %v) answers differ:\n%s: %d %s %s %s\n%s\n%s: %d %s %s %s\n%s",
+					what, r.path, r.gzip, tw.sides[0].name, got[0].status, got[0].contentType, got[0].encoding, got[0].etag, excerpt(got[0].body),
+					tw.sides[1].name, got[1].status, got[1].contentType, got[1].encoding, got[1].etag, excerpt(got[1].body))
 			}
 		}
 	}

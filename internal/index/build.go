@@ -100,7 +100,7 @@ const (
 
 // BuildMode says how an index was built; Stats.Build and Info.Build carry it.
 type BuildMode struct {
-	Mode string `json:"mode"` // "full" or "incremental"
+	Mode string `json:"mode"` // "full", "incremental", or "prebuilt" (Adopt)
 	// Reason says why a build was full although Content.Previous was set
 	// ("no previous index", "schema changed", "62 of 300 packages changed",
 	// "previous index inconsistent: ..."); empty otherwise.

@@ -75,6 +75,26 @@ func (f sourceFetcher) Fetch(ctx context.Context, skip func(string) bool) (catal
 	return inner.Fetch(ctx, skip)
 }
 
+// PrebuiltIndex is the kind of source's own, with the catalog's
+// credentials, where it has one (catalogsync.PrebuiltSource: an image);
+// none otherwise. Credentials that cannot be read leave it to Fetch to
+// fail on them.
+func (f sourceFetcher) PrebuiltIndex(ctx context.Context) (string, func(context.Context, string) error, error) {
+	creds, err := f.sources.credentials(ctx, f.refs)
+	if err != nil {
+		return "", nil, nil
+	}
+	inner, err := f.sources.Fetcher(f.spec, creds)
+	if err != nil {
+		return "", nil, nil
+	}
+	ps, ok := inner.(catalogsync.PrebuiltSource)
+	if !ok {
+		return "", nil, nil
+	}
+	return ps.PrebuiltIndex(ctx)
+}
+
 // Describe is the source in the form a person writes it.
 func (f sourceFetcher) Describe() string { return f.spec.String() }
 

@@ -489,14 +489,70 @@ func (s *Store) Update(ctx context.Context, catalog string, src index.Content) (
 		s.log.V(1).Info("catalog content changed while being indexed; recording the digest of what was read",
 			"catalog", catalog, "digestBefore", src.Digest, "digestRead", stats.Digest)
 	}
-	final, err := s.publish(cdir, tmp, stats.Digest)
+	info, err = s.swapIn(ctx, catalog, tmp, stats.Digest)
+	if err != nil {
+		return Info{}, index.Stats{}, false, err
+	}
+	s.log.Info("index swapped in", "catalog", catalog, "digest", stats.Digest,
+		"bundles", stats.Bundles, "problems", stats.Problems, "duration", s.now().Sub(start).String(),
+		"mode", stats.Build.Mode, "packagesRebuilt", stats.Build.PackagesRebuilt, "reason", stats.Build.Reason)
+	return info, stats, true, nil
+}
+
+// Adopt makes an index catalog's live one that this process did not
+// build: fill writes one into the path it is given (the database, and its
+// content directory, index.Files), as a prebuilt index is downloaded, and
+// index.Adopt checks it against ref (repository@digest) before it is
+// swapped in as Update swaps in a build. When the live index already has
+// ref's digest it does nothing and reports adopted=false. On any error,
+// fill's or a check's, the live index keeps answering and the files are
+// removed; the error says why (index.ErrRefused for a failed check).
+func (s *Store) Adopt(ctx context.Context, catalog, ref string, fill func(ctx context.Context, path string) error) (info Info, adopted bool, err error) {
+	_, digest, _ := strings.Cut(ref, "@")
+	if digest == "" {
+		return Info{}, false, fmt.Errorf("adopt index of catalog %q: reference %q has no digest", catalog, ref)
+	}
+	unlock := s.lock(catalog)
+	defer unlock()
+	if cur, ok := s.Info(catalog); ok && cur.Digest == digest {
+		return cur, false, nil
+	}
+	cdir := filepath.Join(s.dir, catalog)
+	if err := os.MkdirAll(cdir, 0o755); err != nil {
+		return Info{}, false, fmt.Errorf("adopt index of catalog %q: %w", catalog, err)
+	}
+	tmp := filepath.Join(cdir, buildPrefix+randomSuffix()+".db")
+	start := s.now()
+	if err := fill(ctx, tmp); err != nil {
+		index.RemoveFiles(tmp)
+		return Info{}, false, fmt.Errorf("adopt index of catalog %q: %w", catalog, err)
+	}
+	if _, err := index.Adopt(ctx, tmp, ref, start); err != nil {
+		index.RemoveFiles(tmp)
+		return Info{}, false, fmt.Errorf("adopt index of catalog %q: %w", catalog, err)
+	}
+	if info, err = s.swapIn(ctx, catalog, tmp, digest); err != nil {
+		return Info{}, false, err
+	}
+	s.log.Info("index swapped in", "catalog", catalog, "digest", digest, "duration", s.now().Sub(start).String(),
+		"mode", index.ModePrebuilt)
+	return info, true, nil
+}
+
+// swapIn makes the complete index at tmp, of content digest, the live
+// index of catalog: its files synced and renamed into place, the current
+// link moved, the history extended, the old index retired. On failure
+// tmp's files are removed and the live index is unchanged.
+func (s *Store) swapIn(ctx context.Context, catalog, tmp, digest string) (Info, error) {
+	cdir := filepath.Join(s.dir, catalog)
+	final, err := s.publish(cdir, tmp, digest)
 	if err != nil {
 		index.RemoveFiles(tmp)
-		return Info{}, index.Stats{}, false, fmt.Errorf("index catalog %q: %w", catalog, err)
+		return Info{}, fmt.Errorf("index catalog %q: %w", catalog, err)
 	}
 	h, err := openHandle(filepath.Join(cdir, final), s.mem)
 	if err != nil {
-		return Info{}, index.Stats{}, false, fmt.Errorf("index catalog %q: %w", catalog, err)
+		return Info{}, fmt.Errorf("index catalog %q: %w", catalog, err)
 	}
 
 	s.mu.Lock()
@@ -534,10 +590,7 @@ func (s *Store) Update(ctx context.Context, catalog string, src index.Content) (
 	// the build's peak for a while after it; builds are rare, so collecting
 	// and returning it at once costs little.
 	debug.FreeOSMemory()
-	s.log.Info("index swapped in", "catalog", catalog, "digest", stats.Digest,
-		"bundles", stats.Bundles, "problems", stats.Problems, "duration", s.now().Sub(start).String(),
-		"mode", stats.Build.Mode, "packagesRebuilt", stats.Build.PackagesRebuilt, "reason", stats.Build.Reason)
-	return h.info, stats, true, nil
+	return h.info, nil
 }
 
 // publish syncs the built files (the database, and the content directory:

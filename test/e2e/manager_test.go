@@ -202,13 +202,10 @@ func poll(url string) (stop func() polled) {
 	}
 }
 
-// TestTwoManagers runs two `catalogd manager` processes against one API
-// server, one loopback registry and one registry that never answers, as
-// two replicas behind one Service: both answer every query with the same
-// bytes, whichever holds the lease; the catalog on the hanging registry
-// delays no other; and a replica restarted on its data directory answers
-// from its first request, without pulling anything and without a 404.
-func TestTwoManagers(t *testing.T) {
+// startAPIServer runs envtest for the test and returns a client of it
+// that knows ClusterCatalogs, and a kubeconfig file for the managers.
+func startAPIServer(t *testing.T) (client.Client, string) {
+	t.Helper()
 	restCfg := kubetest.Start(t)
 	kubeconfig := kubetest.WriteKubeconfig(t, restCfg)
 	scheme := runtime.NewScheme()
@@ -219,6 +216,17 @@ func TestTwoManagers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return c, kubeconfig
+}
+
+// TestTwoManagers runs two `catalogd manager` processes against one API
+// server, one loopback registry and one registry that never answers, as
+// two replicas behind one Service: both answer every query with the same
+// bytes, whichever holds the lease; the catalog on the hanging registry
+// delays no other; and a replica restarted on its data directory answers
+// from its first request, without pulling anything and without a 404.
+func TestTwoManagers(t *testing.T) {
+	c, kubeconfig := startAPIServer(t)
 	ctx := context.Background()
 	reg := registrytest.New(t)
 	hung := hangingRegistry(t)

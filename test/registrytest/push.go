@@ -303,3 +303,37 @@ func newLayer(t testing.TB, entries []Entry) v1.Layer {
 	}
 	return layer
 }
+
+// Blobs returns the config and layers of the image or artifact manifest
+// at ref (on a plain-HTTP registry), digest to size: what a pull of it
+// downloads, so that a test can tell which blob requests were for it.
+func Blobs(t testing.TB, ref string) map[string]int64 {
+	t.Helper()
+	r, err := name.ParseReference(ref, name.Insecure)
+	if err != nil {
+		t.Fatalf("registrytest: parsing %s: %v", ref, err)
+	}
+	desc, err := remote.Get(r)
+	if err != nil {
+		t.Fatalf("registrytest: fetching %s: %v", ref, err)
+	}
+	m, err := v1.ParseManifest(bytes.NewReader(desc.Manifest))
+	if err != nil {
+		t.Fatalf("registrytest: manifest of %s: %v", ref, err)
+	}
+	out := map[string]int64{m.Config.Digest.String(): m.Config.Size}
+	for _, l := range m.Layers {
+		out[l.Digest.String()] = l.Size
+	}
+	return out
+}
+
+// BlobDigest is the digest a blob request's path names, or "" for a path
+// that is not a blob's.
+func BlobDigest(path string) string {
+	i := strings.LastIndex(path, "/blobs/")
+	if i < 0 || strings.Contains(path, "/blobs/uploads") {
+		return ""
+	}
+	return path[i+len("/blobs/"):]
+}

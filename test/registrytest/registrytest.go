@@ -66,10 +66,11 @@ type Registry struct {
 	// URL is the base URL, http:// or https://.
 	URL string
 
-	server   *httptest.Server
-	username string
-	password string
-	tls      bool
+	server    *httptest.Server
+	username  string
+	password  string
+	tls       bool
+	referrers bool
 
 	mu        sync.Mutex
 	counts    Counts
@@ -92,6 +93,14 @@ func WithTLS() Option {
 	return func(r *Registry) { r.tls = true }
 }
 
+// WithReferrers gives the registry the OCI 1.1 referrers API
+// (GET /v2/<repo>/referrers/<digest>). Without it, clients keep the
+// referrers of a manifest in the distribution spec's fallback tag
+// (sha256-<hex>), as they do with registries that predate the API.
+func WithReferrers() Option {
+	return func(r *Registry) { r.referrers = true }
+}
+
 // Start runs a plain-HTTP registry for the rest of the test and returns its
 // host:port. Use New for request counts, authentication or TLS.
 func Start(t testing.TB) string {
@@ -106,7 +115,7 @@ func New(t testing.TB, opts ...Option) *Registry {
 	for _, o := range opts {
 		o(r)
 	}
-	handler := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
+	handler := registry.New(registry.Logger(log.New(io.Discard, "", 0)), registry.WithReferrersSupport(r.referrers))
 	r.server = httptest.NewUnstartedServer(r.wrap(handler))
 	// Refused TLS handshakes are expected in tests of untrusted CAs.
 	r.server.Config.ErrorLog = log.New(io.Discard, "", 0)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/catalogd/catalogd/internal/catalogdir"
 	"github.com/catalogd/catalogd/internal/catalogsync"
+	"github.com/catalogd/catalogd/internal/prebuilt"
 	"github.com/catalogd/catalogd/internal/source"
 	"github.com/catalogd/catalogd/internal/source/gitsource"
 	"github.com/catalogd/catalogd/internal/source/httpsource"
@@ -32,6 +33,9 @@ type Kinds struct {
 	// TempDir is where fetched content is unpacked, each fetch into its own
 	// directory that its Cleanup removes.
 	TempDir string
+	// Prebuilt, when set, finds the index published beside an image
+	// (catalogsync.PrebuiltSource); nil builds every index here.
+	Prebuilt *prebuilt.Client
 }
 
 // Fetcher is the fetcher of spec, with creds where its kind takes
@@ -46,7 +50,13 @@ func (k Kinds) Fetcher(spec source.Spec, creds source.Credentials) (source.Fetch
 		if err != nil {
 			return nil, fmt.Errorf("image %s: %w", spec.Image, err)
 		}
-		return catalogsync.ImageFetcher{Ref: ref, Unpacker: k.Images, TempDir: k.TempDir}, nil
+		f := catalogsync.ImageFetcher{Ref: ref, Unpacker: k.Images, TempDir: k.TempDir}
+		if k.Prebuilt != nil {
+			// Assigned only when set: a nil *Client in the interface
+			// would look for an index.
+			f.Prebuilt = k.Prebuilt
+		}
+		return f, nil
 	case spec.Layout != nil:
 		return catalogsync.LayoutFetcher{Layout: *spec.Layout, Unpacker: k.Images, TempDir: k.TempDir}, nil
 	case spec.Git != nil:

@@ -1,0 +1,91 @@
+package sources_test
+
+import (
+	"maps"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/catalogd/catalogd/test/benchenv"
+	"github.com/catalogd/catalogd/test/catalogdproc"
+	"github.com/catalogd/catalogd/test/registrytest"
+)
+
+// BenchmarkPrebuilt starts `catalogd serve` on an empty data directory
+// with the bench catalog from an image in a loopback registry (with the
+// referrers API) whose index `catalogd index publish` pushed beside it,
+// once taking that index (prebuilt) and once building its own
+// (--prebuilt-index=false), and reports for each the time until it
+// serves, the CPU the process used until then, its peak RSS, and the
+// bytes it downloaded from the registry (blobs; manifests are kilobytes).
+func BenchmarkPrebuilt(b *testing.B) {
+	dir := benchenv.Catalog(b)
+	reg := registrytest.New(b, registrytest.WithReferrers())
+	reg.PushCatalog(b, "catalogs/bench:v1", dir, registrytest.PushOptions{})
+	image := reg.Host + "/catalogs/bench:v1"
+	var stderr strings.Builder
+	publish := exec.Command(catalogd, "index", "publish", image, "--insecure-registry", reg.Host)
+	publish.Stderr = &stderr
+	out, err := publish.Output()
+	if err != nil {
+		b.Fatalf("catalogd index publish: %v\n%s", err, stderr.String())
+	}
+	// It prints REF: published for IMAGE (N bytes).
+	artifact, _, _ := strings.Cut(string(out), ": ")
+	sizes := registrytest.Blobs(b, image)
+	maps.Copy(sizes, registrytest.Blobs(b, artifact))
+
+	for _, tc := range []struct{ name, flag string }{
+		{"build", "--prebuilt-index=false"},
+		{"prebuilt", "--prebuilt-index=true"},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			var peak, cpu, downloaded float64
+			var total time.Duration
+			n := 0
+			for b.Loop() {
+				reg.Reset()
+				start := time.Now()
+				p, _ := catalogdproc.Serve(b, catalogd, "--data-dir", b.TempDir(), "--page-out-startup=false",
+					"--catalog", "bench="+image, "--insecure-registry", reg.Host, tc.flag)
+				total += time.Since(start)
+				n++
+				if out := p.Stdout.String(); !strings.Contains(out, "bench: ") || strings.Contains(out, "NOT INDEXED") {
+					b.Fatalf("bench did not index:\n%s\n%s", out, p.Stderr)
+				}
+				cpu += processCPUSeconds(b, p.Cmd.Process.Pid)
+				peak = max(peak, benchenv.ProcessPeakRSSMiB(p.Cmd.Process.Pid))
+				p.Kill(b)
+				for _, r := range reg.Requests() {
+					if r.Method == http.MethodGet {
+						downloaded += float64(sizes[registrytest.BlobDigest(r.Path)])
+					}
+				}
+			}
+			b.ReportMetric(float64(total.Milliseconds())/float64(n), "ms-to-serving")
+			b.ReportMetric(cpu/float64(n), "cpu-s-to-serving")
+			b.ReportMetric(peak, "peak-RSS-MiB")
+			b.ReportMetric(downloaded/float64(n)/(1<<20), "MiB-downloaded")
+		})
+	}
+}
+
+// processCPUSeconds is the CPU time (user and system) the process pid has
+// used so far, from /proc/<pid>/stat.
+func processCPUSeconds(b *testing.B, pid int) float64 {
+	b.Helper()
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The fields after the command name, which is in parentheses.
+	f := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+2:]))
+	utime, _ := strconv.ParseFloat(f[11], 64)
+	stime, _ := strconv.ParseFloat(f[12], 64)
+	const ticks = 100 // USER_HZ on Linux
+	return (utime + stime) / ticks
+}
