@@ -73,6 +73,9 @@ type RegistryConfig struct {
 	// PullTimeout bounds one image pull as a whole; zero means
 	// unpack.DefaultPullTimeout.
 	PullTimeout time.Duration
+	// MaxCatalogBytes bounds the bytes of files one fetch writes
+	// (unpack.Options.MaxTotalBytes); zero means its default.
+	MaxCatalogBytes int64
 	// PrebuiltIndex looks for the index published beside a catalog image
 	// (package prebuilt) before building one.
 	PrebuiltIndex bool
@@ -90,6 +93,7 @@ func (c RegistryConfig) kinds(tempDir string, local bool, log logr.Logger) (kind
 		InsecureRegistries: c.InsecureRegistries,
 		UserAgent:          "catalogd/" + version.String(),
 		PullTimeout:        c.PullTimeout,
+		MaxTotalBytes:      c.MaxCatalogBytes,
 		Logger:             log.WithName("unpack"),
 	})
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 
@@ -106,6 +107,7 @@ type RegistryOptions struct {
 	CAFile             string
 	InsecureRegistries []string
 	PullTimeout        time.Duration
+	MaxCatalogBytes    string
 }
 
 // PrebuiltOption is --prebuilt-index, for the commands that build an
@@ -122,6 +124,9 @@ func (o *RegistryOptions) bindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.CAFile, "ca-file", "", "also trust the PEM certificates in `FILE` for registries, https git repositories and HTTP sources (default: the system's certificates only)")
 	fs.DurationVar(&o.PullTimeout, "pull-timeout", unpack.DefaultPullTimeout, "deadline of one fetch as a whole (an image pull, a git fetch, a download: resolve, download, extract), "+
 		"however steadily data arrives; generous because catalogs of hundreds of MB take minutes over a slow link")
+	fs.StringVar(&o.MaxCatalogBytes, "max-catalog-bytes", resource.NewQuantity(unpack.DefaultMaxTotalBytes, resource.BinarySI).String(),
+		"the most bytes of files one fetched catalog may write (an image's layers together, a git tree, an archive), as a `quantity` (2Gi); "+
+			"larger ones are refused, so that a crafted source cannot fill the disk")
 }
 
 // Validate checks the registry flags and reads the CA file.
@@ -134,7 +139,12 @@ func (o *RegistryOptions) Validate() (RegistryConfig, error) {
 	if o.PullTimeout <= 0 {
 		return RegistryConfig{}, fmt.Errorf("--pull-timeout %s: want a positive duration", o.PullTimeout)
 	}
-	cfg := RegistryConfig{InsecureRegistries: o.InsecureRegistries, PullTimeout: o.PullTimeout}
+	maxBytes, err := resource.ParseQuantity(o.MaxCatalogBytes)
+	if err != nil || maxBytes.Sign() <= 0 || maxBytes.Value() > unpack.DefaultMaxUncompressedBytes {
+		return RegistryConfig{}, fmt.Errorf("--max-catalog-bytes %q: want a quantity of bytes above zero and at most %s (1Gi, 2500Mi)",
+			o.MaxCatalogBytes, resource.NewQuantity(unpack.DefaultMaxUncompressedBytes, resource.BinarySI))
+	}
+	cfg := RegistryConfig{InsecureRegistries: o.InsecureRegistries, PullTimeout: o.PullTimeout, MaxCatalogBytes: maxBytes.Value()}
 	if o.CAFile != "" {
 		b, err := os.ReadFile(o.CAFile)
 		if err != nil {

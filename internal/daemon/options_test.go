@@ -69,6 +69,9 @@ func TestParseServeErrors(t *testing.T) {
 		{"bad insecure registry", []string{"--data-dir", data, "--catalog", "a=" + dir, "--insecure-registry", "http://x"}, "want host or host:port"},
 		{"zero pull timeout", []string{"--data-dir", data, "--catalog", "a=" + dir, "--pull-timeout", "0s"}, "--pull-timeout 0s: want a positive duration"},
 		{"negative pull timeout", []string{"--data-dir", data, "--catalog", "a=" + dir, "--pull-timeout", "-1m"}, "--pull-timeout -1m0s: want a positive duration"},
+		{"catalog bytes not a quantity", []string{"--data-dir", data, "--catalog", "a=" + dir, "--max-catalog-bytes", "lots"}, `--max-catalog-bytes "lots": want a quantity of bytes above zero and at most 8Gi`},
+		{"zero catalog bytes", []string{"--data-dir", data, "--catalog", "a=" + dir, "--max-catalog-bytes", "0"}, `--max-catalog-bytes "0": want a quantity`},
+		{"catalog bytes above what is decompressed", []string{"--data-dir", data, "--catalog", "a=" + dir, "--max-catalog-bytes", "9Gi"}, `--max-catalog-bytes "9Gi": want a quantity`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -165,9 +168,10 @@ func parseArgs(args []string, bind func(*pflag.FlagSet)) ([]string, error) {
 	return fs.Args(), err
 }
 
-// TestPullTimeoutFlag: every command that pulls images takes --pull-timeout
-// into the unpacker's configuration, with unpack's default when not given.
-func TestPullTimeoutFlag(t *testing.T) {
+// TestRegistryFlags: every command that pulls images takes --pull-timeout
+// and --max-catalog-bytes into the unpacker's configuration, with
+// unpack's defaults when not given.
+func TestRegistryFlags(t *testing.T) {
 	dir := t.TempDir()
 	commands := map[string]func(args []string) (RegistryConfig, error){
 		"serve": func(args []string) (RegistryConfig, error) {
@@ -190,18 +194,22 @@ func TestPullTimeoutFlag(t *testing.T) {
 	}
 	for command, parse := range commands {
 		for _, tc := range []struct {
-			args []string
-			want time.Duration
+			args        []string
+			wantTimeout time.Duration
+			wantMax     int64
 		}{
-			{args: nil, want: unpack.DefaultPullTimeout},
-			{args: []string{"--pull-timeout", "90s"}, want: 90 * time.Second},
+			{args: nil, wantTimeout: unpack.DefaultPullTimeout, wantMax: unpack.DefaultMaxTotalBytes},
+			{args: []string{"--pull-timeout", "90s"}, wantTimeout: 90 * time.Second, wantMax: unpack.DefaultMaxTotalBytes},
+			{args: []string{"--max-catalog-bytes", "2500Mi"}, wantTimeout: unpack.DefaultPullTimeout, wantMax: 2500 << 20},
+			{args: []string{"--max-catalog-bytes", "3G"}, wantTimeout: unpack.DefaultPullTimeout, wantMax: 3_000_000_000},
 		} {
 			cfg, err := parse(tc.args)
 			if err != nil {
 				t.Fatalf("%s %q: %v", command, tc.args, err)
 			}
-			if cfg.PullTimeout != tc.want {
-				t.Errorf("%s %q: PullTimeout %s, want %s", command, tc.args, cfg.PullTimeout, tc.want)
+			if cfg.PullTimeout != tc.wantTimeout || cfg.MaxCatalogBytes != tc.wantMax {
+				t.Errorf("%s %q: PullTimeout %s, MaxCatalogBytes %d; want %s, %d", command, tc.args,
+					cfg.PullTimeout, cfg.MaxCatalogBytes, tc.wantTimeout, tc.wantMax)
 			}
 		}
 	}

@@ -158,6 +158,20 @@ func TestServeImagePullTimeout(t *testing.T) {
 	}
 }
 
+// TestServeMaxCatalogBytes: --max-catalog-bytes reaches the unpacker, so
+// an image whose files are more than it allows is refused, naming the
+// limit, and the catalog is Failed: its content, not the fetch, is at fault.
+func TestServeMaxCatalogBytes(t *testing.T) {
+	reg := registrytest.New(t)
+	reg.PushCatalog(t, "catalogs/demo:v1", demoDir, registrytest.PushOptions{})
+	srv := startServe(t, "--data-dir", t.TempDir(), "--listen", "127.0.0.1:0", "--catalog", "demo="+reg.Host+"/catalogs/demo:v1",
+		"--insecure-registry", reg.Host, "--max-catalog-bytes", "1Ki")
+	got := getCatalog(t, apivalidate.NewClient(t, srv.base), "demo")
+	if got.State != "Failed" || !strings.Contains(got.LastError, "MaxTotalBytes (1024)") {
+		t.Errorf("demo = %+v; want Failed, over the limit of 1024 bytes", got)
+	}
+}
+
 // TestListenAddressInUse checks that a second catalogd on a busy address
 // is told which flag picks another.
 func TestListenAddressInUse(t *testing.T) {
