@@ -51,6 +51,11 @@ $(OPM): hack/opm/go.mod hack/opm/go.sum
 # bench catalog, each from loopback servers: time to Serving and peak RSS
 # (test/sources).
 #
+# `catalogd serve` of each bench catalog's image with the index `catalogd
+# index publish` pushed beside it, taken (prebuilt) and built
+# (--prebuilt-index=false): time to Serving, CPU, peak RSS, bytes
+# downloaded (BenchmarkPrebuilt, test/sources).
+#
 # `catalogd validate` is timed against `opm validate` on community-v4.20,
 # the real catalog whose figure is the one watched (see bench-validate).
 #
@@ -80,6 +85,7 @@ bench: $(BENCH_CATALOG)/.done $(BENCH_CRD_CATALOG)/.done $(OPM) build
 	CATALOGD_BENCH_CATALOG=$(BENCH_CRD_CATALOG) $(GO) test -run '^$$' -bench 'Bulk' -benchtime 1x -timeout 30m ./internal/httpapi/
 	$(GO) test -run '^$$' -bench 'Bombs' -benchtime 1x -timeout 30m ./test/stress/
 	CATALOGD_BENCH_CATALOG=$(BENCH_CATALOG) $(GO) test -run '^$$' -bench 'Serve' -benchtime 3x -timeout 30m ./test/sources/
+	CATALOGD_BENCH_CATALOG=$(BENCH_CATALOG) CATALOGD_BENCH_CRD_CATALOG=$(BENCH_CRD_CATALOG) $(GO) test -run '^$$' -bench 'Prebuilt' -benchtime 1x -timeout 30m ./test/sources/
 	CATALOGD_BENCH_CATALOG=$(BENCH_CATALOG) CATALOGD_BENCH_CRD_CATALOG=$(BENCH_CRD_CATALOG) $(GO) test -run '^$$' -bench 'WatchEdit' -benchtime 3x -timeout 30m ./test/stress/
 	CATALOGD_BENCH_CATALOG=$(BENCH_CATALOG) OPM=$(OPM) $(GO) test -run '^$$' -bench 'Commands' -benchtime 3x -timeout 30m ./internal/catalogcli/
 	$(call validate_vs_opm,$(COMMUNITY_CATALOG))

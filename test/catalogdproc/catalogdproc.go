@@ -60,7 +60,9 @@ func Serve(t testing.TB, binary string, args ...string) (*Process, string) {
 			t.Logf("catalogd stdout:\n%s\ncatalogd stderr:\n%s", p.Stdout, p.Stderr)
 		}
 	})
-	deadline := time.Now().Add(60 * time.Second)
+	// Generous: a benchmark's first build of the 1.3 GB CRD catalog from
+	// an image takes minutes on a loaded machine.
+	deadline := time.Now().Add(5 * time.Minute)
 	for !strings.Contains(p.Stdout.String(), "Try:") {
 		select {
 		case <-p.Exited:
