@@ -14,8 +14,8 @@
 // documents by lines as operator-registry cuts them and each decoded into
 // the tree the YAML parser operator-registry uses (go.yaml.in/yaml/v2)
 // gives, by blockTree where it can and by that parser where it cannot; the
-// tree is encoded as operator-registry would encode it (treeMeta). Up to two files
-// are parsed at once (walkOptions). The scanners
+// tree is encoded as operator-registry would encode it (treeMeta). Up to two YAML
+// files are parsed at once, a JSON file alone (walkOptions). The scanners
 // share the primitives of scan.go.
 //
 // Memory is bounded by a constant independent of a file's size and shape:
@@ -96,22 +96,25 @@ type parsed struct {
 	err  error
 }
 
-// walkOptions bound a walk: it parses up to workers files at once, up to
-// aheadFiles files ahead of the consumer, and holds about aheadBytes of
-// parsed blobs (see byteBudget). A file's blobs wait in a channel of
-// fileBuffer, so that a worker rarely blocks on a long file and leaves its
-// core idle; the byte budget, not the channel, bounds the memory a walk
-// holds, whatever the catalog's size.
+// walkOptions bound a walk: it parses up to workers YAML files at once,
+// and a JSON file alone (it takes every worker), up to aheadFiles files
+// ahead of the consumer, and holds about aheadBytes of parsed blobs (see
+// byteBudget). A file's blobs wait in a channel of fileBuffer, so that a
+// worker rarely blocks on a long file and leaves its core idle; the byte
+// budget, not the channel, bounds the memory a walk holds, whatever the
+// catalog's size.
 //
-// Two files parse at once, one per core of a small machine (operator-registry
-// parses on every core). JSON files were once parsed alone, the index's
-// loader, which writes SQLite on one goroutine, being the slower side; since
-// each bundle's checks run on the parsing goroutines too (FileHooks.Prepare),
-// parsing is, and two JSON files at once build the bench catalog's index in
-// 0.8 of the time (BenchmarkBuild: 2.6 s against 3.3, on a loaded machine).
-// Each worker is one more blob held in two copies (as read and as encoded)
-// while it parses, which only a catalog of blobs of many MB notices. The
-// budget is 1 MiB: it is what lets a parser run ahead of the consumer,
+// YAML is parsed two files at once, JSON one file at a time: the index's
+// loader, which writes SQLite on one goroutine, is the slower side for JSON
+// (an 8,000-bundle catalog built in the same time with one worker as with
+// two; with each bundle's checks moved onto the parsers, FileHooks.Prepare,
+// two JSON workers made a first build of the bench catalog 0.97 of the
+// time and raised its peak RSS by 3.6 MiB), and each worker is one more
+// blob of many MB held in two copies (as read and as encoded) while it
+// parses; decoding YAML takes longer per byte than the loader, so two
+// files parse at once, one per core of a small machine (operator-registry
+// parses on every core). The budget is 1 MiB for
+// the same reason: it is what lets a parser run ahead of the consumer,
 // which small blobs need and large ones only pay for in memory. 1 MiB is
 // still about a hundred bundles of a typical catalog ahead, and a build of
 // the bench catalog took as long as with 4 MiB within the noise of a
@@ -218,15 +221,25 @@ func walk(ctx context.Context, fsys fs.FS, limits Limits, opts walkOptions, path
 				src.close()
 				return
 			}
-			select {
-			case workers <- struct{}{}:
-			case <-ctx.Done():
-				src.close()
-				close(file) // the consumer may be waiting on it; it finds ctx done
-				return
+			weight := 1
+			if src.json {
+				weight = opts.workers
+			}
+			for range weight {
+				select {
+				case workers <- struct{}{}:
+				case <-ctx.Done():
+					src.close()
+					close(file) // the consumer may be waiting on it; it finds ctx done
+					return
+				}
 			}
 			parsers.Go(func() {
-				defer func() { <-workers }()
+				defer func() {
+					for range weight {
+						<-workers
+					}
+				}()
 				parseFile(ctx, fsys, src, limits, hooks.Known, hooks.Prepare, file, fileBudget{budget, i})
 			})
 		}
