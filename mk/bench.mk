@@ -86,6 +86,7 @@ bench: $(BENCH_CATALOG)/.done $(BENCH_CRD_CATALOG)/.done $(OPM) build
 	$(GO) test -run '^$$' -bench 'Bombs' -benchtime 1x -timeout 30m ./test/stress/
 	CATALOGD_BENCH_CATALOG=$(BENCH_CATALOG) $(GO) test -run '^$$' -bench 'Serve' -benchtime 3x -timeout 30m ./test/sources/
 	CATALOGD_BENCH_CATALOG=$(BENCH_CATALOG) CATALOGD_BENCH_CRD_CATALOG=$(BENCH_CRD_CATALOG) $(GO) test -run '^$$' -bench 'Prebuilt' -benchtime 1x -timeout 30m ./test/sources/
+	$(MAKE) --no-print-directory bench-firstbuild
 	CATALOGD_BENCH_CATALOG=$(BENCH_CATALOG) CATALOGD_BENCH_CRD_CATALOG=$(BENCH_CRD_CATALOG) $(GO) test -run '^$$' -bench 'WatchEdit' -benchtime 3x -timeout 30m ./test/stress/
 	CATALOGD_BENCH_CATALOG=$(BENCH_CATALOG) OPM=$(OPM) $(GO) test -run '^$$' -bench 'Commands' -benchtime 3x -timeout 30m ./internal/catalogcli/
 	$(call validate_vs_opm,$(COMMUNITY_CATALOG))
@@ -156,6 +157,18 @@ endef
 bench-validate: $(BENCH_CATALOG)/.done $(OPM) build
 	$(call validate_vs_opm,$(COMMUNITY_CATALOG))
 	$(call validate_vs_opm,$(BENCH_CATALOG))
+
+# make bench-firstbuild: issue 35's figures, our side: `catalogd serve` of
+# the bench catalog as a directory on an empty data directory, from start
+# to Serving, five runs, each a process of its own (BenchmarkFirstBuild in
+# test/sources): wall, CPU (user+sys) and peak RSS. Load is printed before
+# and after: the figures mean little on a busy machine.
+.PHONY: bench-firstbuild
+## bench-firstbuild: catalogd serve's first build of the bench catalog until Serving (wall, CPU, peak RSS), five runs with the load.
+bench-firstbuild: $(BENCH_CATALOG)/.done
+	@echo "== bench-firstbuild ($$(uptime | sed 's/.*load/load/'))"
+	CATALOGD_BENCH_CATALOG=$(BENCH_CATALOG) $(GO) test -run '^$$' -bench 'FirstBuild' -benchtime 1x -count 5 -timeout 30m ./test/sources/
+	@echo "== bench-firstbuild done ($$(uptime | sed 's/.*load/load/'))"
 
 # make bench-incremental: the figures of issue 25, each three times with
 # the load beside it: BenchmarkBuildIncremental after 1 and 10 changed

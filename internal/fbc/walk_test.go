@@ -21,6 +21,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/catalogd/catalogd/internal/declcfg"
 	"github.com/catalogd/catalogd/test/fbcfacts"
 )
 
@@ -424,5 +425,65 @@ func TestWalkFiles(t *testing.T) {
 				t.Errorf("events:\n%s\nwant:\n%s", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestWalkPrepare: Prepare's answer for each decoded blob reaches Blob as
+// Prepared, in JSON and YAML files parsed at once, and a blob Known
+// answers for is neither prepared nor decoded.
+func TestWalkPrepare(t *testing.T) {
+	fsys := fstest.MapFS{}
+	var want []string
+	for i := range 6 {
+		name := fmt.Sprintf("p%d", i)
+		if i%2 == 0 {
+			fsys[name+"/c.json"] = &fstest.MapFile{Data: []byte(`{"schema":"olm.package","name":"` + name + `"}` + "\n" + `{"schema":"olm.bundle","package":"` + name + `","name":"` + name + `.v1"}`)}
+		} else {
+			fsys[name+"/c.yaml"] = &fstest.MapFile{Data: []byte("schema: olm.package\nname: " + name + "\n---\nschema: olm.bundle\npackage: " + name + "\nname: " + name + ".v1\n")}
+		}
+		want = append(want, name+"=prepared "+name, name+".v1=known")
+	}
+	paths, err := Files(fsys, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	prepared := 0
+	var got []string
+	err = WalkFiles(context.Background(), fsys, Limits{}, paths, FileHooks{
+		Known: func(m *declcfg.Meta) any {
+			if m.Schema == declcfg.SchemaBundle {
+				return "known"
+			}
+			return nil
+		},
+		Prepare: func(b Blob) any {
+			mu.Lock()
+			prepared++
+			mu.Unlock()
+			if b.Value == nil {
+				t.Errorf("blob %s prepared before its value was decoded", b.Meta.Name)
+			}
+			return "prepared " + b.Value.(*declcfg.Package).Name
+		},
+		Blob: func(_ context.Context, b Blob) error {
+			if b.Known != nil {
+				if b.Prepared != nil {
+					t.Errorf("known blob %s was prepared: %v", b.Meta.Name, b.Prepared)
+				}
+				got = append(got, fmt.Sprintf("%s=%v", b.Meta.Name, b.Known))
+				return nil
+			}
+			got = append(got, fmt.Sprintf("%s=%v", b.Meta.Name, b.Prepared))
+			return nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g, w := strings.Join(got, " "), strings.Join(want, " "); g != w {
+		t.Errorf("blobs:\n%s\nwant:\n%s", g, w)
+	}
+	if prepared != 6 {
+		t.Errorf("Prepare called %d times, want 6 (the packages)", prepared)
 	}
 }

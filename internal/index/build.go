@@ -396,7 +396,7 @@ func walk(ctx context.Context, l *loader, src Content) error {
 	// fault before any is most likely in a directory that is not a
 	// catalog's root (see notACatalog).
 	olmBlobs := false
-	hooks := fbc.FileHooks{Start: l.fileStart, End: l.fileEnd, Blob: func(ctx context.Context, b fbc.Blob) error {
+	hooks := fbc.FileHooks{Start: l.fileStart, End: l.fileEnd, Prepare: prepareBlob, Blob: func(ctx context.Context, b fbc.Blob) error {
 		switch b.Meta.Schema {
 		case declcfg.SchemaPackage, declcfg.SchemaChannel, declcfg.SchemaBundle:
 			olmBlobs = true

@@ -312,7 +312,8 @@ func (l *loader) add(ctx context.Context, b fbc.Blob) error {
 	case *declcfg.Channel:
 		err = l.addChannel(ctx, v, blobID, pos)
 	case *declcfg.Bundle:
-		problems, err = l.addBundle(ctx, v, blobID, pos, b.ValueStarts)
+		// walk's Prepare hook (prepareBlob) checked every decoded bundle.
+		problems, err = l.addBundle(ctx, v, b.Prepared.(*bundleCheck), blobID, pos, b.ValueStarts)
 	case *declcfg.Deprecation:
 		err = l.addDeprecation(ctx, v, blobID, pos)
 	}
@@ -325,6 +326,18 @@ func (l *loader) add(ctx context.Context, b fbc.Blob) error {
 	}
 	l.big = append(l.big, bb)
 	return l.endUnit(blobID)
+}
+
+// prepareBlob is the walk's Prepare hook (fbc.FileHooks): a bundle's own
+// checks (checkBundle) need no other blob, so they run on the goroutine
+// that parsed it, beside the loader, whose inserts in walk order are the
+// longest stage of a build; add takes the result from Blob.Prepared.
+func prepareBlob(b fbc.Blob) any {
+	if v, ok := b.Value.(*declcfg.Bundle); ok {
+		c := checkBundle(v)
+		return &c
+	}
+	return nil
 }
 
 // checkPlanned checks that an incremental build planned to load the
@@ -397,15 +410,14 @@ func (l *loader) addChannel(ctx context.Context, c *declcfg.Channel, blobID int6
 
 // addBundle stores the bundle's parts (properties, related images, GVKs
 // and required packages) and notes its row for finish, with what
-// checkBundle found wrong with it, which it returns as stored. A bundle
+// checkBundle found wrong with it (check), which it returns as stored. A bundle
 // repeating an earlier one's name is stored the same way; finish, which
 // sees the whole package, removes its parts again and only validates it.
-func (l *loader) addBundle(ctx context.Context, b *declcfg.Bundle, blobID int64, pos string, valueStarts []int) (*string, error) {
+func (l *loader) addBundle(ctx context.Context, b *declcfg.Bundle, check *bundleCheck, blobID int64, pos string, valueStarts []int) (*string, error) {
 	l.pkg(b.Package)
 	l.bundleID++
 	id := l.bundleID
 
-	check := checkBundle(b)
 	data, err := json.Marshal(check.problems)
 	if err != nil {
 		return nil, fmt.Errorf("index bundle %q: %w", b.Name, err)
