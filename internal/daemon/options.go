@@ -54,7 +54,7 @@ func (o *Options) bindFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.History, "changes-history", store.DefaultHistory, "keep the package digests of the last `N` versions of each catalog, which /changes answers from")
 	fs.BoolVar(&o.IncrementalIndex, "incremental-index", true, "rebuild an index from the live one, parsing and validating only the packages that changed; "+
 		"false parses and validates the whole catalog on every change")
-	fs.BoolVar(&o.PageOutStartup, "page-out-startup", true, "once serving, have the kernel drop the pages of the executable that start-up read (they are read again if used)")
+	fs.BoolVar(&o.PageOutStartup, "page-out-startup", true, "have the kernel drop the pages of the executable that start-up read, before the first index build and once serving (they are read again if used)")
 	fs.BoolVar(&o.BundleReleaseSupport, "bundle-release-support", false, "/resolve reads releases as operator-controller with its BundleReleaseSupport gate on (an explicit "+
 		"release of olm.package first) when a request does not say; off, its default, a version's build metadata is the release")
 	fs.Var(removedFlag("it chose semver upgrade edges for /resolve, as operator-controller's ForceSemverUpgradeConstraints gate did; "+
