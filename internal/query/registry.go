@@ -1,0 +1,216 @@
+package query
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/jmoiron/sqlx"
+)
+
+// The reads below answer OLM v0's registry API (operator-registry's
+// api.Registry), which sees a catalog as channel entries: a bundle once per
+// channel that lists it, with that entry's replaces, skips and skipRange.
+
+// EntryRef is a channel entry: the bundle a channel lists, with the edges
+// the entry gives it.
+type EntryRef struct {
+	Package, Channel, Bundle, Replaces string
+	Skips                              []string
+}
+
+// ChannelBundle is a bundle as one channel lists it: everything the index
+// holds of the bundle that the registry API answers, its entry in that
+// channel, and its own deprecation (not its package's: the registry API
+// tells them apart).
+type ChannelBundle struct {
+	EntryRef
+	Version, Image, SkipRange string
+	// Properties are the bundle's properties in the catalog's order, each
+	// value the JSON the catalog gave.
+	Properties    []Property
+	RelatedImages []RelatedImage
+	Deprecation   string
+}
+
+// entryRow is a channel entry as the reads below select it.
+type entryRow struct {
+	ID       int64  `db:"id"`
+	Package  string `db:"package"`
+	Channel  string `db:"channel"`
+	Bundle   string `db:"bundle"`
+	Replaces string `db:"replaces"`
+}
+
+const entryColumns = `e.id, e.package, e.channel, e.bundle, e.replaces`
+
+// withSkips reads the skips of each entry, one indexed read per entry:
+// the reads that use it return a handful of entries.
+func (c *Catalog) withSkips(ctx context.Context, rows []entryRow) ([]EntryRef, error) {
+	out := make([]EntryRef, 0, len(rows))
+	for _, r := range rows {
+		var skips []string
+		if err := c.sel(ctx, &skips, `SELECT skip FROM channel_entry_skips WHERE entry_id = ? ORDER BY rowid`, r.ID); err != nil {
+			return nil, fmt.Errorf("read skips of %q in channel %q: %w", r.Bundle, r.Channel, err)
+		}
+		out = append(out, EntryRef{Package: r.Package, Channel: r.Channel, Bundle: r.Bundle, Replaces: r.Replaces, Skips: skips})
+	}
+	return out, nil
+}
+
+// EntriesReplacing returns the channel entries, of any package, that
+// replace or skip the named bundle, by package, channel and position.
+func (c *Catalog) EntriesReplacing(ctx context.Context, bundle string) ([]EntryRef, error) {
+	var rows []entryRow
+	if err := c.sel(ctx, &rows, `SELECT `+entryColumns+` FROM channel_entries e WHERE e.replaces = ?
+		UNION SELECT `+entryColumns+` FROM channel_entry_skips s JOIN channel_entries e ON e.id = s.entry_id WHERE s.skip = ?
+		ORDER BY 2, 3, 1`, bundle, bundle); err != nil {
+		return nil, fmt.Errorf("find entries replacing %q: %w", bundle, err)
+	}
+	return c.withSkips(ctx, rows)
+}
+
+// ChannelEntriesReplacing returns the entries of one channel that replace
+// or skip the named bundle, in the channel's order.
+func (c *Catalog) ChannelEntriesReplacing(ctx context.Context, pkg, channel, bundle string) ([]EntryRef, error) {
+	var rows []entryRow
+	if err := c.sel(ctx, &rows, `SELECT `+entryColumns+` FROM channel_entries e
+		WHERE e.package = ? AND e.channel = ? AND (e.replaces = ? OR EXISTS
+			(SELECT 1 FROM channel_entry_skips s WHERE s.entry_id = e.id AND s.skip = ?))
+		ORDER BY e.position`, pkg, channel, bundle, bundle); err != nil {
+		return nil, fmt.Errorf("find entries of channel %q replacing %q: %w", channel, bundle, err)
+	}
+	return c.withSkips(ctx, rows)
+}
+
+// EntriesProviding returns the channel entries of every bundle that
+// provides g (an olm.gvk property), by package, channel and bundle; with
+// heads, only the entries that head their channel.
+func (c *Catalog) EntriesProviding(ctx context.Context, g GVK, heads bool) ([]EntryRef, error) {
+	head := ""
+	if heads {
+		head = ` AND EXISTS (SELECT 1 FROM channels c WHERE c.package = e.package AND c.name = e.channel AND c.head = e.bundle)`
+	}
+	var rows []entryRow
+	if err := c.sel(ctx, &rows, `SELECT DISTINCT `+entryColumns+` FROM provided_gvks g
+		JOIN bundles b ON b.id = g.bundle_id
+		JOIN channel_entries e ON e.package = b.package AND e.bundle = b.name
+		WHERE g.kind = ? AND g.grp = ? AND g.version = ?`+head+`
+		ORDER BY e.package, e.channel, e.bundle`, g.Kind, g.Group, g.Version); err != nil {
+		return nil, fmt.Errorf("find entries providing %s/%s %s: %w", g.Group, g.Version, g.Kind, err)
+	}
+	return c.withSkips(ctx, rows)
+}
+
+// InChannel reports whether the channel lists the named bundle.
+func (c *Catalog) InChannel(ctx context.Context, pkg, channel, bundle string) (bool, error) {
+	var in bool
+	if err := c.get(ctx, &in, `SELECT count(*) > 0 FROM channel_entries WHERE package = ? AND bundle = ? AND channel = ?`, pkg, bundle, channel); err != nil {
+		return false, fmt.Errorf("read entry %q of channel %q: %w", bundle, channel, err)
+	}
+	return in, nil
+}
+
+// AllEntries calls fn with every channel entry of the catalog, ordered by
+// channel name, then package, then bundle name (byte order): the order in
+// which OLM v0's registry lists bundles. The entries (names only, a few
+// dozen bytes each) are read first, so that no query stays open while fn
+// runs, which may wait on a slow client.
+func (c *Catalog) AllEntries(ctx context.Context, fn func(EntryRef) error) error {
+	type key struct{ Package, Channel, Bundle string }
+	var all []key
+	err := c.each(ctx, `SELECT package, channel, bundle FROM channel_entries ORDER BY channel, package, bundle`, nil, func(rows *sqlx.Rows) error {
+		var k key
+		if err := rows.Scan(&k.Package, &k.Channel, &k.Bundle); err != nil {
+			return err
+		}
+		all = append(all, k)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("list channel entries: %w", err)
+	}
+	for _, k := range all {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := fn(EntryRef{Package: k.Package, Channel: k.Channel, Bundle: k.Bundle}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ChannelBundle returns the named bundle as the named channel of pkg lists
+// it, or an error wrapping ErrNotFound when the channel does not list it.
+// Property values are byte ranges of the bundle's blob, read once.
+func (c *Catalog) ChannelBundle(ctx context.Context, pkg, channel, name string) (ChannelBundle, error) {
+	var e struct {
+		entryRow
+		SkipRange string `db:"skip_range"`
+	}
+	err := c.get(ctx, &e, `SELECT `+entryColumns+`, e.skip_range FROM channel_entries e
+		WHERE e.package = ? AND e.bundle = ? AND e.channel = ? LIMIT 1`, pkg, name, channel)
+	if errors.Is(err, sql.ErrNoRows) {
+		return ChannelBundle{}, fmt.Errorf("bundle %q in channel %q: %w", name, channel, ErrNotFound)
+	}
+	if err != nil {
+		return ChannelBundle{}, fmt.Errorf("read entry %q of channel %q: %w", name, channel, err)
+	}
+	refs, err := c.withSkips(ctx, []entryRow{e.entryRow})
+	if err != nil {
+		return ChannelBundle{}, err
+	}
+	b, err := c.bundleRow(ctx, pkg, name)
+	if err != nil {
+		return ChannelBundle{}, err
+	}
+	out := ChannelBundle{EntryRef: refs[0], Version: b.Version, Image: b.Image, SkipRange: e.SkipRange}
+	if out.Properties, err = c.properties(ctx, b); err != nil {
+		return ChannelBundle{}, err
+	}
+	if err := c.sel(ctx, &out.RelatedImages, `SELECT name, image FROM related_images WHERE bundle_id = ? ORDER BY position`, b.ID); err != nil {
+		return ChannelBundle{}, fmt.Errorf("read related images of %q: %w", name, err)
+	}
+	if out.Deprecation, err = c.Deprecation(ctx, pkg, "olm.bundle", name); err != nil {
+		return ChannelBundle{}, err
+	}
+	return out, nil
+}
+
+// properties reads a bundle's properties in order, their values sliced
+// from its blob.
+func (c *Catalog) properties(ctx context.Context, b bundleRow) ([]Property, error) {
+	var where Range
+	if err := c.get(ctx, &where, `SELECT offset, length FROM blobs WHERE id = ?`, b.BlobID); err != nil {
+		return nil, fmt.Errorf("read blob of %q: %w", b.Name, err)
+	}
+	blob, err := c.readContent(where)
+	if err != nil {
+		return nil, fmt.Errorf("read blob of %q: %w", b.Name, err)
+	}
+	var props []struct {
+		Type   string         `db:"type"`
+		Value  sql.NullString `db:"value"`
+		Start  sql.NullInt64  `db:"value_start"`
+		Length sql.NullInt64  `db:"value_length"`
+	}
+	if err := c.sel(ctx, &props, `SELECT type, value, value_start, value_length FROM properties WHERE bundle_id = ? ORDER BY position`, b.ID); err != nil {
+		return nil, fmt.Errorf("read properties of %q: %w", b.Name, err)
+	}
+	out := make([]Property, 0, len(props))
+	for _, p := range props {
+		value := json.RawMessage(p.Value.String)
+		if !p.Value.Valid {
+			start, end := p.Start.Int64, p.Start.Int64+p.Length.Int64
+			if !p.Start.Valid || start < 0 || end > int64(len(blob)) || start > end {
+				return nil, fmt.Errorf("read property %s of %q: value range %d-%d outside its %d-byte blob", p.Type, b.Name, start, end, len(blob))
+			}
+			value = json.RawMessage(blob[start:end])
+		}
+		out = append(out, Property{Type: p.Type, Value: value})
+	}
+	return out, nil
+}
