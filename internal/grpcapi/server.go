@@ -86,7 +86,8 @@ func New(idx Indexes, o Options) *Server {
 		grpc.MaxRecvMsgSize(maxRecvBytes),
 		grpc.MaxSendMsgSize(o.MaxSendBytes),
 		grpc.MaxConcurrentStreams(o.MaxStreams),
-		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: 10 * time.Minute}),
+		// Pings find peers gone without closing their connection.
+		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: 10 * time.Minute, Time: 2 * time.Minute, Timeout: 20 * time.Second}),
 		grpc.ChainUnaryInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 			ctx, cancel := context.WithTimeout(ctx, o.CallTimeout)
 			defer cancel()
@@ -95,7 +96,7 @@ func New(idx Indexes, o Options) *Server {
 		grpc.ChainStreamInterceptor(func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 			ctx, cancel := context.WithTimeout(ss.Context(), o.StreamTimeout)
 			defer cancel()
-			return handler(srv, deadlineStream{ServerStream: ss, ctx: ctx})
+			return handler(srv, &deadlineStream{ServerStream: ss, ctx: ctx})
 		}),
 	}
 	s.grpc = grpc.NewServer(append(opts, o.ServerOptions...)...)
@@ -105,19 +106,37 @@ func New(idx Indexes, o Options) *Server {
 }
 
 // deadlineStream is a stream whose context carries the stream's deadline.
-// Sending on it blocks while the client's flow-control window is full, so
-// a client that stops reading holds one message, until the deadline.
+// Sending blocks while the client's flow-control window is full, so a
+// client that stops reading holds one message; gRPC unblocks the send only
+// when the stream ends, which the server's own deadline does not do, so
+// SendMsg waits for the deadline beside it and returns at the deadline,
+// ending the call: its end cancels the stream, which frees the send.
 type deadlineStream struct {
 	grpc.ServerStream
 	ctx context.Context
 }
 
-func (d deadlineStream) Context() context.Context { return d.ctx }
+func (d *deadlineStream) Context() context.Context { return d.ctx }
+
+func (d *deadlineStream) SendMsg(m any) error {
+	sent := make(chan error, 1)
+	go func() { sent <- d.ServerStream.SendMsg(m) }()
+	select {
+	case err := <-sent:
+		return err
+	case <-d.ctx.Done():
+		return status.FromContextError(d.ctx.Err()).Err()
+	}
+}
 
 // Serve serves on l until ctx ends, then lets the calls in flight finish
 // for a few seconds before cutting them.
 func (s *Server) Serve(ctx context.Context, l net.Listener) error {
-	s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+	// "" is the server's status, which probes ask; operator-registry's
+	// client asks for "Registry".
+	for _, service := range []string{"", "Registry", api.Registry_ServiceDesc.ServiceName} {
+		s.health.SetServingStatus(service, healthpb.HealthCheckResponse_SERVING)
+	}
 	stopped := make(chan struct{})
 	go func() {
 		defer close(stopped)

@@ -158,7 +158,10 @@ func TestQueryPlans(t *testing.T) {
 		}},
 		{"in channel", func() error { _, err := c.InChannel(ctx, "aurora-cache", "stable", "aurora-cache.v1.1.0"); return err }},
 		{"every channel entry", func() error { return c.AllEntries(ctx, func(query.EntryRef) error { return nil }) }},
-		{"a bundle of a channel", func() error { _, err := c.ChannelBundle(ctx, "aurora-cache", "stable", "aurora-cache.v1.3.0"); return err }},
+		{"a bundle of a channel", func() error {
+			_, err := c.ChannelBundle(ctx, "aurora-cache", "stable", "aurora-cache.v1.3.0")
+			return err
+		}},
 	}
 	for _, r := range reads {
 		if err := r.read(); err != nil {
