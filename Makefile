@@ -86,7 +86,7 @@ unit:
 # sharing that the other tests do not.
 RACE_PKGS := ./internal/store/ ./internal/httpapi/ ./internal/catalogdir/ ./internal/catalogsync/ \
 	./internal/server/ ./internal/unpack/ ./internal/fbc/ ./internal/source/gitsource/ ./internal/source/httpsource/ \
-	./internal/graphqlapi/
+	./internal/graphqlapi/ ./internal/grpcapi/
 RACE_PACKAGEAPI_PKGS := ./internal/packageapi/
 RACE_SKIP := ^(TestBombsTakeBoundedMemory|TestUnpackBombs|TestBombImagesAreRefusedOnce|TestBombDirectoryIsRefusedOnce)$$
 

@@ -3,14 +3,21 @@ package daemon
 import (
 	"context"
 	"errors"
+	"io"
 	"io/fs"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/go-logr/logr"
+	"github.com/operator-framework/operator-registry/pkg/api"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/catalogd/catalogd/test/apivalidate"
 	"github.com/catalogd/catalogd/test/fbcfacts"
@@ -196,5 +203,41 @@ func TestServeGit(t *testing.T) {
 	second := startServe(t, args...)
 	if out := second.out.String(); !strings.Contains(out, "unchanged since the last run") {
 		t.Errorf("restart re-indexed an unchanged commit:\n%s", out)
+	}
+}
+
+// TestServeGRPC serves the demo catalog with --grpc-listen: OLM v0's
+// registry API answers on that address for the catalog named by the host
+// a client dials, beside the query API.
+func TestServeGRPC(t *testing.T) {
+	srv := startServe(t, "--data-dir", t.TempDir(), "--listen", "127.0.0.1:0", "--grpc-listen", "127.0.0.1:0", "--catalog", "demo="+demoDir)
+	m := regexp.MustCompile(`registry API \(gRPC\) on (127\.0\.0\.1:(\d+))`).FindStringSubmatch(srv.out.String())
+	if m == nil {
+		t.Fatalf("serve did not say where the registry API listens:\n%s", srv.out.String())
+	}
+	conn, err := grpc.NewClient("passthrough:///"+m[1], grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithAuthority("demo.catalogd.example:"+m[2]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	stream, err := api.NewRegistryClient(conn).ListPackages(context.Background(), &api.ListPackageRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for {
+		p, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, p.GetName())
+	}
+	want := slices.Sorted(maps.Keys(fbcfacts.Load(t, demoDir).Packages))
+	if !slices.Equal(got, want) {
+		t.Errorf("ListPackages of demo: %v, want %v", got, want)
 	}
 }
