@@ -48,101 +48,122 @@ func deprecationMessage(msg string) *api.Deprecation {
 	return &api.Deprecation{Message: msg}
 }
 
-// packageFacts is what a bundle's CSV borrows from its package when it is
-// made from olm.csv.metadata: the package's description and icon.
+// packageFacts is what a bundle's CSV borrows, when it is made from
+// olm.csv.metadata, from its package (description and icon) and from the
+// rest of the bundle (its related images).
 type packageFacts struct {
-	Description string
+	RelatedImages []query.RelatedImage
+	Description   string
 	// HasIcon says the package gave an icon; Icon and MediaType are it.
 	HasIcon   bool
 	Icon      []byte
 	MediaType string
 }
 
-// bundleMessage converts a bundle as a channel lists it. listing makes it
-// as ListBundles sends it: with the entry's replaces and skips, and
-// without CSV and objects when the bundle has an image (the registry
-// leaves them to the image then); otherwise as the Get methods answer,
-// with them and without the edges. pkg is asked only when the CSV is made
-// from olm.csv.metadata.
-func bundleMessage(b query.ChannelBundle, listing bool, pkg func() (packageFacts, error)) (*api.Bundle, error) {
-	in := make([]property.Property, len(b.Properties))
-	for i, p := range b.Properties {
-		in[i] = property.Property{Type: p.Type, Value: p.Value}
-	}
-	props, err := property.Parse(in)
-	if err != nil {
-		return nil, fmt.Errorf("bundle %q: parse properties: %w", b.Bundle, err)
-	}
-	if len(props.Packages) != 1 {
-		return nil, fmt.Errorf("bundle %q: want exactly one olm.package property, found %d", b.Bundle, len(props.Packages))
-	}
-	if len(props.CSVMetadatas) > 1 {
-		return nil, fmt.Errorf("bundle %q: want at most one olm.csv.metadata property, found %d", b.Bundle, len(props.CSVMetadatas))
-	}
+// objectParts are the properties a bundle's objects and CSV are made from
+// (objectsAndCSV).
+type objectParts struct{ objects, metadata []json.RawMessage }
+
+// bundleMessage converts a bundle as a channel lists it, all but its
+// objects and CSV, and returns what they are made from, and whether the
+// answer has them. listing makes it as ListBundles sends it: with the
+// entry's replaces and skips, and without CSV and objects when the bundle
+// has an image (the registry leaves them to the image then); otherwise as
+// the Get methods answer, with them and without the edges.
+func bundleMessage(b query.ChannelBundle, listing bool) (*api.Bundle, objectParts, bool, error) {
 	out := &api.Bundle{
 		CsvName:     b.Bundle,
 		PackageName: b.Package,
 		ChannelName: b.Channel,
 		BundlePath:  b.Image,
-		Version:     props.Packages[0].Version,
 		SkipRange:   b.SkipRange,
 		Deprecation: deprecationMessage(b.Deprecation),
 	}
-	for _, g := range props.GVKs {
-		out.ProvidedApis = append(out.ProvidedApis, &api.GroupVersionKind{Group: g.Group, Version: g.Version, Kind: g.Kind})
-	}
-	for _, g := range props.GVKsRequired {
-		out.RequiredApis = append(out.RequiredApis, &api.GroupVersionKind{Group: g.Group, Version: g.Version, Kind: g.Kind})
-	}
-	for _, p := range in {
-		norm := normalized(p)
+	var (
+		packages int
+		parts    objectParts
+	)
+	for _, p := range b.Properties {
+		// Values are decoded as operator-registry's property.Parse decodes
+		// them, but only the types the answer needs: the CSV metadata, the
+		// largest, only when no object is a CSV (objectsAndCSV).
 		switch p.Type {
-		case typeBundleObject, typeCSVMetadata:
-			// Left out of properties: clients copy properties into a CSV
-			// annotation, and these would double its size.
-			continue
+		case property.TypePackage:
+			var v property.Package
+			if err := json.Unmarshal(p.Value, &v); err != nil {
+				return nil, objectParts{}, false, fmt.Errorf("bundle %q: parse olm.package: %w", b.Bundle, err)
+			}
+			if packages++; packages == 1 {
+				out.Version = v.Version
+			}
+		case property.TypeGVK:
+			var g property.GVK
+			if err := json.Unmarshal(p.Value, &g); err != nil {
+				return nil, objectParts{}, false, fmt.Errorf("bundle %q: parse olm.gvk: %w", b.Bundle, err)
+			}
+			out.ProvidedApis = append(out.ProvidedApis, &api.GroupVersionKind{Group: g.Group, Version: g.Version, Kind: g.Kind})
 		case property.TypeGVKRequired:
-			out.Dependencies = append(out.Dependencies, &api.Dependency{Type: property.TypeGVK, Value: string(norm.Value)})
+			var g property.GVKRequired
+			if err := json.Unmarshal(p.Value, &g); err != nil {
+				return nil, objectParts{}, false, fmt.Errorf("bundle %q: parse olm.gvk.required: %w", b.Bundle, err)
+			}
+			out.RequiredApis = append(out.RequiredApis, &api.GroupVersionKind{Group: g.Group, Version: g.Version, Kind: g.Kind})
+			out.Dependencies = append(out.Dependencies, &api.Dependency{Type: property.TypeGVK, Value: normalized(p)})
 		case property.TypePackageRequired:
 			var req property.PackageRequired
 			if err := json.Unmarshal(p.Value, &req); err != nil {
-				return nil, fmt.Errorf("bundle %q: parse olm.package.required: %w", b.Bundle, err)
+				return nil, objectParts{}, false, fmt.Errorf("bundle %q: parse olm.package.required: %w", b.Bundle, err)
 			}
 			dep := property.MustBuildPackage(req.PackageName, req.VersionRange)
 			out.Dependencies = append(out.Dependencies, &api.Dependency{Type: dep.Type, Value: string(dep.Value)})
+		case typeBundleObject:
+			parts.objects = append(parts.objects, p.Value)
+		case typeCSVMetadata:
+			parts.metadata = append(parts.metadata, p.Value)
 		}
-		out.Properties = append(out.Properties, &api.Property{Type: norm.Type, Value: string(norm.Value)})
+		if p.Type != typeBundleObject && p.Type != typeCSVMetadata {
+			// Left out of properties: clients copy properties into a CSV
+			// annotation, and these would double its size.
+			out.Properties = append(out.Properties, &api.Property{Type: p.Type, Value: normalized(p)})
+		}
+	}
+	if packages != 1 {
+		return nil, objectParts{}, false, fmt.Errorf("bundle %q: want exactly one olm.package property, found %d", b.Bundle, packages)
+	}
+	if len(parts.metadata) > 1 {
+		return nil, objectParts{}, false, fmt.Errorf("bundle %q: want at most one olm.csv.metadata property, found %d", b.Bundle, len(parts.metadata))
 	}
 	if listing {
 		out.Replaces, out.Skips = b.Replaces, b.Skips
 		if b.Image != "" {
-			return out, nil
+			return out, parts, false, nil
 		}
 	}
-	if out.Object, out.CsvJson, err = objectsAndCSV(b, props, pkg); err != nil {
-		return nil, fmt.Errorf("bundle %q: %w", b.Bundle, err)
-	}
-	return out, nil
+	return out, parts, true, nil
 }
 
-// normalized is p with its value in the registry's standard encoding
-// (compact, HTML left unescaped), or p as it is when the value does not
-// encode.
-func normalized(p property.Property) property.Property {
-	if n, err := property.Build(&p); err == nil {
-		return *n
+// normalized is p's value in the registry's standard encoding (compact,
+// HTML left unescaped), or as it is when it does not encode.
+func normalized(p query.Property) string {
+	if n, err := property.Build(&property.Property{Type: p.Type, Value: p.Value}); err == nil {
+		return string(n.Value)
 	}
-	return p
+	return string(p.Value)
 }
 
-// objectsAndCSV returns a bundle's objects, each olm.bundle.object as JSON,
-// (as given when it is JSON already), and its CSV: the first object of kind ClusterServiceVersion, else one
-// made from its olm.csv.metadata (then also its only object when it has
-// none), else none.
-func objectsAndCSV(b query.ChannelBundle, props *property.Properties, pkg func() (packageFacts, error)) ([]string, string, error) {
+// objectsAndCSV returns a bundle's objects, each olm.bundle.object as
+// JSON (as given when it is JSON already), and its CSV: the first object
+// of kind ClusterServiceVersion, else one made from its olm.csv.metadata
+// (then also its only object when it has none), else none. pkg is asked
+// only when the CSV is made from olm.csv.metadata.
+func objectsAndCSV(b query.ChannelBundle, parts objectParts, pkg func() (packageFacts, error)) ([]string, string, error) {
 	var objects []string
 	csv := ""
-	for i, o := range props.BundleObjects {
+	for i, v := range parts.objects {
+		var o property.BundleObject
+		if err := json.Unmarshal(v, &o); err != nil {
+			return nil, "", fmt.Errorf("parse olm.bundle.object %d: %w", i, err)
+		}
 		j, err := yaml.ToJSON(o.Data)
 		if err != nil {
 			return nil, "", fmt.Errorf("convert olm.bundle.object %d to JSON: %w", i, err)
@@ -152,14 +173,18 @@ func objectsAndCSV(b query.ChannelBundle, props *property.Properties, pkg func()
 			csv = string(j)
 		}
 	}
-	if csv != "" || len(props.CSVMetadatas) != 1 {
+	if csv != "" || len(parts.metadata) != 1 {
 		return objects, csv, nil
+	}
+	var m property.CSVMetadata
+	if err := json.Unmarshal(parts.metadata[0], &m); err != nil {
+		return nil, "", fmt.Errorf("parse olm.csv.metadata: %w", err)
 	}
 	facts, err := pkg()
 	if err != nil {
 		return nil, "", err
 	}
-	csv, err = csvFromMetadata(b, props.CSVMetadatas[0], facts)
+	csv, err = csvFromMetadata(b, m, facts)
 	if err != nil {
 		return nil, "", err
 	}
@@ -214,7 +239,7 @@ func csvFromMetadata(b query.ChannelBundle, m property.CSVMetadata, pkg packageF
 	if pkg.HasIcon {
 		csv.Spec.Icon = []v1alpha1.Icon{{Data: base64.StdEncoding.EncodeToString(pkg.Icon), MediaType: pkg.MediaType}}
 	}
-	for _, ri := range b.RelatedImages {
+	for _, ri := range pkg.RelatedImages {
 		csv.Spec.RelatedImages = append(csv.Spec.RelatedImages, v1alpha1.RelatedImage{Name: ri.Name, Image: ri.Image})
 	}
 	if csv.Spec.Description == "" {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -38,6 +39,9 @@ type Options struct {
 	MaxSendBytes int
 	// MaxStreams bounds the calls in flight on one connection.
 	MaxStreams uint32
+	// ObjectCacheBytes bounds the bundles' objects and CSVs kept made
+	// (objectCache).
+	ObjectCacheBytes int
 	// ServerOptions are added to the server's own (tests add interceptors).
 	ServerOptions []grpc.ServerOption
 }
@@ -51,6 +55,9 @@ const (
 	DefaultStreamTimeout = 5 * time.Minute
 	DefaultMaxSendBytes  = 64 << 20
 	DefaultMaxStreams    = 64
+	// DefaultObjectCacheBytes holds the objects of a few hundred bundles
+	// of a real catalog (community-v4.20's heads carry 20-40 KiB each).
+	DefaultObjectCacheBytes = 8 << 20
 	// maxRecvBytes bounds a request: names and a GVK.
 	maxRecvBytes = 64 << 10
 )
@@ -61,10 +68,11 @@ const (
 // catalogOf).
 type Server struct {
 	api.UnimplementedRegistryServer
-	idx    Indexes
-	log    logr.Logger
-	grpc   *grpc.Server
-	health *health.Server
+	idx     Indexes
+	log     logr.Logger
+	grpc    *grpc.Server
+	health  *health.Server
+	objects *objectCache
 }
 
 // New returns a server answering from idx.
@@ -81,7 +89,10 @@ func New(idx Indexes, o Options) *Server {
 	if o.MaxStreams == 0 {
 		o.MaxStreams = DefaultMaxStreams
 	}
-	s := &Server{idx: idx, log: o.Log, health: health.NewServer()}
+	if o.ObjectCacheBytes <= 0 {
+		o.ObjectCacheBytes = DefaultObjectCacheBytes
+	}
+	s := &Server{idx: idx, log: o.Log, health: health.NewServer(), objects: newObjectCache(o.ObjectCacheBytes)}
 	opts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(maxRecvBytes),
 		grpc.MaxSendMsgSize(o.MaxSendBytes),
@@ -253,34 +264,42 @@ func (s *Server) GetPackage(ctx context.Context, req *api.GetPackageRequest) (*a
 	return packageMessage(pkg, channels, dep), nil
 }
 
-// channelOf finds a package's channel, answering the registry's errors for
-// unknown names; pkgVerb is how the registry writes the package's name in
-// its error (%q or %s, depending on the method).
-func (s *Server) channelOf(ctx context.Context, c *query.Catalog, pkgName, channel, pkgVerb string) (query.Package, error) {
-	pkg, err := c.Package(ctx, pkgName)
-	if errors.Is(err, query.ErrNotFound) {
-		return query.Package{}, fmt.Errorf("package "+pkgVerb+" not found", pkgName)
-	}
+// channelOf finds a package's channel in the list of packages kept in
+// memory, answering the registry's errors for unknown names; pkgVerb is
+// how the registry writes the package's name in its error (%q or %s,
+// depending on the method).
+func (s *Server) channelOf(ctx context.Context, c *query.Catalog, pkgName, channel, pkgVerb string) (query.PackageSummary, error) {
+	idx, err := c.PackageSummaries(ctx)
 	if err != nil {
-		return query.Package{}, s.internal(ctx, "read package", err)
+		return query.PackageSummary{}, s.internal(ctx, "read packages", err)
 	}
-	ok, err := c.HasChannel(ctx, pkgName, channel)
-	if err != nil {
-		return query.Package{}, s.internal(ctx, "read channel", err)
-	}
+	pkg, ok := idx.Get(pkgName)
 	if !ok {
-		return query.Package{}, fmt.Errorf("package %q, channel %q not found", pkgName, channel)
+		return query.PackageSummary{}, fmt.Errorf("package "+pkgVerb+" not found", pkgName)
+	}
+	if !slices.Contains(pkg.Channels, channel) {
+		return query.PackageSummary{}, fmt.Errorf("package %q, channel %q not found", pkgName, channel)
 	}
 	return pkg, nil
 }
 
-// bundle answers a bundle as a channel lists it.
-func (s *Server) bundle(ctx context.Context, c *query.Catalog, pkg, channel, name string, listing bool) (*api.Bundle, error) {
+// bundle answers a bundle as a channel lists it, from the index file at
+// file.
+func (s *Server) bundle(ctx context.Context, c *query.Catalog, file, pkg, channel, name string, listing bool) (*api.Bundle, error) {
 	b, err := c.ChannelBundle(ctx, pkg, channel, name)
 	if err != nil {
 		return nil, err
 	}
-	return bundleMessage(b, listing, func() (packageFacts, error) {
+	out, parts, withObjects, err := bundleMessage(b, listing)
+	if err != nil || !withObjects {
+		return out, err
+	}
+	key := objectKey{file: file, pkg: pkg, bundle: name}
+	if objects, csv, ok := s.objects.get(key); ok {
+		out.Object, out.CsvJson = objects, csv
+		return out, nil
+	}
+	out.Object, out.CsvJson, err = objectsAndCSV(b, parts, func() (packageFacts, error) {
 		p, err := c.Package(ctx, pkg)
 		if err != nil {
 			return packageFacts{}, err
@@ -289,8 +308,17 @@ func (s *Server) bundle(ctx context.Context, c *query.Catalog, pkg, channel, nam
 		if err != nil {
 			return packageFacts{}, err
 		}
-		return packageFacts{Description: p.Description, HasIcon: p.HasIcon, Icon: icon, MediaType: mediaType}, nil
+		images, err := c.RelatedImages(ctx, pkg, name)
+		if err != nil {
+			return packageFacts{}, err
+		}
+		return packageFacts{RelatedImages: images, Description: p.Description, HasIcon: p.HasIcon, Icon: icon, MediaType: mediaType}, nil
 	})
+	if err != nil {
+		return nil, fmt.Errorf("bundle %q: %w", name, err)
+	}
+	s.objects.put(key, out.Object, out.CsvJson)
+	return out, nil
 }
 
 // GetBundle answers a bundle of a channel.
@@ -303,7 +331,7 @@ func (s *Server) GetBundle(ctx context.Context, req *api.GetBundleRequest) (*api
 	if _, err := s.channelOf(ctx, snap.Catalog, req.GetPkgName(), req.GetChannelName(), "%q"); err != nil {
 		return nil, err
 	}
-	b, err := s.bundle(ctx, snap.Catalog, req.GetPkgName(), req.GetChannelName(), req.GetCsvName(), false)
+	b, err := s.bundle(ctx, snap.Catalog, snap.Info.Path, req.GetPkgName(), req.GetChannelName(), req.GetCsvName(), false)
 	if errors.Is(err, query.ErrNotFound) {
 		return nil, fmt.Errorf("package %q, channel %q, bundle %q not found", req.GetPkgName(), req.GetChannelName(), req.GetCsvName())
 	}
@@ -325,11 +353,15 @@ func (s *Server) GetBundleForChannel(ctx context.Context, req *api.GetBundleInCh
 	if err != nil {
 		return nil, err
 	}
-	ch, err := c.Channel(ctx, pkg, req.GetChannelName())
+	channels, err := c.Channels(ctx, query.Package{Name: pkg.Name, DefaultChannel: pkg.DefaultChannel})
 	if err != nil {
 		return nil, s.internal(ctx, "get bundle for channel", err)
 	}
-	b, err := s.bundle(ctx, c, pkg.Name, ch.Name, ch.Head.Name, false)
+	i := slices.IndexFunc(channels, func(ch query.ChannelSummary) bool { return ch.Name == req.GetChannelName() })
+	if i < 0 {
+		return nil, s.internal(ctx, "get bundle for channel", fmt.Errorf("channel %q: %w", req.GetChannelName(), query.ErrNotFound))
+	}
+	b, err := s.bundle(ctx, c, snap.Info.Path, pkg.Name, channels[i].Name, channels[i].Head.Name, false)
 	if err != nil {
 		return nil, s.internal(ctx, "get bundle for channel", err)
 	}
@@ -376,7 +408,7 @@ func (s *Server) GetBundleThatReplaces(ctx context.Context, req *api.GetReplacem
 	if len(entries) == 0 {
 		return nil, fmt.Errorf("no entry found for package %q, channel %q", req.GetPkgName(), req.GetChannelName())
 	}
-	b, err := s.bundle(ctx, c, req.GetPkgName(), req.GetChannelName(), entries[0].Bundle, false)
+	b, err := s.bundle(ctx, c, snap.Info.Path, req.GetPkgName(), req.GetChannelName(), entries[0].Bundle, false)
 	if err != nil {
 		return nil, s.internal(ctx, "get bundle that replaces", err)
 	}
@@ -456,15 +488,15 @@ func (s *Server) GetDefaultBundleThatProvides(ctx context.Context, req *api.GetD
 		return nil, err
 	}
 	sort.SliceStable(latest, func(i, j int) bool { return latest[i].PackageName < latest[j].PackageName })
+	idx, err := c.PackageSummaries(ctx)
+	if err != nil {
+		return nil, s.internal(ctx, "get default bundle that provides", err)
+	}
 	for _, e := range latest {
-		pkg, err := c.Package(ctx, e.PackageName)
-		if err != nil {
-			return nil, s.internal(ctx, "get default bundle that provides", err)
-		}
-		if e.ChannelName != pkg.DefaultChannel {
+		if pkg, ok := idx.Get(e.PackageName); !ok || e.ChannelName != pkg.DefaultChannel {
 			continue
 		}
-		b, err := s.bundle(ctx, c, e.PackageName, e.ChannelName, e.BundleName, false)
+		b, err := s.bundle(ctx, c, snap.Info.Path, e.PackageName, e.ChannelName, e.BundleName, false)
 		if err != nil {
 			return nil, s.internal(ctx, "get default bundle that provides", err)
 		}
@@ -487,7 +519,7 @@ func (s *Server) ListBundles(_ *api.ListBundlesRequest, stream api.Registry_List
 	c := snap.Catalog
 	var sendErr error
 	err = c.AllEntries(ctx, func(e query.EntryRef) error {
-		b, err := s.bundle(ctx, c, e.Package, e.Channel, e.Bundle, true)
+		b, err := s.bundle(ctx, c, snap.Info.Path, e.Package, e.Channel, e.Bundle, true)
 		if err != nil {
 			return err
 		}

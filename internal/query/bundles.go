@@ -213,7 +213,11 @@ func (c *Catalog) BundleDetail(ctx context.Context, pkg, name string) (BundleDet
 	}
 	out := BundleDetail{Name: b.Name, Package: pkg, Version: b.Version, Release: b.Release, Image: b.Image}
 
-	if out.Properties, err = c.properties(ctx, b); err != nil {
+	var where Range
+	if err := c.get(ctx, &where, `SELECT offset, length FROM blobs WHERE id = ?`, b.BlobID); err != nil {
+		return BundleDetail{}, fmt.Errorf("read blob of %q: %w", b.Name, err)
+	}
+	if out.Properties, err = c.properties(ctx, b.ID, b.Name, where); err != nil {
 		return BundleDetail{}, err
 	}
 	queries := []struct {

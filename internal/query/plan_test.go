@@ -158,6 +158,7 @@ func TestQueryPlans(t *testing.T) {
 		}},
 		{"in channel", func() error { _, err := c.InChannel(ctx, "aurora-cache", "stable", "aurora-cache.v1.1.0"); return err }},
 		{"every channel entry", func() error { return c.AllEntries(ctx, func(query.EntryRef) error { return nil }) }},
+		{"related images", func() error { _, err := c.RelatedImages(ctx, "aurora-cache", "aurora-cache.v1.3.0"); return err }},
 		{"a bundle of a channel", func() error {
 			_, err := c.ChannelBundle(ctx, "aurora-cache", "stable", "aurora-cache.v1.3.0")
 			return err

@@ -30,9 +30,8 @@ type ChannelBundle struct {
 	Version, Image, SkipRange string
 	// Properties are the bundle's properties in the catalog's order, each
 	// value the JSON the catalog gave.
-	Properties    []Property
-	RelatedImages []RelatedImage
-	Deprecation   string
+	Properties  []Property
+	Deprecation string
 }
 
 // entryRow is a channel entry as the reads below select it.
@@ -145,13 +144,20 @@ func (c *Catalog) AllEntries(ctx context.Context, fn func(EntryRef) error) error
 
 // ChannelBundle returns the named bundle as the named channel of pkg lists
 // it, or an error wrapping ErrNotFound when the channel does not list it.
-// Property values are byte ranges of the bundle's blob, read once.
+// Property values are byte ranges of the bundle's blob, read once. The
+// bundle's related images are left to RelatedImages: only a CSV made from
+// olm.csv.metadata needs them.
 func (c *Catalog) ChannelBundle(ctx context.Context, pkg, channel, name string) (ChannelBundle, error) {
 	var e struct {
 		entryRow
 		SkipRange string `db:"skip_range"`
+		BundleID  int64  `db:"bundle_id"`
+		Version   string `db:"version"`
+		Image     string `db:"image"`
+		Range
 	}
-	err := c.get(ctx, &e, `SELECT `+entryColumns+`, e.skip_range FROM channel_entries e
+	err := c.get(ctx, &e, `SELECT `+entryColumns+`, e.skip_range, b.id AS bundle_id, b.version, b.image, bl.offset, bl.length
+		FROM channel_entries e JOIN bundles b ON b.package = e.package AND b.name = e.bundle JOIN blobs bl ON bl.id = b.blob_id
 		WHERE e.package = ? AND e.bundle = ? AND e.channel = ? LIMIT 1`, pkg, name, channel)
 	if errors.Is(err, sql.ErrNoRows) {
 		return ChannelBundle{}, fmt.Errorf("bundle %q in channel %q: %w", name, channel, ErrNotFound)
@@ -163,16 +169,9 @@ func (c *Catalog) ChannelBundle(ctx context.Context, pkg, channel, name string) 
 	if err != nil {
 		return ChannelBundle{}, err
 	}
-	b, err := c.bundleRow(ctx, pkg, name)
-	if err != nil {
+	out := ChannelBundle{EntryRef: refs[0], Version: e.Version, Image: e.Image, SkipRange: e.SkipRange}
+	if out.Properties, err = c.properties(ctx, e.BundleID, name, e.Range); err != nil {
 		return ChannelBundle{}, err
-	}
-	out := ChannelBundle{EntryRef: refs[0], Version: b.Version, Image: b.Image, SkipRange: e.SkipRange}
-	if out.Properties, err = c.properties(ctx, b); err != nil {
-		return ChannelBundle{}, err
-	}
-	if err := c.sel(ctx, &out.RelatedImages, `SELECT name, image FROM related_images WHERE bundle_id = ? ORDER BY position`, b.ID); err != nil {
-		return ChannelBundle{}, fmt.Errorf("read related images of %q: %w", name, err)
 	}
 	if out.Deprecation, err = c.Deprecation(ctx, pkg, "olm.bundle", name); err != nil {
 		return ChannelBundle{}, err
@@ -180,16 +179,22 @@ func (c *Catalog) ChannelBundle(ctx context.Context, pkg, channel, name string) 
 	return out, nil
 }
 
-// properties reads a bundle's properties in order, their values sliced
-// from its blob.
-func (c *Catalog) properties(ctx context.Context, b bundleRow) ([]Property, error) {
-	var where Range
-	if err := c.get(ctx, &where, `SELECT offset, length FROM blobs WHERE id = ?`, b.BlobID); err != nil {
-		return nil, fmt.Errorf("read blob of %q: %w", b.Name, err)
+// RelatedImages returns the related images of a bundle of pkg, in order.
+func (c *Catalog) RelatedImages(ctx context.Context, pkg, bundle string) ([]RelatedImage, error) {
+	var out []RelatedImage
+	if err := c.sel(ctx, &out, `SELECT r.name, r.image FROM bundles b JOIN related_images r ON r.bundle_id = b.id
+		WHERE b.package = ? AND b.name = ? ORDER BY r.position`, pkg, bundle); err != nil {
+		return nil, fmt.Errorf("read related images of %q: %w", bundle, err)
 	}
+	return out, nil
+}
+
+// properties reads the properties of the bundle of id and name in order,
+// their values sliced from its blob, at where in the content.
+func (c *Catalog) properties(ctx context.Context, id int64, name string, where Range) ([]Property, error) {
 	blob, err := c.readContent(where)
 	if err != nil {
-		return nil, fmt.Errorf("read blob of %q: %w", b.Name, err)
+		return nil, fmt.Errorf("read blob of %q: %w", name, err)
 	}
 	var props []struct {
 		Type   string         `db:"type"`
@@ -197,8 +202,8 @@ func (c *Catalog) properties(ctx context.Context, b bundleRow) ([]Property, erro
 		Start  sql.NullInt64  `db:"value_start"`
 		Length sql.NullInt64  `db:"value_length"`
 	}
-	if err := c.sel(ctx, &props, `SELECT type, value, value_start, value_length FROM properties WHERE bundle_id = ? ORDER BY position`, b.ID); err != nil {
-		return nil, fmt.Errorf("read properties of %q: %w", b.Name, err)
+	if err := c.sel(ctx, &props, `SELECT type, value, value_start, value_length FROM properties WHERE bundle_id = ? ORDER BY position`, id); err != nil {
+		return nil, fmt.Errorf("read properties of %q: %w", name, err)
 	}
 	out := make([]Property, 0, len(props))
 	for _, p := range props {
@@ -206,7 +211,7 @@ func (c *Catalog) properties(ctx context.Context, b bundleRow) ([]Property, erro
 		if !p.Value.Valid {
 			start, end := p.Start.Int64, p.Start.Int64+p.Length.Int64
 			if !p.Start.Valid || start < 0 || end > int64(len(blob)) || start > end {
-				return nil, fmt.Errorf("read property %s of %q: value range %d-%d outside its %d-byte blob", p.Type, b.Name, start, end, len(blob))
+				return nil, fmt.Errorf("read property %s of %q: value range %d-%d outside its %d-byte blob", p.Type, name, start, end, len(blob))
 			}
 			value = json.RawMessage(blob[start:end])
 		}
