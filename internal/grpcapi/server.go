@@ -18,6 +18,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/status"
 
 	"github.com/catalogd/catalogd/internal/query"
@@ -113,6 +114,8 @@ func New(idx Indexes, o Options) *Server {
 	s.grpc = grpc.NewServer(append(opts, o.ServerOptions...)...)
 	api.RegisterRegistryServer(s.grpc, s)
 	healthpb.RegisterHealthServer(s.grpc, s.health)
+	// As opm serve does, so that grpcurl and the like find the services.
+	reflection.Register(s.grpc)
 	return s
 }
 
