@@ -106,9 +106,7 @@ func New(idx Indexes, o Options) *Server {
 			return handler(ctx, req)
 		}),
 		grpc.ChainStreamInterceptor(func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-			ctx, cancel := context.WithTimeout(ss.Context(), o.StreamTimeout)
-			defer cancel()
-			return handler(srv, &deadlineStream{ServerStream: ss, ctx: ctx})
+			return withDeadline(srv, ss, handler, o.StreamTimeout)
 		}),
 	}
 	s.grpc = grpc.NewServer(append(opts, o.ServerOptions...)...)
@@ -119,29 +117,33 @@ func New(idx Indexes, o Options) *Server {
 	return s
 }
 
+// withDeadline runs a stream's handler with its deadline. A send blocks
+// while the client's flow-control window is full, so a client that stops
+// reading holds one message; gRPC unblocks that send only when the stream
+// ends, which a deadline of the server's own does not do. So the handler
+// runs beside the deadline, and at the deadline the call ends without
+// waiting for it: its end cancels the stream, which frees the send, and
+// the handler then returns (releasing its snapshot).
+func withDeadline(srv any, ss grpc.ServerStream, handler grpc.StreamHandler, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ss.Context(), timeout)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- handler(srv, deadlineStream{ServerStream: ss, ctx: ctx}) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return status.FromContextError(ctx.Err()).Err()
+	}
+}
+
 // deadlineStream is a stream whose context carries the stream's deadline.
-// Sending blocks while the client's flow-control window is full, so a
-// client that stops reading holds one message; gRPC unblocks the send only
-// when the stream ends, which the server's own deadline does not do, so
-// SendMsg waits for the deadline beside it and returns at the deadline,
-// ending the call: its end cancels the stream, which frees the send.
 type deadlineStream struct {
 	grpc.ServerStream
 	ctx context.Context
 }
 
-func (d *deadlineStream) Context() context.Context { return d.ctx }
-
-func (d *deadlineStream) SendMsg(m any) error {
-	sent := make(chan error, 1)
-	go func() { sent <- d.ServerStream.SendMsg(m) }()
-	select {
-	case err := <-sent:
-		return err
-	case <-d.ctx.Done():
-		return status.FromContextError(d.ctx.Err()).Err()
-	}
-}
+func (d deadlineStream) Context() context.Context { return d.ctx }
 
 // Serve serves on l until ctx ends, then lets the calls in flight finish
 // for a few seconds before cutting them.
@@ -293,6 +295,13 @@ func (s *Server) bundle(ctx context.Context, c *query.Catalog, file, pkg, channe
 	if err != nil {
 		return nil, err
 	}
+	return s.answer(ctx, c, file, b, listing)
+}
+
+// answer converts b, read from the index file at file, making its objects
+// and CSV when the answer has them.
+func (s *Server) answer(ctx context.Context, c *query.Catalog, file string, b query.ChannelBundle, listing bool) (*api.Bundle, error) {
+	pkg, name := b.Package, b.Bundle
 	out, parts, withObjects, err := bundleMessage(b, listing)
 	if err != nil || !withObjects {
 		return out, err
@@ -509,9 +518,9 @@ func (s *Server) GetDefaultBundleThatProvides(ctx context.Context, req *api.GetD
 }
 
 // ListBundles sends every bundle once per channel that lists it, by
-// channel, package and name, from one version of the index: each bundle
-// is read and converted when the previous one was sent, so the stream
-// holds one bundle at a time however slowly the client reads.
+// channel, package and name, from one version of the index: each channel
+// is read when the previous one was sent, so the stream holds one
+// channel's bundles at a time however slowly the client reads.
 func (s *Server) ListBundles(_ *api.ListBundlesRequest, stream api.Registry_ListBundlesServer) error {
 	ctx := stream.Context()
 	snap, err := s.snapshot(ctx)
@@ -521,8 +530,8 @@ func (s *Server) ListBundles(_ *api.ListBundlesRequest, stream api.Registry_List
 	defer snap.Release()
 	c := snap.Catalog
 	var sendErr error
-	err = c.AllEntries(ctx, func(e query.EntryRef) error {
-		b, err := s.bundle(ctx, c, snap.Info.Path, e.Package, e.Channel, e.Bundle, true)
+	err = c.EachListedBundle(ctx, func(listed query.ChannelBundle) error {
+		b, err := s.answer(ctx, c, snap.Info.Path, listed, true)
 		if err != nil {
 			return err
 		}

@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-
-	"github.com/jmoiron/sqlx"
 )
 
 // The reads below answer OLM v0's registry API (operator-registry's
@@ -112,34 +110,147 @@ func (c *Catalog) InChannel(ctx context.Context, pkg, channel, bundle string) (b
 	return in, nil
 }
 
-// AllEntries calls fn with every channel entry of the catalog, ordered by
-// channel name, then package, then bundle name (byte order): the order in
-// which OLM v0's registry lists bundles. The entries (names only, a few
-// dozen bytes each) are read first, so that no query stays open while fn
-// runs, which may wait on a slow client.
-func (c *Catalog) AllEntries(ctx context.Context, fn func(EntryRef) error) error {
-	type key struct{ Package, Channel, Bundle string }
-	var all []key
-	err := c.each(ctx, `SELECT package, channel, bundle FROM channel_entries ORDER BY channel, package, bundle`, nil, func(rows *sqlx.Rows) error {
-		var k key
-		if err := rows.Scan(&k.Package, &k.Channel, &k.Bundle); err != nil {
-			return err
-		}
-		all = append(all, k)
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("list channel entries: %w", err)
+// EachListedBundle calls fn with the bundle of every channel entry of the
+// catalog, ordered by channel name, then package, then bundle name (byte
+// order): the order in which OLM v0's registry lists bundles. It reads one
+// channel of one package at a time, in four queries whatever its length,
+// so that a stream of the whole catalog costs a few reads per channel
+// rather than per bundle, and holds one channel's rows at a time. The
+// values of a bundle's olm.bundle.object and olm.csv.metadata properties
+// are read only when it has no image (Value nil otherwise): the registry
+// lists a bundle with an image without its objects, and they are most of
+// a catalog's bytes. No query is open while fn runs, which may wait on a
+// slow client.
+func (c *Catalog) EachListedBundle(ctx context.Context, fn func(ChannelBundle) error) error {
+	var groups []struct {
+		Channel string `db:"channel"`
+		Package string `db:"package"`
 	}
-	for _, k := range all {
-		if err := ctx.Err(); err != nil {
+	if err := c.sel(ctx, &groups, `SELECT DISTINCT channel, package FROM channel_entries ORDER BY channel, package`); err != nil {
+		return fmt.Errorf("list channels: %w", err)
+	}
+	for _, g := range groups {
+		bundles, err := c.listedChannel(ctx, g.Package, g.Channel)
+		if err != nil {
 			return err
 		}
-		if err := fn(EntryRef{Package: k.Package, Channel: k.Channel, Bundle: k.Bundle}); err != nil {
-			return err
+		for _, b := range bundles {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if err := fn(b); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
+}
+
+// listedChannel reads the bundles of one channel of pkg for
+// EachListedBundle, by bundle name. Its entries are read through the
+// channel's index: ordered by bundle, SQLite would rather read the whole
+// package through the (package, bundle) index than sort one channel.
+func (c *Catalog) listedChannel(ctx context.Context, pkg, channel string) ([]ChannelBundle, error) {
+	var entries []struct {
+		entryRow
+		SkipRange string `db:"skip_range"`
+		BundleID  int64  `db:"bundle_id"`
+		Version   string `db:"version"`
+		Image     string `db:"image"`
+		Range
+	}
+	if err := c.sel(ctx, &entries, `SELECT `+entryColumns+`, e.skip_range, b.id AS bundle_id, b.version, b.image, bl.offset, bl.length
+		FROM channel_entries e INDEXED BY channel_entries_channel
+		JOIN bundles b ON b.package = e.package AND b.name = e.bundle JOIN blobs bl ON bl.id = b.blob_id
+		WHERE e.package = ? AND e.channel = ? ORDER BY e.bundle`, pkg, channel); err != nil {
+		return nil, fmt.Errorf("read entries of channel %q of %q: %w", channel, pkg, err)
+	}
+	var skipRows []struct {
+		EntryID int64  `db:"entry_id"`
+		Skip    string `db:"skip"`
+	}
+	if err := c.sel(ctx, &skipRows, `SELECT s.entry_id, s.skip FROM channel_entries e
+		JOIN channel_entry_skips s ON s.entry_id = e.id
+		WHERE e.package = ? AND e.channel = ? ORDER BY s.entry_id, s.rowid`, pkg, channel); err != nil {
+		return nil, fmt.Errorf("read skips of channel %q of %q: %w", channel, pkg, err)
+	}
+	skips := map[int64][]string{}
+	for _, r := range skipRows {
+		skips[r.EntryID] = append(skips[r.EntryID], r.Skip)
+	}
+	var propRows []struct {
+		BundleID int64 `db:"bundle_id"`
+		propertyRow
+	}
+	if err := c.sel(ctx, &propRows, `SELECT p.bundle_id, p.type, p.value, p.value_start, p.value_length
+		FROM channel_entries e INDEXED BY channel_entries_channel JOIN bundles b ON b.package = e.package AND b.name = e.bundle JOIN properties p ON p.bundle_id = b.id
+		WHERE e.package = ? AND e.channel = ? ORDER BY p.bundle_id, p.position`, pkg, channel); err != nil {
+		return nil, fmt.Errorf("read properties of channel %q of %q: %w", channel, pkg, err)
+	}
+	props := map[int64][]propertyRow{}
+	for _, r := range propRows {
+		props[r.BundleID] = append(props[r.BundleID], r.propertyRow)
+	}
+	deprecations, err := c.bundleDeprecations(ctx, pkg)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ChannelBundle, 0, len(entries))
+	for _, e := range entries {
+		b := ChannelBundle{EntryRef: EntryRef{Package: e.Package, Channel: e.Channel, Bundle: e.Bundle, Replaces: e.Replaces, Skips: skips[e.ID]},
+			Version: e.Version, Image: e.Image, SkipRange: e.SkipRange, Deprecation: deprecations[e.Bundle]}
+		if b.Properties, err = c.propertyValues(e.Bundle, e.Range, props[e.BundleID], e.Image != ""); err != nil {
+			return nil, err
+		}
+		out = append(out, b)
+	}
+	return out, nil
+}
+
+// propertyRow is a row of the properties table.
+type propertyRow struct {
+	Type   string         `db:"type"`
+	Value  sql.NullString `db:"value"`
+	Start  sql.NullInt64  `db:"value_start"`
+	Length sql.NullInt64  `db:"value_length"`
+}
+
+// propertyValues reads the values of a bundle's properties from its blob,
+// at where in the content: the whole blob, or, with withoutObjects, each
+// value alone but those of olm.bundle.object and olm.csv.metadata, which
+// are left nil.
+func (c *Catalog) propertyValues(name string, where Range, rows []propertyRow, withoutObjects bool) ([]Property, error) {
+	var blob []byte
+	if !withoutObjects {
+		var err error
+		if blob, err = c.readContent(where); err != nil {
+			return nil, fmt.Errorf("read blob of %q: %w", name, err)
+		}
+	}
+	out := make([]Property, 0, len(rows))
+	for _, p := range rows {
+		value := json.RawMessage(p.Value.String)
+		if !p.Value.Valid {
+			start, end := p.Start.Int64, p.Start.Int64+p.Length.Int64
+			if !p.Start.Valid || start < 0 || end > where.Length || start > end {
+				return nil, fmt.Errorf("read property %s of %q: value range %d-%d outside its %d-byte blob", p.Type, name, start, end, where.Length)
+			}
+			switch {
+			case !withoutObjects:
+				value = json.RawMessage(blob[start:end])
+			case p.Type == "olm.bundle.object" || p.Type == "olm.csv.metadata":
+				value = nil
+			default:
+				v, err := c.readContent(Range{Offset: where.Offset + start, Length: end - start})
+				if err != nil {
+					return nil, fmt.Errorf("read property %s of %q: %w", p.Type, name, err)
+				}
+				value = v
+			}
+		}
+		out = append(out, Property{Type: p.Type, Value: value})
+	}
+	return out, nil
 }
 
 // ChannelBundle returns the named bundle as the named channel of pkg lists
@@ -192,30 +303,9 @@ func (c *Catalog) RelatedImages(ctx context.Context, pkg, bundle string) ([]Rela
 // properties reads the properties of the bundle of id and name in order,
 // their values sliced from its blob, at where in the content.
 func (c *Catalog) properties(ctx context.Context, id int64, name string, where Range) ([]Property, error) {
-	blob, err := c.readContent(where)
-	if err != nil {
-		return nil, fmt.Errorf("read blob of %q: %w", name, err)
-	}
-	var props []struct {
-		Type   string         `db:"type"`
-		Value  sql.NullString `db:"value"`
-		Start  sql.NullInt64  `db:"value_start"`
-		Length sql.NullInt64  `db:"value_length"`
-	}
-	if err := c.sel(ctx, &props, `SELECT type, value, value_start, value_length FROM properties WHERE bundle_id = ? ORDER BY position`, id); err != nil {
+	var rows []propertyRow
+	if err := c.sel(ctx, &rows, `SELECT type, value, value_start, value_length FROM properties WHERE bundle_id = ? ORDER BY position`, id); err != nil {
 		return nil, fmt.Errorf("read properties of %q: %w", name, err)
 	}
-	out := make([]Property, 0, len(props))
-	for _, p := range props {
-		value := json.RawMessage(p.Value.String)
-		if !p.Value.Valid {
-			start, end := p.Start.Int64, p.Start.Int64+p.Length.Int64
-			if !p.Start.Valid || start < 0 || end > int64(len(blob)) || start > end {
-				return nil, fmt.Errorf("read property %s of %q: value range %d-%d outside its %d-byte blob", p.Type, name, start, end, len(blob))
-			}
-			value = json.RawMessage(blob[start:end])
-		}
-		out = append(out, Property{Type: p.Type, Value: value})
-	}
-	return out, nil
+	return c.propertyValues(name, where, rows, false)
 }
