@@ -143,12 +143,37 @@ func bundleMessage(b query.ChannelBundle, listing bool) (*api.Bundle, objectPart
 }
 
 // normalized is p's value in the registry's standard encoding (compact,
-// HTML left unescaped), or as it is when it does not encode.
+// HTML left unescaped), or as it is when it does not encode. The index
+// keeps values as the catalog's blobs were re-encoded, compact already:
+// those are taken as they are, without encoding them again.
 func normalized(p query.Property) string {
+	if compact(p.Value) {
+		return string(p.Value)
+	}
 	if n, err := property.Build(&property.Property{Type: p.Type, Value: p.Value}); err == nil {
 		return string(n.Value)
 	}
 	return string(p.Value)
+}
+
+// compact says whether the JSON text j has no white space outside its
+// strings, which is all that compacting it would remove (with HTML left
+// unescaped).
+func compact(j []byte) bool {
+	inString, escaped := false, false
+	for _, c := range j {
+		switch {
+		case escaped:
+			escaped = false
+		case inString && c == '\\':
+			escaped = true
+		case c == '"':
+			inString = !inString
+		case !inString && (c == ' ' || c == '\t' || c == '\n' || c == '\r'):
+			return false
+		}
+	}
+	return !inString && len(j) > 0
 }
 
 // objectsAndCSV returns a bundle's objects, each olm.bundle.object as

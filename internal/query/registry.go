@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/jmoiron/sqlx"
 )
 
 // The reads below answer OLM v0's registry API (operator-registry's
@@ -178,18 +180,30 @@ func (c *Catalog) listedChannel(ctx context.Context, pkg, channel string) ([]Cha
 	for _, r := range skipRows {
 		skips[r.EntryID] = append(skips[r.EntryID], r.Skip)
 	}
-	var propRows []struct {
-		BundleID int64 `db:"bundle_id"`
-		propertyRow
-	}
-	if err := c.sel(ctx, &propRows, `SELECT p.bundle_id, p.type, p.value, p.value_start, p.value_length
-		FROM channel_entries e INDEXED BY channel_entries_channel JOIN bundles b ON b.package = e.package AND b.name = e.bundle JOIN properties p ON p.bundle_id = b.id
-		WHERE e.package = ? AND e.channel = ? ORDER BY p.bundle_id, p.position`, pkg, channel); err != nil {
-		return nil, fmt.Errorf("read properties of channel %q of %q: %w", channel, pkg, err)
-	}
+	// Scanned by hand: a channel's properties are thousands of rows, and
+	// sqlx's reflection was a third of reading them. In the entries' order,
+	// each bundle's rows come in position order already (the table's
+	// key): SQLite sorts only within a bundle, not the channel's rows.
 	props := map[int64][]propertyRow{}
-	for _, r := range propRows {
-		props[r.BundleID] = append(props[r.BundleID], r.propertyRow)
+	types := map[string]string{} // each type's name once, not once per row
+	if err := c.each(ctx, `SELECT p.bundle_id, p.type, p.value, p.value_start, p.value_length
+		FROM channel_entries e INDEXED BY channel_entries_channel JOIN bundles b ON b.package = e.package AND b.name = e.bundle JOIN properties p ON p.bundle_id = b.id
+		WHERE e.package = ? AND e.channel = ? ORDER BY e.position, p.position`, []any{pkg, channel}, func(rows *sqlx.Rows) error {
+		var id int64
+		var typ sql.RawBytes
+		var r propertyRow
+		if err := rows.Scan(&id, &typ, &r.Value, &r.Start, &r.Length); err != nil {
+			return err
+		}
+		var ok bool
+		if r.Type, ok = types[string(typ)]; !ok {
+			r.Type = string(typ)
+			types[r.Type] = r.Type
+		}
+		props[id] = append(props[id], r)
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("read properties of channel %q of %q: %w", channel, pkg, err)
 	}
 	deprecations, err := c.bundleDeprecations(ctx, pkg)
 	if err != nil {
@@ -215,13 +229,19 @@ type propertyRow struct {
 	Length sql.NullInt64  `db:"value_length"`
 }
 
+// smallBlob is the size of blob read whole even when its objects are not
+// wanted: one read rather than one per property.
+const smallBlob = 64 << 10
+
 // propertyValues reads the values of a bundle's properties from its blob,
-// at where in the content: the whole blob, or, with withoutObjects, each
-// value alone but those of olm.bundle.object and olm.csv.metadata, which
-// are left nil.
+// at where in the content: the whole blob, or, with withoutObjects and a
+// blob larger than smallBlob, each value alone but those of
+// olm.bundle.object and olm.csv.metadata, which are left nil (as they are
+// with withoutObjects whatever the blob's size).
 func (c *Catalog) propertyValues(name string, where Range, rows []propertyRow, withoutObjects bool) ([]Property, error) {
 	var blob []byte
-	if !withoutObjects {
+	whole := !withoutObjects || where.Length <= smallBlob
+	if whole {
 		var err error
 		if blob, err = c.readContent(where); err != nil {
 			return nil, fmt.Errorf("read blob of %q: %w", name, err)
@@ -236,10 +256,10 @@ func (c *Catalog) propertyValues(name string, where Range, rows []propertyRow, w
 				return nil, fmt.Errorf("read property %s of %q: value range %d-%d outside its %d-byte blob", p.Type, name, start, end, where.Length)
 			}
 			switch {
-			case !withoutObjects:
-				value = json.RawMessage(blob[start:end])
-			case p.Type == "olm.bundle.object" || p.Type == "olm.csv.metadata":
+			case withoutObjects && (p.Type == "olm.bundle.object" || p.Type == "olm.csv.metadata"):
 				value = nil
+			case whole:
+				value = json.RawMessage(blob[start:end])
 			default:
 				v, err := c.readContent(Range{Offset: where.Offset + start, Length: end - start})
 				if err != nil {
