@@ -3,7 +3,6 @@ package daemon
 import (
 	"context"
 	"errors"
-	"io"
 	"io/fs"
 	"maps"
 	"net"
@@ -15,9 +14,6 @@ import (
 	"testing"
 
 	"github.com/go-logr/logr"
-	"github.com/operator-framework/operator-registry/pkg/api"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/catalogd/catalogd/test/apivalidate"
 	"github.com/catalogd/catalogd/test/fbcfacts"
@@ -211,31 +207,11 @@ func TestServeGit(t *testing.T) {
 // a client dials, beside the query API.
 func TestServeGRPC(t *testing.T) {
 	srv := startServe(t, "--data-dir", t.TempDir(), "--listen", "127.0.0.1:0", "--grpc-listen", "127.0.0.1:0", "--catalog", "demo="+demoDir)
-	m := regexp.MustCompile(`registry API \(gRPC\) on (127\.0\.0\.1:(\d+))`).FindStringSubmatch(srv.out.String())
+	m := regexp.MustCompile(`registry API \(gRPC\) on (127\.0\.0\.1:\d+)`).FindStringSubmatch(srv.out.String())
 	if m == nil {
 		t.Fatalf("serve did not say where the registry API listens:\n%s", srv.out.String())
 	}
-	conn, err := grpc.NewClient("passthrough:///"+m[1], grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithAuthority("demo.catalogd.example:"+m[2]))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	stream, err := api.NewRegistryClient(conn).ListPackages(context.Background(), &api.ListPackageRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for {
-		p, err := stream.Recv()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		got = append(got, p.GetName())
-	}
+	got := grpcPackages(t, m[1], "demo")
 	want := slices.Sorted(maps.Keys(fbcfacts.Load(t, demoDir).Packages))
 	if !slices.Equal(got, want) {
 		t.Errorf("ListPackages of demo: %v, want %v", got, want)

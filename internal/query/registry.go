@@ -45,6 +45,20 @@ type entryRow struct {
 
 const entryColumns = `e.id, e.package, e.channel, e.bundle, e.replaces`
 
+// bundleEntryRow is a channel entry with its bundle's row and where its
+// blob is, as bundleEntryColumns selects them from channel entries e
+// joined to bundles b and blobs bl.
+type bundleEntryRow struct {
+	entryRow
+	SkipRange string `db:"skip_range"`
+	BundleID  int64  `db:"bundle_id"`
+	Version   string `db:"version"`
+	Image     string `db:"image"`
+	Range
+}
+
+const bundleEntryColumns = entryColumns + `, e.skip_range, b.id AS bundle_id, b.version, b.image, bl.offset, bl.length`
+
 // withSkips reads the skips of each entry, one indexed read per entry:
 // the reads that use it return a handful of entries.
 func (c *Catalog) withSkips(ctx context.Context, rows []entryRow) ([]EntryRef, error) {
@@ -153,32 +167,16 @@ func (c *Catalog) EachListedBundle(ctx context.Context, fn func(ChannelBundle) e
 // channel's index: ordered by bundle, SQLite would rather read the whole
 // package through the (package, bundle) index than sort one channel.
 func (c *Catalog) listedChannel(ctx context.Context, pkg, channel string) ([]ChannelBundle, error) {
-	var entries []struct {
-		entryRow
-		SkipRange string `db:"skip_range"`
-		BundleID  int64  `db:"bundle_id"`
-		Version   string `db:"version"`
-		Image     string `db:"image"`
-		Range
-	}
-	if err := c.sel(ctx, &entries, `SELECT `+entryColumns+`, e.skip_range, b.id AS bundle_id, b.version, b.image, bl.offset, bl.length
+	var entries []bundleEntryRow
+	if err := c.sel(ctx, &entries, `SELECT `+bundleEntryColumns+`
 		FROM channel_entries e INDEXED BY channel_entries_channel
 		JOIN bundles b ON b.package = e.package AND b.name = e.bundle JOIN blobs bl ON bl.id = b.blob_id
 		WHERE e.package = ? AND e.channel = ? ORDER BY e.bundle`, pkg, channel); err != nil {
 		return nil, fmt.Errorf("read entries of channel %q of %q: %w", channel, pkg, err)
 	}
-	var skipRows []struct {
-		EntryID int64  `db:"entry_id"`
-		Skip    string `db:"skip"`
-	}
-	if err := c.sel(ctx, &skipRows, `SELECT s.entry_id, s.skip FROM channel_entries e
-		JOIN channel_entry_skips s ON s.entry_id = e.id
-		WHERE e.package = ? AND e.channel = ? ORDER BY s.entry_id, s.rowid`, pkg, channel); err != nil {
-		return nil, fmt.Errorf("read skips of channel %q of %q: %w", channel, pkg, err)
-	}
-	skips := map[int64][]string{}
-	for _, r := range skipRows {
-		skips[r.EntryID] = append(skips[r.EntryID], r.Skip)
+	skips, err := c.channelSkips(ctx, pkg, channel)
+	if err != nil {
+		return nil, err
 	}
 	// Scanned by hand: a channel's properties are thousands of rows, and
 	// sqlx's reflection was a third of reading them. In the entries' order,
@@ -279,15 +277,8 @@ func (c *Catalog) propertyValues(name string, where Range, rows []propertyRow, w
 // bundle's related images are left to RelatedImages: only a CSV made from
 // olm.csv.metadata needs them.
 func (c *Catalog) ChannelBundle(ctx context.Context, pkg, channel, name string) (ChannelBundle, error) {
-	var e struct {
-		entryRow
-		SkipRange string `db:"skip_range"`
-		BundleID  int64  `db:"bundle_id"`
-		Version   string `db:"version"`
-		Image     string `db:"image"`
-		Range
-	}
-	err := c.get(ctx, &e, `SELECT `+entryColumns+`, e.skip_range, b.id AS bundle_id, b.version, b.image, bl.offset, bl.length
+	var e bundleEntryRow
+	err := c.get(ctx, &e, `SELECT `+bundleEntryColumns+`
 		FROM channel_entries e JOIN bundles b ON b.package = e.package AND b.name = e.bundle JOIN blobs bl ON bl.id = b.blob_id
 		WHERE e.package = ? AND e.bundle = ? AND e.channel = ? LIMIT 1`, pkg, name, channel)
 	if errors.Is(err, sql.ErrNoRows) {
