@@ -365,15 +365,14 @@ func (s *Server) GetBundleForChannel(ctx context.Context, req *api.GetBundleInCh
 	if err != nil {
 		return nil, err
 	}
-	channels, err := c.Channels(ctx, query.Package{Name: pkg.Name, DefaultChannel: pkg.DefaultChannel})
+	head, ok, err := c.ChannelHead(ctx, pkg.Name, req.GetChannelName())
+	if err == nil && !ok {
+		err = fmt.Errorf("channel %q: %w", req.GetChannelName(), query.ErrNotFound)
+	}
 	if err != nil {
 		return nil, s.internal(ctx, "get bundle for channel", err)
 	}
-	i := slices.IndexFunc(channels, func(ch query.ChannelSummary) bool { return ch.Name == req.GetChannelName() })
-	if i < 0 {
-		return nil, s.internal(ctx, "get bundle for channel", fmt.Errorf("channel %q: %w", req.GetChannelName(), query.ErrNotFound))
-	}
-	b, err := s.bundle(ctx, c, snap.Info.Path, pkg.Name, channels[i].Name, channels[i].Head.Name, false)
+	b, err := s.bundle(ctx, c, snap.Info.Path, pkg.Name, req.GetChannelName(), head, false)
 	if err != nil {
 		return nil, s.internal(ctx, "get bundle for channel", err)
 	}
@@ -413,14 +412,14 @@ func (s *Server) GetBundleThatReplaces(ctx context.Context, req *api.GetReplacem
 	if _, err := s.channelOf(ctx, c, req.GetPkgName(), req.GetChannelName(), "%s"); err != nil {
 		return nil, err
 	}
-	entries, err := c.ChannelEntriesReplacing(ctx, req.GetPkgName(), req.GetChannelName(), req.GetCsvName())
+	replacing, err := c.BundlesReplacing(ctx, req.GetPkgName(), req.GetChannelName(), req.GetCsvName())
 	if err != nil {
 		return nil, s.internal(ctx, "get bundle that replaces", err)
 	}
-	if len(entries) == 0 {
+	if len(replacing) == 0 {
 		return nil, fmt.Errorf("no entry found for package %q, channel %q", req.GetPkgName(), req.GetChannelName())
 	}
-	b, err := s.bundle(ctx, c, snap.Info.Path, req.GetPkgName(), req.GetChannelName(), entries[0].Bundle, false)
+	b, err := s.bundle(ctx, c, snap.Info.Path, req.GetPkgName(), req.GetChannelName(), replacing[0], false)
 	if err != nil {
 		return nil, s.internal(ctx, "get bundle that replaces", err)
 	}

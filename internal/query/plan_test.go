@@ -144,10 +144,11 @@ func TestQueryPlans(t *testing.T) {
 		}},
 		{"package facts", func() error { _, err := c.PackageFacts(ctx, "aurora-cache"); return err }},
 		{"entries replacing a bundle", func() error { _, err := c.EntriesReplacing(ctx, "aurora-cache.v1.1.0"); return err }},
-		{"entries of a channel replacing a bundle", func() error {
-			_, err := c.ChannelEntriesReplacing(ctx, "aurora-cache", "stable", "aurora-cache.v1.1.0")
+		{"bundles of a channel replacing a bundle", func() error {
+			_, err := c.BundlesReplacing(ctx, "aurora-cache", "stable", "aurora-cache.v1.1.0")
 			return err
 		}},
+		{"channel head", func() error { _, _, err := c.ChannelHead(ctx, "aurora-cache", "stable"); return err }},
 		{"entries providing a GVK", func() error {
 			_, err := c.EntriesProviding(ctx, query.GVK{Group: "observability.example.com", Version: "v1", Kind: "ServiceProbe"}, false)
 			return err

@@ -85,17 +85,29 @@ func (c *Catalog) EntriesReplacing(ctx context.Context, bundle string) ([]EntryR
 	return c.withSkips(ctx, rows)
 }
 
-// ChannelEntriesReplacing returns the entries of one channel that replace
-// or skip the named bundle, in the channel's order.
-func (c *Catalog) ChannelEntriesReplacing(ctx context.Context, pkg, channel, bundle string) ([]EntryRef, error) {
-	var rows []entryRow
-	if err := c.sel(ctx, &rows, `SELECT `+entryColumns+` FROM channel_entries e
+// BundlesReplacing returns the bundles of one channel whose entries
+// replace or skip the named bundle, in the channel's order.
+func (c *Catalog) BundlesReplacing(ctx context.Context, pkg, channel, bundle string) ([]string, error) {
+	var out []string
+	if err := c.sel(ctx, &out, `SELECT e.bundle FROM channel_entries e
 		WHERE e.package = ? AND e.channel = ? AND (e.replaces = ? OR EXISTS
 			(SELECT 1 FROM channel_entry_skips s WHERE s.entry_id = e.id AND s.skip = ?))
 		ORDER BY e.position`, pkg, channel, bundle, bundle); err != nil {
 		return nil, fmt.Errorf("find entries of channel %q replacing %q: %w", channel, bundle, err)
 	}
-	return c.withSkips(ctx, rows)
+	return out, nil
+}
+
+// ChannelHead returns the head of a channel of pkg ("" when it has no
+// single head), and whether pkg has the channel, from what is kept in
+// memory per index file.
+func (c *Catalog) ChannelHead(ctx context.Context, pkg, channel string) (string, bool, error) {
+	heads, err := c.channelHeads(ctx)
+	if err != nil {
+		return "", false, err
+	}
+	head, ok := heads[pkg].channels[channel]
+	return head.String, ok, nil
 }
 
 // EntriesProviding returns the channel entries of every bundle that
