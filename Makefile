@@ -6,6 +6,9 @@ GO ?= go
 BIN := $(CURDIR)/bin
 DATA_DIR ?= $(CURDIR)/tmp/data
 LISTEN ?= 127.0.0.1:8080
+# Where `make run` also serves OLM v0's registry API (gRPC), if anywhere:
+# make run GRPC_LISTEN=127.0.0.1:50051.
+GRPC_LISTEN ?=
 # The version every binary and image is stamped with: the nearest tag plus
 # commits since it, or the abbreviated commit when there is no tag; -dirty
 # marks uncommitted changes. internal/version reports it.
@@ -49,9 +52,9 @@ build:
 	$(GO) build -tags $(PACKAGEAPI_TAGS) -ldflags '$(VERSION_LDFLAGS)' -o $(BIN)/catalogd-package-api ./cmd/catalogd
 	$(GO) build -ldflags '$(VERSION_LDFLAGS)' -o $(BIN)/kubectl-catalog ./cmd/kubectl-catalog
 
-## run: serve the demo catalog on $(LISTEN) with no cluster.
+## run: serve the demo catalog on $(LISTEN) with no cluster (and OLM v0's registry API on $(GRPC_LISTEN) when set).
 run: build
-	$(BIN)/catalogd serve --listen $(LISTEN) --data-dir $(DATA_DIR) --catalog demo=test/testdata/demo
+	$(BIN)/catalogd serve --listen $(LISTEN) --data-dir $(DATA_DIR) --catalog demo=test/testdata/demo $(if $(GRPC_LISTEN),--grpc-listen $(GRPC_LISTEN))
 
 ## test: everything CI checks.
 test: vet lint unit race
@@ -86,7 +89,7 @@ unit:
 # sharing that the other tests do not.
 RACE_PKGS := ./internal/store/ ./internal/httpapi/ ./internal/catalogdir/ ./internal/catalogsync/ \
 	./internal/server/ ./internal/unpack/ ./internal/fbc/ ./internal/source/gitsource/ ./internal/source/httpsource/ \
-	./internal/graphqlapi/
+	./internal/graphqlapi/ ./internal/grpcapi/
 RACE_PACKAGEAPI_PKGS := ./internal/packageapi/
 RACE_SKIP := ^(TestBombsTakeBoundedMemory|TestUnpackBombs|TestBombImagesAreRefusedOnce|TestBombDirectoryIsRefusedOnce)$$
 

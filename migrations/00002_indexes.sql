@@ -22,6 +22,10 @@ CREATE INDEX deprecations_ref ON deprecations (package, schema, name);
 CREATE INDEX deprecations_blob ON deprecations (blob_id);
 CREATE INDEX problems_package ON problems (package);
 CREATE INDEX channel_entries_skip_range ON channel_entries (package) WHERE skip_range != '';
+-- OLM v0's registry API asks which entries, of any package, replace or
+-- skip a bundle named alone (GetChannelEntriesThatReplace).
+CREATE INDEX channel_entries_replaced ON channel_entries (replaces);
+CREATE INDEX channel_entry_skips_skipped ON channel_entry_skips (skip);
 
 -- What a catalog's summary reports, counted once here rather than on every
 -- request: what is "packages", "channels" or "bundles", or "schema" with

@@ -37,6 +37,14 @@ OPM_TAGS := containers_image_openpgp exclude_graphdriver_btrfs exclude_graphdriv
 $(OPM): hack/opm/go.mod hack/opm/go.sum
 	cd hack/opm && $(GO) build -tags '$(OPM_TAGS)' -o $@ github.com/operator-framework/operator-registry/cmd/opm
 
+# The registry API's differential test (internal/grpcapi) runs opm serve
+# itself, so make test builds it as it builds envtest's binaries.
+TEST_DEPS += $(OPM)
+
+.PHONY: opm
+## opm: bin/opm, operator-registry's opm at go.mod's version, what the registry API's differential test and the benchmarks compare with.
+opm: $(OPM)
+
 # A GB of each bomb shape of issue 18 (spaces, newlines, YAML separators,
 # comment lines, one JSON string) beside a valid catalog, fed to the
 # catalogd binary: its VmHWM and the time to refuse each (goal: at most
@@ -91,7 +99,27 @@ bench: $(BENCH_CATALOG)/.done $(BENCH_CRD_CATALOG)/.done $(OPM) build
 	CATALOGD_BENCH_CATALOG=$(BENCH_CATALOG) OPM=$(OPM) $(GO) test -run '^$$' -bench 'Commands' -benchtime 3x -timeout 30m ./internal/catalogcli/
 	$(call validate_vs_opm,$(COMMUNITY_CATALOG))
 	$(MAKE) --no-print-directory bench-packageapi
+	$(MAKE) --no-print-directory bench-grpc
+	$(MAKE) --no-print-directory bench-grpc-memory
 	$(MAKE) --no-print-directory bench-memory
+
+# make bench-grpc: issue 38's figures, BenchmarkRegistryVsOPM: every method
+# of OLM v0's registry API on the bench catalog, answered by catalogd and by
+# opm serve ($(OPM)), p50 of 20 calls each, with the load beside it.
+.PHONY: bench-grpc
+## bench-grpc: OLM v0's registry API (gRPC) against opm serve on the bench catalog, p50 per method.
+bench-grpc: $(BENCH_CATALOG)/.done $(OPM)
+	@echo "== BenchmarkRegistryVsOPM ($$(uptime | sed 's/.*load/load/'))"
+	CATALOGD_BENCH_CATALOG=$(BENCH_CATALOG) OPM=$(OPM) $(GO) test -run '^$$' -bench 'RegistryVsOPM' -benchtime 20x -timeout 30m ./internal/grpcapi/
+
+# make bench-grpc-memory: what the registry API adds to an idle catalogd
+# serve on the bench catalog (goal: at most 16 MiB), idle and after every
+# bundle was asked, beside opm serve's, three runs, each a new process.
+.PHONY: bench-grpc-memory
+## bench-grpc-memory: idle RSS of catalogd serve without and with --grpc-listen (and after asking every bundle) on the bench catalog, beside opm serve's.
+bench-grpc-memory: $(BENCH_CATALOG)/.done $(OPM)
+	@echo "== BenchmarkRegistryMemory ($$(uptime | sed 's/.*load/load/'))"
+	CATALOGD_BENCH_CATALOG=$(BENCH_CATALOG) OPM=$(OPM) $(GO) test -run '^$$' -bench 'RegistryMemory' -benchtime 1x -count 3 -timeout 60m ./test/stress/
 
 # make bench-packageapi: issue 26's figures, BenchmarkPackageAPI on the bench
 # catalog against envtest, three runs, each a process of its own (its RSS

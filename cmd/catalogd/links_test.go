@@ -12,12 +12,15 @@ import (
 // whatever its command, and its code and data are mapped and largely
 // resident from start-up on (docs/architecture.md, "What the binary
 // links"). Each entry says what linked it and what is used instead.
+// gRPC itself is linked, for OLM v0's registry API (internal/grpcapi,
+// --grpc-listen): 42 package initialisations, 0.3 MiB allocated at start,
+// 3.6 MB of binary (docs/architecture.md).
 func TestLinksNoHeavyPackages(t *testing.T) {
 	linked := deps(t)
 	for _, tc := range []struct{ prefix, why string }{
 		{"github.com/operator-framework/operator-registry/alpha/declcfg", "its blob types are internal/declcfg's"},
 		{"github.com/operator-framework/operator-registry/pkg/registry", "operator-registry's declcfg imports it"},
-		{"google.golang.org/grpc", "operator-registry's registry package serves gRPC"},
+		{"github.com/operator-framework/operator-registry/pkg/cache", "opm serve's cache; internal/grpcapi answers the registry API from the index"},
 		{"github.com/google/cel-go", "operator-registry's registry package evaluates CEL constraints"},
 		{"go.podman.io/image", "operator-registry's declcfg parses image references with it"},
 		{"k8s.io/apiserver", "the package API's aggregated server is built on it: only catalogd-package-api (-tags packageapi) links it"},

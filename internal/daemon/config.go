@@ -17,6 +17,7 @@ import (
 	"github.com/catalogd/catalogd/internal/catalogs"
 	"github.com/catalogd/catalogd/internal/catalogsync"
 	"github.com/catalogd/catalogd/internal/datadir"
+	"github.com/catalogd/catalogd/internal/grpcapi"
 	"github.com/catalogd/catalogd/internal/httpapi"
 	"github.com/catalogd/catalogd/internal/prebuilt"
 	"github.com/catalogd/catalogd/internal/server"
@@ -58,6 +59,10 @@ type Config struct {
 	// BundleRelease is /resolve's BundleReleaseSupport when a request does
 	// not say.
 	BundleRelease bool
+	// GRPCListen is where OLM v0's registry API listens, "" nowhere;
+	// GRPCListener, when set, is used instead (tests).
+	GRPCListen   string
+	GRPCListener net.Listener
 	// LocalSources lets sources read this machine's files beyond catalog
 	// directories (git file:// repositories): `catalogd serve`, whose
 	// catalogs a person names; never the manager.
@@ -171,6 +176,10 @@ type Core struct {
 	API      http.Handler
 	Server   *server.Server
 	Listener net.Listener
+	// GRPC serves OLM v0's registry API on GRPCListener; both nil when
+	// it is off.
+	GRPC         *grpcapi.Server
+	GRPCListener net.Listener
 
 	kinds kinds.Kinds
 }
@@ -238,6 +247,14 @@ func (c Config) Complete(log logr.Logger) (_ *Core, err error) {
 			return nil, fmt.Errorf("listen on %s: %w", c.Listen, err)
 		}
 	}
+	if core.GRPCListener = c.GRPCListener; core.GRPCListener == nil && c.GRPCListen != "" {
+		if core.GRPCListener, err = net.Listen("tcp", c.GRPCListen); err != nil {
+			return nil, fmt.Errorf("listen on %s (--grpc-listen): %w", c.GRPCListen, err)
+		}
+	}
+	if core.GRPCListener != nil {
+		core.GRPC = grpcapi.New(core.Store, grpcapi.Options{Log: log.WithName("grpc")})
+	}
 	return core, nil
 }
 
@@ -248,13 +265,16 @@ func (c *Core) Fetcher(spec source.Spec, creds source.Credentials) (catalogsync.
 	return c.kinds.Fetcher(spec, creds)
 }
 
-// Close closes the listener, unless serving closed it already, and the
+// Close closes the listeners, unless serving closed them already, and the
 // index store.
 func (c *Core) Close() error {
 	var errs []error
-	if c.Listener != nil {
-		if err := c.Listener.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
-			errs = append(errs, fmt.Errorf("close listener: %w", err))
+	for _, l := range []net.Listener{c.Listener, c.GRPCListener} {
+		if l == nil {
+			continue
+		}
+		if err := l.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+			errs = append(errs, fmt.Errorf("close listener %s: %w", l.Addr(), err))
 		}
 	}
 	if c.Store != nil {

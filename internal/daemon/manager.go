@@ -103,6 +103,9 @@ func RunManager(ctx context.Context, restCfg *rest.Config, cfg ManagerConfig, lo
 	if core.Server.Certs != nil {
 		runnables = append(runnables, core.Server.Certs)
 	}
+	if core.GRPC != nil {
+		runnables = append(runnables, everyReplica(func(ctx context.Context) error { return core.GRPC.Serve(ctx, core.GRPCListener) }))
+	}
 	// Start-up ends when every catalog serves here, and the package API
 	// (when on) has converted them.
 	started := func() bool { return core.Sync.Ready() == nil }

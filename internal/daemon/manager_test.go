@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -16,7 +17,10 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/testr"
+	"github.com/operator-framework/operator-registry/pkg/api"
 	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -222,9 +226,9 @@ func TestRunServesWhatTheControllerIndexed(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			listen := freeAddr(t)
+			listen, grpcListen := freeAddr(t), freeAddr(t)
 			cfg, err := parseFlags(append([]string{
-				"--data-dir", t.TempDir(), "--listen", listen, "--metrics-bind-address", "0",
+				"--data-dir", t.TempDir(), "--listen", listen, "--grpc-listen", grpcListen, "--metrics-bind-address", "0",
 				"--health-probe-bind-address", "0", "--insecure-registry", reg.Host,
 			}, tt.flags...))
 			if err != nil {
@@ -274,7 +278,38 @@ func TestRunServesWhatTheControllerIndexed(t *testing.T) {
 				case <-time.After(100 * time.Millisecond):
 				}
 			}
+			// Every replica serves OLM v0's registry API too, with --grpc-listen.
+			if got := grpcPackages(t, grpcListen, "demo"); len(got) != want {
+				t.Errorf("the registry API lists %d packages (%v), want %d", len(got), got, want)
+			}
 		})
+	}
+}
+
+// grpcPackages lists the packages of catalog through the registry API at
+// addr.
+func grpcPackages(t *testing.T, addr, catalog string) []string {
+	t.Helper()
+	conn, err := grpc.NewClient("passthrough:///"+addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithAuthority(catalog+".catalogd:50051"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	stream, err := api.NewRegistryClient(conn).ListPackages(context.Background(), &api.ListPackageRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for {
+		p, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			return names
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, p.GetName())
 	}
 }
 

@@ -44,6 +44,8 @@ type Options struct {
 	// BundleReleaseSupport is how /resolve reads releases when a request
 	// does not say.
 	BundleReleaseSupport bool
+	// GRPCListen is where OLM v0's registry API is served; "" serves none.
+	GRPCListen string
 }
 
 // bindFlags declares the shared flags on fs.
@@ -63,6 +65,8 @@ func (o *Options) bindFlags(fs *pflag.FlagSet) {
 	_ = fs.MarkHidden("upgrade-edges")
 	o.RegistryOptions.bindFlags(fs)
 	o.PrebuiltOption.bindFlags(fs)
+	fs.StringVar(&o.GRPCListen, "grpc-listen", "", "also serve OLM v0's registry API (gRPC, what a CatalogSource's spec.address reads) on this `host:port`, "+
+		"plain text as OLM dials it; the first label of the host a client dials names the catalog, as demo.catalogd:50051 names demo (default: off)")
 	fs.StringVar(&o.TLSCertFile, "tls-cert", "", "serve HTTPS with the PEM certificate in `FILE`, reloaded when it changes (default: plain HTTP)")
 	fs.StringVar(&o.TLSKeyFile, "tls-key", "", "the PEM private key of --tls-cert, in `FILE` (required with --tls-cert)")
 }
@@ -76,8 +80,13 @@ func (o *Options) Validate() (Config, error) {
 	if (o.TLSCertFile == "") != (o.TLSKeyFile == "") {
 		return Config{}, errors.New("--tls-cert and --tls-key go together: give both or neither")
 	}
-	if err := checkListen(o.Listen); err != nil {
+	if err := checkListen("--listen", o.Listen); err != nil {
 		return Config{}, err
+	}
+	if o.GRPCListen != "" {
+		if err := checkListen("--grpc-listen", o.GRPCListen); err != nil {
+			return Config{}, err
+		}
 	}
 	if o.History < 1 {
 		return Config{}, fmt.Errorf("--changes-history %d: want at least 1 (the version being served)", o.History)
@@ -98,6 +107,7 @@ func (o *Options) Validate() (Config, error) {
 		History:          o.History,
 		IncrementalIndex: o.IncrementalIndex,
 		BundleRelease:    o.BundleReleaseSupport,
+		GRPCListen:       o.GRPCListen,
 	}, nil
 }
 
@@ -160,12 +170,12 @@ func (o *RegistryOptions) Validate() (RegistryConfig, error) {
 
 // checkListen catches the common slip of a bare port, which net.Listen
 // would refuse later with a message that does not name the flag.
-func checkListen(listen string) error {
+func checkListen(flag, listen string) error {
 	if _, _, err := net.SplitHostPort(listen); err != nil {
 		if _, perr := strconv.ParseUint(listen, 10, 16); perr == nil {
-			return fmt.Errorf("--listen %s: want host:port; did you mean :%s (every interface) or 127.0.0.1:%s?", listen, listen, listen)
+			return fmt.Errorf("%s %s: want host:port; did you mean :%s (every interface) or 127.0.0.1:%s?", flag, listen, listen, listen)
 		}
-		return fmt.Errorf("--listen %s: want host:port, for example 127.0.0.1:8080 or :8080", listen)
+		return fmt.Errorf("%s %s: want host:port, for example 127.0.0.1:8080 or :8080", flag, listen)
 	}
 	return nil
 }
@@ -369,8 +379,8 @@ func (o *ManagerOptions) Validate() (ManagerConfig, error) {
 	}
 	cfg := ManagerConfig{Config: shared, managerSettings: o.managerSettings, ExternalBaseURL: o.ExternalBaseURL}
 	if cfg.PackageAPI {
-		if err := checkListen(cfg.PackageAPIBindAddress); err != nil {
-			return ManagerConfig{}, fmt.Errorf("--package-api-bind-address: %w", err)
+		if err := checkListen("--package-api-bind-address", cfg.PackageAPIBindAddress); err != nil {
+			return ManagerConfig{}, err
 		}
 		if cfg.PackageAPICertDir != "" {
 			for _, f := range []string{"tls.crt", "tls.key"} {

@@ -66,6 +66,7 @@ func TestParseServeErrors(t *testing.T) {
 		{"missing CA file", []string{"--data-dir", data, "--catalog", "a=" + dir, "--ca-file", filepath.Join(dir, "nope.pem")}, "--ca-file"},
 		{"bare port to listen on", []string{"--data-dir", data, "--catalog", "a=" + dir, "--listen", "8080"}, "did you mean :8080"},
 		{"listen without port", []string{"--data-dir", data, "--catalog", "a=" + dir, "--listen", "localhost"}, "--listen localhost: want host:port"},
+		{"bare gRPC port", []string{"--data-dir", data, "--catalog", "a=" + dir, "--grpc-listen", "50051"}, "--grpc-listen 50051: want host:port; did you mean :50051"},
 		{"bad insecure registry", []string{"--data-dir", data, "--catalog", "a=" + dir, "--insecure-registry", "http://x"}, "want host or host:port"},
 		{"zero pull timeout", []string{"--data-dir", data, "--catalog", "a=" + dir, "--pull-timeout", "0s"}, "--pull-timeout 0s: want a positive duration"},
 		{"negative pull timeout", []string{"--data-dir", data, "--catalog", "a=" + dir, "--pull-timeout", "-1m"}, "--pull-timeout -1m0s: want a positive duration"},

@@ -58,11 +58,20 @@ func Serve(ctx context.Context, cfg ServeConfig, out io.Writer, log logr.Logger)
 	}
 	core.Sync.MarkLoaded()
 
-	served := make(chan error, 1)
-	go func() { served <- core.Server.Serve(ctx, core.Listener) }()
+	// The servers stop together: when ctx ends, or when one fails.
+	serving, stopServing := context.WithCancel(ctx)
+	defer stopServing()
+	served := make(chan error, 2)
+	go func() { served <- core.Server.Serve(serving, core.Listener) }()
 	base := core.Server.Scheme() + "://" + urlHost(core.Listener.Addr())
 	fmt.Fprintf(out, "catalogd serving %s, indexes in %s\n", base, filepath.Join(cfg.DataDir, datadir.IndexDir))
 	log.Info("serving the catalog API", "address", core.Listener.Addr().String(), "catalogs", len(cfg.Catalogs))
+	if core.GRPC != nil {
+		go func() { served <- core.GRPC.Serve(serving, core.GRPCListener) }()
+		fmt.Fprintf(out, "OLM v0's registry API (gRPC) on %s: dial CATALOG.<any host name>:%s, whose first label names the catalog\n",
+			core.GRPCListener.Addr(), port(core.GRPCListener.Addr()))
+		log.Info("serving OLM v0's registry API", "address", core.GRPCListener.Addr().String())
+	}
 
 	var background sync.WaitGroup
 	if cfg.Watch {
@@ -95,6 +104,10 @@ func Serve(ctx context.Context, cfg ServeConfig, out io.Writer, log logr.Logger)
 	background.Go(func() { _ = core.Sync.Start(ctx) })
 
 	err = <-served
+	stopServing()
+	if core.GRPC != nil {
+		err = errors.Join(err, <-served)
+	}
 	log.Info("shutting down")
 	background.Wait()
 	return err
@@ -179,6 +192,15 @@ func catalogDetail(api http.Handler, name string) (catalogapi.CatalogDetail, err
 		return d, fmt.Errorf("GET /catalogs/%s: %w", name, err)
 	}
 	return d, nil
+}
+
+// port is the port of a listen address.
+func port(addr net.Addr) string {
+	_, p, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return addr.String()
+	}
+	return p
 }
 
 // urlHost turns a listen address into a host:port to put in a URL: an

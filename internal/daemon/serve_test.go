@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -210,5 +213,21 @@ func TestServeGit(t *testing.T) {
 	second := startServe(t, args...)
 	if out := second.out.String(); !strings.Contains(out, "unchanged since the last run") {
 		t.Errorf("restart re-indexed an unchanged commit:\n%s", out)
+	}
+}
+
+// TestServeGRPC serves the demo catalog with --grpc-listen: OLM v0's
+// registry API answers on that address for the catalog named by the host
+// a client dials, beside the query API.
+func TestServeGRPC(t *testing.T) {
+	srv := startServe(t, "--data-dir", t.TempDir(), "--listen", "127.0.0.1:0", "--grpc-listen", "127.0.0.1:0", "--catalog", "demo="+demoDir)
+	m := regexp.MustCompile(`registry API \(gRPC\) on (127\.0\.0\.1:\d+)`).FindStringSubmatch(srv.out.String())
+	if m == nil {
+		t.Fatalf("serve did not say where the registry API listens:\n%s", srv.out.String())
+	}
+	got := grpcPackages(t, m[1], "demo")
+	want := slices.Sorted(maps.Keys(fbcfacts.Load(t, demoDir).Packages))
+	if !slices.Equal(got, want) {
+		t.Errorf("ListPackages of demo: %v, want %v", got, want)
 	}
 }

@@ -217,30 +217,8 @@ func (c *Catalog) BundleDetail(ctx context.Context, pkg, name string) (BundleDet
 	if err := c.get(ctx, &where, `SELECT offset, length FROM blobs WHERE id = ?`, b.BlobID); err != nil {
 		return BundleDetail{}, fmt.Errorf("read blob of %q: %w", b.Name, err)
 	}
-	blob, err := c.readContent(where)
-	if err != nil {
-		return BundleDetail{}, fmt.Errorf("read blob of %q: %w", b.Name, err)
-	}
-	var props []struct {
-		Type   string         `db:"type"`
-		Value  sql.NullString `db:"value"`
-		Start  sql.NullInt64  `db:"value_start"`
-		Length sql.NullInt64  `db:"value_length"`
-	}
-	if err := c.sel(ctx, &props, `SELECT type, value, value_start, value_length FROM properties WHERE bundle_id = ? ORDER BY position`, b.ID); err != nil {
-		return BundleDetail{}, fmt.Errorf("read properties of %q: %w", b.Name, err)
-	}
-	out.Properties = make([]Property, 0, len(props))
-	for _, p := range props {
-		value := json.RawMessage(p.Value.String)
-		if !p.Value.Valid {
-			start, end := p.Start.Int64, p.Start.Int64+p.Length.Int64
-			if !p.Start.Valid || start < 0 || end > int64(len(blob)) || start > end {
-				return BundleDetail{}, fmt.Errorf("read property %s of %q: value range %d-%d outside its %d-byte blob", p.Type, b.Name, start, end, len(blob))
-			}
-			value = json.RawMessage(blob[start:end])
-		}
-		out.Properties = append(out.Properties, Property{Type: p.Type, Value: value})
+	if out.Properties, err = c.properties(ctx, b.ID, b.Name, where); err != nil {
+		return BundleDetail{}, err
 	}
 	queries := []struct {
 		what  string

@@ -111,18 +111,9 @@ func (c *Catalog) Channel(ctx context.Context, pkg Package, name string) (Channe
 		WHERE e.package = ? AND e.channel = ? ORDER BY e.position`, pkg.Name, name); err != nil {
 		return Channel{}, fmt.Errorf("read entries of channel %q: %w", name, err)
 	}
-	var skipRows []struct {
-		EntryID int64  `db:"entry_id"`
-		Skip    string `db:"skip"`
-	}
-	if err := c.sel(ctx, &skipRows, `SELECT s.entry_id, s.skip FROM channel_entries e
-		JOIN channel_entry_skips s ON s.entry_id = e.id
-		WHERE e.package = ? AND e.channel = ? ORDER BY e.position, s.rowid`, pkg.Name, name); err != nil {
-		return Channel{}, fmt.Errorf("read skips of channel %q: %w", name, err)
-	}
-	skips := map[int64][]string{}
-	for _, r := range skipRows {
-		skips[r.EntryID] = append(skips[r.EntryID], r.Skip)
+	skips, err := c.channelSkips(ctx, pkg.Name, name)
+	if err != nil {
+		return Channel{}, err
 	}
 	out.Entries = make([]ChannelEntry, 0, len(entries))
 	for _, e := range entries {
@@ -130,4 +121,23 @@ func (c *Catalog) Channel(ctx context.Context, pkg Package, name string) (Channe
 			Replaces: e.Replaces, SkipRange: e.SkipRange, Skips: skips[e.ID]})
 	}
 	return out, nil
+}
+
+// channelSkips reads the skips of every entry of a channel, by entry id,
+// each entry's in the catalog's order.
+func (c *Catalog) channelSkips(ctx context.Context, pkg, channel string) (map[int64][]string, error) {
+	var rows []struct {
+		EntryID int64  `db:"entry_id"`
+		Skip    string `db:"skip"`
+	}
+	if err := c.sel(ctx, &rows, `SELECT s.entry_id, s.skip FROM channel_entries e
+		JOIN channel_entry_skips s ON s.entry_id = e.id
+		WHERE e.package = ? AND e.channel = ? ORDER BY e.position, s.rowid`, pkg, channel); err != nil {
+		return nil, fmt.Errorf("read skips of channel %q of %q: %w", channel, pkg, err)
+	}
+	skips := map[int64][]string{}
+	for _, r := range rows {
+		skips[r.EntryID] = append(skips[r.EntryID], r.Skip)
+	}
+	return skips, nil
 }

@@ -55,6 +55,8 @@ var wholeTableByDesign = []string{
 	"SELECT coalesce((SELECT offset + length FROM blobs ORDER BY id DESC LIMIT 1), 0)",
 	// Every blob, once per index file, for the GraphQL schema's discovery.
 	"SELECT schema, offset, length FROM blobs ORDER BY id",
+	// Every channel of every package, for the registry API's ListBundles.
+	"SELECT DISTINCT channel, package FROM channel_entries ORDER BY channel, package",
 }
 
 // noSortByDesign are the statements that page through many rows and so
@@ -141,6 +143,27 @@ func TestQueryPlans(t *testing.T) {
 			return c.BlobPage(ctx, query.BlobFilter{Schema: "olm.bundle", Name: "quarry-db.v1.0.0"}, query.Page{Limit: 3}, func([]byte) error { return nil })
 		}},
 		{"package facts", func() error { _, err := c.PackageFacts(ctx, "aurora-cache"); return err }},
+		{"entries replacing a bundle", func() error { _, err := c.EntriesReplacing(ctx, "aurora-cache.v1.1.0"); return err }},
+		{"bundles of a channel replacing a bundle", func() error {
+			_, err := c.BundlesReplacing(ctx, "aurora-cache", "stable", "aurora-cache.v1.1.0")
+			return err
+		}},
+		{"channel head", func() error { _, _, err := c.ChannelHead(ctx, "aurora-cache", "stable"); return err }},
+		{"entries providing a GVK", func() error {
+			_, err := c.EntriesProviding(ctx, query.GVK{Group: "observability.example.com", Version: "v1", Kind: "ServiceProbe"}, false)
+			return err
+		}},
+		{"heads providing a GVK", func() error {
+			_, err := c.EntriesProviding(ctx, query.GVK{Group: "observability.example.com", Version: "v1", Kind: "ServiceProbe"}, true)
+			return err
+		}},
+		{"in channel", func() error { _, err := c.InChannel(ctx, "aurora-cache", "stable", "aurora-cache.v1.1.0"); return err }},
+		{"every bundle listed", func() error { return c.EachListedBundle(ctx, func(query.ChannelBundle) error { return nil }) }},
+		{"related images", func() error { _, err := c.RelatedImages(ctx, "aurora-cache", "aurora-cache.v1.3.0"); return err }},
+		{"a bundle of a channel", func() error {
+			_, err := c.ChannelBundle(ctx, "aurora-cache", "stable", "aurora-cache.v1.3.0")
+			return err
+		}},
 	}
 	for _, r := range reads {
 		if err := r.read(); err != nil {

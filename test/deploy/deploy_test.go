@@ -580,6 +580,72 @@ func (w *warnings) take() []string {
 	return m
 }
 
+// TestGRPCOverlay: config/overlays/grpc serves OLM v0's registry API on
+// every replica: --grpc-listen's port is the container port the Service
+// catalogd-grpc targets by name, on the manager's pods, admitted by the
+// NetworkPolicy from anywhere; and the sample CatalogSource dials, through
+// an ExternalName Service named after its catalog, that Service's port.
+func TestGRPCOverlay(t *testing.T) {
+	objs := render(t, "overlays/grpc")
+	dep := only[appsv1.Deployment](t, objs, "Deployment")
+	np := only[networkingv1.NetworkPolicy](t, objs, "NetworkPolicy")
+	mgr := dep.Spec.Template.Spec.Containers[0]
+	listen := portOf(t, flagValue(t, mgr.Args, "grpc-listen"))
+	svc := named[corev1.Service](t, objs, "Service", "catalogd-grpc")
+	s, err := metav1.LabelSelectorAsSelector(&metav1.LabelSelector{MatchLabels: svc.Spec.Selector})
+	if err != nil || s.Empty() || !s.Matches(labels.Set(dep.Spec.Template.Labels)) {
+		t.Errorf("Service %s selector %v does not select the manager's pods (%v)", svc.Name, svc.Spec.Selector, dep.Spec.Template.Labels)
+	}
+	if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].TargetPort.Type != intstr.String {
+		t.Fatalf("Service %s ports %v: want one, targeting a named container port", svc.Name, svc.Spec.Ports)
+	}
+	if got := containerPort(t, mgr, svc.Spec.Ports[0].TargetPort.StrVal); got != listen {
+		t.Errorf("Service %s reaches container port %d, --grpc-listen listens on %d", svc.Name, got, listen)
+	}
+	admitted := false
+	for _, rule := range np.Spec.Ingress {
+		for _, p := range rule.Ports {
+			admitted = admitted || len(rule.From) == 0 && p.Port != nil && int32(p.Port.IntValue()) == listen
+		}
+	}
+	if !admitted {
+		t.Errorf("NetworkPolicy does not admit the registry API's port %d", listen)
+	}
+
+	sample, err := os.ReadFile(filepath.Join(repoRoot(), "config", "samples", "catalogsource-catalogd.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var alias corev1.Service
+	var address string
+	for _, doc := range strings.Split(string(sample), "\n---\n") {
+		var obj struct {
+			Kind string `json:"kind"`
+			Spec struct {
+				Address string `json:"address"`
+			} `json:"spec"`
+		}
+		if err := utilyaml.Unmarshal([]byte(doc), &obj); err != nil {
+			t.Fatal(err)
+		}
+		switch obj.Kind {
+		case "Service":
+			if err := utilyaml.Unmarshal([]byte(doc), &alias); err != nil {
+				t.Fatal(err)
+			}
+		case "CatalogSource":
+			address = obj.Spec.Address
+		}
+	}
+	want := fmt.Sprintf("%s.%s.svc:%d", alias.Name, alias.Namespace, svc.Spec.Ports[0].Port)
+	if address != want {
+		t.Errorf("the sample CatalogSource dials %q, want its ExternalName Service's name and catalogd-grpc's port: %q", address, want)
+	}
+	if wantTarget := svc.Name + "." + svc.Namespace + ".svc.cluster.local"; alias.Spec.Type != corev1.ServiceTypeExternalName || alias.Spec.ExternalName != wantTarget {
+		t.Errorf("the sample's Service %s is %s to %q, want ExternalName to %q", alias.Name, alias.Spec.Type, alias.Spec.ExternalName, wantTarget)
+	}
+}
+
 // TestDefaultDryRun offers every object of config/default, and of the
 // package API overlay, to a real API server with server-side apply in
 // dry-run mode (only the Namespace is created for real, since namespaced
@@ -958,7 +1024,7 @@ func TestMain(m *testing.M) {
 // is a usage error) and fail only where a cluster is needed, loading the
 // kubeconfig.
 func TestManagerAcceptsTheArgs(t *testing.T) {
-	for _, dir := range []string{"default", "overlays/package-api"} {
+	for _, dir := range []string{"default", "overlays/package-api", "overlays/grpc"} {
 		t.Run(dir, func(t *testing.T) { testManagerAcceptsTheArgs(t, dir) })
 	}
 }

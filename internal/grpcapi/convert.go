@@ -1,0 +1,334 @@
+package grpcapi
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+
+	"github.com/blang/semver/v4"
+	"github.com/operator-framework/api/pkg/lib/version"
+	"github.com/operator-framework/api/pkg/operators/v1alpha1"
+	"github.com/operator-framework/operator-registry/alpha/property"
+	"github.com/operator-framework/operator-registry/pkg/api"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/catalogd/catalogd/internal/query"
+)
+
+// This file is the one place where query's domain values become
+// operator-registry's api messages, field for field as `opm serve` makes
+// them from the same catalog (operator-registry v1.74.0's cache, which
+// converts its model with api.ConvertModelBundleToAPIBundle).
+
+// Property types the registry API treats apart.
+const (
+	typeBundleObject = "olm.bundle.object"
+	typeCSVMetadata  = "olm.csv.metadata"
+	csvKind          = "ClusterServiceVersion"
+)
+
+// packageMessage is a package with its channels (by name, each with its
+// head) and deprecations.
+func packageMessage(p query.Package, channels []query.ChannelSummary, deprecation string) *api.Package {
+	out := &api.Package{Name: p.Name, DefaultChannelName: p.DefaultChannel, Deprecation: deprecationMessage(deprecation),
+		Channels: make([]*api.Channel, 0, len(channels))}
+	for _, ch := range channels {
+		out.Channels = append(out.Channels, &api.Channel{Name: ch.Name, CsvName: ch.Head.Name, Deprecation: deprecationMessage(ch.Deprecation)})
+	}
+	return out
+}
+
+// deprecationMessage is nil for "", as the registry leaves out what is not
+// deprecated.
+func deprecationMessage(msg string) *api.Deprecation {
+	if msg == "" {
+		return nil
+	}
+	return &api.Deprecation{Message: msg}
+}
+
+// packageFacts is what a bundle's CSV borrows, when it is made from
+// olm.csv.metadata, from its package (description and icon) and from the
+// rest of the bundle (its related images).
+type packageFacts struct {
+	RelatedImages []query.RelatedImage
+	Description   string
+	// HasIcon says the package gave an icon; Icon and MediaType are it.
+	HasIcon   bool
+	Icon      []byte
+	MediaType string
+}
+
+// objectParts are the properties a bundle's objects and CSV are made from
+// (objectsAndCSV).
+type objectParts struct{ objects, metadata []json.RawMessage }
+
+// bundleMessage converts a bundle as a channel lists it, all but its
+// objects and CSV, and returns what they are made from, and whether the
+// answer has them. listing makes it as ListBundles sends it: with the
+// entry's replaces and skips, and without CSV and objects when the bundle
+// has an image (the registry leaves them to the image then); otherwise as
+// the Get methods answer, with them and without the edges.
+func bundleMessage(b query.ChannelBundle, listing bool) (*api.Bundle, objectParts, bool, error) {
+	out := &api.Bundle{
+		CsvName:     b.Bundle,
+		PackageName: b.Package,
+		ChannelName: b.Channel,
+		BundlePath:  b.Image,
+		SkipRange:   b.SkipRange,
+		Deprecation: deprecationMessage(b.Deprecation),
+	}
+	var (
+		packages int
+		parts    objectParts
+	)
+	for _, p := range b.Properties {
+		// Values are decoded as operator-registry's property.Parse decodes
+		// them, but only the types the answer needs: the CSV metadata, the
+		// largest, only when no object is a CSV (objectsAndCSV).
+		switch p.Type {
+		case property.TypePackage:
+			var v property.Package
+			if err := json.Unmarshal(p.Value, &v); err != nil {
+				return nil, objectParts{}, false, fmt.Errorf("bundle %q: parse olm.package: %w", b.Bundle, err)
+			}
+			if packages++; packages == 1 {
+				out.Version = v.Version
+			}
+		case property.TypeGVK:
+			var g property.GVK
+			if err := json.Unmarshal(p.Value, &g); err != nil {
+				return nil, objectParts{}, false, fmt.Errorf("bundle %q: parse olm.gvk: %w", b.Bundle, err)
+			}
+			out.ProvidedApis = append(out.ProvidedApis, &api.GroupVersionKind{Group: g.Group, Version: g.Version, Kind: g.Kind})
+		case property.TypeGVKRequired:
+			var g property.GVKRequired
+			if err := json.Unmarshal(p.Value, &g); err != nil {
+				return nil, objectParts{}, false, fmt.Errorf("bundle %q: parse olm.gvk.required: %w", b.Bundle, err)
+			}
+			out.RequiredApis = append(out.RequiredApis, &api.GroupVersionKind{Group: g.Group, Version: g.Version, Kind: g.Kind})
+			out.Dependencies = append(out.Dependencies, &api.Dependency{Type: property.TypeGVK, Value: normalized(p)})
+		case property.TypePackageRequired:
+			var req property.PackageRequired
+			if err := json.Unmarshal(p.Value, &req); err != nil {
+				return nil, objectParts{}, false, fmt.Errorf("bundle %q: parse olm.package.required: %w", b.Bundle, err)
+			}
+			dep := property.MustBuildPackage(req.PackageName, req.VersionRange)
+			out.Dependencies = append(out.Dependencies, &api.Dependency{Type: dep.Type, Value: string(dep.Value)})
+		case typeBundleObject:
+			parts.objects = append(parts.objects, p.Value)
+		case typeCSVMetadata:
+			parts.metadata = append(parts.metadata, p.Value)
+		}
+		if p.Type != typeBundleObject && p.Type != typeCSVMetadata {
+			// Left out of properties: clients copy properties into a CSV
+			// annotation, and these would double its size.
+			out.Properties = append(out.Properties, &api.Property{Type: p.Type, Value: normalized(p)})
+		}
+	}
+	if packages != 1 {
+		return nil, objectParts{}, false, fmt.Errorf("bundle %q: want exactly one olm.package property, found %d", b.Bundle, packages)
+	}
+	if len(parts.metadata) > 1 {
+		return nil, objectParts{}, false, fmt.Errorf("bundle %q: want at most one olm.csv.metadata property, found %d", b.Bundle, len(parts.metadata))
+	}
+	if listing {
+		out.Replaces, out.Skips = b.Replaces, b.Skips
+		if b.Image != "" {
+			return out, parts, false, nil
+		}
+	}
+	return out, parts, true, nil
+}
+
+// normalized is p's value in the registry's standard encoding (compact,
+// HTML left unescaped), or as it is when it does not encode. The index
+// keeps values as the catalog's blobs were re-encoded, compact already:
+// those are taken as they are, without encoding them again.
+func normalized(p query.Property) string {
+	if compact(p.Value) {
+		return string(p.Value)
+	}
+	if n, err := property.Build(&property.Property{Type: p.Type, Value: p.Value}); err == nil {
+		return string(n.Value)
+	}
+	return string(p.Value)
+}
+
+// compact says whether the JSON text j has no white space outside its
+// strings, which is all that compacting it would remove (with HTML left
+// unescaped).
+func compact(j []byte) bool {
+	inString, escaped := false, false
+	for _, c := range j {
+		switch {
+		case escaped:
+			escaped = false
+		case inString && c == '\\':
+			escaped = true
+		case c == '"':
+			inString = !inString
+		case !inString && (c == ' ' || c == '\t' || c == '\n' || c == '\r'):
+			return false
+		}
+	}
+	return !inString && len(j) > 0
+}
+
+// objectsAndCSV returns a bundle's objects, each olm.bundle.object as
+// JSON (as given when it is JSON already), and its CSV: the first object
+// of kind ClusterServiceVersion, else one made from its olm.csv.metadata
+// (then also its only object when it has none), else none. pkg is asked
+// only when the CSV is made from olm.csv.metadata.
+func objectsAndCSV(b query.ChannelBundle, parts objectParts, pkg func() (packageFacts, error)) ([]string, string, error) {
+	var objects []string
+	csv := ""
+	for i, v := range parts.objects {
+		var o property.BundleObject
+		if err := json.Unmarshal(v, &o); err != nil {
+			return nil, "", fmt.Errorf("parse olm.bundle.object %d: %w", i, err)
+		}
+		j, err := yaml.ToJSON(o.Data)
+		if err != nil {
+			return nil, "", fmt.Errorf("convert olm.bundle.object %d to JSON: %w", i, err)
+		}
+		objects = append(objects, string(j))
+		if csv == "" && isCSV(j) {
+			csv = string(j)
+		}
+	}
+	if csv != "" || len(parts.metadata) != 1 {
+		return objects, csv, nil
+	}
+	var m property.CSVMetadata
+	if err := json.Unmarshal(parts.metadata[0], &m); err != nil {
+		return nil, "", fmt.Errorf("parse olm.csv.metadata: %w", err)
+	}
+	facts, err := pkg()
+	if err != nil {
+		return nil, "", err
+	}
+	csv, err = csvFromMetadata(b, m, facts)
+	if err != nil {
+		return nil, "", err
+	}
+	if len(objects) == 0 {
+		objects = []string{csv}
+	}
+	return objects, csv, nil
+}
+
+// isCSV says whether the JSON object j is a ClusterServiceVersion.
+func isCSV(j []byte) bool {
+	var obj struct {
+		Kind any `json:"kind"`
+	}
+	if err := json.Unmarshal(j, &obj); err != nil {
+		return false
+	}
+	kind, ok := obj.Kind.(string)
+	return ok && kind == csvKind
+}
+
+// csvFromMetadata makes the CSV a bundle without one is served with: its
+// olm.csv.metadata as a CSV's metadata and spec, named after the bundle,
+// with its version and related images, the package's icon, and the
+// package's description when the metadata has none; its install strategy
+// names a deployment only, which clients that read strategies expect.
+func csvFromMetadata(b query.ChannelBundle, m property.CSVMetadata, pkg packageFacts) (string, error) {
+	v, err := semver.Parse(bundleVersion(b))
+	if err != nil {
+		return "", fmt.Errorf("version of the CSV: %w", err)
+	}
+	csv := v1alpha1.ClusterServiceVersion{
+		TypeMeta:   metav1.TypeMeta{Kind: csvKind, APIVersion: v1alpha1.ClusterServiceVersionAPIVersion},
+		ObjectMeta: metav1.ObjectMeta{Name: b.Bundle, Annotations: m.Annotations, Labels: m.Labels},
+		Spec: v1alpha1.ClusterServiceVersionSpec{
+			APIServiceDefinitions:     m.APIServiceDefinitions,
+			CustomResourceDefinitions: m.CustomResourceDefinitions,
+			Description:               m.Description,
+			DisplayName:               m.DisplayName,
+			InstallModes:              m.InstallModes,
+			Keywords:                  m.Keywords,
+			Links:                     m.Links,
+			Maintainers:               m.Maintainers,
+			Maturity:                  m.Maturity,
+			MinKubeVersion:            m.MinKubeVersion,
+			NativeAPIs:                m.NativeAPIs,
+			Provider:                  m.Provider,
+			InstallStrategy:           v1alpha1.NamedInstallStrategy{StrategyName: "deployment"},
+			Version:                   version.OperatorVersion{Version: v},
+		},
+	}
+	if pkg.HasIcon {
+		csv.Spec.Icon = []v1alpha1.Icon{{Data: base64.StdEncoding.EncodeToString(pkg.Icon), MediaType: pkg.MediaType}}
+	}
+	for _, ri := range pkg.RelatedImages {
+		csv.Spec.RelatedImages = append(csv.Spec.RelatedImages, v1alpha1.RelatedImage{Name: ri.Name, Image: ri.Image})
+	}
+	if csv.Spec.Description == "" {
+		csv.Spec.Description = pkg.Description
+	}
+	j, err := json.Marshal(csv)
+	if err != nil {
+		return "", fmt.Errorf("encode the CSV: %w", err)
+	}
+	return string(j), nil
+}
+
+// bundleVersion is the version of the bundle's olm.package property.
+func bundleVersion(b query.ChannelBundle) string {
+	for _, p := range b.Properties {
+		if p.Type != property.TypePackage {
+			continue
+		}
+		var v property.Package
+		if json.Unmarshal(p.Value, &v) == nil {
+			return v.Version
+		}
+	}
+	return b.Version
+}
+
+// replacingEntries are the entries the registry answers for the entries
+// that replace or skip bundle: one for replacing it and one per skip of
+// it, each carrying the entry's replaces, as the registry answers them.
+func replacingEntries(entries []query.EntryRef, bundle string) []*api.ChannelEntry {
+	var out []*api.ChannelEntry
+	for _, e := range entries {
+		if e.Replaces == bundle {
+			out = append(out, channelEntry(e, e.Replaces))
+		}
+		for _, s := range e.Skips {
+			if s == bundle && s != e.Replaces {
+				out = append(out, channelEntry(e, e.Replaces))
+			}
+		}
+	}
+	return out
+}
+
+// providingEntries are the entries the registry answers for an entry of a
+// bundle that provides an API: the entry with its replaces, and one per
+// skip that is not its replaces and that keep accepts.
+func providingEntries(e query.EntryRef, keep func(skip string) (bool, error)) ([]*api.ChannelEntry, error) {
+	out := []*api.ChannelEntry{channelEntry(e, e.Replaces)}
+	for _, s := range e.Skips {
+		if s == e.Replaces {
+			continue
+		}
+		ok, err := keep(s)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out = append(out, channelEntry(e, s))
+		}
+	}
+	return out, nil
+}
+
+func channelEntry(e query.EntryRef, replaces string) *api.ChannelEntry {
+	return &api.ChannelEntry{PackageName: e.Package, ChannelName: e.Channel, BundleName: e.Bundle, Replaces: replaces}
+}

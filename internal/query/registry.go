@@ -1,0 +1,334 @@
+package query
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/jmoiron/sqlx"
+)
+
+// The reads below answer OLM v0's registry API (operator-registry's
+// api.Registry), which sees a catalog as channel entries: a bundle once per
+// channel that lists it, with that entry's replaces, skips and skipRange.
+
+// EntryRef is a channel entry: the bundle a channel lists, with the edges
+// the entry gives it.
+type EntryRef struct {
+	Package, Channel, Bundle, Replaces string
+	Skips                              []string
+}
+
+// ChannelBundle is a bundle as one channel lists it: everything the index
+// holds of the bundle that the registry API answers, its entry in that
+// channel, and its own deprecation (not its package's: the registry API
+// tells them apart).
+type ChannelBundle struct {
+	EntryRef
+	Version, Image, SkipRange string
+	// Properties are the bundle's properties in the catalog's order, each
+	// value the JSON the catalog gave.
+	Properties  []Property
+	Deprecation string
+}
+
+// entryRow is a channel entry as the reads below select it.
+type entryRow struct {
+	ID       int64  `db:"id"`
+	Package  string `db:"package"`
+	Channel  string `db:"channel"`
+	Bundle   string `db:"bundle"`
+	Replaces string `db:"replaces"`
+}
+
+const entryColumns = `e.id, e.package, e.channel, e.bundle, e.replaces`
+
+// bundleEntryRow is a channel entry with its bundle's row and where its
+// blob is, as bundleEntryColumns selects them from channel entries e
+// joined to bundles b and blobs bl.
+type bundleEntryRow struct {
+	entryRow
+	SkipRange string `db:"skip_range"`
+	BundleID  int64  `db:"bundle_id"`
+	Version   string `db:"version"`
+	Image     string `db:"image"`
+	Range
+}
+
+const bundleEntryColumns = entryColumns + `, e.skip_range, b.id AS bundle_id, b.version, b.image, bl.offset, bl.length`
+
+// withSkips reads the skips of each entry, one indexed read per entry:
+// the reads that use it return a handful of entries.
+func (c *Catalog) withSkips(ctx context.Context, rows []entryRow) ([]EntryRef, error) {
+	out := make([]EntryRef, 0, len(rows))
+	for _, r := range rows {
+		var skips []string
+		if err := c.sel(ctx, &skips, `SELECT skip FROM channel_entry_skips WHERE entry_id = ? ORDER BY rowid`, r.ID); err != nil {
+			return nil, fmt.Errorf("read skips of %q in channel %q: %w", r.Bundle, r.Channel, err)
+		}
+		out = append(out, EntryRef{Package: r.Package, Channel: r.Channel, Bundle: r.Bundle, Replaces: r.Replaces, Skips: skips})
+	}
+	return out, nil
+}
+
+// EntriesReplacing returns the channel entries, of any package, that
+// replace or skip the named bundle, by package, channel and position.
+func (c *Catalog) EntriesReplacing(ctx context.Context, bundle string) ([]EntryRef, error) {
+	var rows []entryRow
+	if err := c.sel(ctx, &rows, `SELECT `+entryColumns+` FROM channel_entries e WHERE e.replaces = ?
+		UNION SELECT `+entryColumns+` FROM channel_entry_skips s JOIN channel_entries e ON e.id = s.entry_id WHERE s.skip = ?
+		ORDER BY 2, 3, 1`, bundle, bundle); err != nil {
+		return nil, fmt.Errorf("find entries replacing %q: %w", bundle, err)
+	}
+	return c.withSkips(ctx, rows)
+}
+
+// BundlesReplacing returns the bundles of one channel whose entries
+// replace or skip the named bundle, in the channel's order.
+func (c *Catalog) BundlesReplacing(ctx context.Context, pkg, channel, bundle string) ([]string, error) {
+	var out []string
+	if err := c.sel(ctx, &out, `SELECT e.bundle FROM channel_entries e
+		WHERE e.package = ? AND e.channel = ? AND (e.replaces = ? OR EXISTS
+			(SELECT 1 FROM channel_entry_skips s WHERE s.entry_id = e.id AND s.skip = ?))
+		ORDER BY e.position`, pkg, channel, bundle, bundle); err != nil {
+		return nil, fmt.Errorf("find entries of channel %q replacing %q: %w", channel, bundle, err)
+	}
+	return out, nil
+}
+
+// ChannelHead returns the head of a channel of pkg ("" when it has no
+// single head), and whether pkg has the channel, from what is kept in
+// memory per index file.
+func (c *Catalog) ChannelHead(ctx context.Context, pkg, channel string) (string, bool, error) {
+	heads, err := c.channelHeads(ctx)
+	if err != nil {
+		return "", false, err
+	}
+	head, ok := heads[pkg].channels[channel]
+	return head.String, ok, nil
+}
+
+// EntriesProviding returns the channel entries of every bundle that
+// provides g (an olm.gvk property), by package, channel and bundle; with
+// heads, only the entries that head their channel.
+func (c *Catalog) EntriesProviding(ctx context.Context, g GVK, heads bool) ([]EntryRef, error) {
+	head := ""
+	if heads {
+		head = ` AND EXISTS (SELECT 1 FROM channels c WHERE c.package = e.package AND c.name = e.channel AND c.head = e.bundle)`
+	}
+	var rows []entryRow
+	if err := c.sel(ctx, &rows, `SELECT DISTINCT `+entryColumns+` FROM provided_gvks g
+		JOIN bundles b ON b.id = g.bundle_id
+		JOIN channel_entries e ON e.package = b.package AND e.bundle = b.name
+		WHERE g.kind = ? AND g.grp = ? AND g.version = ?`+head+`
+		ORDER BY e.package, e.channel, e.bundle`, g.Kind, g.Group, g.Version); err != nil {
+		return nil, fmt.Errorf("find entries providing %s/%s %s: %w", g.Group, g.Version, g.Kind, err)
+	}
+	return c.withSkips(ctx, rows)
+}
+
+// InChannel reports whether the channel lists the named bundle.
+func (c *Catalog) InChannel(ctx context.Context, pkg, channel, bundle string) (bool, error) {
+	var in bool
+	if err := c.get(ctx, &in, `SELECT count(*) > 0 FROM channel_entries WHERE package = ? AND bundle = ? AND channel = ?`, pkg, bundle, channel); err != nil {
+		return false, fmt.Errorf("read entry %q of channel %q: %w", bundle, channel, err)
+	}
+	return in, nil
+}
+
+// EachListedBundle calls fn with the bundle of every channel entry of the
+// catalog, ordered by channel name, then package, then bundle name (byte
+// order): the order in which OLM v0's registry lists bundles. It reads one
+// channel of one package at a time, in four queries whatever its length,
+// so that a stream of the whole catalog costs a few reads per channel
+// rather than per bundle, and holds one channel's rows at a time. The
+// values of a bundle's olm.bundle.object and olm.csv.metadata properties
+// are read only when it has no image (Value nil otherwise): the registry
+// lists a bundle with an image without its objects, and they are most of
+// a catalog's bytes. No query is open while fn runs, which may wait on a
+// slow client.
+func (c *Catalog) EachListedBundle(ctx context.Context, fn func(ChannelBundle) error) error {
+	var groups []struct {
+		Channel string `db:"channel"`
+		Package string `db:"package"`
+	}
+	if err := c.sel(ctx, &groups, `SELECT DISTINCT channel, package FROM channel_entries ORDER BY channel, package`); err != nil {
+		return fmt.Errorf("list channels: %w", err)
+	}
+	for _, g := range groups {
+		bundles, err := c.listedChannel(ctx, g.Package, g.Channel)
+		if err != nil {
+			return err
+		}
+		for _, b := range bundles {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if err := fn(b); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// listedChannel reads the bundles of one channel of pkg for
+// EachListedBundle, by bundle name. Its entries are read through the
+// channel's index: ordered by bundle, SQLite would rather read the whole
+// package through the (package, bundle) index than sort one channel.
+func (c *Catalog) listedChannel(ctx context.Context, pkg, channel string) ([]ChannelBundle, error) {
+	var entries []bundleEntryRow
+	if err := c.sel(ctx, &entries, `SELECT `+bundleEntryColumns+`
+		FROM channel_entries e INDEXED BY channel_entries_channel
+		JOIN bundles b ON b.package = e.package AND b.name = e.bundle JOIN blobs bl ON bl.id = b.blob_id
+		WHERE e.package = ? AND e.channel = ? ORDER BY e.bundle`, pkg, channel); err != nil {
+		return nil, fmt.Errorf("read entries of channel %q of %q: %w", channel, pkg, err)
+	}
+	skips, err := c.channelSkips(ctx, pkg, channel)
+	if err != nil {
+		return nil, err
+	}
+	// Scanned by hand: a channel's properties are thousands of rows, and
+	// sqlx's reflection was a third of reading them. In the entries' order,
+	// each bundle's rows come in position order already (the table's
+	// key): SQLite sorts only within a bundle, not the channel's rows.
+	props := map[int64][]propertyRow{}
+	types := map[string]string{} // each type's name once, not once per row
+	if err := c.each(ctx, `SELECT p.bundle_id, p.type, p.value, p.value_start, p.value_length
+		FROM channel_entries e INDEXED BY channel_entries_channel JOIN bundles b ON b.package = e.package AND b.name = e.bundle JOIN properties p ON p.bundle_id = b.id
+		WHERE e.package = ? AND e.channel = ? ORDER BY e.position, p.position`, []any{pkg, channel}, func(rows *sqlx.Rows) error {
+		var id int64
+		var typ sql.RawBytes
+		var r propertyRow
+		if err := rows.Scan(&id, &typ, &r.Value, &r.Start, &r.Length); err != nil {
+			return err
+		}
+		var ok bool
+		if r.Type, ok = types[string(typ)]; !ok {
+			r.Type = string(typ)
+			types[r.Type] = r.Type
+		}
+		props[id] = append(props[id], r)
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("read properties of channel %q of %q: %w", channel, pkg, err)
+	}
+	deprecations, err := c.bundleDeprecations(ctx, pkg)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ChannelBundle, 0, len(entries))
+	for _, e := range entries {
+		b := ChannelBundle{EntryRef: EntryRef{Package: e.Package, Channel: e.Channel, Bundle: e.Bundle, Replaces: e.Replaces, Skips: skips[e.ID]},
+			Version: e.Version, Image: e.Image, SkipRange: e.SkipRange, Deprecation: deprecations[e.Bundle]}
+		if b.Properties, err = c.propertyValues(e.Bundle, e.Range, props[e.BundleID], e.Image != ""); err != nil {
+			return nil, err
+		}
+		out = append(out, b)
+	}
+	return out, nil
+}
+
+// propertyRow is a row of the properties table.
+type propertyRow struct {
+	Type   string         `db:"type"`
+	Value  sql.NullString `db:"value"`
+	Start  sql.NullInt64  `db:"value_start"`
+	Length sql.NullInt64  `db:"value_length"`
+}
+
+// smallBlob is the size of blob read whole even when its objects are not
+// wanted: one read rather than one per property.
+const smallBlob = 64 << 10
+
+// propertyValues reads the values of a bundle's properties from its blob,
+// at where in the content: the whole blob, or, with withoutObjects and a
+// blob larger than smallBlob, each value alone but those of
+// olm.bundle.object and olm.csv.metadata, which are left nil (as they are
+// with withoutObjects whatever the blob's size).
+func (c *Catalog) propertyValues(name string, where Range, rows []propertyRow, withoutObjects bool) ([]Property, error) {
+	var blob []byte
+	whole := !withoutObjects || where.Length <= smallBlob
+	if whole {
+		var err error
+		if blob, err = c.readContent(where); err != nil {
+			return nil, fmt.Errorf("read blob of %q: %w", name, err)
+		}
+	}
+	out := make([]Property, 0, len(rows))
+	for _, p := range rows {
+		value := json.RawMessage(p.Value.String)
+		if !p.Value.Valid {
+			start, end := p.Start.Int64, p.Start.Int64+p.Length.Int64
+			if !p.Start.Valid || start < 0 || end > where.Length || start > end {
+				return nil, fmt.Errorf("read property %s of %q: value range %d-%d outside its %d-byte blob", p.Type, name, start, end, where.Length)
+			}
+			switch {
+			case withoutObjects && (p.Type == "olm.bundle.object" || p.Type == "olm.csv.metadata"):
+				value = nil
+			case whole:
+				value = json.RawMessage(blob[start:end])
+			default:
+				v, err := c.readContent(Range{Offset: where.Offset + start, Length: end - start})
+				if err != nil {
+					return nil, fmt.Errorf("read property %s of %q: %w", p.Type, name, err)
+				}
+				value = v
+			}
+		}
+		out = append(out, Property{Type: p.Type, Value: value})
+	}
+	return out, nil
+}
+
+// ChannelBundle returns the named bundle as the named channel of pkg lists
+// it, or an error wrapping ErrNotFound when the channel does not list it.
+// Property values are byte ranges of the bundle's blob, read once. The
+// bundle's related images are left to RelatedImages: only a CSV made from
+// olm.csv.metadata needs them.
+func (c *Catalog) ChannelBundle(ctx context.Context, pkg, channel, name string) (ChannelBundle, error) {
+	var e bundleEntryRow
+	err := c.get(ctx, &e, `SELECT `+bundleEntryColumns+`
+		FROM channel_entries e JOIN bundles b ON b.package = e.package AND b.name = e.bundle JOIN blobs bl ON bl.id = b.blob_id
+		WHERE e.package = ? AND e.bundle = ? AND e.channel = ? LIMIT 1`, pkg, name, channel)
+	if errors.Is(err, sql.ErrNoRows) {
+		return ChannelBundle{}, fmt.Errorf("bundle %q in channel %q: %w", name, channel, ErrNotFound)
+	}
+	if err != nil {
+		return ChannelBundle{}, fmt.Errorf("read entry %q of channel %q: %w", name, channel, err)
+	}
+	refs, err := c.withSkips(ctx, []entryRow{e.entryRow})
+	if err != nil {
+		return ChannelBundle{}, err
+	}
+	out := ChannelBundle{EntryRef: refs[0], Version: e.Version, Image: e.Image, SkipRange: e.SkipRange}
+	if out.Properties, err = c.properties(ctx, e.BundleID, name, e.Range); err != nil {
+		return ChannelBundle{}, err
+	}
+	if out.Deprecation, err = c.Deprecation(ctx, pkg, "olm.bundle", name); err != nil {
+		return ChannelBundle{}, err
+	}
+	return out, nil
+}
+
+// RelatedImages returns the related images of a bundle of pkg, in order.
+func (c *Catalog) RelatedImages(ctx context.Context, pkg, bundle string) ([]RelatedImage, error) {
+	var out []RelatedImage
+	if err := c.sel(ctx, &out, `SELECT r.name, r.image FROM bundles b JOIN related_images r ON r.bundle_id = b.id
+		WHERE b.package = ? AND b.name = ? ORDER BY r.position`, pkg, bundle); err != nil {
+		return nil, fmt.Errorf("read related images of %q: %w", bundle, err)
+	}
+	return out, nil
+}
+
+// properties reads the properties of the bundle of id and name in order,
+// their values sliced from its blob, at where in the content.
+func (c *Catalog) properties(ctx context.Context, id int64, name string, where Range) ([]Property, error) {
+	var rows []propertyRow
+	if err := c.sel(ctx, &rows, `SELECT type, value, value_start, value_length FROM properties WHERE bundle_id = ? ORDER BY position`, id); err != nil {
+		return nil, fmt.Errorf("read properties of %q: %w", name, err)
+	}
+	return c.propertyValues(name, where, rows, false)
+}
