@@ -101,10 +101,11 @@ func (e *env) publish(t *testing.T, edit func(t *testing.T, path string)) prebui
 func (e *env) take(t *testing.T) (index.Info, error) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "taken.db")
-	if err := e.client.Download(context.Background(), e.ref, path); err != nil {
+	sums, err := e.client.Download(context.Background(), e.ref, path)
+	if err != nil {
 		return index.Info{}, err
 	}
-	return index.Adopt(context.Background(), path, e.ref, time.Now())
+	return index.Adopt(context.Background(), path, e.ref, time.Now(), sums)
 }
 
 // TestPublishAndTake: an index published to a registry with the
@@ -121,7 +122,8 @@ func TestPublishAndTake(t *testing.T) {
 			}
 			e.reg.Reset()
 			path := filepath.Join(t.TempDir(), "taken.db")
-			if err := e.client.Download(context.Background(), e.ref, path); err != nil {
+			sums, err := e.client.Download(context.Background(), e.ref, path)
+			if err != nil {
 				t.Fatal(err)
 			}
 			// The files are the ones built, byte for byte.
@@ -143,7 +145,7 @@ func TestPublishAndTake(t *testing.T) {
 			if !askedReferrers || askedTag != !referrers {
 				t.Errorf("asked the referrers API: %v, the fallback tag: %v; want true, %v", askedReferrers, askedTag, !referrers)
 			}
-			info, err := index.Adopt(context.Background(), path, e.ref, time.Now())
+			info, err := index.Adopt(context.Background(), path, e.ref, time.Now(), sums)
 			if err != nil {
 				t.Fatal(err)
 			}
