@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -631,14 +630,5 @@ func fetchBlob(t *testing.T, e *env, d v1.Hash) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rc, err := l.Compressed()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
-	b, err := io.ReadAll(rc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return registrytest.LayerBytes(t, l)
 }

@@ -186,11 +186,14 @@ func newFileBlob(enc *zstd.Encoder, path, compressed, title string, mediaType ty
 	}
 	defer z.Close()
 	plain, zsum := sha256.New(), sha256.New()
-	zw := &countingWriter{w: io.MultiWriter(z, zsum)}
-	enc.Reset(zw)
+	enc.Reset(io.MultiWriter(z, zsum))
 	n, err := io.Copy(enc, io.TeeReader(f, plain))
 	if err == nil {
 		err = enc.Close()
+	}
+	var zn int64
+	if err == nil {
+		zn, err = z.Seek(0, io.SeekCurrent)
 	}
 	if err == nil {
 		err = z.Close()
@@ -198,24 +201,12 @@ func newFileBlob(enc *zstd.Encoder, path, compressed, title string, mediaType ty
 	if err != nil {
 		return nil, fmt.Errorf("compress %s: %w", title, err)
 	}
-	if zw.n > n-n/8 {
+	if zn > n-n/8 {
 		return &fileBlob{path: path, title: title, mediaType: mediaType, size: n, fileSize: n,
 			digest: v1.Hash{Algorithm: "sha256", Hex: hex.EncodeToString(plain.Sum(nil))}}, nil
 	}
-	return &fileBlob{path: compressed, title: title, mediaType: mediaType + ZstdSuffix, size: zw.n, fileSize: n,
+	return &fileBlob{path: compressed, title: title, mediaType: mediaType + ZstdSuffix, size: zn, fileSize: n,
 		digest: v1.Hash{Algorithm: "sha256", Hex: hex.EncodeToString(zsum.Sum(nil))}}, nil
-}
-
-// countingWriter counts the bytes written to w.
-type countingWriter struct {
-	w io.Writer
-	n int64
-}
-
-func (c *countingWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	return n, err
 }
 
 func (b *fileBlob) Digest() (v1.Hash, error)             { return b.digest, nil }
