@@ -142,6 +142,9 @@ func (c *Client) Download(ctx context.Context, ref, path string) (index.ContentS
 				}
 			}()
 			for l := range layers {
+				if err := gctx.Err(); err != nil {
+					return err // the other downloader failed
+				}
 				dst, file := path, ""
 				if title := l.Annotations[annotationTitle]; title != databaseTitle {
 					file = strings.TrimPrefix(title, contentPrefix)

@@ -38,8 +38,10 @@ type config struct {
 
 // Publish pushes the index version at indexPath (index.Files), built
 // from the catalog at ref (repository@digest), to the catalog's
-// repository as an artifact referring to the catalog. The artifact is the
-// same bytes for the same index files, and blobs the registry holds
+// repository as an artifact referring to the catalog; the files it
+// compresses are compressed into temporary files first, which it removes.
+// The artifact is the same bytes for the same index files, and blobs the
+// registry holds
 // already are not uploaded again (go-containerregistry asks first), so
 // publishing again pushes at most the manifest the registry already has.
 // The caller builds the index as a replica would, with a fixed build
