@@ -299,7 +299,7 @@ func TestRefused(t *testing.T) {
 		}, wantReason: "refused", wantErr: "not the"},
 		{name: "recorded sizes beyond --max-catalog-bytes", manifest: func(m *v1.Manifest) {
 			compressedLayer(m, ".all").Annotations[prebuilt.AnnotationSize] = fmt.Sprint(int64(1 << 40))
-		}, wantReason: "refused", wantErr: "--max-catalog-bytes"},
+		}, wantReason: "refused", wantErr: "twice --max-catalog-bytes"},
 		{name: "compressed layer without its size", manifest: func(m *v1.Manifest) {
 			delete(compressedLayer(m, "index.db").Annotations, prebuilt.AnnotationSize)
 		}, wantReason: "refused", wantErr: "not the size of its file"},
