@@ -283,8 +283,9 @@ func newIndexCommand(logs *logFlags) *cobra.Command {
 		Long: `Pull the catalog image or artifact IMAGE (with its registry host, by tag or
 digest), build its index exactly as catalogd serve and catalogd manager would,
 and push it to the same repository as an OCI artifact referring to the
-catalog (artifactType application/vnd.catalogd.index.v1+json), through the
-referrers API or, where the registry has none, the referrers tag scheme.
+catalog (artifactType application/vnd.catalogd.index.v2+json; the database
+and content compressed with zstd), through the referrers API or, where the
+registry has none, the referrers tag scheme.
 Replicas of this catalogd's index schema then download and check it instead
 of building it (--prebuilt-index). Run it in the catalog's CI right after the
 image is pushed, with credentials that may push there (the docker config).

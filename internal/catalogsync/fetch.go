@@ -72,23 +72,24 @@ type ImageFetcher struct {
 }
 
 // PrebuiltDownloader downloads the prebuilt index of the catalog at a
-// digest reference into a path; *prebuilt.Client provides it.
+// digest reference into a path, returning the CRC-32s of the content
+// files it took as it wrote them; *prebuilt.Client provides it.
 type PrebuiltDownloader interface {
-	Download(ctx context.Context, ref, path string) error
+	Download(ctx context.Context, ref, path string) (index.ContentSums, error)
 }
 
 // PrebuiltIndex resolves the reference, as Fetch does, and returns the
 // download of the index published beside what it names, bounded by a pull
 // timeout of its own. Only the catalog's own repository is asked, by the
 // digest the reference resolved to.
-func (s ImageFetcher) PrebuiltIndex(ctx context.Context) (string, func(context.Context, string) error, error) {
+func (s ImageFetcher) PrebuiltIndex(ctx context.Context) (string, func(context.Context, string) (index.ContentSums, error), error) {
 	if s.Prebuilt == nil {
 		return "", nil, nil
 	}
 	pullCtx, cancel := s.Unpacker.PullContext(ctx)
 	defer cancel()
 	digestRef, err := s.Unpacker.Resolve(pullCtx, s.Ref.String())
-	download := func(ctx context.Context, path string) error {
+	download := func(ctx context.Context, path string) (index.ContentSums, error) {
 		ctx, cancel := s.Unpacker.PullContext(ctx)
 		defer cancel()
 		return s.Prebuilt.Download(ctx, digestRef, path)

@@ -1,7 +1,6 @@
 package catalogsync_test
 
 import (
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -171,16 +170,7 @@ func firstLayer(t *testing.T, digestRef string) (string, []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rc, err := layers[0].Compressed()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
-	b, err := io.ReadAll(rc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return "/v2/" + r.Context().RepositoryStr() + "/blobs/" + digest.String(), b
+	return "/v2/" + r.Context().RepositoryStr() + "/blobs/" + digest.String(), registrytest.LayerBytes(t, layers[0])
 }
 
 // dribble writes body in small pieces spread over about d, as a slow

@@ -40,7 +40,7 @@ import (
 type Store interface {
 	Info(catalog string) (store.Info, bool)
 	Update(ctx context.Context, catalog string, src index.Content) (store.Info, index.Stats, bool, error)
-	Adopt(ctx context.Context, catalog, ref string, fill func(ctx context.Context, path string) error) (store.Info, bool, error)
+	Adopt(ctx context.Context, catalog, ref string, fill func(ctx context.Context, path string) (index.ContentSums, error)) (store.Info, bool, error)
 	Acquire(catalog string) (*store.Snapshot, error)
 	Remove(catalog string) error
 	Catalogs() []string
@@ -487,13 +487,13 @@ type PrebuiltSource interface {
 	// content it holds now, and returns what downloads the index
 	// published for that content into a path (index.Files), for
 	// store.Adopt; download is nil when the fetcher looks for none.
-	PrebuiltIndex(ctx context.Context) (ref string, download func(ctx context.Context, path string) error, err error)
+	PrebuiltIndex(ctx context.Context) (ref string, download func(ctx context.Context, path string) (index.ContentSums, error), err error)
 }
 
 // Adopter swaps in an index this process did not build; *store.Store
 // provides it.
 type Adopter interface {
-	Adopt(ctx context.Context, catalog, ref string, fill func(ctx context.Context, path string) error) (store.Info, bool, error)
+	Adopt(ctx context.Context, catalog, ref string, fill func(ctx context.Context, path string) (index.ContentSums, error)) (store.Info, bool, error)
 }
 
 // AdoptPrebuilt makes the prebuilt index of fetcher's content catalog's

@@ -83,7 +83,9 @@ func TestPrebuiltAnswersEqualLocal(t *testing.T) {
 				t.Fatal(err)
 			}
 			taken := newSide(t, "prebuilt")
-			info, adopted, err := taken.store.Adopt(ctx, "c", ref, func(ctx context.Context, path string) error { return client.Download(ctx, ref, path) })
+			info, adopted, err := taken.store.Adopt(ctx, "c", ref, func(ctx context.Context, path string) (index.ContentSums, error) {
+				return client.Download(ctx, ref, path)
+			})
 			if err != nil || !adopted || info.Build.Mode != index.ModePrebuilt {
 				t.Fatalf("adopt: %+v, %v, %v", info, adopted, err)
 			}

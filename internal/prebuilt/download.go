@@ -5,15 +5,22 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
+	"hash/crc32"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/klauspost/compress/zstd"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/catalogd/catalogd/internal/index"
 )
@@ -88,46 +95,94 @@ func (c *Client) Published(ctx context.Context, ref string) (string, bool, error
 // Download finds the prebuilt index of the catalog at ref
 // (repository@digest) in the catalog's own repository and writes its
 // files at path, as index.Files(path) names them, for index.Adopt (which
-// package store runs) to check. The referrers query is bounded by the
-// client's query timeout, the downloads by ctx and by the registry's
-// limits: the manifest's size, the layers' declared sizes together, each
-// layer read no further than its declared size and checked against its
-// digest. The error says why there is no index to use (ErrNotPublished,
+// package store runs) to check, and returns the CRC-32s of the content
+// directory's files, taken as they were written, which index.Adopt
+// checks against the index's own record. The referrers query is bounded
+// by the client's query timeout, the downloads by ctx and by the
+// registry's limits: the manifest's size, the layers' declared sizes
+// together, and the sizes of the files written from them together; each
+// layer is read no further than its declared size and checked against
+// its digest, each compressed one decompressed no further than its
+// recorded size. Two layers are downloaded at a time, so that
+// decompressing and writing them takes both cores of a small node. The
+// error says why there is no index to use (ErrNotPublished,
 // ErrOtherSchema, ErrUnreachable, ErrRefused, or a failed download);
 // Reason classifies it.
-func (c *Client) Download(ctx context.Context, ref, path string) error {
+func (c *Client) Download(ctx context.Context, ref, path string) (index.ContentSums, error) {
 	d, found, err := c.find(ctx, ref)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	_, opts, err := c.digestRef(ctx, ref)
+	g, gctx := errgroup.WithContext(ctx)
+	_, opts, err := c.digestRef(gctx, ref)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	// The first that this binary can read, among several published.
 	art := d.Context().Digest(found[0].Digest.String())
 	m, err := c.manifest(art, d, opts)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := os.Mkdir(index.ContentDir(path), 0o755); err != nil {
-		return fmt.Errorf("download prebuilt index: %w", err)
+		return nil, fmt.Errorf("download prebuilt index: %w", err)
 	}
+	layers := make(chan v1.Descriptor, len(m.Layers))
 	for _, l := range m.Layers {
-		dst := path
-		if title := l.Annotations[annotationTitle]; title != databaseTitle {
-			dst = filepath.Join(index.ContentDir(path), strings.TrimPrefix(title, contentPrefix))
-		}
-		if err := downloadLayer(art.Context().Digest(l.Digest.String()), l.Size, dst, opts); err != nil {
-			return fmt.Errorf("download prebuilt index %s: %w", art.DigestStr(), err)
-		}
+		layers <- l
 	}
-	return nil
+	close(layers)
+	var mu sync.Mutex
+	sums := index.ContentSums{}
+	for range downloaders {
+		g.Go(func() error {
+			var dec *zstd.Decoder
+			defer func() {
+				if dec != nil {
+					dec.Close()
+				}
+			}()
+			for l := range layers {
+				if err := gctx.Err(); err != nil {
+					return err // the other downloader failed
+				}
+				dst, file := path, ""
+				if title := l.Annotations[annotationTitle]; title != databaseTitle {
+					file = strings.TrimPrefix(title, contentPrefix)
+					dst = filepath.Join(index.ContentDir(path), file)
+				}
+				if dec == nil && isCompressed(l) {
+					var err error
+					if dec, err = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(zstdMaxWindow)); err != nil {
+						return fmt.Errorf("download prebuilt index: %w", err)
+					}
+				}
+				crc, err := downloadLayer(art.Context().Digest(l.Digest.String()), l, dst, dec, opts)
+				if err != nil {
+					return fmt.Errorf("download prebuilt index %s: %w", art.DigestStr(), err)
+				}
+				if file != "" {
+					mu.Lock()
+					sums[file] = crc
+					mu.Unlock()
+				}
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	return sums, nil
 }
+
+// downloaders is how many layers Download fetches at a time.
+const downloaders = 2
 
 // manifest fetches the artifact's manifest and checks that it is a
 // prebuilt index of the catalog at subject, of this binary's schema,
-// whose layers name files of an index version within the download limit.
+// whose layers name files of an index version within the download limit
+// and, decompressed, within the limit of bytes written.
 func (c *Client) manifest(art, subject name.Digest, opts []remote.Option) (*v1.Manifest, error) {
 	desc, err := remote.Get(art, opts...)
 	if err != nil {
@@ -140,14 +195,32 @@ func (c *Client) manifest(art, subject name.Digest, opts []remote.Option) (*v1.M
 	if err := c.checkManifest(&m, subject.DigestStr()); err != nil {
 		return nil, fmt.Errorf("%w: manifest %s: %w", ErrRefused, art.DigestStr(), err)
 	}
-	var total int64
+	var total, written int64
 	for _, l := range m.Layers {
 		total += l.Size
 		if l.Size < 0 || total > c.reg.MaxDownloadBytes() {
 			return nil, fmt.Errorf("%w: manifest %s: its layers declare more than the download limit of %d bytes", ErrRefused, art.DigestStr(), c.reg.MaxDownloadBytes())
 		}
+		size, _ := fileSize(l) // checkManifest checked it
+		if written += size; written > maxIndexBytes(c.reg.MaxTotalBytes()) {
+			return nil, fmt.Errorf("%w: manifest %s: its files come to more than the limit of %d bytes written (twice --max-catalog-bytes)", ErrRefused, art.DigestStr(), maxIndexBytes(c.reg.MaxTotalBytes()))
+		}
 	}
 	return &m, nil
+}
+
+// maxIndexBytes bounds the files of a prebuilt index of a catalog whose
+// files may come to catalogBytes: twice that. A build writes about 1.1
+// times the catalog's JSON (the content, its gzip copy and the database:
+// 1.39 GB for the 1.3 GB CRD bench catalog), so a bound of the catalog's
+// own would send a catalog near --max-catalog-bytes to a local build that
+// writes as much; the factor still stops an artifact that lies about its
+// sizes long before a disk fills.
+func maxIndexBytes(catalogBytes int64) int64 {
+	if catalogBytes > math.MaxInt64/2 {
+		return math.MaxInt64
+	}
+	return 2 * catalogBytes
 }
 
 // checkManifest checks what a prebuilt index's manifest says about
@@ -175,10 +248,13 @@ func (c *Client) checkManifest(m *v1.Manifest, digest string) error {
 			return fmt.Errorf("layer %d is named %q, not %s or %s<file>", i, title, databaseTitle, contentPrefix)
 		}
 		switch {
-		case string(l.MediaType) != want:
-			return fmt.Errorf("layer %d (%s) has media type %q, not %q", i, title, l.MediaType, want)
+		case string(l.MediaType) != want && string(l.MediaType) != want+ZstdSuffix:
+			return fmt.Errorf("layer %d (%s) has media type %q, not %q or %q", i, title, l.MediaType, want, want+ZstdSuffix)
 		case seen[title]:
 			return fmt.Errorf("layer %d names %s again", i, title)
+		}
+		if _, err := fileSize(l); err != nil {
+			return fmt.Errorf("layer %d (%s): %w", i, title, err)
 		}
 		seen[title] = true
 	}
@@ -188,6 +264,23 @@ func (c *Client) checkManifest(m *v1.Manifest, digest string) error {
 	return nil
 }
 
+// isCompressed reports whether the layer l is its file compressed with
+// zstd.
+func isCompressed(l v1.Descriptor) bool { return strings.HasSuffix(string(l.MediaType), ZstdSuffix) }
+
+// fileSize is the size of the file the layer l holds: a compressed
+// layer's recorded size (AnnotationSize), another's own.
+func fileSize(l v1.Descriptor) (int64, error) {
+	if !isCompressed(l) {
+		return l.Size, nil
+	}
+	size, err := strconv.ParseInt(l.Annotations[AnnotationSize], 10, 64)
+	if err != nil || size < 0 {
+		return 0, fmt.Errorf("annotation %s is %q, not the size of its file", AnnotationSize, l.Annotations[AnnotationSize])
+	}
+	return size, nil
+}
+
 // validFileName reports whether name is a plain file name: no directory,
 // no parent, nothing hidden, so that a layer is written only inside the
 // content directory.
@@ -195,34 +288,125 @@ func validFileName(name string) bool {
 	return name != "" && name == filepath.Base(name) && !strings.HasPrefix(name, ".") && !strings.ContainsAny(name, `/\`)
 }
 
-// downloadLayer writes the blob at d, of the size its descriptor
-// declares, into a new file at dst: read no further than that size, and
-// checked against its digest by go-containerregistry as it is read.
-func downloadLayer(d name.Digest, size int64, dst string, opts []remote.Option) error {
-	l, err := remote.Layer(d, opts...)
+// downloadLayer writes the file the layer l at d holds into a new file at
+// dst, and returns the CRC-32 of what it wrote. The blob is read no
+// further than the size its descriptor declares, and checked against its
+// digest by go-containerregistry as it is read to its end; a compressed
+// one is decompressed with dec, and the file must come to the size
+// recorded for it (fileSize), no byte more written.
+func downloadLayer(d name.Digest, l v1.Descriptor, dst string, dec *zstd.Decoder, opts []remote.Option) (uint32, error) {
+	size, err := fileSize(l)
 	if err != nil {
-		return fmt.Errorf("layer %s: %w", d.DigestStr(), err)
+		return 0, fmt.Errorf("%w: layer %s: %w", ErrRefused, d.DigestStr(), err)
 	}
-	rc, err := l.Compressed()
+	layer, err := remote.Layer(d, opts...)
 	if err != nil {
-		return fmt.Errorf("layer %s: %w", d.DigestStr(), err)
+		return 0, fmt.Errorf("layer %s: %w", d.DigestStr(), err)
+	}
+	rc, err := layer.Compressed()
+	if err != nil {
+		return 0, fmt.Errorf("layer %s: %w", d.DigestStr(), err)
 	}
 	defer rc.Close()
 	f, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
-		return fmt.Errorf("layer %s: %w", d.DigestStr(), err)
+		return 0, fmt.Errorf("layer %s: %w", d.DigestStr(), err)
 	}
-	n, err := io.Copy(f, io.LimitReader(rc, size+1))
+	blob := &countingReader{r: io.LimitReader(rc, l.Size+1)}
+	out := &fileWriter{f: f, crc: crc32.NewIEEE(), limit: size}
+	if isCompressed(l) {
+		err = decompress(dec, blob, out)
+	} else {
+		_, err = io.CopyBuffer(out, blob, make([]byte, copyBuffer))
+	}
+	if err == nil {
+		// What the frames left unread, so that the blob's size is
+		// counted and its digest checked, at its end.
+		_, err = io.Copy(io.Discard, blob)
+	}
 	if closeErr := f.Close(); err == nil {
 		err = closeErr
 	}
 	switch {
+	case errors.Is(err, errTooLarge):
+		return 0, fmt.Errorf("%w: layer %s comes to more than the %d bytes recorded for its file", ErrRefused, d.DigestStr(), size)
 	case err != nil:
-		return fmt.Errorf("layer %s: %w", d.DigestStr(), err)
-	case n != size:
-		return fmt.Errorf("%w: layer %s is not of the %d bytes its descriptor declares", ErrRefused, d.DigestStr(), size)
+		return 0, fmt.Errorf("layer %s: %w", d.DigestStr(), err)
+	case blob.n != l.Size:
+		return 0, fmt.Errorf("%w: layer %s is not of the %d bytes its descriptor declares", ErrRefused, d.DigestStr(), l.Size)
+	case out.n != size:
+		return 0, fmt.Errorf("%w: layer %s comes to %d bytes, not the %d recorded for its file", ErrRefused, d.DigestStr(), out.n, size)
 	}
-	return nil
+	return out.crc.Sum32(), nil
+}
+
+// decompress writes what the zstd stream in decompresses to into out:
+// data that zstd cannot decompress is refused; a failure to read or
+// write is the reader's or the writer's.
+func decompress(dec *zstd.Decoder, in *countingReader, out *fileWriter) error {
+	err := dec.Reset(in)
+	if err == nil {
+		_, err = dec.WriteTo(out)
+	}
+	switch {
+	case err == nil:
+		return nil
+	case in.err != nil:
+		return in.err
+	case out.err != nil:
+		return out.err
+	}
+	return fmt.Errorf("%w: decompress: %w", ErrRefused, err)
+}
+
+// copyBuffer is the buffer of an uncompressed layer's copy: the size of
+// zstd's blocks, which the compressed layers are written in; a buffer
+// that stays in the core's cache between its read and its write costs
+// less CPU than fewer, larger calls.
+const copyBuffer = 128 << 10
+
+// errTooLarge stops a file that comes to more than its recorded size.
+var errTooLarge = errors.New("the file is larger than its recorded size")
+
+// fileWriter writes a layer's file, refusing to write beyond limit and
+// taking the CRC-32 of what it writes; err is the first error it
+// returned.
+type fileWriter struct {
+	f        *os.File
+	crc      hash.Hash32
+	n, limit int64
+	err      error
+}
+
+func (w *fileWriter) Write(p []byte) (int, error) {
+	if int64(len(p)) > w.limit-w.n {
+		w.err = errTooLarge
+		return 0, w.err
+	}
+	w.crc.Write(p)
+	n, err := w.f.Write(p)
+	w.n += int64(n)
+	if err != nil {
+		w.err = err
+	}
+	return n, err
+}
+
+// countingReader counts the bytes read from r; err is the first error
+// but io.EOF it returned.
+type countingReader struct {
+	r   io.Reader
+	n   int64
+	err error
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	if err != nil && err != io.EOF && c.err == nil {
+		c.err = err
+	}
+	return n, err
 }
 
 // Reason names, for a metric label, why err left a catalog without a

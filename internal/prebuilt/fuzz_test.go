@@ -3,6 +3,7 @@ package prebuilt_test
 import (
 	"encoding/json"
 	"path"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -14,8 +15,10 @@ import (
 // FuzzCheckManifest feeds manifests a registry could serve to the checks
 // Download makes before writing any file: whatever passes names the
 // catalog as its subject and in its annotation, is of the client's
-// schema, has one database layer, and names only files directly inside
-// the content directory, so that no layer is written elsewhere.
+// schema, has one database layer, names only files directly inside the
+// content directory, so that no layer is written elsewhere, and records
+// the size of every compressed layer's file, which bounds what it is
+// decompressed to.
 func FuzzCheckManifest(f *testing.F) {
 	const catalog = "sha256:" + "5c868a873b22d9d3612295ebbb169f14f18afe9a32994617d05a7bfc928e3d32"
 	c := prebuilt.New(nil, prebuilt.Options{})
@@ -29,8 +32,9 @@ func FuzzCheckManifest(f *testing.F) {
 		"subject":     map[string]any{"mediaType": "application/vnd.oci.image.manifest.v1+json", "size": 9, "digest": catalog},
 		"annotations": map[string]string{prebuilt.AnnotationSchema: c.Schema(), prebuilt.AnnotationCatalog: catalog},
 		"layers": []any{layer("index.db", prebuilt.DatabaseMediaType), layer("content/segments.json", prebuilt.ContentMediaType),
-			layer("content/000000.all", prebuilt.ContentMediaType)},
+			layer("content/000000.all", prebuilt.ContentMediaType+prebuilt.ZstdSuffix)},
 	}
+	valid["layers"].([]any)[2].(map[string]any)["annotations"].(map[string]string)[prebuilt.AnnotationSize] = "30"
 	seed, err := json.Marshal(valid)
 	if err != nil {
 		f.Fatal(err)
@@ -49,6 +53,9 @@ func FuzzCheckManifest(f *testing.F) {
 	}
 	f.Add([]byte(strings.Replace(string(seed), `"index.db"`, `"content/index.db"`, 1)))
 	f.Add([]byte(`{"layers":null}`))
+	for _, size := range []string{`"30"`, `"-1"`, `"x"`, `""`, `"99999999999999999999"`} {
+		f.Add([]byte(strings.Replace(string(seed), `"30"`, size, 1)))
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var m v1.Manifest
 		if json.Unmarshal(data, &m) != nil {
@@ -66,6 +73,11 @@ func FuzzCheckManifest(f *testing.F) {
 		databases := 0
 		for _, l := range m.Layers {
 			title := l.Annotations["org.opencontainers.image.title"]
+			if strings.HasSuffix(string(l.MediaType), prebuilt.ZstdSuffix) {
+				if n, err := strconv.ParseInt(l.Annotations[prebuilt.AnnotationSize], 10, 64); err != nil || n < 0 {
+					t.Errorf("passed with compressed layer %s recording size %q", title, l.Annotations[prebuilt.AnnotationSize])
+				}
+			}
 			if title == "index.db" {
 				databases++
 				continue

@@ -7,14 +7,22 @@
 // (OCI 1.1 referrers; registries without the referrers API get the
 // distribution spec's fallback tag, sha256-<hex>, which
 // go-containerregistry writes and reads). The artifact holds the index
-// version's files as they lie on disk (index.Files): the database as one
-// layer, each file of its content directory as one more, every layer named
-// by its org.opencontainers.image.title annotation. Its annotations name
-// the index schema (migrations.Digest: what a reader checks, since a
-// binary reads only the schema it writes), the catalogd version that
-// built it, and the catalog's digest. Nothing in it depends on when or
-// where it was built, so publishing the same catalog twice makes the same
-// artifact, byte for byte, and pushes nothing the second time.
+// version's files (index.Files): the database as one layer, each file of
+// its content directory as one more, every layer named by its
+// org.opencontainers.image.title annotation. A file that zstd makes at
+// least an eighth smaller (the database, the content segments) is stored
+// compressed, its media type ending in +zstd and its size once
+// decompressed in an annotation of its own; the others (the gzip copy's
+// segments, deflate data already) as they are. Catalog JSON compresses
+// about tenfold, so the download is about the size of the image's own
+// gzip-compressed layers rather than nine times it, and a replica spends
+// its CPU decompressing rather than receiving and hashing. The
+// artifact's annotations name the index schema (migrations.Digest: what
+// a reader checks, since a binary reads only the schema it writes), the
+// catalogd version that built it, and the catalog's digest. Nothing in it
+// depends on when or where it was built, so publishing the same catalog
+// twice makes the same artifact, byte for byte, and pushes nothing the
+// second time.
 //
 // Trust stays where it is: a replica takes an index only from the
 // catalog's own repository, found as a referrer of the catalog's digest,
@@ -39,14 +47,21 @@ import (
 // ArtifactType is the artifactType of a prebuilt index, and its config's
 // media type as well: registries that list referrers by the config's
 // media type (go-containerregistry's, among others) and those that read
-// artifactType then list it alike.
-const ArtifactType = "application/vnd.catalogd.index.v1+json"
+// artifactType then list it alike. It names the artifact's format, which
+// the index schema does not: v1 stored every file as it is, v2 may
+// compress them. A reader lists the referrers of its own artifact type
+// only, so a catalogd that reads v1 never downloads a v2 artifact it
+// would misread or refuse, but finds none and builds, and artifacts of
+// both formats live side by side in a repository.
+const ArtifactType = "application/vnd.catalogd.index.v2+json"
 
 // Media types of the layers: the database, and each file of its content
-// directory (segment list, content and gzip segments).
+// directory (segment list, content and gzip segments); either ends in
+// ZstdSuffix when the layer is the file compressed with zstd.
 const (
 	DatabaseMediaType = "application/vnd.catalogd.index.database.v1"
 	ContentMediaType  = "application/vnd.catalogd.index.content.v1"
+	ZstdSuffix        = "+zstd"
 )
 
 // Annotations of the artifact's manifest.
@@ -59,6 +74,11 @@ const (
 	// AnnotationCatalog is the digest of the catalog it indexes, which
 	// its subject names too.
 	AnnotationCatalog = "io.catalogd.catalog.digest"
+	// AnnotationSize, on a compressed layer, is the size of its file
+	// once decompressed: a layer that decompresses to more is refused
+	// as soon as it does, and the sizes together are bounded before any
+	// is downloaded.
+	AnnotationSize = "io.catalogd.index.size"
 	// annotationTitle names a layer's file (OCI's standard annotation):
 	// databaseTitle, or contentPrefix and a content file's name.
 	annotationTitle = "org.opencontainers.image.title"
@@ -81,7 +101,10 @@ const maxLayers = 10_000
 // *unpack.Unpacker provides it.
 type Registry interface {
 	Remote(ctx context.Context, ref string) (name.Reference, []remote.Option, error)
+	// MaxDownloadBytes bounds the layers' sizes together, MaxTotalBytes
+	// the files written from them (--max-catalog-bytes).
 	MaxDownloadBytes() int64
+	MaxTotalBytes() int64
 }
 
 // Client publishes and downloads prebuilt indexes.

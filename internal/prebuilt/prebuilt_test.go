@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +17,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/jmoiron/sqlx"
 
@@ -101,10 +104,11 @@ func (e *env) publish(t *testing.T, edit func(t *testing.T, path string)) prebui
 func (e *env) take(t *testing.T) (index.Info, error) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "taken.db")
-	if err := e.client.Download(context.Background(), e.ref, path); err != nil {
+	sums, err := e.client.Download(context.Background(), e.ref, path)
+	if err != nil {
 		return index.Info{}, err
 	}
-	return index.Adopt(context.Background(), path, e.ref, time.Now())
+	return index.Adopt(context.Background(), path, e.ref, time.Now(), sums)
 }
 
 // TestPublishAndTake: an index published to a registry with the
@@ -116,12 +120,15 @@ func TestPublishAndTake(t *testing.T) {
 		t.Run(map[bool]string{true: "referrers API", false: "fallback tag"}[referrers], func(t *testing.T) {
 			e := newEnv(t, referrers, prebuilt.Options{Version: "v-test"})
 			built := e.build(t, "")
-			if _, err := e.client.Publish(context.Background(), e.ref, built); err != nil {
+			p, err := e.client.Publish(context.Background(), e.ref, built)
+			if err != nil {
 				t.Fatal(err)
 			}
+			checkStorage(t, built, manifestOf(t, p.Ref))
 			e.reg.Reset()
 			path := filepath.Join(t.TempDir(), "taken.db")
-			if err := e.client.Download(context.Background(), e.ref, path); err != nil {
+			sums, err := e.client.Download(context.Background(), e.ref, path)
+			if err != nil {
 				t.Fatal(err)
 			}
 			// The files are the ones built, byte for byte.
@@ -143,7 +150,7 @@ func TestPublishAndTake(t *testing.T) {
 			if !askedReferrers || askedTag != !referrers {
 				t.Errorf("asked the referrers API: %v, the fallback tag: %v; want true, %v", askedReferrers, askedTag, !referrers)
 			}
-			info, err := index.Adopt(context.Background(), path, e.ref, time.Now())
+			info, err := index.Adopt(context.Background(), path, e.ref, time.Now(), sums)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -152,6 +159,52 @@ func TestPublishAndTake(t *testing.T) {
 			}
 		})
 	}
+}
+
+// checkStorage checks how m stores each file of the index at built: the
+// database and the content segments, which zstd makes far smaller,
+// compressed, with their files' sizes recorded; the gzip copy's
+// segments, deflate data already, as they are; the segment list either
+// way.
+func checkStorage(t *testing.T, built string, m *v1.Manifest) {
+	t.Helper()
+	for _, l := range m.Layers {
+		title := l.Annotations["org.opencontainers.image.title"]
+		file := built
+		if title != "index.db" {
+			file = filepath.Join(index.ContentDir(built), strings.TrimPrefix(title, "content/"))
+		}
+		fi, err := os.Stat(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		compressed := strings.HasSuffix(string(l.MediaType), prebuilt.ZstdSuffix)
+		wantCompressed := title == "index.db" || strings.HasSuffix(title, ".all")
+		switch {
+		case compressed != wantCompressed && title != "content/segments.json":
+			t.Errorf("layer %s has media type %s; want it compressed: %v", title, l.MediaType, wantCompressed)
+		case compressed && l.Annotations[prebuilt.AnnotationSize] != fmt.Sprint(fi.Size()):
+			t.Errorf("layer %s records size %q; its file has %d bytes", title, l.Annotations[prebuilt.AnnotationSize], fi.Size())
+		case compressed && l.Size > fi.Size()-fi.Size()/8:
+			t.Errorf("layer %s is %d bytes, its file %d: not worth compressing", title, l.Size, fi.Size())
+		case !compressed && l.Size != fi.Size():
+			t.Errorf("layer %s is %d bytes, its file %d", title, l.Size, fi.Size())
+		}
+	}
+}
+
+// manifestOf fetches the manifest at ref.
+func manifestOf(t *testing.T, ref string) *v1.Manifest {
+	t.Helper()
+	desc, err := remote.Get(mustDigest(t, ref))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m v1.Manifest
+	if err := json.Unmarshal(desc.Manifest, &m); err != nil {
+		t.Fatal(err)
+	}
+	return &m
 }
 
 func sameFile(t *testing.T, want, got string) {
@@ -201,6 +254,8 @@ func TestRefused(t *testing.T) {
 		// manifest changes the published manifest.
 		files    func(t *testing.T, path string)
 		manifest func(m *v1.Manifest)
+		// blob pushes a blob and changes the manifest to hold it.
+		blob func(t *testing.T, e *env, m *v1.Manifest)
 		// build, when set, indexes the catalog as if it were this digest.
 		build      string
 		wantReason string
@@ -234,6 +289,28 @@ func TestRefused(t *testing.T) {
 			wantReason: "refused", wantErr: "its subject is not the catalog"},
 		{name: "oversized layer", manifest: func(m *v1.Manifest) { m.Layers[0].Size = 1 << 40 },
 			wantReason: "refused", wantErr: "download limit"},
+		{name: "compressed layer larger than its recorded size", manifest: func(m *v1.Manifest) {
+			l := compressedLayer(m, ".all")
+			l.Annotations[prebuilt.AnnotationSize] = fmt.Sprint(recordedSize(l) - 1)
+		}, wantReason: "refused", wantErr: "comes to more than"},
+		{name: "compressed layer smaller than its recorded size", manifest: func(m *v1.Manifest) {
+			l := compressedLayer(m, ".all")
+			l.Annotations[prebuilt.AnnotationSize] = fmt.Sprint(recordedSize(l) + 1)
+		}, wantReason: "refused", wantErr: "not the"},
+		{name: "recorded sizes beyond --max-catalog-bytes", manifest: func(m *v1.Manifest) {
+			compressedLayer(m, ".all").Annotations[prebuilt.AnnotationSize] = fmt.Sprint(int64(1 << 40))
+		}, wantReason: "refused", wantErr: "twice --max-catalog-bytes"},
+		{name: "compressed layer without its size", manifest: func(m *v1.Manifest) {
+			delete(compressedLayer(m, "index.db").Annotations, prebuilt.AnnotationSize)
+		}, wantReason: "refused", wantErr: "not the size of its file"},
+		{name: "compressed layer not zstd", blob: func(t *testing.T, e *env, m *v1.Manifest) {
+			// Its own bytes, stored as if compressed: the database, whose
+			// digest the registry holds.
+			l := compressedLayer(m, "index.db")
+			plain := []byte("SQLite format 3\x00 not zstd data")
+			replaceBlob(t, e, l, plain)
+			l.Annotations[prebuilt.AnnotationSize] = fmt.Sprint(len(plain))
+		}, wantReason: "refused", wantErr: "decompress"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			// Without the referrers API, so that the fallback tag can
@@ -247,8 +324,11 @@ func TestRefused(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if tc.manifest != nil {
+			switch {
+			case tc.manifest != nil:
 				replaceManifest(t, e, p.Ref, tc.manifest)
+			case tc.blob != nil:
+				replaceManifest(t, e, p.Ref, func(m *v1.Manifest) { tc.blob(t, e, m) })
 			}
 			_, err = e.take(t)
 			if err == nil {
@@ -259,6 +339,65 @@ func TestRefused(t *testing.T) {
 				t.Errorf("error %q (reason %s); want reason %s and %q in it", err, got, tc.wantReason, tc.wantErr)
 			}
 		})
+	}
+}
+
+// TestTamperedInTransit: a compressed layer whose bytes are not the
+// ones its digest names, as the registry serves them, is not taken,
+// whether its bytes still decompress or not.
+func TestTamperedInTransit(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		tamper func(b []byte) []byte
+	}{
+		{"a byte flipped", func(b []byte) []byte { b[len(b)/2] ^= 0x40; return b }},
+		{"cut short", func(b []byte) []byte { return b[:len(b)-1] }},
+		{"a byte more", func(b []byte) []byte { return append(b, 0) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, true, prebuilt.Options{})
+			p := e.publish(t, nil)
+			l := compressedLayer(manifestOf(t, p.Ref), ".all")
+			blob := fetchBlob(t, e, l.Digest)
+			tampered := tc.tamper(bytes.Clone(blob))
+			e.reg.Intercept(func(w http.ResponseWriter, req *http.Request) bool {
+				if req.Method != http.MethodGet || !strings.HasSuffix(req.URL.Path, "/blobs/"+l.Digest.String()) {
+					return false
+				}
+				w.Write(tampered)
+				return true
+			})
+			_, err := e.take(t)
+			if err == nil {
+				t.Fatal("the tampered layer was taken")
+			}
+			t.Logf("refused: %v", err)
+			if got := prebuilt.Reason(err); got != "refused" && got != "failed" {
+				t.Errorf("reason %s; want refused or failed", got)
+			}
+		})
+	}
+}
+
+// TestOtherFormatIgnored: an artifact of another format (artifact type)
+// than this binary's is not downloaded, as if none were published: a
+// reader never reads a format it does not know, and builds.
+func TestOtherFormatIgnored(t *testing.T) {
+	const v1Type = "application/vnd.catalogd.index.v1+json"
+	e := newEnv(t, false, prebuilt.Options{})
+	p := e.publish(t, nil)
+	replaceManifest(t, e, p.Ref, func(m *v1.Manifest) {
+		m.ArtifactType, m.Config.MediaType = v1Type, v1Type
+	})
+	e.reg.Reset()
+	_, err := e.take(t)
+	if got := prebuilt.Reason(err); got != "absent" {
+		t.Errorf("with only a %s artifact: %v (reason %s); want absent", v1Type, err, got)
+	}
+	for _, r := range e.reg.Requests() {
+		if strings.Contains(r.Path, "/blobs/") {
+			t.Errorf("downloaded %s of the other format's artifact", r.Path)
+		}
 	}
 }
 
@@ -448,4 +587,48 @@ func anIndex(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// compressedLayer is the first compressed layer of m whose title ends in
+// suffix.
+func compressedLayer(m *v1.Manifest, suffix string) *v1.Descriptor {
+	for i, l := range m.Layers {
+		if strings.HasSuffix(string(l.MediaType), prebuilt.ZstdSuffix) && strings.HasSuffix(l.Annotations["org.opencontainers.image.title"], suffix) {
+			return &m.Layers[i]
+		}
+	}
+	panic("no compressed layer ends in " + suffix)
+}
+
+// recordedSize is the size l records for its file.
+func recordedSize(l *v1.Descriptor) int64 {
+	n, err := strconv.ParseInt(l.Annotations[prebuilt.AnnotationSize], 10, 64)
+	if err != nil {
+		panic(err)
+	}
+	return n
+}
+
+// replaceBlob pushes data to the catalog's repository and makes l name it.
+func replaceBlob(t *testing.T, e *env, l *v1.Descriptor, data []byte) {
+	t.Helper()
+	layer := static.NewLayer(data, l.MediaType)
+	if err := remote.WriteLayer(mustDigest(t, e.ref).Context(), layer); err != nil {
+		t.Fatal(err)
+	}
+	h, err := layer.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Digest, l.Size = h, int64(len(data))
+}
+
+// fetchBlob is the blob of the catalog's repository at d.
+func fetchBlob(t *testing.T, e *env, d v1.Hash) []byte {
+	t.Helper()
+	l, err := remote.Layer(mustDigest(t, e.ref).Context().Digest(d.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return registrytest.LayerBytes(t, l)
 }

@@ -10,10 +10,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+	"github.com/klauspost/compress/zstd"
 
 	"github.com/catalogd/catalogd/internal/index"
 )
@@ -36,8 +38,10 @@ type config struct {
 
 // Publish pushes the index version at indexPath (index.Files), built
 // from the catalog at ref (repository@digest), to the catalog's
-// repository as an artifact referring to the catalog. The artifact is the
-// same bytes for the same index files, and blobs the registry holds
+// repository as an artifact referring to the catalog; the files it
+// compresses are compressed into temporary files first, which it removes.
+// The artifact is the same bytes for the same index files, and blobs the
+// registry holds
 // already are not uploaded again (go-containerregistry asks first), so
 // publishing again pushes at most the manifest the registry already has.
 // The caller builds the index as a replica would, with a fixed build
@@ -51,7 +55,12 @@ func (c *Client) Publish(ctx context.Context, ref, indexPath string) (Published,
 	if err != nil {
 		return Published{}, fmt.Errorf("publish prebuilt index: read catalog manifest %s: %w", d, err)
 	}
-	layers, err := indexLayers(indexPath)
+	tmp, err := os.MkdirTemp("", "catalogd-publish-")
+	if err != nil {
+		return Published{}, fmt.Errorf("publish prebuilt index: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	layers, err := indexLayers(indexPath, tmp)
 	if err != nil {
 		return Published{}, fmt.Errorf("publish prebuilt index: %w", err)
 	}
@@ -74,8 +83,12 @@ func (c *Client) Publish(ctx context.Context, ref, indexPath string) (Published,
 	}
 	var total int64
 	for _, l := range layers {
-		m.Layers = append(m.Layers, v1.Descriptor{MediaType: l.mediaType, Size: l.size, Digest: l.digest,
-			Annotations: map[string]string{annotationTitle: l.title}})
+		desc := v1.Descriptor{MediaType: l.mediaType, Size: l.size, Digest: l.digest,
+			Annotations: map[string]string{annotationTitle: l.title}}
+		if l.fileSize != l.size {
+			desc.Annotations[AnnotationSize] = strconv.FormatInt(l.fileSize, 10)
+		}
+		m.Layers = append(m.Layers, desc)
 		total += l.size
 	}
 	for _, l := range append([]*fileBlob{cfg}, layers...) {
@@ -96,19 +109,26 @@ func (c *Client) Publish(ctx context.Context, ref, indexPath string) (Published,
 }
 
 // indexLayers are the files of the index version at path, the database
-// first, then the content directory's files by name.
-func indexLayers(path string) ([]*fileBlob, error) {
+// first, then the content directory's files by name, each compressed
+// into a file in tmp when that pays (newFileBlob).
+func indexLayers(path, tmp string) ([]*fileBlob, error) {
 	names, err := index.ContentFiles(path)
 	if err != nil {
 		return nil, err
 	}
-	db, err := newFileBlob(path, databaseTitle, DatabaseMediaType)
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderConcurrency(1),
+		zstd.WithWindowSize(zstdWindow), zstd.WithEncoderCRC(false))
+	if err != nil {
+		return nil, err
+	}
+	defer enc.Close()
+	db, err := newFileBlob(enc, path, filepath.Join(tmp, databaseTitle), databaseTitle, DatabaseMediaType)
 	if err != nil {
 		return nil, err
 	}
 	out := []*fileBlob{db}
 	for _, n := range names {
-		b, err := newFileBlob(filepath.Join(index.ContentDir(path), n), contentPrefix+n, ContentMediaType)
+		b, err := newFileBlob(enc, filepath.Join(index.ContentDir(path), n), filepath.Join(tmp, n), contentPrefix+n, ContentMediaType)
 		if err != nil {
 			return nil, err
 		}
@@ -117,37 +137,78 @@ func indexLayers(path string) ([]*fileBlob, error) {
 	return out, nil
 }
 
+// zstdWindow is the window of the compressed layers. Small, because the
+// window's history is what the decompressor keeps hot: measured on the
+// 1.3 GB catalog of CRD objects, decompressing and writing its content
+// took 0.84 CPU-seconds at 512 KiB, 1.0 at 1 MiB and 1.3 at 8 MiB (zstd's
+// default), for 104, 104 and 79 MB of download.
+const zstdWindow = 512 << 10
+
+// zstdMaxWindow is the largest window Download decompresses, which bounds
+// the memory each decompressor takes (twice its window).
+const zstdMaxWindow = 8 << 20
+
 // fileBlob is one blob of the artifact, a file read when it is uploaded
 // (or bytes in memory, the config), as the v1.Layer that
 // remote.WriteLayer takes: stored as it is, so its compressed and
-// uncompressed forms are the same bytes.
+// uncompressed forms are the same bytes (a file compressed with zstd is
+// another file, read as it is too). fileSize is the size of the index's
+// file it holds.
 type fileBlob struct {
 	path, title string
 	data        []byte
 	mediaType   types.MediaType
 	size        int64
 	digest      v1.Hash
+	fileSize    int64
 }
 
 func newBlob(data []byte, mediaType types.MediaType) *fileBlob {
 	sum := sha256.Sum256(data)
-	return &fileBlob{title: "config", data: data, mediaType: mediaType, size: int64(len(data)),
+	return &fileBlob{title: "config", data: data, mediaType: mediaType, size: int64(len(data)), fileSize: int64(len(data)),
 		digest: v1.Hash{Algorithm: "sha256", Hex: hex.EncodeToString(sum[:])}}
 }
 
-func newFileBlob(path, title string, mediaType types.MediaType) (*fileBlob, error) {
+// newFileBlob is the blob of the index's file at path, compressed by enc
+// into the file compressed (the blob, media type mediaType+ZstdSuffix)
+// when that makes it at least an eighth smaller: zstd at its default
+// level makes catalog JSON and its database about a tenth of their size,
+// and the gzip copy's segments, deflate data already, no smaller, which
+// are then stored as they are. Each file is read once, and compressed
+// the same way each time, so the blobs are the same bytes each time.
+func newFileBlob(enc *zstd.Encoder, path, compressed, title string, mediaType types.MediaType) (*fileBlob, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	h := sha256.New()
-	n, err := io.Copy(h, f)
+	z, err := os.Create(compressed)
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", title, err)
+		return nil, err
 	}
-	return &fileBlob{path: path, title: title, mediaType: mediaType, size: n,
-		digest: v1.Hash{Algorithm: "sha256", Hex: hex.EncodeToString(h.Sum(nil))}}, nil
+	defer z.Close()
+	plain, zsum := sha256.New(), sha256.New()
+	enc.Reset(io.MultiWriter(z, zsum))
+	n, err := io.Copy(enc, io.TeeReader(f, plain))
+	if err == nil {
+		err = enc.Close()
+	}
+	var zn int64
+	if err == nil {
+		zn, err = z.Seek(0, io.SeekCurrent)
+	}
+	if err == nil {
+		err = z.Close()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("compress %s: %w", title, err)
+	}
+	if zn > n-n/8 {
+		return &fileBlob{path: path, title: title, mediaType: mediaType, size: n, fileSize: n,
+			digest: v1.Hash{Algorithm: "sha256", Hex: hex.EncodeToString(plain.Sum(nil))}}, nil
+	}
+	return &fileBlob{path: compressed, title: title, mediaType: mediaType + ZstdSuffix, size: zn, fileSize: n,
+		digest: v1.Hash{Algorithm: "sha256", Hex: hex.EncodeToString(zsum.Sum(nil))}}, nil
 }
 
 func (b *fileBlob) Digest() (v1.Hash, error)             { return b.digest, nil }

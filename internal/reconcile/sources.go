@@ -14,6 +14,7 @@ import (
 
 	catalogdv1 "github.com/catalogd/catalogd/api/v1"
 	"github.com/catalogd/catalogd/internal/catalogsync"
+	"github.com/catalogd/catalogd/internal/index"
 	"github.com/catalogd/catalogd/internal/source"
 )
 
@@ -79,7 +80,7 @@ func (f sourceFetcher) Fetch(ctx context.Context, skip func(string) bool) (catal
 // credentials, where it has one (catalogsync.PrebuiltSource: an image);
 // none otherwise. Credentials that cannot be read leave it to Fetch to
 // fail on them.
-func (f sourceFetcher) PrebuiltIndex(ctx context.Context) (string, func(context.Context, string) error, error) {
+func (f sourceFetcher) PrebuiltIndex(ctx context.Context) (string, func(context.Context, string) (index.ContentSums, error), error) {
 	creds, err := f.sources.credentials(ctx, f.refs)
 	if err != nil {
 		return "", nil, nil

@@ -4,7 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"maps"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -30,11 +34,28 @@ func TestAdopt(t *testing.T) {
 		return fsys
 	}
 	// elsewhere builds tiny's content of n bundles into path as the
-	// content of digest, as a publisher would.
-	elsewhere := func(n int, d string) func(context.Context, string) error {
-		return func(ctx context.Context, path string) error {
-			_, err := index.Build(ctx, path, index.Content{FS: catalog(n), Ref: repo + "@" + d, Digest: d}, time.Unix(0, 0))
-			return err
+	// content of digest, as a publisher would, and returns the CRC-32s of
+	// its content files, as a download takes them, each changed by edit
+	// when it is given.
+	elsewhere := func(n int, d string, edit func(index.ContentSums)) func(context.Context, string) (index.ContentSums, error) {
+		return func(ctx context.Context, path string) (index.ContentSums, error) {
+			if _, err := index.Build(ctx, path, index.Content{FS: catalog(n), Ref: repo + "@" + d, Digest: d}, time.Unix(0, 0)); err != nil {
+				return nil, err
+			}
+			sums, err := contentSums(path)
+			if err == nil && edit != nil {
+				edit(sums)
+			}
+			return sums, err
+		}
+	}
+	// wrongCRC changes the CRC-32 of a content segment.
+	wrongCRC := func(sums index.ContentSums) {
+		for name := range sums {
+			if strings.HasSuffix(name, ".all") {
+				sums[name]++
+				return
+			}
 		}
 	}
 	s, dir := newTestStore(t)
@@ -43,11 +64,13 @@ func TestAdopt(t *testing.T) {
 
 	for _, tc := range []struct {
 		name string
-		fill func(context.Context, string) error
+		fill func(context.Context, string) (index.ContentSums, error)
 		want error
 	}{
-		{name: "download fails", fill: func(context.Context, string) error { return errors.New("registry gone") }},
-		{name: "index of other content", fill: elsewhere(2, digest(3)), want: index.ErrRefused},
+		{name: "download fails", fill: func(context.Context, string) (index.ContentSums, error) { return nil, errors.New("registry gone") }},
+		{name: "index of other content", fill: elsewhere(2, digest(3), nil), want: index.ErrRefused},
+		{name: "content not as its list records", fill: elsewhere(2, digest(2), wrongCRC), want: index.ErrRefused},
+		{name: "content without its CRC-32s", fill: elsewhere(2, digest(2), func(sums index.ContentSums) { clear(sums) }), want: index.ErrRefused},
 	} {
 		_, adopted, err := s.Adopt(ctx, "tiny", repo+"@"+digest(2), tc.fill)
 		if err == nil || adopted || (tc.want != nil && !errors.Is(err, tc.want)) {
@@ -61,7 +84,7 @@ func TestAdopt(t *testing.T) {
 		}
 	}
 
-	info, adopted, err := s.Adopt(ctx, "tiny", repo+"@"+digest(2), elsewhere(2, digest(2)))
+	info, adopted, err := s.Adopt(ctx, "tiny", repo+"@"+digest(2), elsewhere(2, digest(2), nil))
 	if err != nil || !adopted {
 		t.Fatalf("adopt: %v, %v", adopted, err)
 	}
@@ -76,7 +99,7 @@ func TestAdopt(t *testing.T) {
 		t.Errorf("serving %d bundles; want the adopted index's %d", n, 2+4*3)
 	}
 	snap.Release()
-	if _, adopted, err := s.Adopt(ctx, "tiny", repo+"@"+digest(2), elsewhere(2, digest(2))); err != nil || adopted {
+	if _, adopted, err := s.Adopt(ctx, "tiny", repo+"@"+digest(2), elsewhere(2, digest(2), nil)); err != nil || adopted {
 		t.Errorf("adopting the live digest again: %v, %v; want nothing done", adopted, err)
 	}
 
@@ -87,4 +110,22 @@ func TestAdopt(t *testing.T) {
 	if stats.Build.Mode != index.ModeIncremental {
 		t.Errorf("the build after an adopted index: %+v; want incremental from it", stats.Build)
 	}
+}
+
+// contentSums are the CRC-32s of the content files of the index at path,
+// read back.
+func contentSums(path string) (index.ContentSums, error) {
+	names, err := index.ContentFiles(path)
+	if err != nil {
+		return nil, err
+	}
+	sums := index.ContentSums{}
+	for _, n := range names {
+		b, err := os.ReadFile(filepath.Join(index.ContentDir(path), n))
+		if err != nil {
+			return nil, err
+		}
+		sums[n] = crc32.ChecksumIEEE(b)
+	}
+	return sums, nil
 }

@@ -501,13 +501,14 @@ func (s *Store) Update(ctx context.Context, catalog string, src index.Content) (
 
 // Adopt makes an index catalog's live one that this process did not
 // build: fill writes one into the path it is given (the database, and its
-// content directory, index.Files), as a prebuilt index is downloaded, and
-// index.Adopt checks it against ref (repository@digest) before it is
+// content directory, index.Files), as a prebuilt index is downloaded,
+// returning the CRC-32s of the content files it took as it wrote them,
+// and index.Adopt checks it against ref (repository@digest) before it is
 // swapped in as Update swaps in a build. When the live index already has
 // ref's digest it does nothing and reports adopted=false. On any error,
 // fill's or a check's, the live index keeps answering and the files are
 // removed; the error says why (index.ErrRefused for a failed check).
-func (s *Store) Adopt(ctx context.Context, catalog, ref string, fill func(ctx context.Context, path string) error) (info Info, adopted bool, err error) {
+func (s *Store) Adopt(ctx context.Context, catalog, ref string, fill func(ctx context.Context, path string) (index.ContentSums, error)) (info Info, adopted bool, err error) {
 	_, digest, _ := strings.Cut(ref, "@")
 	if digest == "" {
 		return Info{}, false, fmt.Errorf("adopt index of catalog %q: reference %q has no digest", catalog, ref)
@@ -523,11 +524,12 @@ func (s *Store) Adopt(ctx context.Context, catalog, ref string, fill func(ctx co
 	}
 	tmp := filepath.Join(cdir, buildPrefix+randomSuffix()+".db")
 	start := s.now()
-	if err := fill(ctx, tmp); err != nil {
+	sums, err := fill(ctx, tmp)
+	if err != nil {
 		index.RemoveFiles(tmp)
 		return Info{}, false, fmt.Errorf("adopt index of catalog %q: %w", catalog, err)
 	}
-	if _, err := index.Adopt(ctx, tmp, ref, start); err != nil {
+	if _, err := index.Adopt(ctx, tmp, ref, start, sums); err != nil {
 		index.RemoveFiles(tmp)
 		return Info{}, false, fmt.Errorf("adopt index of catalog %q: %w", catalog, err)
 	}

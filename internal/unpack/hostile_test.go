@@ -438,16 +438,7 @@ func TestUnpackRegistryStalls(t *testing.T) {
 			t.Fatal(err)
 		}
 		ls, _ := img.Layers()
-		rc, err := ls[0].Compressed()
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer rc.Close()
-		b, err := io.ReadAll(rc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
+		return registrytest.LayerBytes(t, ls[0])
 	}()
 
 	tests := []struct {

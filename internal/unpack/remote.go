@@ -26,3 +26,8 @@ func (u *Unpacker) Remote(ctx context.Context, ref string) (name.Reference, []re
 // MaxDownloadBytes is the bound on the bytes one pull may download
 // (Options.MaxDownloadBytes), for downloads made with Remote's options.
 func (u *Unpacker) MaxDownloadBytes() int64 { return u.maxDownload }
+
+// MaxTotalBytes is the bound on the bytes of files one fetched catalog
+// may write (Options.MaxTotalBytes), for files written from downloads made
+// with Remote's options.
+func (u *Unpacker) MaxTotalBytes() int64 { return u.maxBytes }

@@ -328,6 +328,21 @@ func Blobs(t testing.TB, ref string) map[string]int64 {
 	return out
 }
 
+// LayerBytes reads the blob of l, as the registry stores it.
+func LayerBytes(t testing.TB, l v1.Layer) []byte {
+	t.Helper()
+	rc, err := l.Compressed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 // BlobDigest is the digest a blob request's path names, or "" for a path
 // that is not a blob's.
 func BlobDigest(path string) string {
