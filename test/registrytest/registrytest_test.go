@@ -35,6 +35,29 @@ func TestPushCatalogIsDeterministic(t *testing.T) {
 	}
 }
 
+// A catalog given as a symbolic link to its directory is pushed as the
+// directory: the same digest, not an image of the link alone.
+func TestPushCatalogFollowsALinkedRoot(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "catalog")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "catalog.json"), []byte(`{"schema":"olm.package","name":"a"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(root, "link")
+	if err := os.Symlink(dir, link); err != nil {
+		t.Fatal(err)
+	}
+	host := registrytest.Start(t)
+	direct := registrytest.PushCatalog(t, host, "catalogs/a:direct", dir, registrytest.PushOptions{})
+	linked := registrytest.PushCatalog(t, host, "catalogs/a:linked", link, registrytest.PushOptions{})
+	if direct[strings.Index(direct, "@"):] != linked[strings.Index(linked, "@"):] {
+		t.Errorf("the catalog pushed through a link is %s, directly %s", linked, direct)
+	}
+}
+
 func TestCounts(t *testing.T) {
 	reg := registrytest.New(t)
 	ref := registrytest.PushCatalog(t, reg.Host, "catalogs/a:v1", "", registrytest.PushOptions{})
