@@ -9,10 +9,13 @@ import (
 	"github.com/catalogd/catalogd/internal/declcfg"
 )
 
-// scanBundle decodes a bundle blob in one pass, without copying: property
+// ScanBundle decodes a bundle blob in one pass, without copying: property
 // values are slices of blob, and starts says where each one begins. Bundle
 // blobs are most of a catalog's bytes, and encoding/json would read each
-// twice (once to check it, once to decode) and copy every value.
+// twice (once to check it, once to decode) and copy every value. The walk
+// decodes every bundle with it, and query reads a bundle's properties
+// from its blob in the index's content with it: the blob there is the one
+// the walk gave, so the values are the ones the index recorded.
 //
 // It relies on blob being declcfg.Meta's encoding (compact JSON with sorted
 // keys, which encoding/json wrote and so is valid) and handles only the
@@ -21,7 +24,7 @@ import (
 // For anything else (a key encoding/json would match case-insensitively, a
 // null, a number where a string belongs) it returns ok == false, and the
 // caller decodes with encoding/json, which gives the answer or the error.
-func scanBundle(blob []byte) (b *declcfg.Bundle, starts []int, ok bool) {
+func ScanBundle(blob []byte) (b *declcfg.Bundle, starts []int, ok bool) {
 	s := scanner{buf: bytes.TrimSuffix(blob, []byte("\n"))}
 	b = &declcfg.Bundle{}
 	ok = s.object(func(key []byte) bool {

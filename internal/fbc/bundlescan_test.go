@@ -27,23 +27,23 @@ func metaBlob(t testing.TB, doc string) ([]byte, bool) {
 	return m.Blob, true
 }
 
-// compareScanBundle compares scanBundle with encoding/json on one blob:
+// compareScanBundle compares ScanBundle with encoding/json on one blob:
 // where the scanner answers, its bundle must be the one encoding/json
 // decodes, and each value start must point at that value's bytes. It
 // returns an error rather than failing the test, because catalog walks call
 // it from goroutines of their own.
 func compareScanBundle(blob []byte) (scanned bool, err error) {
-	got, starts, ok := scanBundle(blob)
+	got, starts, ok := ScanBundle(blob)
 	var want declcfg.Bundle
 	wantErr := json.Unmarshal(blob, &want)
 	if !ok {
 		return false, nil
 	}
 	if wantErr != nil {
-		return true, fmt.Errorf("scanBundle accepted a blob encoding/json rejects (%v): %s", wantErr, blob)
+		return true, fmt.Errorf("ScanBundle accepted a blob encoding/json rejects (%v): %s", wantErr, blob)
 	}
 	if !reflect.DeepEqual(*got, want) {
-		return true, fmt.Errorf("scanBundle(%s)\n got %+v\nwant %+v", blob, *got, want)
+		return true, fmt.Errorf("ScanBundle(%s)\n got %+v\nwant %+v", blob, *got, want)
 	}
 	if len(starts) != len(got.Properties) {
 		return true, fmt.Errorf("%d value starts for %d properties", len(starts), len(got.Properties))
@@ -148,8 +148,8 @@ func TestScanBundleOutOfShape(t *testing.T) {
 		``,
 		`{"schema":"olm.bundle","name":"unterminated}`,
 	} {
-		if b, _, ok := scanBundle([]byte(doc)); ok {
-			t.Errorf("scanBundle(%q) = %+v, want it to decline", doc, b)
+		if b, _, ok := ScanBundle([]byte(doc)); ok {
+			t.Errorf("ScanBundle(%q) = %+v, want it to decline", doc, b)
 		}
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"fmt"
 
 	"github.com/jmoiron/sqlx"
+
+	"github.com/catalogd/catalogd/internal/fbc"
 )
 
 // The reads below answer OLM v0's registry API (operator-registry's
@@ -141,14 +143,17 @@ func (c *Catalog) InChannel(ctx context.Context, pkg, channel, bundle string) (b
 // EachListedBundle calls fn with the bundle of every channel entry of the
 // catalog, ordered by channel name, then package, then bundle name (byte
 // order): the order in which OLM v0's registry lists bundles. It reads one
-// channel of one package at a time, in four queries whatever its length,
-// so that a stream of the whole catalog costs a few reads per channel
-// rather than per bundle, and holds one channel's rows at a time. The
-// values of a bundle's olm.bundle.object and olm.csv.metadata properties
-// are read only when it has no image (Value nil otherwise): the registry
-// lists a bundle with an image without its objects, and they are most of
-// a catalog's bytes. No query is open while fn runs, which may wait on a
-// slow client.
+// channel of one package at a time, in three queries whatever its length,
+// and then each bundle's blob, from which its properties are scanned (see
+// bundleProperties): a stream of the whole catalog costs a few queries per
+// channel and a read per bundle, and holds one channel's entries and one
+// blob at a time. The values of a bundle's olm.bundle.object and
+// olm.csv.metadata properties are given only when it has no image (Value
+// nil otherwise): the registry lists a bundle with an image without its
+// objects, and they are most of a catalog's bytes. Property values are
+// valid only during fn, which gets them in a buffer the next bundle is
+// read into; no query is open while fn runs, which may wait on a slow
+// client.
 func (c *Catalog) EachListedBundle(ctx context.Context, fn func(ChannelBundle) error) error {
 	var groups []struct {
 		Channel string `db:"channel"`
@@ -157,78 +162,113 @@ func (c *Catalog) EachListedBundle(ctx context.Context, fn func(ChannelBundle) e
 	if err := c.sel(ctx, &groups, `SELECT DISTINCT channel, package FROM channel_entries ORDER BY channel, package`); err != nil {
 		return fmt.Errorf("list channels: %w", err)
 	}
+	var buf []byte
 	for _, g := range groups {
-		bundles, err := c.listedChannel(ctx, g.Package, g.Channel)
-		if err != nil {
+		if err := c.eachInChannel(ctx, g.Package, g.Channel, &buf, fn); err != nil {
 			return err
-		}
-		for _, b := range bundles {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			if err := fn(b); err != nil {
-				return err
-			}
 		}
 	}
 	return nil
 }
 
-// listedChannel reads the bundles of one channel of pkg for
-// EachListedBundle, by bundle name. Its entries are read through the
-// channel's index: ordered by bundle, SQLite would rather read the whole
-// package through the (package, bundle) index than sort one channel.
-func (c *Catalog) listedChannel(ctx context.Context, pkg, channel string) ([]ChannelBundle, error) {
-	var entries []bundleEntryRow
-	if err := c.sel(ctx, &entries, `SELECT `+bundleEntryColumns+`
+// listedEntry is a channel entry as eachInChannel reads it, with its
+// bundle's row and where its blob is.
+type listedEntry struct {
+	id, bundleID                                int64
+	bundle, replaces, skipRange, version, image string
+	blob                                        Range
+}
+
+// eachInChannel calls fn with each bundle of one channel of pkg for
+// EachListedBundle, by bundle name, reading each bundle's properties into
+// *buf. Its entries are read through the channel's index: ordered by
+// bundle, SQLite would rather read the whole package through the
+// (package, bundle) index than sort one channel. Rows are scanned by hand:
+// sqlx's reflection cost more than the query.
+func (c *Catalog) eachInChannel(ctx context.Context, pkg, channel string, buf *[]byte, fn func(ChannelBundle) error) error {
+	var entries []listedEntry
+	if err := c.each(ctx, `SELECT e.id, e.bundle, e.replaces, e.skip_range, b.id, b.version, b.image, bl.offset, bl.length
 		FROM channel_entries e INDEXED BY channel_entries_channel
 		JOIN bundles b ON b.package = e.package AND b.name = e.bundle JOIN blobs bl ON bl.id = b.blob_id
-		WHERE e.package = ? AND e.channel = ? ORDER BY e.bundle`, pkg, channel); err != nil {
-		return nil, fmt.Errorf("read entries of channel %q of %q: %w", channel, pkg, err)
+		WHERE e.package = ? AND e.channel = ? ORDER BY e.bundle`, []any{pkg, channel}, func(rows *sqlx.Rows) error {
+		var e listedEntry
+		if err := rows.Scan(&e.id, &e.bundle, &e.replaces, &e.skipRange, &e.bundleID, &e.version, &e.image, &e.blob.Offset, &e.blob.Length); err != nil {
+			return err
+		}
+		entries = append(entries, e)
+		return nil
+	}); err != nil {
+		return fmt.Errorf("read entries of channel %q of %q: %w", channel, pkg, err)
 	}
 	skips, err := c.channelSkips(ctx, pkg, channel)
 	if err != nil {
-		return nil, err
-	}
-	// Scanned by hand: a channel's properties are thousands of rows, and
-	// sqlx's reflection was a third of reading them. In the entries' order,
-	// each bundle's rows come in position order already (the table's
-	// key): SQLite sorts only within a bundle, not the channel's rows.
-	props := map[int64][]propertyRow{}
-	types := map[string]string{} // each type's name once, not once per row
-	if err := c.each(ctx, `SELECT p.bundle_id, p.type, p.value, p.value_start, p.value_length
-		FROM channel_entries e INDEXED BY channel_entries_channel JOIN bundles b ON b.package = e.package AND b.name = e.bundle JOIN properties p ON p.bundle_id = b.id
-		WHERE e.package = ? AND e.channel = ? ORDER BY e.position, p.position`, []any{pkg, channel}, func(rows *sqlx.Rows) error {
-		var id int64
-		var typ sql.RawBytes
-		var r propertyRow
-		if err := rows.Scan(&id, &typ, &r.Value, &r.Start, &r.Length); err != nil {
-			return err
-		}
-		var ok bool
-		if r.Type, ok = types[string(typ)]; !ok {
-			r.Type = string(typ)
-			types[r.Type] = r.Type
-		}
-		props[id] = append(props[id], r)
-		return nil
-	}); err != nil {
-		return nil, fmt.Errorf("read properties of channel %q of %q: %w", channel, pkg, err)
+		return err
 	}
 	deprecations, err := c.bundleDeprecations(ctx, pkg)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	out := make([]ChannelBundle, 0, len(entries))
 	for _, e := range entries {
-		b := ChannelBundle{EntryRef: EntryRef{Package: e.Package, Channel: e.Channel, Bundle: e.Bundle, Replaces: e.Replaces, Skips: skips[e.ID]},
-			Version: e.Version, Image: e.Image, SkipRange: e.SkipRange, Deprecation: deprecations[e.Bundle]}
-		if b.Properties, err = c.propertyValues(e.Bundle, e.Range, props[e.BundleID], e.Image != ""); err != nil {
-			return nil, err
+		if err := ctx.Err(); err != nil {
+			return err
 		}
-		out = append(out, b)
+		b := ChannelBundle{EntryRef: EntryRef{Package: pkg, Channel: channel, Bundle: e.bundle, Replaces: e.replaces, Skips: skips[e.id]},
+			Version: e.version, Image: e.image, SkipRange: e.skipRange, Deprecation: deprecations[e.bundle]}
+		if b.Properties, *buf, err = c.bundleProperties(ctx, *buf, e.bundleID, e.bundle, e.blob, e.image != ""); err != nil {
+			return err
+		}
+		if err := fn(b); err != nil {
+			return err
+		}
+		if cap(*buf) > smallBlob {
+			// A bundle's objects: not kept for the next bundle.
+			*buf = nil
+		}
 	}
-	return out, nil
+	return nil
+}
+
+// smallBlob is the size of blob read whole even when its objects are not
+// wanted: one read rather than one per property.
+const smallBlob = 64 << 10
+
+// nullValue is the value of a property the catalog gave none, as the
+// properties table holds it.
+var nullValue = json.RawMessage("null")
+
+// bundleProperties returns the properties of the bundle of id and name,
+// whose blob is at where, in the catalog's order. With withoutObjects,
+// the values of olm.bundle.object and olm.csv.metadata are left nil. The
+// blob is read whole into buf (grown as needed; returned either way) and
+// its properties scanned from it as the walk scanned them when it was
+// indexed, the values slices of buf: one read and no query. A blob larger
+// than smallBlob whose objects are not wanted is not read whole; its
+// properties table says where each other value is, read alone. So does it
+// for a blob the scanner declines (the walk decoded those with
+// encoding/json).
+func (c *Catalog) bundleProperties(ctx context.Context, buf []byte, id int64, name string, where Range, withoutObjects bool) ([]Property, []byte, error) {
+	if !withoutObjects || where.Length <= smallBlob {
+		blob, err := c.readInto(buf, where)
+		if err != nil {
+			return nil, buf, fmt.Errorf("read blob of %q: %w", name, err)
+		}
+		buf = blob
+		if b, _, ok := fbc.ScanBundle(blob); ok {
+			out := make([]Property, len(b.Properties))
+			for i, p := range b.Properties {
+				out[i] = Property{Type: p.Type, Value: p.Value}
+				switch {
+				case withoutObjects && (p.Type == "olm.bundle.object" || p.Type == "olm.csv.metadata"):
+					out[i].Value = nil
+				case len(p.Value) == 0:
+					out[i].Value = nullValue
+				}
+			}
+			return out, buf, nil
+		}
+	}
+	props, err := c.properties(ctx, id, name, where, withoutObjects)
+	return props, buf, err
 }
 
 // propertyRow is a row of the properties table.
@@ -238,10 +278,6 @@ type propertyRow struct {
 	Start  sql.NullInt64  `db:"value_start"`
 	Length sql.NullInt64  `db:"value_length"`
 }
-
-// smallBlob is the size of blob read whole even when its objects are not
-// wanted: one read rather than one per property.
-const smallBlob = 64 << 10
 
 // propertyValues reads the values of a bundle's properties from its blob,
 // at where in the content: the whole blob, or, with withoutObjects and a
@@ -285,12 +321,19 @@ func (c *Catalog) propertyValues(name string, where Range, rows []propertyRow, w
 
 // ChannelBundle returns the named bundle as the named channel of pkg lists
 // it, or an error wrapping ErrNotFound when the channel does not list it.
-// Property values are byte ranges of the bundle's blob, read once. The
-// bundle's related images are left to RelatedImages: only a CSV made from
-// olm.csv.metadata needs them.
+// One query reads the entry, its skips, the bundle's row and deprecation
+// and where its blob is; the blob is then read once, its properties
+// scanned from it (bundleProperties). The bundle's related images are left
+// to RelatedImages: only a CSV made from olm.csv.metadata needs them.
 func (c *Catalog) ChannelBundle(ctx context.Context, pkg, channel, name string) (ChannelBundle, error) {
-	var e bundleEntryRow
-	err := c.get(ctx, &e, `SELECT `+bundleEntryColumns+`
+	var e struct {
+		bundleEntryRow
+		Skips       string `db:"skips"`
+		Deprecation string `db:"deprecation"`
+	}
+	err := c.get(ctx, &e, `SELECT `+bundleEntryColumns+`,
+		(SELECT json_group_array(s.skip ORDER BY s.rowid) FROM channel_entry_skips s WHERE s.entry_id = e.id) AS skips,
+		coalesce((SELECT d.message FROM deprecations d WHERE d.package = e.package AND d.schema = 'olm.bundle' AND d.name = e.bundle LIMIT 1), '') AS deprecation
 		FROM channel_entries e JOIN bundles b ON b.package = e.package AND b.name = e.bundle JOIN blobs bl ON bl.id = b.blob_id
 		WHERE e.package = ? AND e.bundle = ? AND e.channel = ? LIMIT 1`, pkg, name, channel)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -299,15 +342,14 @@ func (c *Catalog) ChannelBundle(ctx context.Context, pkg, channel, name string) 
 	if err != nil {
 		return ChannelBundle{}, fmt.Errorf("read entry %q of channel %q: %w", name, channel, err)
 	}
-	refs, err := c.withSkips(ctx, []entryRow{e.entryRow})
-	if err != nil {
-		return ChannelBundle{}, err
+	out := ChannelBundle{EntryRef: EntryRef{Package: e.Package, Channel: e.Channel, Bundle: e.Bundle, Replaces: e.Replaces},
+		Version: e.Version, Image: e.Image, SkipRange: e.SkipRange, Deprecation: e.Deprecation}
+	if e.Skips != "[]" {
+		if err := json.Unmarshal([]byte(e.Skips), &out.Skips); err != nil {
+			return ChannelBundle{}, fmt.Errorf("read skips of %q in channel %q: %w", name, channel, err)
+		}
 	}
-	out := ChannelBundle{EntryRef: refs[0], Version: e.Version, Image: e.Image, SkipRange: e.SkipRange}
-	if out.Properties, err = c.properties(ctx, e.BundleID, name, e.Range); err != nil {
-		return ChannelBundle{}, err
-	}
-	if out.Deprecation, err = c.Deprecation(ctx, pkg, "olm.bundle", name); err != nil {
+	if out.Properties, _, err = c.bundleProperties(ctx, nil, e.BundleID, name, e.Range, false); err != nil {
 		return ChannelBundle{}, err
 	}
 	return out, nil
@@ -324,11 +366,12 @@ func (c *Catalog) RelatedImages(ctx context.Context, pkg, bundle string) ([]Rela
 }
 
 // properties reads the properties of the bundle of id and name in order,
-// their values sliced from its blob, at where in the content.
-func (c *Catalog) properties(ctx context.Context, id int64, name string, where Range) ([]Property, error) {
+// their values read from its blob, at where in the content, as
+// propertyValues reads them.
+func (c *Catalog) properties(ctx context.Context, id int64, name string, where Range, withoutObjects bool) ([]Property, error) {
 	var rows []propertyRow
 	if err := c.sel(ctx, &rows, `SELECT type, value, value_start, value_length FROM properties WHERE bundle_id = ? ORDER BY position`, id); err != nil {
 		return nil, fmt.Errorf("read properties of %q: %w", name, err)
 	}
-	return c.propertyValues(name, where, rows, false)
+	return c.propertyValues(name, where, rows, withoutObjects)
 }
