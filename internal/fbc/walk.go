@@ -10,7 +10,7 @@
 // A file whose first non-space byte (within its first 4 KiB) is '{' is a
 // JSON stream: it is cut into values by their brackets and each is encoded
 // as declcfg.Meta encodes it, in one pass (canonicalMeta), with bundles
-// decoded without copies (ScanBundle). Anything else is YAML, cut into
+// decoded without copies (scanBundle). Anything else is YAML, cut into
 // documents by lines as operator-registry cuts them and each decoded into
 // the tree the YAML parser operator-registry uses (go.yaml.in/yaml/v2)
 // gives, by blockTree where it can and by that parser where it cannot; the
@@ -707,7 +707,7 @@ func decodeValue(m *declcfg.Meta) (value any, valueStarts []int, err error) {
 	case declcfg.SchemaChannel:
 		v = &declcfg.Channel{}
 	case declcfg.SchemaBundle:
-		if b, starts, ok := ScanBundle(m.Blob); ok {
+		if b, starts, ok := scanBundle(m.Blob); ok {
 			return b, starts, nil
 		}
 		v = &declcfg.Bundle{}

@@ -145,7 +145,7 @@ func (c *Catalog) InChannel(ctx context.Context, pkg, channel, bundle string) (b
 // order): the order in which OLM v0's registry lists bundles. It reads one
 // channel of one package at a time, in three queries whatever its length,
 // and then each bundle's blob, from which its properties are scanned (see
-// bundleProperties): a stream of the whole catalog costs a few queries per
+// blobReader): a stream of the whole catalog costs a few queries per
 // channel and a read per bundle, and holds one channel's entries and one
 // blob at a time. The values of a bundle's olm.bundle.object and
 // olm.csv.metadata properties are given only when it has no image (Value
@@ -162,9 +162,9 @@ func (c *Catalog) EachListedBundle(ctx context.Context, fn func(ChannelBundle) e
 	if err := c.sel(ctx, &groups, `SELECT DISTINCT channel, package FROM channel_entries ORDER BY channel, package`); err != nil {
 		return fmt.Errorf("list channels: %w", err)
 	}
-	var buf []byte
+	var r blobReader
 	for _, g := range groups {
-		if err := c.eachInChannel(ctx, g.Package, g.Channel, &buf, fn); err != nil {
+		if err := c.eachInChannel(ctx, g.Package, g.Channel, &r, fn); err != nil {
 			return err
 		}
 	}
@@ -180,12 +180,12 @@ type listedEntry struct {
 }
 
 // eachInChannel calls fn with each bundle of one channel of pkg for
-// EachListedBundle, by bundle name, reading each bundle's properties into
-// *buf. Its entries are read through the channel's index: ordered by
+// EachListedBundle, by bundle name, reading each bundle's properties
+// with r. Its entries are read through the channel's index: ordered by
 // bundle, SQLite would rather read the whole package through the
 // (package, bundle) index than sort one channel. Rows are scanned by hand:
 // sqlx's reflection cost more than the query.
-func (c *Catalog) eachInChannel(ctx context.Context, pkg, channel string, buf *[]byte, fn func(ChannelBundle) error) error {
+func (c *Catalog) eachInChannel(ctx context.Context, pkg, channel string, r *blobReader, fn func(ChannelBundle) error) error {
 	var entries []listedEntry
 	if err := c.each(ctx, `SELECT e.id, e.bundle, e.replaces, e.skip_range, b.id, b.version, b.image, bl.offset, bl.length
 		FROM channel_entries e INDEXED BY channel_entries_channel
@@ -214,15 +214,15 @@ func (c *Catalog) eachInChannel(ctx context.Context, pkg, channel string, buf *[
 		}
 		b := ChannelBundle{EntryRef: EntryRef{Package: pkg, Channel: channel, Bundle: e.bundle, Replaces: e.replaces, Skips: skips[e.id]},
 			Version: e.version, Image: e.image, SkipRange: e.skipRange, Deprecation: deprecations[e.bundle]}
-		if b.Properties, *buf, err = c.bundleProperties(ctx, *buf, e.bundleID, e.bundle, e.blob, e.image != ""); err != nil {
+		if b.Properties, err = r.properties(ctx, c, e.bundleID, e.bundle, e.blob, e.image != ""); err != nil {
 			return err
 		}
 		if err := fn(b); err != nil {
 			return err
 		}
-		if cap(*buf) > smallBlob {
+		if cap(r.buf) > smallBlob {
 			// A bundle's objects: not kept for the next bundle.
-			*buf = nil
+			r.buf = nil
 		}
 	}
 	return nil
@@ -236,39 +236,58 @@ const smallBlob = 64 << 10
 // properties table holds it.
 var nullValue = json.RawMessage("null")
 
-// bundleProperties returns the properties of the bundle of id and name,
-// whose blob is at where, in the catalog's order. With withoutObjects,
-// the values of olm.bundle.object and olm.csv.metadata are left nil. The
-// blob is read whole into buf (grown as needed; returned either way) and
-// its properties scanned from it as the walk scanned them when it was
-// indexed, the values slices of buf: one read and no query. A blob larger
-// than smallBlob whose objects are not wanted is not read whole; its
-// properties table says where each other value is, read alone. So does it
-// for a blob the scanner declines (the walk decoded those with
-// encoding/json).
-func (c *Catalog) bundleProperties(ctx context.Context, buf []byte, id int64, name string, where Range, withoutObjects bool) ([]Property, []byte, error) {
+// blobReader reads bundles' properties from their blobs (properties):
+// into one buffer, reused from bundle to bundle, each property type's name
+// made a string once.
+type blobReader struct {
+	buf   []byte
+	types map[string]string
+}
+
+// properties returns the properties of the bundle of id and name, whose
+// blob is at where, in the catalog's order. With withoutObjects, the
+// values of olm.bundle.object and olm.csv.metadata are left nil. The blob
+// is read whole into r's buffer and its properties scanned from it as the
+// walk scanned them when it was indexed (fbc.EachProperty), the values
+// slices of the buffer, valid until the next call: one read and no query.
+// A blob larger than smallBlob whose objects are not wanted is not read
+// whole; its properties table says where each other value is, read alone.
+// So does it for a blob the scanner declines.
+func (r *blobReader) properties(ctx context.Context, c *Catalog, id int64, name string, where Range, withoutObjects bool) ([]Property, error) {
 	if !withoutObjects || where.Length <= smallBlob {
-		blob, err := c.readInto(buf, where)
+		blob, err := c.readInto(r.buf, where)
 		if err != nil {
-			return nil, buf, fmt.Errorf("read blob of %q: %w", name, err)
+			return nil, fmt.Errorf("read blob of %q: %w", name, err)
 		}
-		buf = blob
-		if b, _, ok := fbc.ScanBundle(blob); ok {
-			out := make([]Property, len(b.Properties))
-			for i, p := range b.Properties {
-				out[i] = Property{Type: p.Type, Value: p.Value}
-				switch {
-				case withoutObjects && (p.Type == "olm.bundle.object" || p.Type == "olm.csv.metadata"):
-					out[i].Value = nil
-				case len(p.Value) == 0:
-					out[i].Value = nullValue
-				}
+		r.buf = blob
+		var out []Property
+		if fbc.EachProperty(blob, func(typ, value []byte) {
+			p := Property{Type: r.typeName(typ), Value: value}
+			switch {
+			case withoutObjects && (p.Type == "olm.bundle.object" || p.Type == "olm.csv.metadata"):
+				p.Value = nil
+			case len(value) == 0:
+				p.Value = nullValue
 			}
-			return out, buf, nil
+			out = append(out, p)
+		}) {
+			return out, nil
 		}
 	}
-	props, err := c.properties(ctx, id, name, where, withoutObjects)
-	return props, buf, err
+	return c.properties(ctx, id, name, where, withoutObjects)
+}
+
+// typeName is typ as a string, made once per name.
+func (r *blobReader) typeName(typ []byte) string {
+	if t, ok := r.types[string(typ)]; ok {
+		return t
+	}
+	if r.types == nil {
+		r.types = map[string]string{}
+	}
+	t := string(typ)
+	r.types[t] = t
+	return t
 }
 
 // propertyRow is a row of the properties table.
@@ -323,7 +342,7 @@ func (c *Catalog) propertyValues(name string, where Range, rows []propertyRow, w
 // it, or an error wrapping ErrNotFound when the channel does not list it.
 // One query reads the entry, its skips, the bundle's row and deprecation
 // and where its blob is; the blob is then read once, its properties
-// scanned from it (bundleProperties). The bundle's related images are left
+// scanned from it (blobReader). The bundle's related images are left
 // to RelatedImages: only a CSV made from olm.csv.metadata needs them.
 func (c *Catalog) ChannelBundle(ctx context.Context, pkg, channel, name string) (ChannelBundle, error) {
 	var e struct {
@@ -349,7 +368,8 @@ func (c *Catalog) ChannelBundle(ctx context.Context, pkg, channel, name string) 
 			return ChannelBundle{}, fmt.Errorf("read skips of %q in channel %q: %w", name, channel, err)
 		}
 	}
-	if out.Properties, _, err = c.bundleProperties(ctx, nil, e.BundleID, name, e.Range, false); err != nil {
+	var r blobReader
+	if out.Properties, err = r.properties(ctx, c, e.BundleID, name, e.Range, false); err != nil {
 		return ChannelBundle{}, err
 	}
 	return out, nil
