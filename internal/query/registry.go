@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 
 	"github.com/jmoiron/sqlx"
@@ -46,20 +45,6 @@ type entryRow struct {
 }
 
 const entryColumns = `e.id, e.package, e.channel, e.bundle, e.replaces`
-
-// bundleEntryRow is a channel entry with its bundle's row and where its
-// blob is, as bundleEntryColumns selects them from channel entries e
-// joined to bundles b and blobs bl.
-type bundleEntryRow struct {
-	entryRow
-	SkipRange string `db:"skip_range"`
-	BundleID  int64  `db:"bundle_id"`
-	Version   string `db:"version"`
-	Image     string `db:"image"`
-	Range
-}
-
-const bundleEntryColumns = entryColumns + `, e.skip_range, b.id AS bundle_id, b.version, b.image, bl.offset, bl.length`
 
 // withSkips reads the skips of each entry, one indexed read per entry:
 // the reads that use it return a handful of entries.
@@ -171,35 +156,62 @@ func (c *Catalog) EachListedBundle(ctx context.Context, fn func(ChannelBundle) e
 	return nil
 }
 
-// listedEntry is a channel entry as eachInChannel reads it, with its
-// bundle's row and where its blob is.
-type listedEntry struct {
-	id, bundleID                                int64
-	bundle, replaces, skipRange, version, image string
-	blob                                        Range
+// registryEntry is a channel entry as the registry reads it
+// (registryEntryColumns): with its skips, its bundle's row and own
+// deprecation, and where the bundle's blob is.
+type registryEntry struct {
+	id, bundleID int64
+	ref          EntryRef
+	version      string
+	image        string
+	skipRange    string
+	deprecation  string
+	blob         Range
+}
+
+// registryEntryColumns select a registryEntry but its skips and
+// deprecation from channel entries e joined to bundles b and blobs bl
+// (scanRegistryEntry reads them).
+const registryEntryColumns = `e.id, e.package, e.channel, e.bundle, e.replaces, e.skip_range, b.id, b.version, b.image, bl.offset, bl.length`
+
+// scanRegistryEntry reads a row of registryEntryColumns, and the columns
+// after them into more, by hand: sqlx's reflection cost more than the
+// query.
+func scanRegistryEntry(rows *sqlx.Rows, more ...any) (registryEntry, error) {
+	var e registryEntry
+	return e, rows.Scan(append([]any{&e.id, &e.ref.Package, &e.ref.Channel, &e.ref.Bundle, &e.ref.Replaces, &e.skipRange, &e.bundleID,
+		&e.version, &e.image, &e.blob.Offset, &e.blob.Length}, more...)...)
+}
+
+// bundle is the bundle of e, its properties read with r (see
+// blobReader.properties).
+func (e registryEntry) bundle(ctx context.Context, c *Catalog, r *blobReader, withoutObjects bool) (ChannelBundle, error) {
+	props, err := r.properties(ctx, c, e.bundleID, e.ref.Bundle, e.blob, withoutObjects)
+	if err != nil {
+		return ChannelBundle{}, err
+	}
+	return ChannelBundle{EntryRef: e.ref, Version: e.version, Image: e.image, SkipRange: e.skipRange, Properties: props, Deprecation: e.deprecation}, nil
 }
 
 // eachInChannel calls fn with each bundle of one channel of pkg for
 // EachListedBundle, by bundle name, reading each bundle's properties
 // with r. Its entries are read through the channel's index: ordered by
 // bundle, SQLite would rather read the whole package through the
-// (package, bundle) index than sort one channel. Rows are scanned by hand:
-// sqlx's reflection cost more than the query.
+// (package, bundle) index than sort one channel.
 func (c *Catalog) eachInChannel(ctx context.Context, pkg, channel string, r *blobReader, fn func(ChannelBundle) error) error {
-	var entries []listedEntry
-	if err := c.each(ctx, `SELECT e.id, e.bundle, e.replaces, e.skip_range, b.id, b.version, b.image, bl.offset, bl.length
+	var entries []registryEntry
+	if err := c.each(ctx, `SELECT `+registryEntryColumns+`
 		FROM channel_entries e INDEXED BY channel_entries_channel
 		JOIN bundles b ON b.package = e.package AND b.name = e.bundle JOIN blobs bl ON bl.id = b.blob_id
 		WHERE e.package = ? AND e.channel = ? ORDER BY e.bundle`, []any{pkg, channel}, func(rows *sqlx.Rows) error {
-		var e listedEntry
-		if err := rows.Scan(&e.id, &e.bundle, &e.replaces, &e.skipRange, &e.bundleID, &e.version, &e.image, &e.blob.Offset, &e.blob.Length); err != nil {
-			return err
-		}
+		e, err := scanRegistryEntry(rows)
 		entries = append(entries, e)
-		return nil
+		return err
 	}); err != nil {
 		return fmt.Errorf("read entries of channel %q of %q: %w", channel, pkg, err)
 	}
+	// Skips and deprecations by a query each for the whole channel: as
+	// subqueries of every entry's row they cost more.
 	skips, err := c.channelSkips(ctx, pkg, channel)
 	if err != nil {
 		return err
@@ -209,12 +221,12 @@ func (c *Catalog) eachInChannel(ctx context.Context, pkg, channel string, r *blo
 		return err
 	}
 	for _, e := range entries {
+		e.ref.Skips, e.deprecation = skips[e.id], deprecations[e.ref.Bundle]
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		b := ChannelBundle{EntryRef: EntryRef{Package: pkg, Channel: channel, Bundle: e.bundle, Replaces: e.replaces, Skips: skips[e.id]},
-			Version: e.version, Image: e.image, SkipRange: e.skipRange, Deprecation: deprecations[e.bundle]}
-		if b.Properties, err = r.properties(ctx, c, e.bundleID, e.bundle, e.blob, e.image != ""); err != nil {
+		b, err := e.bundle(ctx, c, r, e.image != "")
+		if err != nil {
 			return err
 		}
 		if err := fn(b); err != nil {
@@ -342,37 +354,38 @@ func (c *Catalog) propertyValues(name string, where Range, rows []propertyRow, w
 // it, or an error wrapping ErrNotFound when the channel does not list it.
 // One query reads the entry, its skips, the bundle's row and deprecation
 // and where its blob is; the blob is then read once, its properties
-// scanned from it (blobReader). The bundle's related images are left
-// to RelatedImages: only a CSV made from olm.csv.metadata needs them.
+// scanned from it (blobReader). The bundle's related images are left to
+// RelatedImages: only a CSV made from olm.csv.metadata needs them.
 func (c *Catalog) ChannelBundle(ctx context.Context, pkg, channel, name string) (ChannelBundle, error) {
-	var e struct {
-		bundleEntryRow
-		Skips       string `db:"skips"`
-		Deprecation string `db:"deprecation"`
-	}
-	err := c.get(ctx, &e, `SELECT `+bundleEntryColumns+`,
-		(SELECT json_group_array(s.skip ORDER BY s.rowid) FROM channel_entry_skips s WHERE s.entry_id = e.id) AS skips,
-		coalesce((SELECT d.message FROM deprecations d WHERE d.package = e.package AND d.schema = 'olm.bundle' AND d.name = e.bundle LIMIT 1), '') AS deprecation
+	var (
+		e           registryEntry
+		found       bool
+		skips       []byte
+		deprecation string
+	)
+	if err := c.each(ctx, `SELECT `+registryEntryColumns+`,
+		(SELECT json_group_array(s.skip ORDER BY s.rowid) FROM channel_entry_skips s WHERE s.entry_id = e.id),
+		coalesce((SELECT d.message FROM deprecations d WHERE d.package = e.package AND d.schema = 'olm.bundle' AND d.name = e.bundle LIMIT 1), '')
 		FROM channel_entries e JOIN bundles b ON b.package = e.package AND b.name = e.bundle JOIN blobs bl ON bl.id = b.blob_id
-		WHERE e.package = ? AND e.bundle = ? AND e.channel = ? LIMIT 1`, pkg, name, channel)
-	if errors.Is(err, sql.ErrNoRows) {
-		return ChannelBundle{}, fmt.Errorf("bundle %q in channel %q: %w", name, channel, ErrNotFound)
-	}
-	if err != nil {
+		WHERE e.package = ? AND e.bundle = ? AND e.channel = ? LIMIT 1`, []any{pkg, name, channel}, func(rows *sqlx.Rows) error {
+		var err error
+		e, err = scanRegistryEntry(rows, &skips, &deprecation)
+		found = true
+		return err
+	}); err != nil {
 		return ChannelBundle{}, fmt.Errorf("read entry %q of channel %q: %w", name, channel, err)
 	}
-	out := ChannelBundle{EntryRef: EntryRef{Package: e.Package, Channel: e.Channel, Bundle: e.Bundle, Replaces: e.Replaces},
-		Version: e.Version, Image: e.Image, SkipRange: e.SkipRange, Deprecation: e.Deprecation}
-	if e.Skips != "[]" {
-		if err := json.Unmarshal([]byte(e.Skips), &out.Skips); err != nil {
+	if !found {
+		return ChannelBundle{}, fmt.Errorf("bundle %q in channel %q: %w", name, channel, ErrNotFound)
+	}
+	if string(skips) != "[]" {
+		if err := json.Unmarshal(skips, &e.ref.Skips); err != nil {
 			return ChannelBundle{}, fmt.Errorf("read skips of %q in channel %q: %w", name, channel, err)
 		}
 	}
+	e.deprecation = deprecation
 	var r blobReader
-	if out.Properties, err = r.properties(ctx, c, e.BundleID, name, e.Range, false); err != nil {
-		return ChannelBundle{}, err
-	}
-	return out, nil
+	return e.bundle(ctx, c, &r, false)
 }
 
 // RelatedImages returns the related images of a bundle of pkg, in order.
