@@ -85,6 +85,9 @@ func bundleMessage(b query.ChannelBundle, listing bool) (*api.Bundle, objectPart
 		packages int
 		parts    objectParts
 	)
+	// One allocation for the properties' messages rather than one each:
+	// ListBundles makes a few dozen per bundle it sends.
+	props := make([]api.Property, len(b.Properties))
 	out.Properties = make([]*api.Property, 0, len(b.Properties))
 	for _, p := range b.Properties {
 		// Values are decoded as operator-registry's property.Parse decodes
@@ -127,7 +130,9 @@ func bundleMessage(b query.ChannelBundle, listing bool) (*api.Bundle, objectPart
 		if p.Type != typeBundleObject && p.Type != typeCSVMetadata {
 			// Left out of properties: clients copy properties into a CSV
 			// annotation, and these would double its size.
-			out.Properties = append(out.Properties, &api.Property{Type: p.Type, Value: normalized(p)})
+			m := &props[len(out.Properties)]
+			m.Type, m.Value = p.Type, normalized(p)
+			out.Properties = append(out.Properties, m)
 		}
 	}
 	if packages != 1 {
