@@ -156,7 +156,7 @@ func bundleMessage(b query.ChannelBundle, listing bool) (*api.Bundle, objectPart
 // those are taken as they are, without encoding them again; most have no
 // white space byte at all, which a search finds faster than compact.
 func normalized(p query.Property) string {
-	if len(p.Value) > 0 && !bytes.ContainsAny(p.Value, " \t\n\r") || compact(p.Value) {
+	if len(p.Value) > 0 && noSpace(p.Value) || compact(p.Value) {
 		return string(p.Value)
 	}
 	if n, err := property.Build(&property.Property{Type: p.Type, Value: p.Value}); err == nil {
@@ -249,6 +249,12 @@ func flatStrings(j []byte, keys []string, fields []*string) bool {
 			return false
 		}
 	}
+}
+
+// noSpace says whether j has no byte of JSON's white space, by searches,
+// which are faster than a loop through a value.
+func noSpace(j []byte) bool {
+	return bytes.IndexByte(j, ' ') < 0 && bytes.IndexByte(j, '\n') < 0 && bytes.IndexByte(j, '\t') < 0 && bytes.IndexByte(j, '\r') < 0
 }
 
 // compact says whether the JSON text j has no white space outside its

@@ -135,10 +135,10 @@ func (c *Catalog) InChannel(ctx context.Context, pkg, channel, bundle string) (b
 // blob at a time. The values of a bundle's olm.bundle.object and
 // olm.csv.metadata properties are given only when it has no image (Value
 // nil otherwise): the registry lists a bundle with an image without its
-// objects, and they are most of a catalog's bytes. Property values are
-// valid only during fn, which gets them in a buffer the next bundle is
-// read into; no query is open while fn runs, which may wait on a slow
-// client.
+// objects, and they are most of a catalog's bytes. A bundle's properties
+// are valid only during fn, which gets them (list and values) in memory
+// the next bundle is read into; no query is open while fn runs, which may
+// wait on a slow client.
 func (c *Catalog) EachListedBundle(ctx context.Context, fn func(ChannelBundle) error) error {
 	var groups []struct {
 		Channel string `db:"channel"`
@@ -249,10 +249,11 @@ const smallBlob = 64 << 10
 var nullValue = json.RawMessage("null")
 
 // blobReader reads bundles' properties from their blobs (properties):
-// into one buffer, reused from bundle to bundle, each property type's name
-// made a string once.
+// into one buffer and one list, reused from bundle to bundle, each
+// property type's name made a string once.
 type blobReader struct {
 	buf   []byte
+	props []Property
 	types map[string]string
 }
 
@@ -261,7 +262,8 @@ type blobReader struct {
 // values of olm.bundle.object and olm.csv.metadata are left nil. The blob
 // is read whole into r's buffer and its properties scanned from it as the
 // walk scanned them when it was indexed (fbc.EachProperty), the values
-// slices of the buffer, valid until the next call: one read and no query.
+// slices of the buffer, in a list reused too: valid until the next call.
+// One read and no query.
 // A blob larger than smallBlob whose objects are not wanted is not read
 // whole; its properties table says where each other value is, read alone.
 // So does it for a blob the scanner declines.
@@ -272,7 +274,7 @@ func (r *blobReader) properties(ctx context.Context, c *Catalog, id int64, name 
 			return nil, fmt.Errorf("read blob of %q: %w", name, err)
 		}
 		r.buf = blob
-		var out []Property
+		out := r.props[:0]
 		if fbc.EachProperty(blob, func(typ, value []byte) {
 			p := Property{Type: r.typeName(typ), Value: value}
 			switch {
@@ -283,6 +285,7 @@ func (r *blobReader) properties(ctx context.Context, c *Catalog, id int64, name 
 			}
 			out = append(out, p)
 		}) {
+			r.props = out
 			return out, nil
 		}
 	}
