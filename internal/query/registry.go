@@ -244,6 +244,11 @@ func (c *Catalog) eachInChannel(ctx context.Context, pkg, channel string, r *blo
 // wanted: one read rather than one per property.
 const smallBlob = 64 << 10
 
+// isObject says whether a property of type typ is one the registry lists
+// bundles with an image without: a bundle's objects, or the CSV made from
+// its metadata.
+func isObject(typ string) bool { return typ == "olm.bundle.object" || typ == "olm.csv.metadata" }
+
 // nullValue is the value of a property the catalog gave none, as the
 // properties table holds it.
 var nullValue = json.RawMessage("null")
@@ -263,10 +268,9 @@ type blobReader struct {
 // is read whole into r's buffer and its properties scanned from it as the
 // walk scanned them when it was indexed (fbc.EachProperty), the values
 // slices of the buffer, in a list reused too: valid until the next call.
-// One read and no query.
-// A blob larger than smallBlob whose objects are not wanted is not read
-// whole; its properties table says where each other value is, read alone.
-// So does it for a blob the scanner declines.
+// One read and no query. A blob larger than smallBlob whose objects are
+// not wanted is not read whole: its properties table says where each
+// other value is, read alone. So does it for a blob the scanner declines.
 func (r *blobReader) properties(ctx context.Context, c *Catalog, id int64, name string, where Range, withoutObjects bool) ([]Property, error) {
 	if !withoutObjects || where.Length <= smallBlob {
 		blob, err := c.readInto(r.buf, where)
@@ -278,7 +282,7 @@ func (r *blobReader) properties(ctx context.Context, c *Catalog, id int64, name 
 		if fbc.EachProperty(blob, func(typ, value []byte) {
 			p := Property{Type: r.typeName(typ), Value: value}
 			switch {
-			case withoutObjects && (p.Type == "olm.bundle.object" || p.Type == "olm.csv.metadata"):
+			case withoutObjects && isObject(p.Type):
 				p.Value = nil
 			case len(value) == 0:
 				p.Value = nullValue
@@ -336,7 +340,7 @@ func (c *Catalog) propertyValues(name string, where Range, rows []propertyRow, w
 				return nil, fmt.Errorf("read property %s of %q: value range %d-%d outside its %d-byte blob", p.Type, name, start, end, where.Length)
 			}
 			switch {
-			case withoutObjects && (p.Type == "olm.bundle.object" || p.Type == "olm.csv.metadata"):
+			case withoutObjects && isObject(p.Type):
 				value = nil
 			case whole:
 				value = json.RawMessage(blob[start:end])
