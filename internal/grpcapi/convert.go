@@ -179,7 +179,7 @@ var (
 // type, an escape, a key encoding/json would match ignoring case, invalid
 // UTF-8) it hands to encoding/json, which gives the answer or the error.
 // ListBundles decodes several such values per bundle it sends, and
-// encoding/json's reflection was most of making a message.
+// encoding/json's reflection was half of making a message.
 func decodeFlat[T any](j []byte, v *T, keys []string, fields ...*string) error {
 	if flatStrings(j, keys, fields) {
 		return nil
