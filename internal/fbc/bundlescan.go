@@ -80,6 +80,57 @@ func scanBundle(blob []byte) (b *declcfg.Bundle, starts []int, ok bool) {
 	return b, starts, true
 }
 
+// EachProperty calls fn with the type and the value of each property of
+// a bundle blob in declcfg.Meta's encoding, in order, as encoding/json
+// decodes them into a declcfg.Bundle, without decoding the rest of the
+// bundle or allocating: query reads a bundle's properties from its blob in
+// the index's content with it, and the blob there is the one the walk
+// scanned, so the values are the ones the index recorded. typ and value
+// are slices of blob (typ decoded when it has escapes). It reports false,
+// having called fn for some properties perhaps, for a shape of properties
+// scanBundle would decline, for a key encoding/json would match ignoring
+// case, and for a blob with more than one "properties" key (encoding/json
+// keeps the last). blob must be one encoding/json decodes into a
+// declcfg.Bundle, as every bundle blob of an index is: the other keys'
+// values are stepped over, not checked.
+func EachProperty(blob []byte, fn func(typ, value []byte)) bool {
+	s := scanner{buf: bytes.TrimSuffix(blob, []byte("\n"))}
+	seen := false
+	ok := s.object(func(key []byte) bool {
+		switch string(key) {
+		case "properties":
+		case "schema", "name", "package", "image", "relatedImages":
+			return s.skip()
+		default:
+			return s.other(key, "schema", "name", "package", "image", "properties", "relatedImages")
+		}
+		if seen {
+			return false
+		}
+		seen = true
+		return s.array(func() bool {
+			var typ, value []byte
+			ok := s.object(func(key []byte) bool {
+				switch string(key) {
+				case "type":
+					return s.rawStr(&typ)
+				case "value":
+					start := s.pos
+					ok := s.skip()
+					value = s.buf[start:s.pos]
+					return ok
+				}
+				return s.other(key, "type", "value")
+			})
+			if ok {
+				fn(typ, value)
+			}
+			return ok
+		})
+	})
+	return ok && s.pos == len(s.buf)
+}
+
 // scanner walks compact, valid JSON. Its methods report false when the
 // input is not of the shape they expect, leaving the position undefined.
 type scanner struct {
@@ -178,6 +229,25 @@ func (s *scanner) str(dst *string) bool {
 		return true
 	}
 	return json.Unmarshal(s.buf[start:s.pos], dst) == nil
+}
+
+// rawStr reads a string value into dst: the bytes between its quotes,
+// or, when it has escapes, the string encoding/json decodes.
+func (s *scanner) rawStr(dst *[]byte) bool {
+	start := s.pos
+	if !s.skipString() {
+		return false
+	}
+	*dst = s.buf[start+1 : s.pos-1]
+	if bytes.IndexByte(*dst, '\\') < 0 {
+		return true
+	}
+	var v string
+	if json.Unmarshal(s.buf[start:s.pos], &v) != nil {
+		return false
+	}
+	*dst = []byte(v)
+	return true
 }
 
 // skipString moves past the string that starts at the position.

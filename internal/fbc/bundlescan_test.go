@@ -1,6 +1,7 @@
 package fbc
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"testing"
 
 	ordeclcfg "github.com/operator-framework/operator-registry/alpha/declcfg"
+	"github.com/operator-framework/operator-registry/alpha/property"
 
 	"github.com/catalogd/catalogd/internal/declcfg"
 	"github.com/catalogd/catalogd/test/fbcfacts"
@@ -36,6 +38,9 @@ func compareScanBundle(blob []byte) (scanned bool, err error) {
 	got, starts, ok := scanBundle(blob)
 	var want declcfg.Bundle
 	wantErr := json.Unmarshal(blob, &want)
+	if err := compareEachProperty(blob, want.Properties, wantErr, ok); err != nil {
+		return ok, err
+	}
 	if !ok {
 		return false, nil
 	}
@@ -57,6 +62,33 @@ func compareScanBundle(blob []byte) (scanned bool, err error) {
 		}
 	}
 	return true, nil
+}
+
+// compareEachProperty compares EachProperty on blob with want, the
+// properties encoding/json decodes (wantErr its error): where EachProperty
+// answers, its properties must be those, and it must answer wherever
+// scanBundle does (scanned).
+func compareEachProperty(blob []byte, want []property.Property, wantErr error, scanned bool) error {
+	var got []property.Property
+	ok := EachProperty(blob, func(typ, value []byte) {
+		got = append(got, property.Property{Type: string(typ), Value: value})
+	})
+	switch {
+	case !ok && scanned:
+		return fmt.Errorf("EachProperty declined a blob scanBundle reads: %s", blob)
+	case !ok || wantErr != nil:
+		// Not a bundle: never in an index, and EachProperty's answer
+		// is not defined.
+		return nil
+	case len(got) != len(want):
+		return fmt.Errorf("EachProperty(%s) gave %d properties, encoding/json %d", blob, len(got), len(want))
+	}
+	for i := range got {
+		if got[i].Type != want[i].Type || !bytes.Equal(got[i].Value, want[i].Value) {
+			return fmt.Errorf("EachProperty(%s): property %d is %s %s, encoding/json gives %s %s", blob, i, got[i].Type, got[i].Value, want[i].Type, want[i].Value)
+		}
+	}
+	return nil
 }
 
 func TestScanBundle(t *testing.T) {
@@ -86,6 +118,7 @@ func TestScanBundle(t *testing.T) {
 		{"number image", `{"schema":"olm.bundle","image":1}`, false},
 		{"properties not a list", `{"schema":"olm.bundle","properties":{"type":"t"}}`, false},
 		{"related image not an object", `{"schema":"olm.bundle","relatedImages":["quay.io/a"]}`, false},
+		{"case-folded properties key", `{"schema":"olm.bundle","Properties":[{"type":"a","value":1}]}`, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -151,6 +184,16 @@ func TestScanBundleOutOfShape(t *testing.T) {
 		if b, _, ok := scanBundle([]byte(doc)); ok {
 			t.Errorf("scanBundle(%q) = %+v, want it to decline", doc, b)
 		}
+	}
+}
+
+// TestEachPropertyTwoLists: a blob with two "properties" keys (not
+// declcfg.Meta's encoding, which has each key once) is declined, as
+// encoding/json would keep the last list and fn has had the first.
+func TestEachPropertyTwoLists(t *testing.T) {
+	blob := `{"properties":[{"type":"a","value":1}],"properties":[{"type":"b","value":2}],"schema":"olm.bundle"}`
+	if EachProperty([]byte(blob), func(_, _ []byte) {}) {
+		t.Errorf("EachProperty(%s) answered, want it to decline", blob)
 	}
 }
 

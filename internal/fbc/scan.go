@@ -90,14 +90,24 @@ func (v *valueScan) scan(buf []byte) (n int, done bool) {
 				i++
 				continue
 			}
-			if quote < i {
-				quote = indexFrom(buf, i, '"')
+			// A short run of a string (a key, most values, the text
+			// between two escapes) is stepped through byte by byte:
+			// IndexByte costs more to start than a few comparisons.
+			for end := min(i+shortRun, len(buf)); i < end && buf[i] != '"' && buf[i] != '\\'; i++ {
 			}
-			if backslash < i {
-				backslash = indexFrom(buf[:quote], i, '\\')
-			}
-			if i = min(quote, backslash); i == len(buf) {
+			if i == len(buf) {
 				return len(buf), false
+			}
+			if buf[i] != '"' && buf[i] != '\\' {
+				if quote < i {
+					quote = indexFrom(buf, i, '"')
+				}
+				if backslash < i {
+					backslash = indexFrom(buf[:quote], i, '\\')
+				}
+				if i = min(quote, backslash); i == len(buf) {
+					return len(buf), false
+				}
 			}
 			if buf[i] == '\\' {
 				v.escape = true
@@ -125,6 +135,10 @@ func (v *valueScan) scan(buf []byte) (n int, done bool) {
 	}
 	return i, false
 }
+
+// shortRun is how far valueScan looks for the end of a string, or an
+// escape in it, a byte at a time before it searches with IndexByte.
+const shortRun = 16
 
 // indexFrom returns the position of the first c in buf at or after i,
 // or len(buf).

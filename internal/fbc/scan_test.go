@@ -50,6 +50,8 @@ func TestValueScan(t *testing.T) {
 		`{"a":"x\`,
 		`{"a":1}}`,
 		`[{]}"`,
+		// Runs either side of shortRun between escapes and quotes.
+		`["` + strings.Repeat(strings.Repeat("a", shortRun-1)+`\"`+strings.Repeat("b", shortRun)+`\\`+strings.Repeat("c", shortRun+1)+`","`, 50) + `"]`,
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i := 0; i < 200; i++ {

@@ -1,9 +1,11 @@
 package grpcapi
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"unicode/utf8"
 
 	"github.com/blang/semver/v4"
 	"github.com/operator-framework/api/pkg/lib/version"
@@ -83,6 +85,10 @@ func bundleMessage(b query.ChannelBundle, listing bool) (*api.Bundle, objectPart
 		packages int
 		parts    objectParts
 	)
+	// One allocation for the properties' messages rather than one each:
+	// ListBundles makes a few dozen per bundle it sends.
+	props := make([]api.Property, len(b.Properties))
+	out.Properties = make([]*api.Property, 0, len(b.Properties))
 	for _, p := range b.Properties {
 		// Values are decoded as operator-registry's property.Parse decodes
 		// them, but only the types the answer needs: the CSV metadata, the
@@ -90,7 +96,7 @@ func bundleMessage(b query.ChannelBundle, listing bool) (*api.Bundle, objectPart
 		switch p.Type {
 		case property.TypePackage:
 			var v property.Package
-			if err := json.Unmarshal(p.Value, &v); err != nil {
+			if err := decodeFlat(p.Value, &v, packageKeys, &v.PackageName, &v.Version, &v.Release); err != nil {
 				return nil, objectParts{}, false, fmt.Errorf("bundle %q: parse olm.package: %w", b.Bundle, err)
 			}
 			if packages++; packages == 1 {
@@ -98,13 +104,13 @@ func bundleMessage(b query.ChannelBundle, listing bool) (*api.Bundle, objectPart
 			}
 		case property.TypeGVK:
 			var g property.GVK
-			if err := json.Unmarshal(p.Value, &g); err != nil {
+			if err := decodeFlat(p.Value, &g, gvkKeys, &g.Group, &g.Kind, &g.Version); err != nil {
 				return nil, objectParts{}, false, fmt.Errorf("bundle %q: parse olm.gvk: %w", b.Bundle, err)
 			}
 			out.ProvidedApis = append(out.ProvidedApis, &api.GroupVersionKind{Group: g.Group, Version: g.Version, Kind: g.Kind})
 		case property.TypeGVKRequired:
 			var g property.GVKRequired
-			if err := json.Unmarshal(p.Value, &g); err != nil {
+			if err := decodeFlat(p.Value, &g, gvkKeys, &g.Group, &g.Kind, &g.Version); err != nil {
 				return nil, objectParts{}, false, fmt.Errorf("bundle %q: parse olm.gvk.required: %w", b.Bundle, err)
 			}
 			out.RequiredApis = append(out.RequiredApis, &api.GroupVersionKind{Group: g.Group, Version: g.Version, Kind: g.Kind})
@@ -124,7 +130,9 @@ func bundleMessage(b query.ChannelBundle, listing bool) (*api.Bundle, objectPart
 		if p.Type != typeBundleObject && p.Type != typeCSVMetadata {
 			// Left out of properties: clients copy properties into a CSV
 			// annotation, and these would double its size.
-			out.Properties = append(out.Properties, &api.Property{Type: p.Type, Value: normalized(p)})
+			m := &props[len(out.Properties)]
+			m.Type, m.Value = p.Type, normalized(p)
+			out.Properties = append(out.Properties, m)
 		}
 	}
 	if packages != 1 {
@@ -145,15 +153,108 @@ func bundleMessage(b query.ChannelBundle, listing bool) (*api.Bundle, objectPart
 // normalized is p's value in the registry's standard encoding (compact,
 // HTML left unescaped), or as it is when it does not encode. The index
 // keeps values as the catalog's blobs were re-encoded, compact already:
-// those are taken as they are, without encoding them again.
+// those are taken as they are, without encoding them again; most have no
+// white space byte at all, which a search finds faster than compact.
 func normalized(p query.Property) string {
-	if compact(p.Value) {
+	if len(p.Value) > 0 && noSpace(p.Value) || compact(p.Value) {
 		return string(p.Value)
 	}
 	if n, err := property.Build(&property.Property{Type: p.Type, Value: p.Value}); err == nil {
 		return string(n.Value)
 	}
 	return string(p.Value)
+}
+
+// The keys of an olm.package value and of an olm.gvk or olm.gvk.required
+// value, in the order decodeFlat fills their fields.
+var (
+	packageKeys = []string{"packageName", "version", "release"}
+	gvkKeys     = []string{"group", "kind", "version"}
+)
+
+// decodeFlat decodes j into v as encoding/json does. It reads the shape
+// almost every olm.package and olm.gvk value has in the index (an object
+// of strings without escapes, compact) itself, filling fields[i] with the
+// value of keys[i] and ignoring other keys; anything else (another value
+// type, an escape, a key encoding/json would match ignoring case, invalid
+// UTF-8) it hands to encoding/json, which gives the answer or the error.
+// ListBundles decodes several such values per bundle it sends, and
+// encoding/json's reflection was half of making a message.
+func decodeFlat[T any](j []byte, v *T, keys []string, fields ...*string) error {
+	if flatStrings(j, keys, fields) {
+		return nil
+	}
+	// Decoded apart, so that v stays on its caller's stack when it is read
+	// here.
+	var slow T
+	if err := json.Unmarshal(j, &slow); err != nil {
+		return err
+	}
+	*v = slow
+	return nil
+}
+
+// flatStrings fills fields from j as decodeFlat says, and reports whether
+// j was of the shape it reads.
+func flatStrings(j []byte, keys []string, fields []*string) bool {
+	if len(j) < 2 || j[0] != '{' || j[len(j)-1] != '}' {
+		return false
+	}
+	i := 1
+	if j[i] == '}' {
+		return i == len(j)-1
+	}
+	str := func() ([]byte, bool) {
+		if i >= len(j) || j[i] != '"' {
+			return nil, false
+		}
+		end := bytes.IndexByte(j[i+1:], '"')
+		if end < 0 {
+			return nil, false
+		}
+		s := j[i+1 : i+1+end]
+		i += end + 2
+		for _, c := range s {
+			if c == '\\' || c < 0x20 {
+				return nil, false
+			}
+		}
+		return s, utf8.Valid(s)
+	}
+	for {
+		key, ok := str()
+		if !ok || i >= len(j) || j[i] != ':' {
+			return false
+		}
+		i++
+		value, ok := str()
+		if !ok || i >= len(j) {
+			return false
+		}
+		for k, name := range keys {
+			if string(key) == name {
+				*fields[k] = string(value)
+				break
+			}
+			if bytes.EqualFold(key, []byte(name)) {
+				return false
+			}
+		}
+		switch j[i] {
+		case ',':
+			i++
+		case '}':
+			return i == len(j)-1
+		default:
+			return false
+		}
+	}
+}
+
+// noSpace says whether j has no byte of JSON's white space, by searches,
+// which are faster than a loop through a value.
+func noSpace(j []byte) bool {
+	return bytes.IndexByte(j, ' ') < 0 && bytes.IndexByte(j, '\n') < 0 && bytes.IndexByte(j, '\t') < 0 && bytes.IndexByte(j, '\r') < 0
 }
 
 // compact says whether the JSON text j has no white space outside its

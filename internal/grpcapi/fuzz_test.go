@@ -60,3 +60,30 @@ func FuzzNormalized(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDecodeFlat: decodeFlat decodes an olm.package or olm.gvk value as
+// encoding/json does, whether it reads the value itself or declines it:
+// the same fields, and an error exactly when encoding/json gives one.
+func FuzzDecodeFlat(f *testing.F) {
+	for _, seed := range []string{`{"group":"a.io","kind":"B","version":"v1"}`, `{"packageName":"p","version":"1.0.0"}`,
+		`{"packageName":"p","version":"1.0.0","release":"2"}`, `{}`, `{"group":"a","group":"b"}`, `{"Group":"x"}`, `{"GROUP":"x","group":"y"}`,
+		`{"kind":"\u212a"}`, `{"\u212aind":"x"}`, `{"group":"a\"b"}`, `{"group":"a\\u00e9"}`, `{"group":1}`, `{"extra":{"a":"b"},"kind":"K"}`,
+		`{"group":"a" ,"kind":"K"}`, `{"group":"a"}x`, `{"group":"a",}`, `{"group":"` + "\xff" + `"}`, `{"group":"` + "\t" + `"}`, `null`, `[]`, ``, `{`,
+		`{"version":"v1","kind":"K","group":"g","other":"o"}`} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, value string) {
+		var gotGVK, wantGVK property.GVK
+		gotErr := decodeFlat([]byte(value), &gotGVK, gvkKeys, &gotGVK.Group, &gotGVK.Kind, &gotGVK.Version)
+		wantErr := json.Unmarshal([]byte(value), &wantGVK)
+		if (gotErr != nil) != (wantErr != nil) || gotErr == nil && gotGVK != wantGVK {
+			t.Fatalf("decodeFlat(%q) into a GVK = %+v, %v; encoding/json: %+v, %v", value, gotGVK, gotErr, wantGVK, wantErr)
+		}
+		var gotPkg, wantPkg property.Package
+		gotErr = decodeFlat([]byte(value), &gotPkg, packageKeys, &gotPkg.PackageName, &gotPkg.Version, &gotPkg.Release)
+		wantErr = json.Unmarshal([]byte(value), &wantPkg)
+		if (gotErr != nil) != (wantErr != nil) || gotErr == nil && gotPkg != wantPkg {
+			t.Fatalf("decodeFlat(%q) into a package = %+v, %v; encoding/json: %+v, %v", value, gotPkg, gotErr, wantPkg, wantErr)
+		}
+	})
+}

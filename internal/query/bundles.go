@@ -217,7 +217,7 @@ func (c *Catalog) BundleDetail(ctx context.Context, pkg, name string) (BundleDet
 	if err := c.get(ctx, &where, `SELECT offset, length FROM blobs WHERE id = ?`, b.BlobID); err != nil {
 		return BundleDetail{}, fmt.Errorf("read blob of %q: %w", b.Name, err)
 	}
-	if out.Properties, err = c.properties(ctx, b.ID, b.Name, where); err != nil {
+	if out.Properties, err = c.properties(ctx, b.ID, b.Name, where, false); err != nil {
 		return BundleDetail{}, err
 	}
 	queries := []struct {

@@ -4,10 +4,11 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 
 	"github.com/jmoiron/sqlx"
+
+	"github.com/catalogd/catalogd/internal/fbc"
 )
 
 // The reads below answer OLM v0's registry API (operator-registry's
@@ -44,20 +45,6 @@ type entryRow struct {
 }
 
 const entryColumns = `e.id, e.package, e.channel, e.bundle, e.replaces`
-
-// bundleEntryRow is a channel entry with its bundle's row and where its
-// blob is, as bundleEntryColumns selects them from channel entries e
-// joined to bundles b and blobs bl.
-type bundleEntryRow struct {
-	entryRow
-	SkipRange string `db:"skip_range"`
-	BundleID  int64  `db:"bundle_id"`
-	Version   string `db:"version"`
-	Image     string `db:"image"`
-	Range
-}
-
-const bundleEntryColumns = entryColumns + `, e.skip_range, b.id AS bundle_id, b.version, b.image, bl.offset, bl.length`
 
 // withSkips reads the skips of each entry, one indexed read per entry:
 // the reads that use it return a handful of entries.
@@ -141,14 +128,17 @@ func (c *Catalog) InChannel(ctx context.Context, pkg, channel, bundle string) (b
 // EachListedBundle calls fn with the bundle of every channel entry of the
 // catalog, ordered by channel name, then package, then bundle name (byte
 // order): the order in which OLM v0's registry lists bundles. It reads one
-// channel of one package at a time, in four queries whatever its length,
-// so that a stream of the whole catalog costs a few reads per channel
-// rather than per bundle, and holds one channel's rows at a time. The
-// values of a bundle's olm.bundle.object and olm.csv.metadata properties
-// are read only when it has no image (Value nil otherwise): the registry
-// lists a bundle with an image without its objects, and they are most of
-// a catalog's bytes. No query is open while fn runs, which may wait on a
-// slow client.
+// channel of one package at a time, in three queries whatever its length,
+// and then each bundle's blob, from which its properties are scanned (see
+// blobReader): a stream of the whole catalog costs a few queries per
+// channel and a read per bundle, and holds one channel's entries and one
+// blob at a time. The values of a bundle's olm.bundle.object and
+// olm.csv.metadata properties are given only when it has no image (Value
+// nil otherwise): the registry lists a bundle with an image without its
+// objects, and they are most of a catalog's bytes. A bundle's properties
+// are valid only during fn, which gets them (list and values) in memory
+// the next bundle is read into; no query is open while fn runs, which may
+// wait on a slow client.
 func (c *Catalog) EachListedBundle(ctx context.Context, fn func(ChannelBundle) error) error {
 	var groups []struct {
 		Channel string `db:"channel"`
@@ -157,78 +147,166 @@ func (c *Catalog) EachListedBundle(ctx context.Context, fn func(ChannelBundle) e
 	if err := c.sel(ctx, &groups, `SELECT DISTINCT channel, package FROM channel_entries ORDER BY channel, package`); err != nil {
 		return fmt.Errorf("list channels: %w", err)
 	}
+	var r blobReader
 	for _, g := range groups {
-		bundles, err := c.listedChannel(ctx, g.Package, g.Channel)
-		if err != nil {
+		if err := c.eachInChannel(ctx, g.Package, g.Channel, &r, fn); err != nil {
 			return err
-		}
-		for _, b := range bundles {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			if err := fn(b); err != nil {
-				return err
-			}
 		}
 	}
 	return nil
 }
 
-// listedChannel reads the bundles of one channel of pkg for
-// EachListedBundle, by bundle name. Its entries are read through the
-// channel's index: ordered by bundle, SQLite would rather read the whole
-// package through the (package, bundle) index than sort one channel.
-func (c *Catalog) listedChannel(ctx context.Context, pkg, channel string) ([]ChannelBundle, error) {
-	var entries []bundleEntryRow
-	if err := c.sel(ctx, &entries, `SELECT `+bundleEntryColumns+`
+// registryEntry is a channel entry as the registry reads it
+// (registryEntryColumns): with its skips, its bundle's row and own
+// deprecation, and where the bundle's blob is.
+type registryEntry struct {
+	id, bundleID int64
+	ref          EntryRef
+	version      string
+	image        string
+	skipRange    string
+	deprecation  string
+	blob         Range
+}
+
+// registryEntryColumns select a registryEntry but its skips and
+// deprecation from channel entries e joined to bundles b and blobs bl
+// (scanRegistryEntry reads them).
+const registryEntryColumns = `e.id, e.package, e.channel, e.bundle, e.replaces, e.skip_range, b.id, b.version, b.image, bl.offset, bl.length`
+
+// scanRegistryEntry reads a row of registryEntryColumns, and the columns
+// after them into more, by hand: sqlx's reflection cost more than the
+// query.
+func scanRegistryEntry(rows *sqlx.Rows, more ...any) (registryEntry, error) {
+	var e registryEntry
+	return e, rows.Scan(append([]any{&e.id, &e.ref.Package, &e.ref.Channel, &e.ref.Bundle, &e.ref.Replaces, &e.skipRange, &e.bundleID,
+		&e.version, &e.image, &e.blob.Offset, &e.blob.Length}, more...)...)
+}
+
+// bundle is the bundle of e, its properties read with r (see
+// blobReader.properties).
+func (e registryEntry) bundle(ctx context.Context, c *Catalog, r *blobReader, withoutObjects bool) (ChannelBundle, error) {
+	props, err := r.properties(ctx, c, e.bundleID, e.ref.Bundle, e.blob, withoutObjects)
+	if err != nil {
+		return ChannelBundle{}, err
+	}
+	return ChannelBundle{EntryRef: e.ref, Version: e.version, Image: e.image, SkipRange: e.skipRange, Properties: props, Deprecation: e.deprecation}, nil
+}
+
+// eachInChannel calls fn with each bundle of one channel of pkg for
+// EachListedBundle, by bundle name, reading each bundle's properties
+// with r. Its entries are read through the channel's index: ordered by
+// bundle, SQLite would rather read the whole package through the
+// (package, bundle) index than sort one channel.
+func (c *Catalog) eachInChannel(ctx context.Context, pkg, channel string, r *blobReader, fn func(ChannelBundle) error) error {
+	var entries []registryEntry
+	if err := c.each(ctx, `SELECT `+registryEntryColumns+`
 		FROM channel_entries e INDEXED BY channel_entries_channel
 		JOIN bundles b ON b.package = e.package AND b.name = e.bundle JOIN blobs bl ON bl.id = b.blob_id
-		WHERE e.package = ? AND e.channel = ? ORDER BY e.bundle`, pkg, channel); err != nil {
-		return nil, fmt.Errorf("read entries of channel %q of %q: %w", channel, pkg, err)
+		WHERE e.package = ? AND e.channel = ? ORDER BY e.bundle`, []any{pkg, channel}, func(rows *sqlx.Rows) error {
+		e, err := scanRegistryEntry(rows)
+		entries = append(entries, e)
+		return err
+	}); err != nil {
+		return fmt.Errorf("read entries of channel %q of %q: %w", channel, pkg, err)
 	}
+	// Skips and deprecations by a query each for the whole channel: as
+	// subqueries of every entry's row they cost more.
 	skips, err := c.channelSkips(ctx, pkg, channel)
 	if err != nil {
-		return nil, err
-	}
-	// Scanned by hand: a channel's properties are thousands of rows, and
-	// sqlx's reflection was a third of reading them. In the entries' order,
-	// each bundle's rows come in position order already (the table's
-	// key): SQLite sorts only within a bundle, not the channel's rows.
-	props := map[int64][]propertyRow{}
-	types := map[string]string{} // each type's name once, not once per row
-	if err := c.each(ctx, `SELECT p.bundle_id, p.type, p.value, p.value_start, p.value_length
-		FROM channel_entries e INDEXED BY channel_entries_channel JOIN bundles b ON b.package = e.package AND b.name = e.bundle JOIN properties p ON p.bundle_id = b.id
-		WHERE e.package = ? AND e.channel = ? ORDER BY e.position, p.position`, []any{pkg, channel}, func(rows *sqlx.Rows) error {
-		var id int64
-		var typ sql.RawBytes
-		var r propertyRow
-		if err := rows.Scan(&id, &typ, &r.Value, &r.Start, &r.Length); err != nil {
-			return err
-		}
-		var ok bool
-		if r.Type, ok = types[string(typ)]; !ok {
-			r.Type = string(typ)
-			types[r.Type] = r.Type
-		}
-		props[id] = append(props[id], r)
-		return nil
-	}); err != nil {
-		return nil, fmt.Errorf("read properties of channel %q of %q: %w", channel, pkg, err)
+		return err
 	}
 	deprecations, err := c.bundleDeprecations(ctx, pkg)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	out := make([]ChannelBundle, 0, len(entries))
 	for _, e := range entries {
-		b := ChannelBundle{EntryRef: EntryRef{Package: e.Package, Channel: e.Channel, Bundle: e.Bundle, Replaces: e.Replaces, Skips: skips[e.ID]},
-			Version: e.Version, Image: e.Image, SkipRange: e.SkipRange, Deprecation: deprecations[e.Bundle]}
-		if b.Properties, err = c.propertyValues(e.Bundle, e.Range, props[e.BundleID], e.Image != ""); err != nil {
-			return nil, err
+		e.ref.Skips, e.deprecation = skips[e.id], deprecations[e.ref.Bundle]
+		if err := ctx.Err(); err != nil {
+			return err
 		}
-		out = append(out, b)
+		b, err := e.bundle(ctx, c, r, e.image != "")
+		if err != nil {
+			return err
+		}
+		if err := fn(b); err != nil {
+			return err
+		}
+		if cap(r.buf) > smallBlob {
+			// A bundle's objects: not kept for the next bundle.
+			r.buf = nil
+		}
 	}
-	return out, nil
+	return nil
+}
+
+// smallBlob is the size of blob read whole even when its objects are not
+// wanted: one read rather than one per property.
+const smallBlob = 64 << 10
+
+// isObject says whether a property of type typ is one the registry lists
+// bundles with an image without: a bundle's objects, or the CSV made from
+// its metadata.
+func isObject(typ string) bool { return typ == "olm.bundle.object" || typ == "olm.csv.metadata" }
+
+// nullValue is the value of a property the catalog gave none, as the
+// properties table holds it.
+var nullValue = json.RawMessage("null")
+
+// blobReader reads bundles' properties from their blobs (properties):
+// into one buffer and one list, reused from bundle to bundle, each
+// property type's name made a string once.
+type blobReader struct {
+	buf   []byte
+	props []Property
+	types map[string]string
+}
+
+// properties returns the properties of the bundle of id and name, whose
+// blob is at where, in the catalog's order. With withoutObjects, the
+// values of olm.bundle.object and olm.csv.metadata are left nil. The blob
+// is read whole into r's buffer and its properties scanned from it as the
+// walk scanned them when it was indexed (fbc.EachProperty), the values
+// slices of the buffer, in a list reused too: valid until the next call.
+// One read and no query. A blob larger than smallBlob whose objects are
+// not wanted is not read whole: its properties table says where each
+// other value is, read alone. So does it for a blob the scanner declines.
+func (r *blobReader) properties(ctx context.Context, c *Catalog, id int64, name string, where Range, withoutObjects bool) ([]Property, error) {
+	if !withoutObjects || where.Length <= smallBlob {
+		blob, err := c.readInto(r.buf, where)
+		if err != nil {
+			return nil, fmt.Errorf("read blob of %q: %w", name, err)
+		}
+		r.buf = blob
+		out := r.props[:0]
+		if fbc.EachProperty(blob, func(typ, value []byte) {
+			p := Property{Type: r.typeName(typ), Value: value}
+			switch {
+			case withoutObjects && isObject(p.Type):
+				p.Value = nil
+			case len(value) == 0:
+				p.Value = nullValue
+			}
+			out = append(out, p)
+		}) {
+			r.props = out
+			return out, nil
+		}
+	}
+	return c.properties(ctx, id, name, where, withoutObjects)
+}
+
+// typeName is typ as a string, made once per name.
+func (r *blobReader) typeName(typ []byte) string {
+	if t, ok := r.types[string(typ)]; ok {
+		return t
+	}
+	if r.types == nil {
+		r.types = map[string]string{}
+	}
+	t := string(typ)
+	r.types[t] = t
+	return t
 }
 
 // propertyRow is a row of the properties table.
@@ -238,10 +316,6 @@ type propertyRow struct {
 	Start  sql.NullInt64  `db:"value_start"`
 	Length sql.NullInt64  `db:"value_length"`
 }
-
-// smallBlob is the size of blob read whole even when its objects are not
-// wanted: one read rather than one per property.
-const smallBlob = 64 << 10
 
 // propertyValues reads the values of a bundle's properties from its blob,
 // at where in the content: the whole blob, or, with withoutObjects and a
@@ -266,7 +340,7 @@ func (c *Catalog) propertyValues(name string, where Range, rows []propertyRow, w
 				return nil, fmt.Errorf("read property %s of %q: value range %d-%d outside its %d-byte blob", p.Type, name, start, end, where.Length)
 			}
 			switch {
-			case withoutObjects && (p.Type == "olm.bundle.object" || p.Type == "olm.csv.metadata"):
+			case withoutObjects && isObject(p.Type):
 				value = nil
 			case whole:
 				value = json.RawMessage(blob[start:end])
@@ -285,32 +359,40 @@ func (c *Catalog) propertyValues(name string, where Range, rows []propertyRow, w
 
 // ChannelBundle returns the named bundle as the named channel of pkg lists
 // it, or an error wrapping ErrNotFound when the channel does not list it.
-// Property values are byte ranges of the bundle's blob, read once. The
-// bundle's related images are left to RelatedImages: only a CSV made from
-// olm.csv.metadata needs them.
+// One query reads the entry, its skips, the bundle's row and deprecation
+// and where its blob is; the blob is then read once, its properties
+// scanned from it (blobReader). The bundle's related images are left to
+// RelatedImages: only a CSV made from olm.csv.metadata needs them.
 func (c *Catalog) ChannelBundle(ctx context.Context, pkg, channel, name string) (ChannelBundle, error) {
-	var e bundleEntryRow
-	err := c.get(ctx, &e, `SELECT `+bundleEntryColumns+`
+	var (
+		e           registryEntry
+		found       bool
+		skips       []byte
+		deprecation string
+	)
+	if err := c.each(ctx, `SELECT `+registryEntryColumns+`,
+		(SELECT json_group_array(s.skip ORDER BY s.rowid) FROM channel_entry_skips s WHERE s.entry_id = e.id),
+		coalesce((SELECT d.message FROM deprecations d WHERE d.package = e.package AND d.schema = 'olm.bundle' AND d.name = e.bundle LIMIT 1), '')
 		FROM channel_entries e JOIN bundles b ON b.package = e.package AND b.name = e.bundle JOIN blobs bl ON bl.id = b.blob_id
-		WHERE e.package = ? AND e.bundle = ? AND e.channel = ? LIMIT 1`, pkg, name, channel)
-	if errors.Is(err, sql.ErrNoRows) {
-		return ChannelBundle{}, fmt.Errorf("bundle %q in channel %q: %w", name, channel, ErrNotFound)
-	}
-	if err != nil {
+		WHERE e.package = ? AND e.bundle = ? AND e.channel = ? LIMIT 1`, []any{pkg, name, channel}, func(rows *sqlx.Rows) error {
+		var err error
+		e, err = scanRegistryEntry(rows, &skips, &deprecation)
+		found = true
+		return err
+	}); err != nil {
 		return ChannelBundle{}, fmt.Errorf("read entry %q of channel %q: %w", name, channel, err)
 	}
-	refs, err := c.withSkips(ctx, []entryRow{e.entryRow})
-	if err != nil {
-		return ChannelBundle{}, err
+	if !found {
+		return ChannelBundle{}, fmt.Errorf("bundle %q in channel %q: %w", name, channel, ErrNotFound)
 	}
-	out := ChannelBundle{EntryRef: refs[0], Version: e.Version, Image: e.Image, SkipRange: e.SkipRange}
-	if out.Properties, err = c.properties(ctx, e.BundleID, name, e.Range); err != nil {
-		return ChannelBundle{}, err
+	if string(skips) != "[]" {
+		if err := json.Unmarshal(skips, &e.ref.Skips); err != nil {
+			return ChannelBundle{}, fmt.Errorf("read skips of %q in channel %q: %w", name, channel, err)
+		}
 	}
-	if out.Deprecation, err = c.Deprecation(ctx, pkg, "olm.bundle", name); err != nil {
-		return ChannelBundle{}, err
-	}
-	return out, nil
+	e.deprecation = deprecation
+	var r blobReader
+	return e.bundle(ctx, c, &r, false)
 }
 
 // RelatedImages returns the related images of a bundle of pkg, in order.
@@ -324,11 +406,12 @@ func (c *Catalog) RelatedImages(ctx context.Context, pkg, bundle string) ([]Rela
 }
 
 // properties reads the properties of the bundle of id and name in order,
-// their values sliced from its blob, at where in the content.
-func (c *Catalog) properties(ctx context.Context, id int64, name string, where Range) ([]Property, error) {
+// their values read from its blob, at where in the content, as
+// propertyValues reads them.
+func (c *Catalog) properties(ctx context.Context, id int64, name string, where Range, withoutObjects bool) ([]Property, error) {
 	var rows []propertyRow
 	if err := c.sel(ctx, &rows, `SELECT type, value, value_start, value_length FROM properties WHERE bundle_id = ? ORDER BY position`, id); err != nil {
 		return nil, fmt.Errorf("read properties of %q: %w", name, err)
 	}
-	return c.propertyValues(name, where, rows, false)
+	return c.propertyValues(name, where, rows, withoutObjects)
 }
