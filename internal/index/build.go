@@ -212,6 +212,13 @@ func build(ctx context.Context, path string, src Content, builtAt time.Time, p *
 		}
 	}()
 
+	// An incremental build starts from a copy of the previous database
+	// (see copyPrevious).
+	if p != nil {
+		if err := p.copyPrevious(path); err != nil {
+			return Stats{}, err
+		}
+	}
 	db, err := openForBuild(path)
 	if err != nil {
 		return Stats{}, err
@@ -222,8 +229,10 @@ func build(ctx context.Context, path string, src Content, builtAt time.Time, p *
 		}
 	}()
 
-	if err := migrations.Apply(ctx, db, migrations.Tables); err != nil {
-		return Stats{}, fmt.Errorf("create tables: %w", err)
+	if p == nil {
+		if err := migrations.Apply(ctx, db, migrations.Tables); err != nil {
+			return Stats{}, fmt.Errorf("create tables: %w", err)
+		}
 	}
 
 	// The gzip copy is written beside the load, from the content as the
@@ -236,9 +245,15 @@ func build(ctx context.Context, path string, src Content, builtAt time.Time, p *
 	}
 	// No ANALYZE: without statistics SQLite takes every table to be large
 	// and uses the indexes, so query plans do not flip with catalog size
-	// (internal/query's TestQueryPlans checks them).
-	if err := migrations.Apply(ctx, db, migrations.Indexes); err != nil {
-		return Stats{}, fmt.Errorf("create indexes: %w", err)
+	// (internal/query's TestQueryPlans checks them). A copy of the
+	// previous index has its indexes.
+	if p == nil {
+		if err := migrations.Apply(ctx, db, migrations.Indexes); err != nil {
+			return Stats{}, fmt.Errorf("create indexes: %w", err)
+		}
+	}
+	if err := migrations.Apply(ctx, db, migrations.Counts); err != nil {
+		return Stats{}, fmt.Errorf("count the catalog: %w", err)
 	}
 	segments, err := gz.wait()
 	if err != nil {
@@ -346,6 +361,11 @@ func load(ctx context.Context, db *sqlx.DB, content *segWriter, gz *compressor, 
 		return Stats{}, nil, nil, fmt.Errorf("begin load: %w", err)
 	}
 	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	if p != nil {
+		if err := clearCopy(ctx, tx); err != nil {
+			return Stats{}, nil, nil, err
+		}
+	}
 
 	l, err := newLoader(ctx, tx, content, gz)
 	if err != nil {

@@ -299,7 +299,8 @@ func TestIncrementalQueryPlans(t *testing.T) {
 	if _, err := scratch.Exec(`ATTACH DATABASE ? AS prev`, previousURI(prev)); err != nil {
 		t.Fatal(err)
 	}
-	queries := append(append(slices.Clone(copyRowsQueries), carryQueries...), carriedCountsQuery, copiedBlobsQuery, knownBlobsQuery)
+	queries := slices.Concat(copyRowsQueries, movedRowsQueries[blobIDs], movedRowsQueries[bundleIDs], movedRowsQueries[entryIDs],
+		carryQueries, []string{carriedCountsQuery, copiedBlobsQuery, knownBlobsQuery})
 	named := map[string]any{}
 	for _, name := range []string{"blob", "bundle", "entry", "offset", "b1", "b2", "n1", "n2", "e1", "e2"} {
 		named[name] = 1
