@@ -508,6 +508,9 @@ func (p *plan) copyPrevious(path string) error {
 	}
 	// Between files, io.Copy copies in the kernel (copy_file_range).
 	_, err = io.Copy(out, in)
+	if err == nil {
+		startWriteback(out)
+	}
 	if closeErr := out.Close(); err == nil {
 		err = closeErr
 	}
