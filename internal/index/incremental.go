@@ -554,7 +554,7 @@ func (l *loader) claim(ctx context.Context, k idKind, last int64) error {
 	if last <= l.claimed[k] {
 		return nil
 	}
-	if err := l.deleteKept(ctx, k, `BETWEEN ? AND ?`, l.claimed[k]+1, last); err != nil {
+	if err := l.deleteKept(ctx, k, keyRange, l.claimed[k]+1, last); err != nil {
 		return err
 	}
 	l.claimed[k] = last
@@ -576,11 +576,23 @@ func (l *loader) claimRows(ctx context.Context, k idKind, table string, values [
 	return l.claim(ctx, k, last)
 }
 
+// The conditions on a kept table's key of the rows deleteKept deletes: a
+// range of ids, or every id past one.
+const (
+	keyRange = `BETWEEN ? AND ?`
+	keyAfter = `> ?`
+)
+
+// deleteKeptQuery deletes the rows of t whose key matches cond.
+func deleteKeptQuery(t keptTable, cond string) string {
+	return `DELETE FROM ` + t.table + ` WHERE ` + t.key + ` ` + cond
+}
+
 // deleteKept deletes the rows of the kept tables of kind k whose key
-// matches cond.
+// matches cond (keyRange or keyAfter).
 func (l *loader) deleteKept(ctx context.Context, k idKind, cond string, args ...any) error {
 	for _, t := range keptTables[k] {
-		if _, err := l.tx.ExecContext(ctx, `DELETE FROM `+t.table+` WHERE `+t.key+` `+cond, args...); err != nil {
+		if _, err := l.tx.ExecContext(ctx, deleteKeptQuery(t, cond), args...); err != nil {
 			return fmt.Errorf("delete previous rows of %s: %w", t.table, err)
 		}
 	}
@@ -594,7 +606,7 @@ func (l *loader) trimCopy(ctx context.Context) error {
 		if err := l.claim(ctx, k, 0); err != nil {
 			return err
 		}
-		if err := l.deleteKept(ctx, k, `> ?`, l.lastID(k)); err != nil {
+		if err := l.deleteKept(ctx, k, keyAfter, l.lastID(k)); err != nil {
 			return err
 		}
 	}
@@ -732,7 +744,7 @@ func (l *loader) copyRun(ctx context.Context, run []fileAction) error {
 			// The rows go where the next ids are, and the run's own
 			// rows beyond them go too: bundles are UNIQUE by name.
 			next := l.lastID(k) + 1
-			if err := l.deleteKept(ctx, k, `BETWEEN ? AND ?`, next, next+counts[k]-1+max(0, -delta)); err != nil {
+			if err := l.deleteKept(ctx, k, keyRange, next, next+counts[k]-1+max(0, -delta)); err != nil {
 				return err
 			}
 			queries = append(queries, movedRowsQueries[k]...)
