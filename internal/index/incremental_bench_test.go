@@ -97,7 +97,8 @@ func benchmarkIncremental(b *testing.B, src, mode string) {
 	n := 0
 	incremental := mode != "full"
 	if incremental {
-		n, _ = strconv.Atoi(mode[:1])
+		count, _, _ := strings.Cut(mode, "-")
+		n, _ = strconv.Atoi(count)
 	}
 	if n > len(files)/2 {
 		b.Skipf("the catalog has %d package files, too few to change %d", len(files), n)
