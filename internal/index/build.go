@@ -503,10 +503,13 @@ func check(ctx context.Context, db *sqlx.DB, content *segWriter, stats Stats) er
 // fails the build, which is what writing with neither journal nor sync
 // risks. What it leaves out is whether each index holds exactly its
 // table's rows, and UNIQUE, both SQLite's own invariants rather than the
-// disk's: the secondary indexes are made whole by CREATE INDEX from the
-// finished tables, and every INSERT enforces UNIQUE. A full build, which
+// disk's: an incremental build's indexes are those of a checked file,
+// copied, and kept up to date by SQLite with every row the build deletes,
+// inserts or updates, and every INSERT enforces UNIQUE. A full build,
+// which makes its indexes by CREATE INDEX from the finished tables,
 // starts every chain of incremental builds and is their fallback, keeps
-// the whole check.
+// the whole check. It is now most of what an edit that moves no ids costs
+// (0.05 of 0.15 CPU-s).
 func checkDatabase(ctx context.Context, db *sqlx.DB, mode string) error {
 	pragma := "PRAGMA integrity_check"
 	if mode == ModeIncremental {

@@ -35,15 +35,17 @@ import (
 // taken in walk order, so that the content file, the ids and the offsets
 // come out as a full build gives them: a changed file, or an unchanged one
 // holding an affected package, is parsed; any other unchanged file's rows
-// are copied with their ids and offsets moved by where the file now
-// starts, and its bytes of the content and the gzip copy are carried over
-// (the gzip copy compresses each file apart, see gzipSegment): linked,
-// where a whole segment of the previous index holds only such files,
-// copied otherwise (copyRunContent). Whatever is
-// computed over a whole package (problems, channels' heads, ranks,
+// are kept where its ids did not move, in a copy of the previous database
+// the build starts from, or copied with their ids and offsets moved by
+// where the file now starts (see keptTables), and its bytes of the content
+// and the gzip copy are carried over (the gzip copy compresses each file
+// apart, see gzipSegment): linked, where a whole segment of the previous
+// index holds only such files, copied otherwise (copyRunContent). Whatever
+// is computed over a whole package (problems, channels' heads, ranks,
 // display, search, digests) is carried over per package or computed by the
-// code of a full build; what is computed across packages (catalog_counts,
-// the secondary indexes) is computed after the load as in a full build.
+// code of a full build; catalog_counts, computed across packages, is
+// computed after the load as in a full build, and the secondary indexes,
+// copied with the database, are kept up to date by SQLite as rows change.
 //
 // A build is full instead when there is no usable previous index, when
 // its schema differs, when too much changed for reuse to pay (see
@@ -52,12 +54,15 @@ import (
 
 // maxChangedShare is the share of a catalog's packages, or of its content
 // bytes, to load anew beyond which a build is full. An incremental build
-// costs a fixed part (planning, copying the other files' rows and bytes,
-// the secondary indexes and the check of the new file: 0.45 CPU-s on the
-// bench catalog, most of it copying rows) plus about a full build's cost
-// per package loaded, so it stops paying only near the whole catalog.
-// BenchmarkBuildIncremental, CPU-s per build, one to three runs at a
-// machine load of 1.6-3.6 on 2 cores; peak RSS in MiB:
+// costs a fixed part (planning, the copy of the previous database, moving
+// the rows whose ids moved, the other files' bytes and the check of the
+// new file: 0.15 CPU-s on the bench catalog for an edit that moves no
+// ids, 0.45 for one that moves those of half the catalog) plus about a
+// full build's cost per package loaded, so it stops paying only near the
+// whole catalog. BenchmarkBuildIncremental, CPU-s per build, one to three
+// runs at a machine load of 1.6-3.6 on 2 cores; peak RSS in MiB (these
+// figures are from before the copy, when every unchanged file's rows were
+// copied and the indexes made anew, 0.45 CPU-s of fixed part):
 //
 //	bench (300 packages, 132 MiB):  full 3.31-3.55 (54-56)
 //	  changed   1: 0.48-0.50 (50)      150: 2.29-2.46 (58-60)
@@ -89,6 +94,24 @@ import (
 // tenth of a parsed byte; the share is kept, as a plan cannot tell what
 // it will reuse before it reads the changed files: it errs toward a full
 // build where an incremental one would still have paid.
+//
+// Since the build starts from a copy of the previous database
+// (keptTables), the bench catalog's figures are, two runs each at a load
+// of 4-7, before and after the copy ("1-image" changes a bundle's image
+// mid-catalog, "1-bundle" adds a bundle there, moving the ids of every
+// blob and bundle after it; "1" adds a blob to the first file, moving
+// every blob's id):
+//
+//	bench:  full 3.1-3.3 (55-56) before, 3.0-3.7 (55-57) after
+//	  1-image:  0.53-0.55 (50)    -> 0.15 (44)
+//	  1-bundle: 0.53-0.55 (50-51) -> 0.43-0.45 (44)
+//	  1:        0.53-0.57 (49-50) -> 0.24-0.25 (44)
+//	  10:       0.66 (61-62)      -> 0.44-0.45 (53-55)
+//	  100:      1.39 (58-59)      -> 1.39-1.45 (56-58)
+//
+// Where an edit moves the ids of most rows, moving them (deleting them
+// and copying them with their indexes kept up to date) costs what copying
+// every row and making the indexes did, so the share is kept.
 const maxChangedShare = 0.75
 
 // fallbackError makes a build full, saying why.
