@@ -263,6 +263,9 @@ func build(ctx context.Context, path string, src Content, builtAt time.Time, p *
 	if err := writeFiles(ctx, db, records, segments, big, gz.blobs); err != nil {
 		return Stats{}, err
 	}
+	if p != nil {
+		p.writeBack(path)
+	}
 	if err := check(ctx, db, content, stats); err != nil {
 		return Stats{}, err
 	}
