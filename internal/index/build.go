@@ -161,10 +161,12 @@ func Build(ctx context.Context, path string, src Content, builtAt time.Time) (St
 		return build(ctx, path, src, builtAt, nil, mode)
 	}
 	extra := map[string]bool{}
+	keep := true
 	for restarts := 0; ; restarts++ {
 		p, err := newPlan(ctx, src, extra)
 		var stats Stats
 		if err == nil {
+			p.keep = keep
 			stats, err = build(ctx, path, src, builtAt, p, BuildMode{Mode: ModeIncremental})
 			p.close()
 		}
@@ -173,6 +175,9 @@ func Build(ctx context.Context, path string, src Content, builtAt time.Time) (St
 		switch {
 		case err == nil:
 			return stats, nil
+		case errors.Is(err, errMovesMost) && keep:
+			keep = false
+			continue
 		case errors.As(err, &rs) && restarts < maxRestarts:
 			extra[rs.group] = true
 			continue
@@ -213,8 +218,8 @@ func build(ctx context.Context, path string, src Content, builtAt time.Time, p *
 	}()
 
 	// An incremental build starts from a copy of the previous database
-	// (see copyPrevious).
-	if p != nil {
+	// (see keptTables), unless it moves most of it.
+	if p != nil && p.keep {
 		if err := p.copyPrevious(path); err != nil {
 			return Stats{}, err
 		}
@@ -229,7 +234,7 @@ func build(ctx context.Context, path string, src Content, builtAt time.Time, p *
 		}
 	}()
 
-	if p == nil {
+	if p == nil || !p.keep {
 		if err := migrations.Apply(ctx, db, migrations.Tables); err != nil {
 			return Stats{}, fmt.Errorf("create tables: %w", err)
 		}
@@ -247,7 +252,7 @@ func build(ctx context.Context, path string, src Content, builtAt time.Time, p *
 	// and uses the indexes, so query plans do not flip with catalog size
 	// (internal/query's TestQueryPlans checks them). A copy of the
 	// previous index has its indexes.
-	if p == nil {
+	if p == nil || !p.keep {
 		if err := migrations.Apply(ctx, db, migrations.Indexes); err != nil {
 			return Stats{}, fmt.Errorf("create indexes: %w", err)
 		}
@@ -263,7 +268,7 @@ func build(ctx context.Context, path string, src Content, builtAt time.Time, p *
 	if err := writeFiles(ctx, db, records, segments, big, gz.blobs); err != nil {
 		return Stats{}, err
 	}
-	if p != nil {
+	if p != nil && p.keep {
 		p.writeBack(path)
 	}
 	if err := check(ctx, db, content, stats); err != nil {
@@ -364,7 +369,7 @@ func load(ctx context.Context, db *sqlx.DB, content *segWriter, gz *compressor, 
 		return Stats{}, nil, nil, fmt.Errorf("begin load: %w", err)
 	}
 	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
-	if p != nil {
+	if p != nil && p.keep {
 		if err := clearCopy(ctx, tx); err != nil {
 			return Stats{}, nil, nil, err
 		}

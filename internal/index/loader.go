@@ -212,7 +212,7 @@ func (l *loader) flush(ctx context.Context, table string) error {
 	}
 	columns := strings.Split(tables[table], ", ")
 	n := len(values) / len(columns)
-	if k, ok := keptKind[table]; ok && l.plan != nil {
+	if k, ok := keptKind[table]; ok && l.plan != nil && l.plan.keep {
 		if err := l.claimRows(ctx, k, table, values, len(columns)); err != nil {
 			return err
 		}
