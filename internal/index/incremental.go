@@ -104,14 +104,14 @@ import (
 //
 //	bench:  full 3.1-3.3 (55-56) before, 3.0-3.7 (55-57) after
 //	  1-image:  0.53-0.55 (50)    -> 0.15 (44)
-//	  1-bundle: 0.53-0.55 (50-51) -> 0.43-0.45 (44)
+//	  1-bundle: 0.49-0.55 (50-51) -> 0.41-0.45 (43-44)
 //	  1:        0.53-0.57 (49-50) -> 0.24-0.25 (44)
 //	  10:       0.66 (61-62)      -> 0.44-0.45 (53-55)
 //	  100:      1.39 (58-59)      -> 1.39-1.45 (56-58)
 //
-// Where an edit moves the ids of most rows, moving them (deleting them
-// and copying them with their indexes kept up to date) costs what copying
-// every row and making the indexes did, so the share is kept.
+// Where an edit moves most bundles' ids, the build starts over without
+// the copy (maxMovedShare) and costs what it did before; past 10
+// packages what is loaded anew dominates, so the share is kept.
 const maxChangedShare = 0.75
 
 // fallbackError makes a build full, saying why.
@@ -485,7 +485,8 @@ func fileGroups(ctx context.Context, db *sqlx.DB, old []fileRecord) ([][]string,
 // changed in length), and one whose ids moved has them deleted from their
 // new place and copied there; what remains past the last id given out once
 // the catalog is read is deleted (trimCopy). The database then holds the
-// rows a full build writes, ids included.
+// rows a full build writes, ids included. An edit that would move most
+// bundles starts over without the copy (see maxMovedShare).
 
 // idKind is one of the sequences of ids a build gives out in walk order.
 type idKind int
