@@ -1,7 +1,8 @@
 -- The catalog index: one database file per catalog and content digest.
 -- Names (package, channel, bundle) are the keys, as in FBC itself, so blobs can
 -- be inserted in whatever order the catalog lists them without resolving ids.
--- Secondary indexes are created by 00002 after the bulk load is done.
+-- Secondary indexes are created by 00002 after the bulk load is done, the
+-- catalog's counts by 00003.
 
 CREATE TABLE catalog_info (
     id             INTEGER PRIMARY KEY CHECK (id = 1),

@@ -1,7 +1,8 @@
 -- Secondary indexes, one per query path of internal/catalogdb (each is checked
--- with EXPLAIN QUERY PLAN in internal/httpapi's tests), and the catalog's
--- counts. Creating them after the bulk load is much faster than maintaining
--- them row by row.
+-- with EXPLAIN QUERY PLAN in internal/httpapi's tests). Creating them after
+-- the bulk load is much faster than maintaining them row by row. An
+-- incremental build starts from a copy of the previous index, these
+-- included, and keeps them up to date as it changes its rows.
 
 CREATE INDEX blobs_schema_package_name ON blobs (schema, package, name);
 CREATE INDEX blobs_package_name ON blobs (package, name);
@@ -26,17 +27,3 @@ CREATE INDEX channel_entries_skip_range ON channel_entries (package) WHERE skip_
 -- skip a bundle named alone (GetChannelEntriesThatReplace).
 CREATE INDEX channel_entries_replaced ON channel_entries (replaces);
 CREATE INDEX channel_entry_skips_skipped ON channel_entry_skips (skip);
-
--- What a catalog's summary reports, counted once here rather than on every
--- request: what is "packages", "channels" or "bundles", or "schema" with
--- the schema's name.
-CREATE TABLE catalog_counts (
-    what  TEXT    NOT NULL,
-    name  TEXT    NOT NULL DEFAULT '',
-    count INTEGER NOT NULL,
-    PRIMARY KEY (what, name)
-) WITHOUT ROWID;
-INSERT INTO catalog_counts (what, count) SELECT 'packages', count(*) FROM packages;
-INSERT INTO catalog_counts (what, count) SELECT 'channels', count(*) FROM channels;
-INSERT INTO catalog_counts (what, count) SELECT 'bundles', count(*) FROM bundles;
-INSERT INTO catalog_counts (what, name, count) SELECT 'schema', schema, count(*) FROM blobs GROUP BY schema;

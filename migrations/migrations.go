@@ -25,10 +25,13 @@ var FS embed.FS
 
 // The schema files, in the order a build applies them. Tables goes into the
 // empty file; Indexes, the secondary indexes, follows the bulk load, because
-// maintaining indexes row by row makes the load slower.
+// maintaining indexes row by row makes the load slower; Counts counts the
+// finished tables. An incremental build, which starts from a copy of the
+// previous file, applies Counts alone.
 const (
 	Tables  = "00001_init.sql"
 	Indexes = "00002_indexes.sql"
+	Counts  = "00003_counts.sql"
 )
 
 // Execer runs SQL statements: *sql.DB, *sql.Tx and their sqlx wrappers are.

@@ -14,7 +14,7 @@ func TestFilesInOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{Tables, Indexes}; !slices.Equal(names, want) {
+	if want := []string{Tables, Indexes, Counts}; !slices.Equal(names, want) {
 		t.Errorf("schema files = %v, want %v", names, want)
 	}
 }

@@ -128,7 +128,7 @@ func schemaObjects(ctx context.Context) (map[string]string, error) {
 	}
 	defer scratch.Close()
 	scratch.SetMaxOpenConns(1)
-	for _, f := range []string{migrations.Tables, migrations.Indexes} {
+	for _, f := range []string{migrations.Tables, migrations.Indexes, migrations.Counts} {
 		if err := migrations.Apply(ctx, scratch, f); err != nil {
 			return nil, err
 		}

@@ -201,6 +201,11 @@ func (l *loader) addKnown(ctx context.Context, b fbc.Blob, k *knownBlob) error {
 		if err := l.insert(ctx, "work_bundles", k.pkg, l.bundleID, blobID, k.bundleName, k.version, k.release, k.im, *k.problems, b.Pos.String()); err != nil {
 			return fmt.Errorf("index bundle %q: %w", k.bundleName, err)
 		}
+		if l.plan.keep {
+			if err := l.claim(ctx, bundleIDs, 0); err != nil {
+				return err
+			}
+		}
 		moved := map[string]any{"bundle": l.bundleID - k.bundle, "n1": k.bundle, "n2": k.bundle}
 		for _, q := range bundlePartsQueries {
 			if _, err := l.tx.NamedExecContext(ctx, q, moved); err != nil {

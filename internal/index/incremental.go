@@ -35,15 +35,17 @@ import (
 // taken in walk order, so that the content file, the ids and the offsets
 // come out as a full build gives them: a changed file, or an unchanged one
 // holding an affected package, is parsed; any other unchanged file's rows
-// are copied with their ids and offsets moved by where the file now
-// starts, and its bytes of the content and the gzip copy are carried over
-// (the gzip copy compresses each file apart, see gzipSegment): linked,
-// where a whole segment of the previous index holds only such files,
-// copied otherwise (copyRunContent). Whatever is
-// computed over a whole package (problems, channels' heads, ranks,
+// are kept where its ids did not move, in a copy of the previous database
+// the build starts from, or copied with their ids and offsets moved by
+// where the file now starts (see keptTables), and its bytes of the content
+// and the gzip copy are carried over (the gzip copy compresses each file
+// apart, see gzipSegment): linked, where a whole segment of the previous
+// index holds only such files, copied otherwise (copyRunContent). Whatever
+// is computed over a whole package (problems, channels' heads, ranks,
 // display, search, digests) is carried over per package or computed by the
-// code of a full build; what is computed across packages (catalog_counts,
-// the secondary indexes) is computed after the load as in a full build.
+// code of a full build; catalog_counts, computed across packages, is
+// computed after the load as in a full build, and the secondary indexes,
+// copied with the database, are kept up to date by SQLite as rows change.
 //
 // A build is full instead when there is no usable previous index, when
 // its schema differs, when too much changed for reuse to pay (see
@@ -52,12 +54,15 @@ import (
 
 // maxChangedShare is the share of a catalog's packages, or of its content
 // bytes, to load anew beyond which a build is full. An incremental build
-// costs a fixed part (planning, copying the other files' rows and bytes,
-// the secondary indexes and the check of the new file: 0.45 CPU-s on the
-// bench catalog, most of it copying rows) plus about a full build's cost
-// per package loaded, so it stops paying only near the whole catalog.
-// BenchmarkBuildIncremental, CPU-s per build, one to three runs at a
-// machine load of 1.6-3.6 on 2 cores; peak RSS in MiB:
+// costs a fixed part (planning, the copy of the previous database, moving
+// the rows whose ids moved, the other files' bytes and the check of the
+// new file: 0.15 CPU-s on the bench catalog for an edit that moves no
+// ids, 0.45 for one that moves those of half the catalog) plus about a
+// full build's cost per package loaded, so it stops paying only near the
+// whole catalog. BenchmarkBuildIncremental, CPU-s per build, one to three
+// runs at a machine load of 1.6-3.6 on 2 cores; peak RSS in MiB (these
+// figures are from before the copy, when every unchanged file's rows were
+// copied and the indexes made anew, 0.45 CPU-s of fixed part):
 //
 //	bench (300 packages, 132 MiB):  full 3.31-3.55 (54-56)
 //	  changed   1: 0.48-0.50 (50)      150: 2.29-2.46 (58-60)
@@ -89,6 +94,24 @@ import (
 // tenth of a parsed byte; the share is kept, as a plan cannot tell what
 // it will reuse before it reads the changed files: it errs toward a full
 // build where an incremental one would still have paid.
+//
+// Since the build starts from a copy of the previous database
+// (keptTables), the bench catalog's figures are, two runs each at a load
+// of 4-7, before and after the copy ("1-image" changes a bundle's image
+// mid-catalog, "1-bundle" adds a bundle there, moving the ids of every
+// blob and bundle after it; "1" adds a blob to the first file, moving
+// every blob's id):
+//
+//	bench:  full 3.1-3.3 (55-56) before, 3.0-3.7 (55-57) after
+//	  1-image:  0.53-0.55 (50)    -> 0.15 (44)
+//	  1-bundle: 0.49-0.55 (50-51) -> 0.41-0.45 (43-44)
+//	  1:        0.53-0.57 (49-50) -> 0.24-0.25 (44)
+//	  10:       0.66 (61-62)      -> 0.44-0.45 (53-55)
+//	  100:      1.39 (58-59)      -> 1.39-1.45 (56-58)
+//
+// Where an edit moves most bundles' ids, the build starts over without
+// the copy (maxMovedShare) and costs what it did before; past 10
+// packages what is loaded anew dominates, so the share is kept.
 const maxChangedShare = 0.75
 
 // fallbackError makes a build full, saying why.
@@ -141,6 +164,11 @@ type plan struct {
 	affected map[string]bool
 	known    map[string]bool
 	carried  []string
+	// keep says the build starts from a copy of the previous database and
+	// keeps its rows where their ids do not move (keptTables); ids are
+	// the last id of each kind the previous index gave out.
+	keep bool
+	ids  [idKinds]int64
 	// big are the previous index's big blobs a build can take over (see
 	// knownHook).
 	big map[knownKey][]*knownBlob
@@ -235,7 +263,10 @@ func newPlan(ctx context.Context, src Content, extra map[string]bool) (_ *plan, 
 		return nil, err
 	}
 
-	p := &plan{prev: src.Previous, affected: map[string]bool{}, known: map[string]bool{}}
+	last := old[len(old)-1]
+	p := &plan{prev: src.Previous, affected: map[string]bool{}, known: map[string]bool{},
+		ids: [idKinds]int64{blobIDs: last.firstBlob + last.blobs - 1, bundleIDs: last.firstBundle + last.bundles - 1,
+			entryIDs: last.firstEntry + last.entries - 1}}
 	defer func() {
 		if err != nil {
 			p.close()
@@ -436,6 +467,213 @@ func fileGroups(ctx context.Context, db *sqlx.DB, old []fileRecord) ([][]string,
 	return out, nil
 }
 
+// An incremental build's database starts as a copy of the previous one
+// (copyPrevious): copying the file in the kernel, and its indexes with it,
+// costs a small part of inserting its rows again and creating its indexes
+// (0.02 against 0.4 CPU-s on the bench catalog). The tables keyed by the
+// ids a build gives out in walk order, of blobs, bundles and channel
+// entries (keptTables), most of the rows, stay in the copy; the rest
+// (clearCopy) are written as before: the packages' tables from finish and
+// carry, the files' records after the load, the tables whose order is
+// their rowid's (skips, deprecations) with the other rows of each file.
+//
+// A kept table holds at any time the new index's rows for the ids given
+// out so far, and the previous index's for the ids beyond (its rows for
+// ids given out anew having been deleted, claim): a run of unchanged
+// files whose ids come out where they were keeps its rows as they are
+// (their offsets moved, if need be, where the content before them
+// changed in length), and one whose ids moved has them deleted from their
+// new place and copied there; what remains past the last id given out once
+// the catalog is read is deleted (trimCopy). The database then holds the
+// rows a full build writes, ids included. An edit that would move most
+// bundles starts over without the copy (see maxMovedShare).
+
+// idKind is one of the sequences of ids a build gives out in walk order.
+type idKind int
+
+const (
+	blobIDs idKind = iota
+	bundleIDs
+	entryIDs
+	idKinds
+)
+
+// keptTable is a table an incremental build keeps in the copy of the
+// previous index, and the column of the id that keys it.
+type keptTable struct{ table, key string }
+
+// keptTables are the tables kept in the copy, by the ids that key them.
+var keptTables = [idKinds][]keptTable{
+	blobIDs:   {{"blobs", "id"}},
+	bundleIDs: {{"bundles", "id"}, {"related_images", "bundle_id"}, {"properties", "bundle_id"}, {"provided_gvks", "bundle_id"}, {"required_gvks", "bundle_id"}, {"required_packages", "bundle_id"}},
+	entryIDs:  {{"channel_entries", "id"}},
+}
+
+// keptKind is the kind of ids that key each kept table.
+var keptKind = func() map[string]idKind {
+	m := map[string]idKind{}
+	for k, tables := range keptTables {
+		for _, t := range tables {
+			m[t.table] = idKind(k)
+		}
+	}
+	return m
+}()
+
+// maxMovedShare is the share of the bundle ids past which an incremental
+// build no longer keeps the copy's rows but starts over from an empty
+// database, copying every unchanged file's rows and making the indexes
+// after (errMovesMost): moving a row in the copy, deleted and inserted
+// again with its indexes kept up to date, costs more than copying it
+// into an empty table, and a bundle has tens of rows (its properties
+// above all). On the bench catalog (BenchmarkBuildIncremental, CPU-s):
+// adding a bundle in the middle moves half the bundles, 0.43-0.45 kept
+// against 0.55 started over (0.49-0.50 before the copy); adding one to the
+// first package moves them all, 0.65-0.95 s of wall time in a build kept;
+// adding a blob to the first file, which moves every blob id and no
+// bundle's, 0.24 kept against 0.55 started over. Moves of blob and entry
+// ids alone are kept.
+const maxMovedShare = 0.6
+
+// errMovesMost says an incremental build would move more than
+// maxMovedShare of the copy's bundles.
+var errMovesMost = errors.New("incremental build: an edit moves most ids")
+
+// clearedTables are the tables of the copy of the previous index written
+// anew, emptied before the load; catalog_counts is dropped, to be made
+// again (migrations.Counts).
+var clearedTables = []string{"catalog_info", "files", "big_blobs", "channel_entry_skips", "deprecations",
+	"problems", "channels", "packages", "package_search"}
+
+// copyPrevious copies the previous index's database to path, which must
+// not exist.
+func (p *plan) copyPrevious(path string) error {
+	in, err := os.Open(p.prev)
+	if err != nil {
+		return fallback("previous index unreadable: %v", err)
+	}
+	defer in.Close()
+	out, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return fmt.Errorf("create index: %w", fileError(err))
+	}
+	// Between files, io.Copy copies in the kernel (copy_file_range).
+	_, err = io.Copy(out, in)
+	if err == nil {
+		startWriteback(out)
+	}
+	if closeErr := out.Close(); err == nil {
+		err = closeErr
+	}
+	if err != nil {
+		return fmt.Errorf("copy previous index: %w", fileError(err))
+	}
+	return nil
+}
+
+// writeBack starts writing back the pages of the database at path that
+// the build changed in the copy, while it is checked: the sync before the
+// swap then waits for fewer of them.
+func (p *plan) writeBack(path string) {
+	if f, err := os.Open(path); err == nil {
+		startWriteback(f)
+		f.Close()
+	}
+}
+
+// clearCopy empties the tables of the copy of the previous index that the
+// build writes anew.
+func clearCopy(ctx context.Context, tx *sqlx.Tx) error {
+	for _, t := range clearedTables {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM `+t); err != nil {
+			return fmt.Errorf("clear %s of the previous index: %w", t, err)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `DROP TABLE catalog_counts`); err != nil {
+		return fmt.Errorf("clear catalog_counts of the previous index: %w", err)
+	}
+	return nil
+}
+
+// lastID is the last id of kind k given out.
+func (l *loader) lastID(k idKind) int64 {
+	switch k {
+	case blobIDs:
+		return int64(l.stats.Blobs)
+	case bundleIDs:
+		return l.bundleID
+	default:
+		return l.entryID
+	}
+}
+
+// claim deletes the previous index's rows of the kept tables of kind k
+// for the ids given out since the last claim, up to last at least, which
+// the build's own rows take: before rows with those ids are written.
+func (l *loader) claim(ctx context.Context, k idKind, last int64) error {
+	last = max(last, l.lastID(k))
+	if last <= l.claimed[k] {
+		return nil
+	}
+	if err := l.deleteKept(ctx, k, keyRange, l.claimed[k]+1, last); err != nil {
+		return err
+	}
+	l.claimed[k] = last
+	return nil
+}
+
+// claimRows claims the ids of rows of a kept table of kind k about to be
+// inserted, values holding them a row of columns values after the other,
+// each row's first value its key.
+func (l *loader) claimRows(ctx context.Context, k idKind, table string, values []any, columns int) error {
+	last := int64(0)
+	for i := 0; i < len(values); i += columns {
+		id, ok := values[i].(int64)
+		if !ok {
+			return fmt.Errorf("insert into %s: a key of type %T", table, values[i])
+		}
+		last = max(last, id)
+	}
+	return l.claim(ctx, k, last)
+}
+
+// The conditions on a kept table's key of the rows deleteKept deletes: a
+// range of ids, or every id past one.
+const (
+	keyRange = `BETWEEN ? AND ?`
+	keyAfter = `> ?`
+)
+
+// deleteKeptQuery deletes the rows of t whose key matches cond.
+func deleteKeptQuery(t keptTable, cond string) string {
+	return `DELETE FROM ` + t.table + ` WHERE ` + t.key + ` ` + cond
+}
+
+// deleteKept deletes the rows of the kept tables of kind k whose key
+// matches cond (keyRange or keyAfter).
+func (l *loader) deleteKept(ctx context.Context, k idKind, cond string, args ...any) error {
+	for _, t := range keptTables[k] {
+		if _, err := l.tx.ExecContext(ctx, deleteKeptQuery(t, cond), args...); err != nil {
+			return fmt.Errorf("delete previous rows of %s: %w", t.table, err)
+		}
+	}
+	return nil
+}
+
+// trimCopy deletes what is left of the previous index's rows in the kept
+// tables past the last ids given out, once the catalog is read.
+func (l *loader) trimCopy(ctx context.Context) error {
+	for k := range idKinds {
+		if err := l.claim(ctx, k, 0); err != nil {
+			return err
+		}
+		if err := l.deleteKept(ctx, k, keyAfter, l.lastID(k)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // The statements that copy the rows of a run of unchanged files from the
 // previous index (attached as prev), ids and offsets moved by the deltas
 // bound to :blob, :bundle, :entry and :offset, ranges given by :b1 :b2
@@ -443,21 +681,34 @@ func fileGroups(ctx context.Context, db *sqlx.DB, old []fileRecord) ([][]string,
 // the order a full build inserts them; for the tables without an id of
 // their own, that is rowid order, which is also the order of the id they
 // refer to (entry or blob), so that their index gives it without a sort.
-var copyRowsQueries = slices.Concat([]string{
-	`INSERT INTO blobs (id, schema, package, name, offset, length)
-		SELECT id + :blob, schema, package, name, offset + :offset, length FROM prev.blobs WHERE id BETWEEN :b1 AND :b2 ORDER BY id`,
-	`INSERT INTO channel_entries (id, package, channel, position, bundle, replaces, skip_range)
-		SELECT id + :entry, package, channel, position, bundle, replaces, skip_range FROM prev.channel_entries WHERE id BETWEEN :e1 AND :e2 ORDER BY id`,
+// movedRowsQueries copy the rows of the kept tables, by kind of id, for a
+// run whose ids of that kind moved; copyRowsQueries the others, always.
+var movedRowsQueries = [idKinds][]string{
+	blobIDs: {`INSERT INTO blobs (id, schema, package, name, offset, length)
+		SELECT id + :blob, schema, package, name, offset + :offset, length FROM prev.blobs WHERE id BETWEEN :b1 AND :b2 ORDER BY id`},
+	entryIDs: {`INSERT INTO channel_entries (id, package, channel, position, bundle, replaces, skip_range)
+		SELECT id + :entry, package, channel, position, bundle, replaces, skip_range FROM prev.channel_entries WHERE id BETWEEN :e1 AND :e2 ORDER BY id`},
+	bundleIDs: slices.Concat([]string{`INSERT INTO bundles (id, package, name, version, release, image, blob_id, ver_major, ver_minor, ver_patch, ver_pre, version_rank, channels)
+		SELECT id + :bundle, package, name, version, release, image, blob_id + :blob, ver_major, ver_minor, ver_patch, ver_pre, version_rank, channels
+		FROM prev.bundles WHERE id BETWEEN :n1 AND :n2 ORDER BY id`}, bundlePartsQueries),
+}
+
+var copyRowsQueries = []string{
 	`INSERT INTO channel_entry_skips (entry_id, package, skip)
 		SELECT entry_id + :entry, package, skip FROM prev.channel_entry_skips WHERE entry_id BETWEEN :e1 AND :e2 ORDER BY entry_id, rowid`,
-	`INSERT INTO bundles (id, package, name, version, release, image, blob_id, ver_major, ver_minor, ver_patch, ver_pre, version_rank, channels)
-		SELECT id + :bundle, package, name, version, release, image, blob_id + :blob, ver_major, ver_minor, ver_patch, ver_pre, version_rank, channels
-		FROM prev.bundles WHERE id BETWEEN :n1 AND :n2 ORDER BY id`,
-}, bundlePartsQueries, []string{
 	`INSERT INTO deprecations (package, schema, name, message, blob_id)
 		SELECT package, schema, name, message, blob_id + :blob FROM prev.deprecations WHERE blob_id BETWEEN :b1 AND :b2 ORDER BY blob_id, rowid`,
 	copyBigBlobsQuery,
-})
+}
+
+// The statements that move what a kept run's rows refer to where it moved
+// while the run's own ids did not: its blobs' offsets, where the content
+// before it changed in length (:offset), and its bundles' blob ids
+// (:blob).
+const (
+	moveOffsetsQuery = `UPDATE blobs SET offset = offset + :offset WHERE id BETWEEN :b1 AND :b2`
+	moveBlobIDsQuery = `UPDATE bundles SET blob_id = blob_id + :blob WHERE id BETWEEN :n1 AND :n2`
+)
 
 // bundlePartsQueries copy the parts of the bundles :n1 to :n2 of the
 // previous index, ids moved by :bundle: for a run of unchanged files
@@ -500,6 +751,11 @@ func (l *loader) copyUpTo(ctx context.Context, path string) error {
 	if err := l.copyRun(ctx, run); err != nil {
 		return err
 	}
+	if path == "" && p.keep {
+		if err := l.trimCopy(ctx); err != nil {
+			return err
+		}
+	}
 	l.action = nil
 	if path != "" {
 		if l.next == len(p.actions) {
@@ -535,7 +791,43 @@ func (l *loader) copyRun(ctx context.Context, run []fileAction) error {
 		"n1": first.firstBundle, "n2": last.firstBundle + last.bundles - 1,
 		"e1": first.firstEntry, "e2": last.firstEntry + last.entries - 1,
 	}
-	for _, q := range copyRowsQueries {
+	// The run's ids of each kind either come out where they were, and
+	// its rows of the kept tables stay, or moved, and are copied, as
+	// they all are into an empty database.
+	deltas := [idKinds]string{blobIDs: "blob", bundleIDs: "bundle", entryIDs: "entry"}
+	counts := [idKinds]int64{blobIDs: args["b2"].(int64) - first.firstBlob + 1,
+		bundleIDs: args["n2"].(int64) - first.firstBundle + 1, entryIDs: args["e2"].(int64) - first.firstEntry + 1}
+	queries := slices.Clone(copyRowsQueries)
+	for k := range idKinds {
+		if !l.plan.keep {
+			queries = append(queries, movedRowsQueries[k]...)
+			continue
+		}
+		if err := l.claim(ctx, k, 0); err != nil {
+			return err
+		}
+		if delta := args[deltas[k]].(int64); delta != 0 {
+			if moved := l.plan.ids[k] - l.lastID(k) + delta; k == bundleIDs && float64(moved) > maxMovedShare*float64(l.plan.ids[k]) {
+				return errMovesMost
+			}
+			// The rows go where the next ids are, and the run's own
+			// rows beyond them go too: bundles are UNIQUE by name.
+			next := l.lastID(k) + 1
+			if err := l.deleteKept(ctx, k, keyRange, next, next+counts[k]-1+max(0, -delta)); err != nil {
+				return err
+			}
+			queries = append(queries, movedRowsQueries[k]...)
+		} else {
+			switch {
+			case k == blobIDs && args["offset"].(int64) != 0:
+				queries = append(queries, moveOffsetsQuery)
+			case k == bundleIDs && args["blob"].(int64) != 0:
+				queries = append(queries, moveBlobIDsQuery)
+			}
+		}
+		l.claimed[k] = l.lastID(k) + counts[k]
+	}
+	for _, q := range queries {
 		if _, err := l.tx.NamedExecContext(ctx, q, args); err != nil {
 			return fmt.Errorf("copy rows of unchanged files from %s: %w", first.path, err)
 		}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"io"
 	"io/fs"
@@ -26,8 +27,12 @@ import (
 // (one blob added to each package's file), on the bench catalog
 // ($CATALOGD_BENCH_CATALOG) and the catalog of CRD objects
 // ($CATALOGD_BENCH_CRD_CATALOG); small generated ones stand in where
-// unset. The previous index, and the file hashes an incremental build is
-// given (Content.FileHash, which the source computes while it reads the
+// unset. "1-bundle" adds a bundle (a copy of one under a new name) to the
+// package in the middle of the catalog instead, which moves the ids of
+// every blob and bundle after it; "1-image" changes the image of a bundle
+// there, which moves only the offsets after it (BenchmarkWatchEdit's
+// edit). The previous index, and the file hashes
+// an incremental build is given (Content.FileHash, which the source computes while it reads the
 // content), are made before the timer starts; "-hashing" builds hash
 // every file themselves. Peak RSS (of the build alone) is only meaningful
 // with one sub-benchmark per process, as make bench runs them, and bytes
@@ -39,7 +44,7 @@ func BenchmarkBuildIncremental(b *testing.B) {
 	catalogs := []struct{ name, env string }{{"bench", "CATALOGD_BENCH_CATALOG"}, {"crd", "CATALOGD_BENCH_CRD_CATALOG"}}
 	for _, c := range catalogs {
 		b.Run(c.name, func(b *testing.B) {
-			for _, mode := range []string{"full", "1", "10", "100", "1-hashing"} {
+			for _, mode := range []string{"full", "1", "10", "100", "1-hashing", "1-bundle", "1-image"} {
 				b.Run(mode, func(b *testing.B) {
 					dir := os.Getenv(c.env)
 					if dir == "" {
@@ -92,15 +97,21 @@ func benchmarkIncremental(b *testing.B, src, mode string) {
 	n := 0
 	incremental := mode != "full"
 	if incremental {
-		n, _ = strconv.Atoi(strings.TrimSuffix(mode, "-hashing"))
+		count, _, _ := strings.Cut(mode, "-")
+		n, _ = strconv.Atoi(count)
 	}
 	if n > len(files)/2 {
 		b.Skipf("the catalog has %d package files, too few to change %d", len(files), n)
 	}
-	// Every len(files)/n-th file changes.
 	slices.Sort(files)
-	for i := 0; i < n; i++ {
-		changeFile(b, filepath.Join(dir, files[i*len(files)/n]), i)
+	switch mode {
+	case "1-bundle", "1-image":
+		editBundle(b, filepath.Join(dir, files[len(files)/2]), mode == "1-bundle")
+	default:
+		// Every len(files)/n-th file changes.
+		for i := 0; i < n; i++ {
+			changeFile(b, filepath.Join(dir, files[i*len(files)/n]), i)
+		}
 	}
 	var hashes func(string) ([sha256.Size]byte, bool)
 	if incremental && !strings.HasSuffix(mode, "-hashing") {
@@ -183,6 +194,46 @@ func changeFile(b *testing.B, path string, i int) {
 	if err := os.Rename(path+".new", path); err != nil {
 		b.Fatal(err)
 	}
+}
+
+// editBundle adds a copy of the file's first bundle under a new name to
+// it, or changes that bundle's image, written as a new file in its place.
+func editBundle(b *testing.B, path string, add bool) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for line := range strings.Lines(string(data)) {
+		if !strings.Contains(line, `"schema":"olm.bundle"`) {
+			continue
+		}
+		var bundle map[string]any
+		if err := json.Unmarshal([]byte(line), &bundle); err != nil {
+			b.Fatal(err)
+		}
+		if add {
+			bundle["name"] = fmt.Sprint(bundle["name"], "-added")
+		} else {
+			bundle["image"] = fmt.Sprint(bundle["image"], "-edited")
+		}
+		edited, err := json.Marshal(bundle)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if add {
+			data = append(append(data, edited...), '\n')
+		} else {
+			data = []byte(strings.Replace(string(data), line, string(edited)+"\n", 1))
+		}
+		if err := os.WriteFile(path+".new", data, 0o644); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.Rename(path+".new", path); err != nil {
+			b.Fatal(err)
+		}
+		return
+	}
+	b.Fatalf("%s holds no bundle", path)
 }
 
 // hashDir hashes every file under dir, as a source gives them.

@@ -18,6 +18,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/catalogd/catalogd/migrations"
 	"github.com/catalogd/catalogd/test/fbcchange"
 	"github.com/catalogd/catalogd/test/fbcgen"
 )
@@ -284,9 +285,10 @@ func TestIncrementalCommunity(t *testing.T) {
 var fullScan = regexp.MustCompile(`^SCAN [\w.]+$`)
 
 // TestIncrementalQueryPlans: every statement an incremental build runs
-// against the previous index finds its rows through a key or an index,
-// never by scanning a table; but for knownBlobsQuery, which reads every
-// row of big_blobs, in key order, and finds the rest by key.
+// against the previous index, or against the rows it keeps of the
+// previous index's copy, finds its rows through a key or an index, never
+// by scanning a table; but for knownBlobsQuery, which reads every row of
+// big_blobs, in key order, and finds the rest by key.
 func TestIncrementalQueryPlans(t *testing.T) {
 	db, _ := buildDir(t, demoDir)
 	prev := dbPath(t, db)
@@ -299,7 +301,18 @@ func TestIncrementalQueryPlans(t *testing.T) {
 	if _, err := scratch.Exec(`ATTACH DATABASE ? AS prev`, previousURI(prev)); err != nil {
 		t.Fatal(err)
 	}
-	queries := append(append(slices.Clone(copyRowsQueries), carryQueries...), carriedCountsQuery, copiedBlobsQuery, knownBlobsQuery)
+	for _, f := range []string{migrations.Tables, migrations.Indexes} {
+		if err := migrations.Apply(context.Background(), scratch, f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	queries := slices.Concat(copyRowsQueries, movedRowsQueries[blobIDs], movedRowsQueries[bundleIDs], movedRowsQueries[entryIDs],
+		carryQueries, []string{carriedCountsQuery, copiedBlobsQuery, knownBlobsQuery, moveOffsetsQuery, moveBlobIDsQuery})
+	for _, tables := range keptTables {
+		for _, kept := range tables {
+			queries = append(queries, deleteKeptQuery(kept, keyRange), deleteKeptQuery(kept, keyAfter))
+		}
+	}
 	named := map[string]any{}
 	for _, name := range []string{"blob", "bundle", "entry", "offset", "b1", "b2", "n1", "n2", "e1", "e2"} {
 		named[name] = 1

@@ -63,6 +63,10 @@ type loader struct {
 	next      int
 	action    *fileAction
 	skipWrite bool
+	// claimed is, by kind, the last id up to which the kept tables of
+	// an incremental build's copy of the previous index hold the new
+	// index's rows (see claim).
+	claimed [idKinds]int64
 	// unitStart is where the content's current piece of the gzip copy
 	// begins (see gzipSegment); big are the big blobs (bigBlobBytes)
 	// written so far outside unchanged files, whose big_blobs rows are
@@ -208,6 +212,11 @@ func (l *loader) flush(ctx context.Context, table string) error {
 	}
 	columns := strings.Split(tables[table], ", ")
 	n := len(values) / len(columns)
+	if k, ok := keptKind[table]; ok && l.plan != nil && l.plan.keep {
+		if err := l.claimRows(ctx, k, table, values, len(columns)); err != nil {
+			return err
+		}
+	}
 	key := table + "/" + strconv.Itoa(n)
 	stmt, ok := l.stmts[key]
 	if !ok {
