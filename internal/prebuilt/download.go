@@ -312,6 +312,7 @@ func downloadLayer(d name.Digest, l v1.Descriptor, dst string, dec *zstd.Decoder
 	if err != nil {
 		return 0, fmt.Errorf("layer %s: %w", d.DigestStr(), err)
 	}
+	reserve(f, size)
 	blob := &countingReader{r: io.LimitReader(rc, l.Size+1)}
 	out := &fileWriter{f: f, crc: crc32.NewIEEE(), limit: size}
 	if isCompressed(l) {

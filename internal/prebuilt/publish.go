@@ -116,7 +116,7 @@ func indexLayers(path, tmp string) ([]*fileBlob, error) {
 	if err != nil {
 		return nil, err
 	}
-	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderConcurrency(1),
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstdLevel), zstd.WithEncoderConcurrency(1),
 		zstd.WithWindowSize(zstdWindow), zstd.WithEncoderCRC(false))
 	if err != nil {
 		return nil, err
@@ -143,6 +143,14 @@ func indexLayers(path, tmp string) ([]*fileBlob, error) {
 // took 0.84 CPU-seconds at 512 KiB, 1.0 at 1 MiB and 1.3 at 8 MiB (zstd's
 // default), for 104, 104 and 79 MB of download.
 const zstdWindow = 512 << 10
+
+// zstdLevel is the compression of the layers. Publishing runs once per
+// catalog and taking the index on every replica, so the level is the one
+// whose output decompresses fastest, not the cheapest to make: on 204 MB
+// of the CRD catalog at a 512 KiB window, "better" gave 14 MB decompressed
+// at 2.8 GB/s, where "default" gave 17 MB at 2.5 GB/s and "best" 13 MB at
+// 2.5 GB/s; it compresses at half default's speed (0.26 GB/s).
+const zstdLevel = zstd.SpeedBetterCompression
 
 // zstdMaxWindow is the largest window Download decompresses, which bounds
 // the memory each decompressor takes (twice its window).
