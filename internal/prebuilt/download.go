@@ -1,6 +1,7 @@
 package prebuilt
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -118,6 +119,15 @@ func (c *Client) Download(ctx context.Context, ref, path string) (index.ContentS
 	if err != nil {
 		return nil, err
 	}
+	// One puller for the manifest and every layer: the registry is pinged
+	// and its token fetched once, rather than once per layer (for an
+	// insecure registry, a TLS handshake tried and a plain one made, over
+	// a new connection each time).
+	puller, err := remote.NewPuller(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("download prebuilt index: %w", err)
+	}
+	opts = append(opts, remote.Reuse(puller))
 	// The first that this binary can read, among several published.
 	art := d.Context().Digest(found[0].Digest.String())
 	m, err := c.manifest(art, d, opts)
@@ -137,6 +147,7 @@ func (c *Client) Download(ctx context.Context, ref, path string) (index.ContentS
 	for range downloaders {
 		g.Go(func() error {
 			var dec *zstd.Decoder
+			in := bufio.NewReaderSize(nil, readBuffer)
 			defer func() {
 				if dec != nil {
 					dec.Close()
@@ -157,7 +168,7 @@ func (c *Client) Download(ctx context.Context, ref, path string) (index.ContentS
 						return fmt.Errorf("download prebuilt index: %w", err)
 					}
 				}
-				crc, err := downloadLayer(art.Context().Digest(l.Digest.String()), l, dst, dec, opts)
+				crc, err := downloadLayer(art.Context().Digest(l.Digest.String()), l, dst, in, dec, opts)
 				if err != nil {
 					return fmt.Errorf("download prebuilt index %s: %w", art.DigestStr(), err)
 				}
@@ -293,8 +304,9 @@ func validFileName(name string) bool {
 // further than the size its descriptor declares, and checked against its
 // digest by go-containerregistry as it is read to its end; a compressed
 // one is decompressed with dec, and the file must come to the size
-// recorded for it (fileSize), no byte more written.
-func downloadLayer(d name.Digest, l v1.Descriptor, dst string, dec *zstd.Decoder, opts []remote.Option) (uint32, error) {
+// recorded for it (fileSize), no byte more written. The blob is read
+// through in, which Download keeps for each of its downloaders.
+func downloadLayer(d name.Digest, l v1.Descriptor, dst string, in *bufio.Reader, dec *zstd.Decoder, opts []remote.Option) (uint32, error) {
 	size, err := fileSize(l)
 	if err != nil {
 		return 0, fmt.Errorf("%w: layer %s: %w", ErrRefused, d.DigestStr(), err)
@@ -313,7 +325,8 @@ func downloadLayer(d name.Digest, l v1.Descriptor, dst string, dec *zstd.Decoder
 		return 0, fmt.Errorf("layer %s: %w", d.DigestStr(), err)
 	}
 	reserve(f, size)
-	blob := &countingReader{r: io.LimitReader(rc, l.Size+1)}
+	in.Reset(io.LimitReader(rc, l.Size+1))
+	blob := &countingReader{r: in}
 	out := &fileWriter{f: f, crc: crc32.NewIEEE(), limit: size}
 	if isCompressed(l) {
 		err = decompress(dec, blob, out)
@@ -365,6 +378,13 @@ func decompress(dec *zstd.Decoder, in *countingReader, out *fileWriter) error {
 // that stays in the core's cache between its read and its write costs
 // less CPU than fewer, larger calls.
 const copyBuffer = 128 << 10
+
+// readBuffer is the buffer the blobs are read through. The zstd decoder
+// reads each compressed block as two reads of their exact sizes (a 3-byte
+// header, then some kilobytes), which straight from the connection made
+// about 20,000 system calls for the 1.3 GB catalog of CRD objects; read
+// through this buffer each takes what the socket holds, up to its size.
+const readBuffer = 256 << 10
 
 // errTooLarge stops a file that comes to more than its recorded size.
 var errTooLarge = errors.New("the file is larger than its recorded size")
