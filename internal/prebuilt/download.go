@@ -106,9 +106,9 @@ func (c *Client) Published(ctx context.Context, ref string) (string, bool, error
 // CRD bench catalog's index two at a time cost more CPU (medians of
 // twelve runs each on two busy cores: 1.14 CPU-s against 1.09), the two
 // writers contending for the filesystem and the caches, for about the
-// same time to serving (1.72 s against 1.77). The error says why there is no index to use (ErrNotPublished,
-// ErrOtherSchema, ErrUnreachable, ErrRefused, or a failed download);
-// Reason classifies it.
+// same time to serving (1.72 s against 1.77). The error says why there
+// is no index to use (ErrNotPublished, ErrOtherSchema, ErrUnreachable,
+// ErrRefused, or a failed download); Reason classifies it.
 func (c *Client) Download(ctx context.Context, ref, path string) (index.ContentSums, error) {
 	d, found, err := c.find(ctx, ref)
 	if err != nil {
