@@ -379,6 +379,40 @@ func TestTamperedInTransit(t *testing.T) {
 	}
 }
 
+// TestDownloadPingsOnce: taking an index reaches the registry's API base
+// (GET /v2/, the ping that finds its scheme and authentication) once to
+// list the referrers and once for the download, however many layers the
+// artifact has, and fetches each layer once.
+func TestDownloadPingsOnce(t *testing.T) {
+	e := newEnv(t, true, prebuilt.Options{})
+	p := e.publish(t, nil)
+	layers := manifestOf(t, p.Ref).Layers
+	if len(layers) < 3 {
+		t.Fatalf("the artifact has %d layers; the test needs more than the pings it allows", len(layers))
+	}
+	e.reg.Reset()
+	if _, err := e.take(t); err != nil {
+		t.Fatal(err)
+	}
+	pings, fetched := 0, map[string]int{}
+	for _, r := range e.reg.Requests() {
+		switch {
+		case r.Path == "/v2/":
+			pings++
+		case r.Method == http.MethodGet && strings.Contains(r.Path, "/blobs/"):
+			fetched[registrytest.BlobDigest(r.Path)]++
+		}
+	}
+	if pings != 2 {
+		t.Errorf("%d pings for %d layers; want 2 (the referrers query, the download)", pings, len(layers))
+	}
+	for _, l := range layers {
+		if n := fetched[l.Digest.String()]; n != 1 {
+			t.Errorf("layer %s fetched %d times; want once", l.Annotations["org.opencontainers.image.title"], n)
+		}
+	}
+}
+
 // TestOtherFormatIgnored: an artifact of another format (artifact type)
 // than this binary's is not downloaded, as if none were published: a
 // reader never reads a format it does not know, and builds.

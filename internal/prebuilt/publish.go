@@ -117,7 +117,7 @@ func indexLayers(path, tmp string) ([]*fileBlob, error) {
 		return nil, err
 	}
 	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstdLevel), zstd.WithEncoderConcurrency(1),
-		zstd.WithWindowSize(zstdWindow), zstd.WithEncoderCRC(false))
+		zstd.WithWindowSize(zstdWindow), zstd.WithEncoderCRC(false), zstd.WithNoEntropyCompression(true))
 	if err != nil {
 		return nil, err
 	}
@@ -150,6 +150,14 @@ const zstdWindow = 512 << 10
 // of the CRD catalog at a 512 KiB window, "better" gave 14 MB decompressed
 // at 2.8 GB/s, where "default" gave 17 MB at 2.5 GB/s and "best" 13 MB at
 // 2.5 GB/s; it compresses at half default's speed (0.26 GB/s).
+//
+// The literals (the bytes no match covers) are stored as they are rather
+// than Huffman-coded (WithNoEntropyCompression), and the frames carry no
+// checksum of their own (WithEncoderCRC(false)): each layer's digest
+// covers its bytes already, and index.Adopt the content's CRC-32. On
+// 137 MB of the CRD catalog's content, raw literals made the layers 3%
+// larger (ratio 13.7 against 14.2) and decompressing them 8% cheaper
+// (0.32-0.33 CPU-s per GB against 0.35-0.37).
 const zstdLevel = zstd.SpeedBetterCompression
 
 // zstdMaxWindow is the largest window Download decompresses, which bounds
