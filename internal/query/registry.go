@@ -167,12 +167,19 @@ type registryEntry struct {
 	skipRange    string
 	deprecation  string
 	blob         Range
+	// spans are where the bundle's properties stand in its blob
+	// (fbc.PropertySpans), nil when the index has none for it.
+	spans []byte
 }
 
 // registryEntryColumns select a registryEntry but its skips and
-// deprecation from channel entries e joined to bundles b and blobs bl
-// (scanRegistryEntry reads them).
-const registryEntryColumns = `e.id, e.package, e.channel, e.bundle, e.replaces, e.skip_range, b.id, b.version, b.image, bl.offset, bl.length`
+// deprecation from channel entries e joined to bundles b, blobs bl and
+// property spans ps (registryEntryJoins; scanRegistryEntry reads them).
+const (
+	registryEntryColumns = `e.id, e.package, e.channel, e.bundle, e.replaces, e.skip_range, b.id, b.version, b.image, bl.offset, bl.length, ps.spans`
+	registryEntryJoins   = `JOIN bundles b ON b.package = e.package AND b.name = e.bundle JOIN blobs bl ON bl.id = b.blob_id
+		LEFT JOIN property_spans ps ON ps.bundle_id = b.id`
+)
 
 // scanRegistryEntry reads a row of registryEntryColumns, and the columns
 // after them into more, by hand: sqlx's reflection cost more than the
@@ -180,13 +187,13 @@ const registryEntryColumns = `e.id, e.package, e.channel, e.bundle, e.replaces, 
 func scanRegistryEntry(rows *sqlx.Rows, more ...any) (registryEntry, error) {
 	var e registryEntry
 	return e, rows.Scan(append([]any{&e.id, &e.ref.Package, &e.ref.Channel, &e.ref.Bundle, &e.ref.Replaces, &e.skipRange, &e.bundleID,
-		&e.version, &e.image, &e.blob.Offset, &e.blob.Length}, more...)...)
+		&e.version, &e.image, &e.blob.Offset, &e.blob.Length, &e.spans}, more...)...)
 }
 
 // bundle is the bundle of e, its properties read with r (see
 // blobReader.properties).
 func (e registryEntry) bundle(ctx context.Context, c *Catalog, r *blobReader, withoutObjects bool) (ChannelBundle, error) {
-	props, err := r.properties(ctx, c, e.bundleID, e.ref.Bundle, e.blob, withoutObjects)
+	props, err := r.properties(ctx, c, e.bundleID, e.ref.Bundle, e.blob, e.spans, withoutObjects)
 	if err != nil {
 		return ChannelBundle{}, err
 	}
@@ -201,8 +208,7 @@ func (e registryEntry) bundle(ctx context.Context, c *Catalog, r *blobReader, wi
 func (c *Catalog) eachInChannel(ctx context.Context, pkg, channel string, r *blobReader, fn func(ChannelBundle) error) error {
 	var entries []registryEntry
 	if err := c.each(ctx, `SELECT `+registryEntryColumns+`
-		FROM channel_entries e INDEXED BY channel_entries_channel
-		JOIN bundles b ON b.package = e.package AND b.name = e.bundle JOIN blobs bl ON bl.id = b.blob_id
+		FROM channel_entries e INDEXED BY channel_entries_channel `+registryEntryJoins+`
 		WHERE e.package = ? AND e.channel = ? ORDER BY e.bundle`, []any{pkg, channel}, func(rows *sqlx.Rows) error {
 		e, err := scanRegistryEntry(rows)
 		entries = append(entries, e)
@@ -265,13 +271,15 @@ type blobReader struct {
 // properties returns the properties of the bundle of id and name, whose
 // blob is at where, in the catalog's order. With withoutObjects, the
 // values of olm.bundle.object and olm.csv.metadata are left nil. The blob
-// is read whole into r's buffer and its properties scanned from it as the
-// walk scanned them when it was indexed (fbc.EachProperty), the values
-// slices of the buffer, in a list reused too: valid until the next call.
-// One read and no query. A blob larger than smallBlob whose objects are
-// not wanted is not read whole: its properties table says where each
-// other value is, read alone. So does it for a blob the scanner declines.
-func (r *blobReader) properties(ctx context.Context, c *Catalog, id int64, name string, where Range, withoutObjects bool) ([]Property, error) {
+// is read whole into r's buffer and its properties sliced from it where
+// the index recorded them (spans, fbc.EachPropertyIn), or, without spans,
+// scanned from it as the walk scanned them when it was indexed
+// (fbc.EachProperty); the values are slices of the buffer, in a list
+// reused too: valid until the next call. One read and no query. A blob
+// larger than smallBlob whose objects are not wanted is not read whole:
+// its properties table says where each other value is, read alone. So
+// does it for a blob neither reads.
+func (r *blobReader) properties(ctx context.Context, c *Catalog, id int64, name string, where Range, spans []byte, withoutObjects bool) ([]Property, error) {
 	if !withoutObjects || where.Length <= smallBlob {
 		blob, err := c.readInto(r.buf, where)
 		if err != nil {
@@ -279,7 +287,7 @@ func (r *blobReader) properties(ctx context.Context, c *Catalog, id int64, name 
 		}
 		r.buf = blob
 		out := r.props[:0]
-		if fbc.EachProperty(blob, func(typ, value []byte) {
+		add := func(typ, value []byte) {
 			p := Property{Type: r.typeName(typ), Value: value}
 			switch {
 			case withoutObjects && isObject(p.Type):
@@ -288,7 +296,13 @@ func (r *blobReader) properties(ctx context.Context, c *Catalog, id int64, name 
 				p.Value = nullValue
 			}
 			out = append(out, p)
-		}) {
+		}
+		if spans != nil && fbc.EachPropertyIn(blob, spans, add) {
+			r.props = out
+			return out, nil
+		}
+		out = out[:0]
+		if fbc.EachProperty(blob, add) {
 			r.props = out
 			return out, nil
 		}
@@ -373,7 +387,7 @@ func (c *Catalog) ChannelBundle(ctx context.Context, pkg, channel, name string) 
 	if err := c.each(ctx, `SELECT `+registryEntryColumns+`,
 		(SELECT json_group_array(s.skip ORDER BY s.rowid) FROM channel_entry_skips s WHERE s.entry_id = e.id),
 		coalesce((SELECT d.message FROM deprecations d WHERE d.package = e.package AND d.schema = 'olm.bundle' AND d.name = e.bundle LIMIT 1), '')
-		FROM channel_entries e JOIN bundles b ON b.package = e.package AND b.name = e.bundle JOIN blobs bl ON bl.id = b.blob_id
+		FROM channel_entries e `+registryEntryJoins+`
 		WHERE e.package = ? AND e.bundle = ? AND e.channel = ? LIMIT 1`, []any{pkg, name, channel}, func(rows *sqlx.Rows) error {
 		var err error
 		e, err = scanRegistryEntry(rows, &skips, &deprecation)
