@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"strconv"
 
 	"github.com/jmoiron/sqlx"
 
@@ -127,33 +128,111 @@ func (c *Catalog) InChannel(ctx context.Context, pkg, channel, bundle string) (b
 
 // EachListedBundle calls fn with the bundle of every channel entry of the
 // catalog, ordered by channel name, then package, then bundle name (byte
-// order): the order in which OLM v0's registry lists bundles. It reads one
-// channel of one package at a time, in three queries whatever its length,
-// and then each bundle's blob, from which its properties are scanned (see
-// blobReader): a stream of the whole catalog costs a few queries per
-// channel and a read per bundle, and holds one channel's entries and one
-// blob at a time. The values of a bundle's olm.bundle.object and
-// olm.csv.metadata properties are given only when it has no image (Value
-// nil otherwise): the registry lists a bundle with an image without its
-// objects, and they are most of a catalog's bytes. A bundle's properties
-// are valid only during fn, which gets them (list and values) in memory
-// the next bundle is read into; no query is open while fn runs, which may
-// wait on a slow client.
+// order): the order in which OLM v0's registry lists bundles. It reads the
+// entries a page at a time in that order, through the index that keeps it
+// (channel_entries_listing), each with its bundle's row, deprecation and
+// property spans, and the page's skips in one more query; then each
+// bundle's blob, from which its properties are sliced (see blobReader): a
+// stream of the whole catalog costs two queries per listPage entries and a
+// read per bundle, and holds one page of entries and one blob at a time.
+// The values of a bundle's olm.bundle.object and olm.csv.metadata
+// properties are given only when it has no image (Value nil otherwise):
+// the registry lists a bundle with an image without its objects, and they
+// are most of a catalog's bytes. A bundle's properties are valid only
+// during fn, which gets them (list and values) in memory the next bundle
+// is read into; no query is open while fn runs, which may wait on a slow
+// client.
 func (c *Catalog) EachListedBundle(ctx context.Context, fn func(ChannelBundle) error) error {
-	var groups []struct {
-		Channel string `db:"channel"`
-		Package string `db:"package"`
-	}
-	if err := c.sel(ctx, &groups, `SELECT DISTINCT channel, package FROM channel_entries ORDER BY channel, package`); err != nil {
-		return fmt.Errorf("list channels: %w", err)
-	}
-	var r blobReader
-	for _, g := range groups {
-		if err := c.eachInChannel(ctx, g.Package, g.Channel, &r, fn); err != nil {
+	var (
+		r       blobReader
+		entries []registryEntry
+		after   = registryEntry{id: -1}
+	)
+	for {
+		var err error
+		if entries, err = c.listPage(ctx, after, entries[:0]); err != nil {
 			return err
 		}
+		for _, e := range entries {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			b, err := e.bundle(ctx, c, &r, e.image != "")
+			if err != nil {
+				return err
+			}
+			if err := fn(b); err != nil {
+				return err
+			}
+			if cap(r.buf) > smallBlob {
+				// A bundle's objects: not kept for the next bundle.
+				r.buf = nil
+			}
+		}
+		if len(entries) < listPage {
+			return nil
+		}
+		after = entries[len(entries)-1]
 	}
-	return nil
+}
+
+// listPage is how many entries EachListedBundle reads at a time: enough
+// that its queries cost little per entry, few enough that a page is a
+// few hundred KiB at most (the spans of its bundles).
+const listPage = 256
+
+// listPageQuery reads the page of entries after a key (channel, package,
+// bundle, id) in that order: a range of channel_entries_listing, whose
+// keys end with the id.
+const listPageQuery = `SELECT ` + registryEntryColumns + `,
+	coalesce((SELECT d.message FROM deprecations d WHERE d.package = e.package AND d.schema = 'olm.bundle' AND d.name = e.bundle LIMIT 1), '')
+	FROM channel_entries e INDEXED BY channel_entries_listing ` + registryEntryJoins + `
+	WHERE (e.channel, e.package, e.bundle, e.id) > (?, ?, ?, ?)
+	ORDER BY e.channel, e.package, e.bundle, e.id LIMIT ?`
+
+// listPage reads the page of entries after the entry after into page, with
+// their skips.
+func (c *Catalog) listPage(ctx context.Context, after registryEntry, page []registryEntry) ([]registryEntry, error) {
+	if err := c.each(ctx, listPageQuery, []any{after.ref.Channel, after.ref.Package, after.ref.Bundle, after.id, listPage}, func(rows *sqlx.Rows) error {
+		var deprecation string
+		e, err := scanRegistryEntry(rows, &deprecation)
+		e.deprecation = deprecation
+		page = append(page, e)
+		return err
+	}); err != nil {
+		return nil, fmt.Errorf("list entries after %q in channel %q of %q: %w", after.ref.Bundle, after.ref.Channel, after.ref.Package, err)
+	}
+	if len(page) == 0 {
+		return page, nil
+	}
+	ids := make([]byte, 0, 8*len(page))
+	byID := make(map[int64]*registryEntry, len(page))
+	ids = append(ids, '[')
+	for i := range page {
+		if i > 0 {
+			ids = append(ids, ',')
+		}
+		ids = strconv.AppendInt(ids, page[i].id, 10)
+		byID[page[i].id] = &page[i]
+	}
+	ids = append(ids, ']')
+	if err := c.each(ctx, `SELECT s.entry_id, s.skip FROM channel_entry_skips s
+		WHERE s.entry_id IN (SELECT value FROM json_each(?)) ORDER BY s.entry_id, s.rowid`, []any{string(ids)}, func(rows *sqlx.Rows) error {
+		var (
+			id   int64
+			skip string
+		)
+		if err := rows.Scan(&id, &skip); err != nil {
+			return err
+		}
+		if e := byID[id]; e != nil {
+			e.ref.Skips = append(e.ref.Skips, skip)
+		}
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("read skips of entries after %q in channel %q of %q: %w", after.ref.Bundle, after.ref.Channel, after.ref.Package, err)
+	}
+	return page, nil
 }
 
 // registryEntry is a channel entry as the registry reads it
@@ -198,52 +277,6 @@ func (e registryEntry) bundle(ctx context.Context, c *Catalog, r *blobReader, wi
 		return ChannelBundle{}, err
 	}
 	return ChannelBundle{EntryRef: e.ref, Version: e.version, Image: e.image, SkipRange: e.skipRange, Properties: props, Deprecation: e.deprecation}, nil
-}
-
-// eachInChannel calls fn with each bundle of one channel of pkg for
-// EachListedBundle, by bundle name, reading each bundle's properties
-// with r. Its entries are read through the channel's index: ordered by
-// bundle, SQLite would rather read the whole package through the
-// (package, bundle) index than sort one channel.
-func (c *Catalog) eachInChannel(ctx context.Context, pkg, channel string, r *blobReader, fn func(ChannelBundle) error) error {
-	var entries []registryEntry
-	if err := c.each(ctx, `SELECT `+registryEntryColumns+`
-		FROM channel_entries e INDEXED BY channel_entries_channel `+registryEntryJoins+`
-		WHERE e.package = ? AND e.channel = ? ORDER BY e.bundle`, []any{pkg, channel}, func(rows *sqlx.Rows) error {
-		e, err := scanRegistryEntry(rows)
-		entries = append(entries, e)
-		return err
-	}); err != nil {
-		return fmt.Errorf("read entries of channel %q of %q: %w", channel, pkg, err)
-	}
-	// Skips and deprecations by a query each for the whole channel: as
-	// subqueries of every entry's row they cost more.
-	skips, err := c.channelSkips(ctx, pkg, channel)
-	if err != nil {
-		return err
-	}
-	deprecations, err := c.bundleDeprecations(ctx, pkg)
-	if err != nil {
-		return err
-	}
-	for _, e := range entries {
-		e.ref.Skips, e.deprecation = skips[e.id], deprecations[e.ref.Bundle]
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		b, err := e.bundle(ctx, c, r, e.image != "")
-		if err != nil {
-			return err
-		}
-		if err := fn(b); err != nil {
-			return err
-		}
-		if cap(r.buf) > smallBlob {
-			// A bundle's objects: not kept for the next bundle.
-			r.buf = nil
-		}
-	}
-	return nil
 }
 
 // smallBlob is the size of blob read whole even when its objects are not
