@@ -134,26 +134,47 @@ func (c *Catalog) InChannel(ctx context.Context, pkg, channel, bundle string) (b
 // property spans, and the page's skips in one more query; then each
 // bundle's blob, from which its properties are sliced (see blobReader): a
 // stream of the whole catalog costs two queries per listPage entries and a
-// read per bundle, and holds one page of entries and one blob at a time.
-// The values of a bundle's olm.bundle.object and olm.csv.metadata
-// properties are given only when it has no image (Value nil otherwise):
-// the registry lists a bundle with an image without its objects, and they
-// are most of a catalog's bytes. A bundle's properties are valid only
-// during fn, which gets them (list and values) in memory the next bundle
-// is read into; no query is open while fn runs, which may wait on a slow
-// client.
+// read per bundle. The next page is read while fn is called with the
+// bundles of this one, which takes as long (on a second core, the
+// stream's queries cost no time), so a stream holds two pages of entries
+// and one blob at a time. The values of a bundle's olm.bundle.object and
+// olm.csv.metadata properties are given only when it has no image (Value
+// nil otherwise): the registry lists a bundle with an image without its
+// objects, and they are most of a catalog's bytes. A bundle's properties
+// are valid only during fn, which gets them (list and values) in memory
+// the next bundle is read into; no query waits on fn, which may wait on a
+// slow client. It returns once its page read has ended.
 func (c *Catalog) EachListedBundle(ctx context.Context, fn func(ChannelBundle) error) error {
-	var (
-		r       blobReader
+	type page struct {
 		entries []registryEntry
-		after   = registryEntry{id: -1}
-	)
-	for {
-		var err error
-		if entries, err = c.listPage(ctx, after, entries[:0]); err != nil {
-			return err
+		err     error
+	}
+	next := make(chan page, 1)
+	fetch := func(after registryEntry) {
+		go func() {
+			entries, err := c.listPage(ctx, after, nil)
+			next <- page{entries, err}
+		}()
+	}
+	fetch(registryEntry{id: -1})
+	pending := true
+	defer func() {
+		if pending {
+			<-next
 		}
-		for _, e := range entries {
+	}()
+	var r blobReader
+	for pending {
+		p := <-next
+		pending = false
+		if p.err != nil {
+			return p.err
+		}
+		if len(p.entries) == listPage {
+			fetch(p.entries[len(p.entries)-1])
+			pending = true
+		}
+		for _, e := range p.entries {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
@@ -169,11 +190,8 @@ func (c *Catalog) EachListedBundle(ctx context.Context, fn func(ChannelBundle) e
 				r.buf = nil
 			}
 		}
-		if len(entries) < listPage {
-			return nil
-		}
-		after = entries[len(entries)-1]
 	}
+	return nil
 }
 
 // listPage is how many entries EachListedBundle reads at a time: enough
