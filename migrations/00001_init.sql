@@ -141,6 +141,18 @@ CREATE TABLE properties (
     PRIMARY KEY (bundle_id, position)
 ) WITHOUT ROWID;
 
+-- Where each property of a bundle stands in its blob (fbc.PropertySpans: a
+-- few varints per property), so that OLM v0's ListBundles reads a bundle's
+-- properties by slicing its blob instead of scanning past its objects
+-- (kilobytes of CSV metadata and base64 per bundle, most of the blob). A
+-- bundle whose blob the scanner declines has no row; it is scanned. Keyed
+-- by bundle id (the rowid), so that reading it beside the bundle is one
+-- lookup.
+CREATE TABLE property_spans (
+    bundle_id INTEGER PRIMARY KEY,
+    spans     BLOB    NOT NULL
+);
+
 CREATE TABLE provided_gvks (
     bundle_id INTEGER NOT NULL,
     position  INTEGER NOT NULL,

@@ -12,6 +12,9 @@ CREATE INDEX blobs_name ON blobs (name);
 CREATE INDEX blobs_schema ON blobs (schema);
 CREATE INDEX channel_entries_channel ON channel_entries (package, channel, position);
 CREATE INDEX channel_entries_bundle ON channel_entries (package, bundle, channel);
+-- OLM v0's registry API lists every entry by channel, package and bundle
+-- (ListBundles), a page at a time.
+CREATE INDEX channel_entries_listing ON channel_entries (channel, package, bundle);
 CREATE INDEX channel_entries_replaces ON channel_entries (package, replaces);
 CREATE INDEX channel_entry_skips_skip ON channel_entry_skips (package, skip);
 CREATE INDEX channel_entry_skips_entry ON channel_entry_skips (entry_id);

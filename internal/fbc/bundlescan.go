@@ -2,6 +2,7 @@ package fbc
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 
 	"github.com/operator-framework/operator-registry/alpha/property"
@@ -94,6 +95,20 @@ func scanBundle(blob []byte) (b *declcfg.Bundle, starts []int, ok bool) {
 // declcfg.Bundle, as every bundle blob of an index is: the other keys'
 // values are stepped over, not checked.
 func EachProperty(blob []byte, fn func(typ, value []byte)) bool {
+	return eachProperty(blob, func(typ, value []byte, _ propertySpan) { fn(typ, value) })
+}
+
+// propertySpan is where a property's type and value stand in its blob:
+// the type's bytes between its quotes (typeEscaped when it has escapes,
+// so that they are not the type itself), the value's bytes (valueEnd 0
+// when the property has none).
+type propertySpan struct {
+	typeStart, typeEnd, valueStart, valueEnd int
+	typeEscaped                              bool
+}
+
+// eachProperty is EachProperty, also telling fn where the property stands.
+func eachProperty(blob []byte, fn func(typ, value []byte, at propertySpan)) bool {
 	s := scanner{buf: bytes.TrimSuffix(blob, []byte("\n"))}
 	seen := false
 	ok := s.object(func(key []byte) bool {
@@ -109,26 +124,132 @@ func EachProperty(blob []byte, fn func(typ, value []byte)) bool {
 		}
 		seen = true
 		return s.array(func() bool {
-			var typ, value []byte
+			var (
+				typ, value []byte
+				at         propertySpan
+			)
 			ok := s.object(func(key []byte) bool {
 				switch string(key) {
 				case "type":
-					return s.rawStr(&typ)
+					start := s.pos
+					ok := s.rawStr(&typ)
+					at.typeStart, at.typeEnd = start+1, s.pos-1
+					at.typeEscaped = bytes.IndexByte(s.buf[start:s.pos], '\\') >= 0
+					return ok
 				case "value":
 					start := s.pos
 					ok := s.skip()
 					value = s.buf[start:s.pos]
+					at.valueStart, at.valueEnd = start, s.pos
 					return ok
 				}
 				return s.other(key, "type", "value")
 			})
 			if ok {
-				fn(typ, value)
+				fn(typ, value, at)
 			}
 			return ok
 		})
 	})
 	return ok && s.pos == len(s.buf)
+}
+
+// PropertySpans records where each property of a bundle blob stands in
+// it, for EachPropertyIn: what EachProperty finds by scanning the blob,
+// the index finds once when it loads the bundle, so that a reader of the
+// bundle's properties steps over its objects (kilobytes of CSV metadata
+// and base64) without scanning them. It reports false where EachProperty
+// would, and for a type with escapes, which is not its blob's bytes.
+//
+// The record is, per property, four varints: where its type starts, from
+// the end of the previous property's value (or type, or the blob's start);
+// the type's length; where its value starts, from the type's end; the
+// value's length, 0 for a property without a value. A few bytes per
+// property, where the value's bytes would be kilobytes.
+func PropertySpans(blob []byte) ([]byte, bool) {
+	var out []byte
+	cursor, escaped := 0, false
+	ok := eachProperty(blob, func(_, _ []byte, at propertySpan) {
+		if at.typeEscaped {
+			escaped = true
+			return
+		}
+		if at.typeStart == 0 {
+			// No type key: an empty type where the previous span ended.
+			at.typeStart, at.typeEnd = cursor, cursor
+		}
+		out = binary.AppendVarint(out, int64(at.typeStart-cursor))
+		out = binary.AppendUvarint(out, uint64(at.typeEnd-at.typeStart))
+		cursor = at.typeEnd
+		if at.valueEnd == 0 {
+			at.valueStart, at.valueEnd = cursor, cursor
+		}
+		out = binary.AppendVarint(out, int64(at.valueStart-cursor))
+		out = binary.AppendUvarint(out, uint64(at.valueEnd-at.valueStart))
+		cursor = at.valueEnd
+	})
+	if !ok || escaped {
+		return nil, false
+	}
+	if out == nil {
+		out = []byte{}
+	}
+	return out, true
+}
+
+// EachPropertyIn calls fn with the type and the value of each property of
+// blob as PropertySpans recorded them in spans: what EachProperty gives
+// for the same blob, without scanning it. It reports false, having called
+// fn for some properties perhaps, when spans is not such a record or does
+// not fit blob.
+func EachPropertyIn(blob, spans []byte, fn func(typ, value []byte)) bool {
+	cursor := 0
+	next := func(signed bool) (int, bool) {
+		var (
+			v int64
+			n int
+		)
+		if signed {
+			v, n = binary.Varint(spans)
+		} else {
+			var u uint64
+			u, n = binary.Uvarint(spans)
+			v = int64(u)
+		}
+		if n <= 0 || v < -int64(len(blob)) || v > int64(len(blob)) {
+			return 0, false
+		}
+		spans = spans[n:]
+		return int(v), true
+	}
+	slice := func() ([]byte, bool) {
+		delta, ok := next(true)
+		if !ok {
+			return nil, false
+		}
+		length, ok := next(false)
+		start := cursor + delta
+		if !ok || start < 0 || start > len(blob)-length {
+			return nil, false
+		}
+		cursor = start + length
+		return blob[start:cursor], true
+	}
+	for len(spans) > 0 {
+		typ, ok := slice()
+		if !ok {
+			return false
+		}
+		value, ok := slice()
+		if !ok {
+			return false
+		}
+		if len(value) == 0 {
+			value = nil
+		}
+		fn(typ, value)
+	}
+	return true
 }
 
 // scanner walks compact, valid JSON. Its methods report false when the

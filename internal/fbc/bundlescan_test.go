@@ -88,7 +88,61 @@ func compareEachProperty(blob []byte, want []property.Property, wantErr error, s
 			return fmt.Errorf("EachProperty(%s): property %d is %s %s, encoding/json gives %s %s", blob, i, got[i].Type, got[i].Value, want[i].Type, want[i].Value)
 		}
 	}
+	return compareSpans(blob, want)
+}
+
+// compareSpans checks that the properties EachPropertyIn reads from blob
+// by its PropertySpans are want, unless a type has escapes, which is the
+// one reason PropertySpans may decline a blob EachProperty reads.
+func compareSpans(blob []byte, want []property.Property) error {
+	spans, ok := PropertySpans(blob)
+	if !ok {
+		if !bytes.Contains(blob, []byte(`\`)) {
+			return fmt.Errorf("PropertySpans declined %s, which has no escape", blob)
+		}
+		return nil
+	}
+	var got []property.Property
+	if !EachPropertyIn(blob, spans, func(typ, value []byte) {
+		got = append(got, property.Property{Type: string(typ), Value: value})
+	}) {
+		return fmt.Errorf("EachPropertyIn(%s, %x) declined its own spans", blob, spans)
+	}
+	if len(got) != len(want) {
+		return fmt.Errorf("EachPropertyIn(%s) gave %d properties, encoding/json %d", blob, len(got), len(want))
+	}
+	for i := range got {
+		if got[i].Type != want[i].Type || !bytes.Equal(got[i].Value, want[i].Value) {
+			return fmt.Errorf("EachPropertyIn(%s): property %d is %s %s, encoding/json gives %s %s", blob, i, got[i].Type, got[i].Value, want[i].Type, want[i].Value)
+		}
+	}
 	return nil
+}
+
+// TestEachPropertyInDeclines: spans that do not fit their blob, or are
+// not a record at all, are declined rather than sliced out of bounds.
+func TestEachPropertyInDeclines(t *testing.T) {
+	blob := []byte(`{"properties":[{"type":"a","value":1}],"schema":"olm.bundle"}`)
+	spans, ok := PropertySpans(blob)
+	if !ok {
+		t.Fatalf("PropertySpans(%s) declined", blob)
+	}
+	for _, tc := range []struct {
+		name        string
+		blob, spans []byte
+	}{
+		{"blob shorter than its spans", blob[:20], spans},
+		{"truncated record", blob, spans[:len(spans)-1]},
+		{"not varints", blob, []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}},
+		{"negative start", blob, []byte{0x7f, 0x01, 0x00, 0x01}},
+		{"length past the end", blob, []byte{0x00, 0x7f, 0x00, 0x01}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if EachPropertyIn(tc.blob, tc.spans, func(_, _ []byte) {}) {
+				t.Errorf("EachPropertyIn(%s, %x) answered, want it to decline", tc.blob, tc.spans)
+			}
+		})
+	}
 }
 
 func TestScanBundle(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -31,7 +32,12 @@ type countingStream struct {
 
 func (c countingStream) SendMsg(m any) error {
 	c.msgs.Add(1)
-	c.bytes.Add(int64(proto.Size(m.(proto.Message))))
+	if pm, ok := m.(proto.Message); ok {
+		c.bytes.Add(int64(proto.Size(pm)))
+	} else {
+		// ListBundles sends its bundles encoded already: their bytes.
+		c.bytes.Add(int64(reflect.ValueOf(m).Len()))
+	}
 	return c.ServerStream.SendMsg(m)
 }
 

@@ -12,6 +12,8 @@ import (
 	"github.com/operator-framework/api/pkg/operators/v1alpha1"
 	"github.com/operator-framework/operator-registry/alpha/property"
 	"github.com/operator-framework/operator-registry/pkg/api"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/yaml"
 
@@ -68,60 +70,102 @@ type objectParts struct{ objects, metadata []json.RawMessage }
 
 // bundleMessage converts a bundle as a channel lists it, all but its
 // objects and CSV, and returns what they are made from, and whether the
-// answer has them. listing makes it as ListBundles sends it: with the
-// entry's replaces and skips, and without CSV and objects when the bundle
-// has an image (the registry leaves them to the image then); otherwise as
-// the Get methods answer, with them and without the edges.
+// answer has them (see appendBundle): the message appendBundle encodes,
+// decoded, so that the Get methods answer exactly what ListBundles sends.
 func bundleMessage(b query.ChannelBundle, listing bool) (*api.Bundle, objectParts, bool, error) {
-	out := &api.Bundle{
-		CsvName:     b.Bundle,
-		PackageName: b.Package,
-		ChannelName: b.Channel,
-		BundlePath:  b.Image,
-		SkipRange:   b.SkipRange,
-		Deprecation: deprecationMessage(b.Deprecation),
+	wire, parts, withObjects, err := appendBundle(nil, b, listing)
+	if err != nil {
+		return nil, objectParts{}, false, err
 	}
+	out := &api.Bundle{}
+	if err := proto.Unmarshal(wire, out); err != nil {
+		return nil, objectParts{}, false, fmt.Errorf("bundle %q: decode its message: %w", b.Bundle, err)
+	}
+	return out, parts, withObjects, nil
+}
+
+// The numbers of the fields of operator-registry's api.Bundle that
+// appendBundle encodes, and of the messages it holds, whose fields are
+// all strings numbered from 1 (appendStrings): Property, Dependency
+// {type, value}, GroupVersionKind {group, version, kind}, Deprecation
+// {message}. TestBundleFieldNumbers checks them against api.Bundle's
+// descriptor.
+const (
+	fieldCsvName      protowire.Number = 1
+	fieldPackageName  protowire.Number = 2
+	fieldChannelName  protowire.Number = 3
+	fieldCsvJSON      protowire.Number = 4
+	fieldObject       protowire.Number = 5
+	fieldBundlePath   protowire.Number = 6
+	fieldProvidedApis protowire.Number = 7
+	fieldRequiredApis protowire.Number = 8
+	fieldVersion      protowire.Number = 9
+	fieldSkipRange    protowire.Number = 10
+	fieldDependencies protowire.Number = 11
+	fieldProperties   protowire.Number = 12
+	fieldReplaces     protowire.Number = 13
+	fieldSkips        protowire.Number = 14
+	fieldDeprecation  protowire.Number = 15
+)
+
+// appendBundle appends to dst a bundle as a channel lists it, all but its
+// objects and CSV, in protobuf's wire encoding of an api.Bundle, and
+// returns what they are made from, and whether the answer has them.
+// listing makes it as ListBundles sends it: with the entry's replaces and
+// skips, and without CSV and objects when the bundle has an image (the
+// registry leaves them to the image then); otherwise as the Get methods
+// answer, with them and without the edges. It encodes the message rather
+// than build an api.Bundle: ListBundles sends one per channel entry of the
+// catalog, and making each message's structs and strings and marshalling
+// them by reflection was half of a stream's cost; here the values are
+// copied from the blob the bundle was read from. Fields are in the
+// message's order but for the properties and what they give (version,
+// APIs, dependencies), which come in the properties' order; a decoder
+// reads either the same.
+func appendBundle(dst []byte, b query.ChannelBundle, listing bool) ([]byte, objectParts, bool, error) {
+	dst = appendString(dst, fieldCsvName, b.Bundle)
+	dst = appendString(dst, fieldPackageName, b.Package)
+	dst = appendString(dst, fieldChannelName, b.Channel)
+	dst = appendString(dst, fieldBundlePath, b.Image)
+	dst = appendString(dst, fieldSkipRange, b.SkipRange)
 	var (
 		packages int
 		parts    objectParts
 	)
-	// One allocation for the properties' messages rather than one each:
-	// ListBundles makes a few dozen per bundle it sends.
-	props := make([]api.Property, len(b.Properties))
-	out.Properties = make([]*api.Property, 0, len(b.Properties))
 	for _, p := range b.Properties {
 		// Values are decoded as operator-registry's property.Parse decodes
 		// them, but only the types the answer needs: the CSV metadata, the
 		// largest, only when no object is a CSV (objectsAndCSV).
 		switch p.Type {
 		case property.TypePackage:
-			var v property.Package
-			if err := decodeFlat(p.Value, &v, packageKeys, &v.PackageName, &v.Version, &v.Release); err != nil {
+			version, err := packageVersion(p.Value)
+			if err != nil {
 				return nil, objectParts{}, false, fmt.Errorf("bundle %q: parse olm.package: %w", b.Bundle, err)
 			}
-			if packages++; packages == 1 {
-				out.Version = v.Version
+			if packages++; packages == 1 && len(version) > 0 {
+				dst = protowire.AppendTag(dst, fieldVersion, protowire.BytesType)
+				dst = protowire.AppendBytes(dst, version)
 			}
 		case property.TypeGVK:
-			var g property.GVK
-			if err := decodeFlat(p.Value, &g, gvkKeys, &g.Group, &g.Kind, &g.Version); err != nil {
+			group, version, kind, err := gvkOf(p.Value)
+			if err != nil {
 				return nil, objectParts{}, false, fmt.Errorf("bundle %q: parse olm.gvk: %w", b.Bundle, err)
 			}
-			out.ProvidedApis = append(out.ProvidedApis, &api.GroupVersionKind{Group: g.Group, Version: g.Version, Kind: g.Kind})
+			dst = appendStrings(dst, fieldProvidedApis, group, version, kind)
 		case property.TypeGVKRequired:
-			var g property.GVKRequired
-			if err := decodeFlat(p.Value, &g, gvkKeys, &g.Group, &g.Kind, &g.Version); err != nil {
+			group, version, kind, err := gvkOf(p.Value)
+			if err != nil {
 				return nil, objectParts{}, false, fmt.Errorf("bundle %q: parse olm.gvk.required: %w", b.Bundle, err)
 			}
-			out.RequiredApis = append(out.RequiredApis, &api.GroupVersionKind{Group: g.Group, Version: g.Version, Kind: g.Kind})
-			out.Dependencies = append(out.Dependencies, &api.Dependency{Type: property.TypeGVK, Value: normalized(p)})
+			dst = appendStrings(dst, fieldRequiredApis, group, version, kind)
+			dst = appendStrings(dst, fieldDependencies, []byte(property.TypeGVK), normalizedBytes(p))
 		case property.TypePackageRequired:
 			var req property.PackageRequired
 			if err := json.Unmarshal(p.Value, &req); err != nil {
 				return nil, objectParts{}, false, fmt.Errorf("bundle %q: parse olm.package.required: %w", b.Bundle, err)
 			}
 			dep := property.MustBuildPackage(req.PackageName, req.VersionRange)
-			out.Dependencies = append(out.Dependencies, &api.Dependency{Type: dep.Type, Value: string(dep.Value)})
+			dst = appendStrings(dst, fieldDependencies, []byte(dep.Type), dep.Value)
 		case typeBundleObject:
 			parts.objects = append(parts.objects, p.Value)
 		case typeCSVMetadata:
@@ -130,9 +174,7 @@ func bundleMessage(b query.ChannelBundle, listing bool) (*api.Bundle, objectPart
 		if p.Type != typeBundleObject && p.Type != typeCSVMetadata {
 			// Left out of properties: clients copy properties into a CSV
 			// annotation, and these would double its size.
-			m := &props[len(out.Properties)]
-			m.Type, m.Value = p.Type, normalized(p)
-			out.Properties = append(out.Properties, m)
+			dst = appendStrings(dst, fieldProperties, []byte(p.Type), normalizedBytes(p))
 		}
 	}
 	if packages != 1 {
@@ -141,62 +183,127 @@ func bundleMessage(b query.ChannelBundle, listing bool) (*api.Bundle, objectPart
 	if len(parts.metadata) > 1 {
 		return nil, objectParts{}, false, fmt.Errorf("bundle %q: want at most one olm.csv.metadata property, found %d", b.Bundle, len(parts.metadata))
 	}
+	if b.Deprecation != "" {
+		dst = appendStrings(dst, fieldDeprecation, []byte(b.Deprecation))
+	}
 	if listing {
-		out.Replaces, out.Skips = b.Replaces, b.Skips
+		dst = appendString(dst, fieldReplaces, b.Replaces)
+		for _, skip := range b.Skips {
+			// A repeated field's elements are encoded even when empty.
+			dst = protowire.AppendTag(dst, fieldSkips, protowire.BytesType)
+			dst = protowire.AppendString(dst, skip)
+		}
 		if b.Image != "" {
-			return out, parts, false, nil
+			return dst, parts, false, nil
 		}
 	}
-	return out, parts, true, nil
+	return dst, parts, true, nil
 }
 
-// normalized is p's value in the registry's standard encoding (compact,
-// HTML left unescaped), or as it is when it does not encode. The index
-// keeps values as the catalog's blobs were re-encoded, compact already:
-// those are taken as they are, without encoding them again; most have no
-// white space byte at all, which a search finds faster than compact.
-func normalized(p query.Property) string {
+// appendObjects appends a bundle's objects and CSV to its message
+// (appendBundle).
+func appendObjects(dst []byte, objects []string, csv string) []byte {
+	dst = appendString(dst, fieldCsvJSON, csv)
+	for _, o := range objects {
+		dst = protowire.AppendTag(dst, fieldObject, protowire.BytesType)
+		dst = protowire.AppendString(dst, o)
+	}
+	return dst
+}
+
+// appendString appends field num holding s, unless s is empty: proto3
+// leaves a field at its default out.
+func appendString(dst []byte, num protowire.Number, s string) []byte {
+	if s == "" {
+		return dst
+	}
+	dst = protowire.AppendTag(dst, num, protowire.BytesType)
+	return protowire.AppendString(dst, s)
+}
+
+// appendStrings appends field num holding a message whose fields 1, 2, ...
+// are the strings given (the empty ones left out). The message is encoded
+// even when all are empty, as a repeated field's element or a message set
+// is.
+func appendStrings(dst []byte, num protowire.Number, fields ...[]byte) []byte {
+	size := 0
+	for i, f := range fields {
+		if len(f) > 0 {
+			size += protowire.SizeTag(protowire.Number(i+1)) + protowire.SizeBytes(len(f))
+		}
+	}
+	dst = protowire.AppendTag(dst, num, protowire.BytesType)
+	dst = protowire.AppendVarint(dst, uint64(size))
+	for i, f := range fields {
+		if len(f) > 0 {
+			dst = protowire.AppendTag(dst, protowire.Number(i+1), protowire.BytesType)
+			dst = protowire.AppendBytes(dst, f)
+		}
+	}
+	return dst
+}
+
+// normalizedBytes is p's value in the registry's standard encoding
+// (compact, HTML left unescaped), or as it is when it does not encode. The
+// index keeps values as the catalog's blobs were re-encoded, compact
+// already: those are taken as they are, without encoding them again; most
+// have no white space byte at all, which a search finds faster than
+// compact.
+func normalizedBytes(p query.Property) []byte {
 	if len(p.Value) > 0 && noSpace(p.Value) || compact(p.Value) {
-		return string(p.Value)
+		return p.Value
 	}
 	if n, err := property.Build(&property.Property{Type: p.Type, Value: p.Value}); err == nil {
-		return string(n.Value)
+		return n.Value
 	}
-	return string(p.Value)
+	return p.Value
 }
 
 // The keys of an olm.package value and of an olm.gvk or olm.gvk.required
-// value, in the order decodeFlat fills their fields.
+// value, in the order flatStrings fills their fields.
 var (
 	packageKeys = []string{"packageName", "version", "release"}
 	gvkKeys     = []string{"group", "kind", "version"}
 )
 
-// decodeFlat decodes j into v as encoding/json does. It reads the shape
-// almost every olm.package and olm.gvk value has in the index (an object
-// of strings without escapes, compact) itself, filling fields[i] with the
-// value of keys[i] and ignoring other keys; anything else (another value
-// type, an escape, a key encoding/json would match ignoring case, invalid
-// UTF-8) it hands to encoding/json, which gives the answer or the error.
-// ListBundles decodes several such values per bundle it sends, and
-// encoding/json's reflection was half of making a message.
-func decodeFlat[T any](j []byte, v *T, keys []string, fields ...*string) error {
-	if flatStrings(j, keys, fields) {
-		return nil
+// packageVersion is the version of an olm.package value, decoded as
+// encoding/json decodes it into a property.Package, errors included: read
+// by flatStrings when it can, by encoding/json otherwise. ListBundles
+// decodes several such values per bundle it sends, and encoding/json's
+// reflection was half of making a message.
+func packageVersion(j []byte) ([]byte, error) {
+	var f [3][]byte
+	if flatStrings(j, packageKeys, f[:]) {
+		return f[1], nil
 	}
-	// Decoded apart, so that v stays on its caller's stack when it is read
-	// here.
-	var slow T
-	if err := json.Unmarshal(j, &slow); err != nil {
-		return err
+	var v property.Package
+	if err := json.Unmarshal(j, &v); err != nil {
+		return nil, err
 	}
-	*v = slow
-	return nil
+	return []byte(v.Version), nil
 }
 
-// flatStrings fills fields from j as decodeFlat says, and reports whether
-// j was of the shape it reads.
-func flatStrings(j []byte, keys []string, fields []*string) bool {
+// gvkOf is the group, version and kind of an olm.gvk or olm.gvk.required
+// value (their fields are the same), decoded as packageVersion decodes.
+func gvkOf(j []byte) (group, version, kind []byte, err error) {
+	var f [3][]byte
+	if flatStrings(j, gvkKeys, f[:]) {
+		return f[0], f[2], f[1], nil
+	}
+	var g property.GVK
+	if err := json.Unmarshal(j, &g); err != nil {
+		return nil, nil, nil, err
+	}
+	return []byte(g.Group), []byte(g.Version), []byte(g.Kind), nil
+}
+
+// flatStrings reads the shape almost every olm.package and olm.gvk value
+// has in the index (an object of strings without escapes, compact),
+// setting fields[i] to the value of keys[i] (a slice of j) and ignoring
+// other keys, and reports whether j had that shape: it declines another
+// value type, an escape, a key encoding/json would match ignoring case and
+// invalid UTF-8, which its callers hand to encoding/json.
+func flatStrings(j []byte, keys []string, fields [][]byte) bool {
 	if len(j) < 2 || j[0] != '{' || j[len(j)-1] != '}' {
 		return false
 	}
@@ -233,7 +340,7 @@ func flatStrings(j []byte, keys []string, fields []*string) bool {
 		}
 		for k, name := range keys {
 			if string(key) == name {
-				*fields[k] = string(value)
+				fields[k] = value
 				break
 			}
 			if bytes.EqualFold(key, []byte(name)) {

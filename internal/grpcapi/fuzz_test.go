@@ -55,15 +55,16 @@ func FuzzNormalized(f *testing.F) {
 		if n, err := property.Build(&property.Property{Type: p.Type, Value: p.Value}); err == nil {
 			want = string(n.Value)
 		}
-		if got := normalized(p); got != want {
-			t.Fatalf("normalized(%q) = %q, want %q", value, got, want)
+		if got := string(normalizedBytes(p)); got != want {
+			t.Fatalf("normalizedBytes(%q) = %q, want %q", value, got, want)
 		}
 	})
 }
 
-// FuzzDecodeFlat: decodeFlat decodes an olm.package or olm.gvk value as
-// encoding/json does, whether it reads the value itself or declines it:
-// the same fields, and an error exactly when encoding/json gives one.
+// FuzzDecodeFlat: gvkOf and packageVersion decode an olm.gvk or
+// olm.package value as encoding/json does, whether flatStrings reads the
+// value or declines it: the same fields, and an error exactly when
+// encoding/json gives one.
 func FuzzDecodeFlat(f *testing.F) {
 	for _, seed := range []string{`{"group":"a.io","kind":"B","version":"v1"}`, `{"packageName":"p","version":"1.0.0"}`,
 		`{"packageName":"p","version":"1.0.0","release":"2"}`, `{}`, `{"group":"a","group":"b"}`, `{"Group":"x"}`, `{"GROUP":"x","group":"y"}`,
@@ -73,17 +74,18 @@ func FuzzDecodeFlat(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, value string) {
-		var gotGVK, wantGVK property.GVK
-		gotErr := decodeFlat([]byte(value), &gotGVK, gvkKeys, &gotGVK.Group, &gotGVK.Kind, &gotGVK.Version)
+		var wantGVK property.GVK
+		group, version, kind, gotErr := gvkOf([]byte(value))
 		wantErr := json.Unmarshal([]byte(value), &wantGVK)
+		gotGVK := property.GVK{Group: string(group), Version: string(version), Kind: string(kind)}
 		if (gotErr != nil) != (wantErr != nil) || gotErr == nil && gotGVK != wantGVK {
-			t.Fatalf("decodeFlat(%q) into a GVK = %+v, %v; encoding/json: %+v, %v", value, gotGVK, gotErr, wantGVK, wantErr)
+			t.Fatalf("gvkOf(%q) = %+v, %v; encoding/json: %+v, %v", value, gotGVK, gotErr, wantGVK, wantErr)
 		}
-		var gotPkg, wantPkg property.Package
-		gotErr = decodeFlat([]byte(value), &gotPkg, packageKeys, &gotPkg.PackageName, &gotPkg.Version, &gotPkg.Release)
+		var wantPkg property.Package
+		gotVersion, gotErr := packageVersion([]byte(value))
 		wantErr = json.Unmarshal([]byte(value), &wantPkg)
-		if (gotErr != nil) != (wantErr != nil) || gotErr == nil && gotPkg != wantPkg {
-			t.Fatalf("decodeFlat(%q) into a package = %+v, %v; encoding/json: %+v, %v", value, gotPkg, gotErr, wantPkg, wantErr)
+		if (gotErr != nil) != (wantErr != nil) || gotErr == nil && string(gotVersion) != wantPkg.Version {
+			t.Fatalf("packageVersion(%q) = %q, %v; encoding/json: %+v, %v", value, gotVersion, gotErr, wantPkg, wantErr)
 		}
 	})
 }

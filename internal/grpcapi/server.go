@@ -14,9 +14,12 @@ import (
 	"github.com/operator-framework/operator-registry/pkg/api"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/encoding"
+	"google.golang.org/grpc/encoding/proto"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/status"
@@ -109,7 +112,7 @@ func New(idx Indexes, o Options) *Server {
 			return withDeadline(srv, ss, handler, o.StreamTimeout)
 		}),
 	}
-	s.grpc = grpc.NewServer(append(opts, o.ServerOptions...)...)
+	s.grpc = grpc.NewServer(append(append(opts, grpc.ForceServerCodecV2(codec{encoding.GetCodecV2(proto.Name)})), o.ServerOptions...)...)
 	api.RegisterRegistryServer(s.grpc, s)
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 	// As opm serve does, so that grpcurl and the like find the services.
@@ -290,28 +293,28 @@ func (s *Server) channelOf(ctx context.Context, c *query.Catalog, pkgName, chann
 
 // bundle answers a bundle as a channel lists it, from the index file at
 // file.
-func (s *Server) bundle(ctx context.Context, c *query.Catalog, file, pkg, channel, name string, listing bool) (*api.Bundle, error) {
+func (s *Server) bundle(ctx context.Context, c *query.Catalog, file, pkg, channel, name string) (*api.Bundle, error) {
 	b, err := c.ChannelBundle(ctx, pkg, channel, name)
 	if err != nil {
 		return nil, err
 	}
-	return s.answer(ctx, c, file, b, listing)
+	out, parts, _, err := bundleMessage(b, false)
+	if err != nil {
+		return nil, err
+	}
+	out.Object, out.CsvJson, err = s.objectsOf(ctx, c, file, b, parts)
+	return out, err
 }
 
-// answer converts b, read from the index file at file, making its objects
-// and CSV when the answer has them.
-func (s *Server) answer(ctx context.Context, c *query.Catalog, file string, b query.ChannelBundle, listing bool) (*api.Bundle, error) {
+// objectsOf returns the objects and CSV of b, read from the index file at
+// file, made from parts (see bundleMessage), or kept made.
+func (s *Server) objectsOf(ctx context.Context, c *query.Catalog, file string, b query.ChannelBundle, parts objectParts) ([]string, string, error) {
 	pkg, name := b.Package, b.Bundle
-	out, parts, withObjects, err := bundleMessage(b, listing)
-	if err != nil || !withObjects {
-		return out, err
-	}
 	key := objectKey{file: file, pkg: pkg, bundle: name}
 	if objects, csv, ok := s.objects.get(key); ok {
-		out.Object, out.CsvJson = objects, csv
-		return out, nil
+		return objects, csv, nil
 	}
-	out.Object, out.CsvJson, err = objectsAndCSV(b, parts, func() (packageFacts, error) {
+	objects, csv, err := objectsAndCSV(b, parts, func() (packageFacts, error) {
 		p, err := c.Package(ctx, pkg)
 		if err != nil {
 			return packageFacts{}, err
@@ -327,10 +330,10 @@ func (s *Server) answer(ctx context.Context, c *query.Catalog, file string, b qu
 		return packageFacts{RelatedImages: images, Description: p.Description, HasIcon: p.HasIcon, Icon: icon, MediaType: mediaType}, nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("bundle %q: %w", name, err)
+		return nil, "", fmt.Errorf("bundle %q: %w", name, err)
 	}
-	s.objects.put(key, out.Object, out.CsvJson)
-	return out, nil
+	s.objects.put(key, objects, csv)
+	return objects, csv, nil
 }
 
 // GetBundle answers a bundle of a channel.
@@ -343,7 +346,7 @@ func (s *Server) GetBundle(ctx context.Context, req *api.GetBundleRequest) (*api
 	if _, err := s.channelOf(ctx, snap.Catalog, req.GetPkgName(), req.GetChannelName(), "%q"); err != nil {
 		return nil, err
 	}
-	b, err := s.bundle(ctx, snap.Catalog, snap.Info.Path, req.GetPkgName(), req.GetChannelName(), req.GetCsvName(), false)
+	b, err := s.bundle(ctx, snap.Catalog, snap.Info.Path, req.GetPkgName(), req.GetChannelName(), req.GetCsvName())
 	if errors.Is(err, query.ErrNotFound) {
 		return nil, fmt.Errorf("package %q, channel %q, bundle %q not found", req.GetPkgName(), req.GetChannelName(), req.GetCsvName())
 	}
@@ -372,7 +375,7 @@ func (s *Server) GetBundleForChannel(ctx context.Context, req *api.GetBundleInCh
 	if err != nil {
 		return nil, s.internal(ctx, "get bundle for channel", err)
 	}
-	b, err := s.bundle(ctx, c, snap.Info.Path, pkg.Name, req.GetChannelName(), head, false)
+	b, err := s.bundle(ctx, c, snap.Info.Path, pkg.Name, req.GetChannelName(), head)
 	if err != nil {
 		return nil, s.internal(ctx, "get bundle for channel", err)
 	}
@@ -419,7 +422,7 @@ func (s *Server) GetBundleThatReplaces(ctx context.Context, req *api.GetReplacem
 	if len(replacing) == 0 {
 		return nil, fmt.Errorf("no entry found for package %q, channel %q", req.GetPkgName(), req.GetChannelName())
 	}
-	b, err := s.bundle(ctx, c, snap.Info.Path, req.GetPkgName(), req.GetChannelName(), replacing[0], false)
+	b, err := s.bundle(ctx, c, snap.Info.Path, req.GetPkgName(), req.GetChannelName(), replacing[0])
 	if err != nil {
 		return nil, s.internal(ctx, "get bundle that replaces", err)
 	}
@@ -507,7 +510,7 @@ func (s *Server) GetDefaultBundleThatProvides(ctx context.Context, req *api.GetD
 		if pkg, ok := idx.Get(e.PackageName); !ok || e.ChannelName != pkg.DefaultChannel {
 			continue
 		}
-		b, err := s.bundle(ctx, c, snap.Info.Path, e.PackageName, e.ChannelName, e.BundleName, false)
+		b, err := s.bundle(ctx, c, snap.Info.Path, e.PackageName, e.ChannelName, e.BundleName)
 		if err != nil {
 			return nil, s.internal(ctx, "get default bundle that provides", err)
 		}
@@ -517,9 +520,11 @@ func (s *Server) GetDefaultBundleThatProvides(ctx context.Context, req *api.GetD
 }
 
 // ListBundles sends every bundle once per channel that lists it, by
-// channel, package and name, from one version of the index: each channel
-// is read when the previous one was sent, so the stream holds one
-// channel's bundles at a time however slowly the client reads.
+// channel, package and name, from one version of the index: each page of
+// entries is read when the previous one was sent, so the stream holds one
+// page's entries and one bundle at a time however slowly the client reads.
+// Each bundle is sent as appendBundle encodes it, in one buffer reused
+// from bundle to bundle (the codec copies it out).
 func (s *Server) ListBundles(_ *api.ListBundlesRequest, stream api.Registry_ListBundlesServer) error {
 	ctx := stream.Context()
 	snap, err := s.snapshot(ctx)
@@ -528,14 +533,33 @@ func (s *Server) ListBundles(_ *api.ListBundlesRequest, stream api.Registry_List
 	}
 	defer snap.Release()
 	c := snap.Catalog
-	var sendErr error
+	var (
+		sendErr error
+		buf     []byte
+	)
 	err = c.EachListedBundle(ctx, func(listed query.ChannelBundle) error {
-		b, err := s.answer(ctx, c, snap.Info.Path, listed, true)
+		var (
+			parts       objectParts
+			withObjects bool
+			err         error
+		)
+		buf, parts, withObjects, err = appendBundle(buf[:0], listed, true)
 		if err != nil {
 			return err
 		}
-		if sendErr = stream.Send(b); sendErr != nil {
+		if withObjects {
+			objects, csv, err := s.objectsOf(ctx, c, snap.Info.Path, listed, parts)
+			if err != nil {
+				return err
+			}
+			buf = appendObjects(buf, objects, csv)
+		}
+		if sendErr = stream.SendMsg(encodedMessage(buf)); sendErr != nil {
 			return sendErr
+		}
+		if cap(buf) > smallMessage {
+			// A bundle's objects: not kept for the next bundle.
+			buf = nil
 		}
 		return nil
 	})
@@ -548,6 +572,10 @@ func (s *Server) ListBundles(_ *api.ListBundlesRequest, stream api.Registry_List
 	return nil
 }
 
+// smallMessage is the size of encoded bundle whose buffer ListBundles
+// keeps for the next one.
+const smallMessage = 64 << 10
+
 // sendAll sends each message in turn.
 func sendAll[T any](stream interface{ Send(T) error }, msgs []T) error {
 	for _, m := range msgs {
@@ -556,4 +584,27 @@ func sendAll[T any](stream interface{ Send(T) error }, msgs []T) error {
 		}
 	}
 	return nil
+}
+
+// encodedMessage is a message already in protobuf's wire encoding, which
+// codec sends as it is (ListBundles's bundles, see appendBundle).
+type encodedMessage []byte
+
+// codec is gRPC's protobuf codec, but for an encodedMessage, whose bytes
+// it copies into a buffer of gRPC's pool, as the protobuf codec marshals
+// into one: gRPC may write them after the send returns.
+type codec struct{ encoding.CodecV2 }
+
+func (c codec) Marshal(v any) (mem.BufferSlice, error) {
+	m, ok := v.(encodedMessage)
+	if !ok {
+		return c.CodecV2.Marshal(v)
+	}
+	if mem.IsBelowBufferPoolingThreshold(len(m)) {
+		return mem.BufferSlice{mem.SliceBuffer(slices.Clone(m))}, nil
+	}
+	pool := mem.DefaultBufferPool()
+	buf := pool.Get(len(m))
+	copy(*buf, m)
+	return mem.BufferSlice{mem.NewBuffer(buf, pool)}, nil
 }

@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -24,6 +25,7 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
 
+	"github.com/catalogd/catalogd/internal/fbc"
 	"github.com/catalogd/catalogd/migrations"
 	"github.com/catalogd/catalogd/test/fbcfacts"
 	"github.com/catalogd/catalogd/test/fbcgen"
@@ -165,7 +167,47 @@ func TestBuildMatchesCatalog(t *testing.T) {
 			checkChannels(t, db, want)
 			checkBundles(t, db, want)
 			checkBlobs(t, db, want)
+			checkPropertySpans(t, db)
 		})
+	}
+}
+
+// checkPropertySpans checks that every bundle has its property spans
+// recorded and that they give, sliced from its blob, the properties the
+// properties table holds (propertyValues): the fixtures' property types
+// have no escapes, the one reason a bundle may have none.
+func checkPropertySpans(t *testing.T, db *sqlx.DB) {
+	t.Helper()
+	var bundles []struct {
+		Name   string `db:"name"`
+		Offset int64  `db:"offset"`
+		Length int64  `db:"length"`
+		Spans  []byte `db:"spans"`
+	}
+	if err := db.Select(&bundles, `SELECT bu.name, b.offset, b.length, s.spans FROM bundles bu
+		JOIN blobs b ON b.id = bu.blob_id LEFT JOIN property_spans s ON s.bundle_id = bu.id ORDER BY bu.id`); err != nil {
+		t.Fatal(err)
+	}
+	content := contentFile(t, db)
+	var got []propertyValue
+	for _, b := range bundles {
+		if b.Spans == nil {
+			t.Errorf("bundle %q has no property spans", b.Name)
+			continue
+		}
+		blob := content[b.Offset : b.Offset+b.Length]
+		if !fbc.EachPropertyIn(blob, b.Spans, func(typ, value []byte) {
+			if value == nil {
+				value = []byte("null")
+			}
+			got = append(got, propertyValue{string(typ), string(value)})
+		}) {
+			t.Errorf("bundle %q: its property spans do not fit its blob", b.Name)
+		}
+	}
+	// In bundle order, as propertyValues reads them.
+	if want := propertyValues(t, db, `1 = 1`); !slices.Equal(got, want) {
+		t.Errorf("property spans give %d properties, the properties table %d, not the same", len(got), len(want))
 	}
 }
 

@@ -323,7 +323,7 @@ func analyze(pkg *pkgData) analysis {
 }
 
 // bundleParts are the tables that hold a bundle's parts by bundle id.
-var bundleParts = []string{"properties", "related_images", "provided_gvks", "required_gvks", "required_packages"}
+var bundleParts = []string{"properties", "property_spans", "related_images", "provided_gvks", "required_gvks", "required_packages"}
 
 // write stores a package's problems and bundles, and
 // removes the parts the walk stored for bundles that repeat a name.

@@ -505,7 +505,7 @@ type keptTable struct{ table, key string }
 // keptTables are the tables kept in the copy, by the ids that key them.
 var keptTables = [idKinds][]keptTable{
 	blobIDs:   {{"blobs", "id"}},
-	bundleIDs: {{"bundles", "id"}, {"related_images", "bundle_id"}, {"properties", "bundle_id"}, {"provided_gvks", "bundle_id"}, {"required_gvks", "bundle_id"}, {"required_packages", "bundle_id"}},
+	bundleIDs: {{"bundles", "id"}, {"related_images", "bundle_id"}, {"properties", "bundle_id"}, {"property_spans", "bundle_id"}, {"provided_gvks", "bundle_id"}, {"required_gvks", "bundle_id"}, {"required_packages", "bundle_id"}},
 	entryIDs:  {{"channel_entries", "id"}},
 }
 
@@ -719,6 +719,8 @@ var bundlePartsQueries = []string{
 		SELECT bundle_id + :bundle, position, name, image FROM prev.related_images WHERE bundle_id BETWEEN :n1 AND :n2`,
 	`INSERT INTO properties (bundle_id, position, type, value, value_start, value_length)
 		SELECT bundle_id + :bundle, position, type, value, value_start, value_length FROM prev.properties WHERE bundle_id BETWEEN :n1 AND :n2`,
+	`INSERT INTO property_spans (bundle_id, spans)
+		SELECT bundle_id + :bundle, spans FROM prev.property_spans WHERE bundle_id BETWEEN :n1 AND :n2 ORDER BY bundle_id`,
 	`INSERT INTO provided_gvks (bundle_id, position, grp, version, kind)
 		SELECT bundle_id + :bundle, position, grp, version, kind FROM prev.provided_gvks WHERE bundle_id BETWEEN :n1 AND :n2`,
 	`INSERT INTO required_gvks (bundle_id, position, grp, version, kind)

@@ -151,6 +151,7 @@ var tables = map[string]string{
 	"bundles":             "id, package, name, version, release, image, blob_id, ver_major, ver_minor, ver_patch, ver_pre, version_rank, channels",
 	"related_images":      "bundle_id, position, name, image",
 	"properties":          "bundle_id, position, type, value, value_start, value_length",
+	"property_spans":      "bundle_id, spans",
 	"provided_gvks":       "bundle_id, position, grp, version, kind",
 	"required_gvks":       "bundle_id, position, grp, version, kind",
 	"required_packages":   "bundle_id, position, package_name, version_range",
@@ -344,6 +345,7 @@ func (l *loader) add(ctx context.Context, b fbc.Blob) error {
 func prepareBlob(b fbc.Blob) any {
 	if v, ok := b.Value.(*declcfg.Bundle); ok {
 		c := checkBundle(v)
+		c.spans, _ = fbc.PropertySpans(b.Meta.Blob)
 		return &c
 	}
 	return nil
@@ -459,6 +461,11 @@ func (l *loader) addBundle(ctx context.Context, b *declcfg.Bundle, check *bundle
 			err = l.insert(ctx, "properties", id, i, p.Type, rawJSON(p.Value), nil, nil)
 		}
 		if err != nil {
+			return nil, fmt.Errorf("index properties of bundle %q: %w", b.Name, err)
+		}
+	}
+	if check.spans != nil {
+		if err := l.insert(ctx, "property_spans", id, check.spans); err != nil {
 			return nil, fmt.Errorf("index properties of bundle %q: %w", b.Name, err)
 		}
 	}

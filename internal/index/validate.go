@@ -43,6 +43,10 @@ type bundleCheck struct {
 	values           []any
 	version, release string
 	problems         []string
+	// spans are where its properties stand in its blob
+	// (fbc.PropertySpans), found beside the check; nil when the scanner
+	// declines the blob.
+	spans []byte
 }
 
 // checkBundle checks a bundle as ConvertToModel and model.Bundle.Validate

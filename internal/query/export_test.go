@@ -27,3 +27,7 @@ func ResolveKeptPackages(c *Catalog) []string {
 	slices.Sort(out)
 	return out
 }
+
+// ListPageQuery is the statement that reads a page of ListBundles's
+// entries, which must not sort.
+const ListPageQuery = listPageQuery

@@ -55,8 +55,6 @@ var wholeTableByDesign = []string{
 	"SELECT coalesce((SELECT offset + length FROM blobs ORDER BY id DESC LIMIT 1), 0)",
 	// Every blob, once per index file, for the GraphQL schema's discovery.
 	"SELECT schema, offset, length FROM blobs ORDER BY id",
-	// Every channel of every package, for the registry API's ListBundles.
-	"SELECT DISTINCT channel, package FROM channel_entries ORDER BY channel, package",
 }
 
 // noSortByDesign are the statements that page through many rows and so
@@ -64,6 +62,9 @@ var wholeTableByDesign = []string{
 // a sort costs as much as the schema is long, whatever the page.
 var noSortByDesign = []string{
 	"SELECT offset, length FROM blobs WHERE schema = ? ORDER BY id LIMIT ? OFFSET ?",
+	// Every entry of the catalog, in the registry's order, a page at a
+	// time (ListBundles).
+	strings.Join(strings.Fields(query.ListPageQuery), " "),
 }
 
 // TestQueryPlans runs every read of the API through connections that

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"strconv"
 
 	"github.com/jmoiron/sqlx"
 
@@ -127,33 +128,129 @@ func (c *Catalog) InChannel(ctx context.Context, pkg, channel, bundle string) (b
 
 // EachListedBundle calls fn with the bundle of every channel entry of the
 // catalog, ordered by channel name, then package, then bundle name (byte
-// order): the order in which OLM v0's registry lists bundles. It reads one
-// channel of one package at a time, in three queries whatever its length,
-// and then each bundle's blob, from which its properties are scanned (see
-// blobReader): a stream of the whole catalog costs a few queries per
-// channel and a read per bundle, and holds one channel's entries and one
-// blob at a time. The values of a bundle's olm.bundle.object and
+// order): the order in which OLM v0's registry lists bundles. It reads the
+// entries a page at a time in that order, through the index that keeps it
+// (channel_entries_listing), each with its bundle's row, deprecation and
+// property spans, and the page's skips in one more query; then each
+// bundle's blob, from which its properties are sliced (see blobReader): a
+// stream of the whole catalog costs two queries per listPage entries and a
+// read per bundle. The next page is read while fn is called with the
+// bundles of this one, which takes as long (on a second core, the
+// stream's queries cost no time), so a stream holds two pages of entries
+// and one blob at a time. The values of a bundle's olm.bundle.object and
 // olm.csv.metadata properties are given only when it has no image (Value
 // nil otherwise): the registry lists a bundle with an image without its
 // objects, and they are most of a catalog's bytes. A bundle's properties
 // are valid only during fn, which gets them (list and values) in memory
-// the next bundle is read into; no query is open while fn runs, which may
-// wait on a slow client.
+// the next bundle is read into; no query waits on fn, which may wait on a
+// slow client. It returns once its page read has ended.
 func (c *Catalog) EachListedBundle(ctx context.Context, fn func(ChannelBundle) error) error {
-	var groups []struct {
-		Channel string `db:"channel"`
-		Package string `db:"package"`
+	type page struct {
+		entries []registryEntry
+		err     error
 	}
-	if err := c.sel(ctx, &groups, `SELECT DISTINCT channel, package FROM channel_entries ORDER BY channel, package`); err != nil {
-		return fmt.Errorf("list channels: %w", err)
+	next := make(chan page, 1)
+	fetch := func(after registryEntry) {
+		go func() {
+			entries, err := c.listPage(ctx, after, nil)
+			next <- page{entries, err}
+		}()
 	}
+	fetch(registryEntry{id: -1})
+	pending := true
+	defer func() {
+		if pending {
+			<-next
+		}
+	}()
 	var r blobReader
-	for _, g := range groups {
-		if err := c.eachInChannel(ctx, g.Package, g.Channel, &r, fn); err != nil {
-			return err
+	for pending {
+		p := <-next
+		pending = false
+		if p.err != nil {
+			return p.err
+		}
+		if len(p.entries) == listPage {
+			fetch(p.entries[len(p.entries)-1])
+			pending = true
+		}
+		for _, e := range p.entries {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			b, err := e.bundle(ctx, c, &r, e.image != "")
+			if err != nil {
+				return err
+			}
+			if err := fn(b); err != nil {
+				return err
+			}
+			if cap(r.buf) > smallBlob {
+				// A bundle's objects: not kept for the next bundle.
+				r.buf = nil
+			}
 		}
 	}
 	return nil
+}
+
+// listPage is how many entries EachListedBundle reads at a time: enough
+// that its queries cost little per entry, few enough that a page is a
+// few hundred KiB at most (the spans of its bundles).
+const listPage = 256
+
+// listPageQuery reads the page of entries after a key (channel, package,
+// bundle, id) in that order: a range of channel_entries_listing, whose
+// keys end with the id.
+const listPageQuery = `SELECT ` + registryEntryColumns + `,
+	coalesce((SELECT d.message FROM deprecations d WHERE d.package = e.package AND d.schema = 'olm.bundle' AND d.name = e.bundle LIMIT 1), '')
+	FROM channel_entries e INDEXED BY channel_entries_listing ` + registryEntryJoins + `
+	WHERE (e.channel, e.package, e.bundle, e.id) > (?, ?, ?, ?)
+	ORDER BY e.channel, e.package, e.bundle, e.id LIMIT ?`
+
+// listPage reads the page of entries after the entry after into page, with
+// their skips.
+func (c *Catalog) listPage(ctx context.Context, after registryEntry, page []registryEntry) ([]registryEntry, error) {
+	if err := c.each(ctx, listPageQuery, []any{after.ref.Channel, after.ref.Package, after.ref.Bundle, after.id, listPage}, func(rows *sqlx.Rows) error {
+		var deprecation string
+		e, err := scanRegistryEntry(rows, &deprecation)
+		e.deprecation = deprecation
+		page = append(page, e)
+		return err
+	}); err != nil {
+		return nil, fmt.Errorf("list entries after %q in channel %q of %q: %w", after.ref.Bundle, after.ref.Channel, after.ref.Package, err)
+	}
+	if len(page) == 0 {
+		return page, nil
+	}
+	ids := make([]byte, 0, 8*len(page))
+	byID := make(map[int64]*registryEntry, len(page))
+	ids = append(ids, '[')
+	for i := range page {
+		if i > 0 {
+			ids = append(ids, ',')
+		}
+		ids = strconv.AppendInt(ids, page[i].id, 10)
+		byID[page[i].id] = &page[i]
+	}
+	ids = append(ids, ']')
+	if err := c.each(ctx, `SELECT s.entry_id, s.skip FROM channel_entry_skips s
+		WHERE s.entry_id IN (SELECT value FROM json_each(?)) ORDER BY s.entry_id, s.rowid`, []any{string(ids)}, func(rows *sqlx.Rows) error {
+		var (
+			id   int64
+			skip string
+		)
+		if err := rows.Scan(&id, &skip); err != nil {
+			return err
+		}
+		if e := byID[id]; e != nil {
+			e.ref.Skips = append(e.ref.Skips, skip)
+		}
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("read skips of entries after %q in channel %q of %q: %w", after.ref.Bundle, after.ref.Channel, after.ref.Package, err)
+	}
+	return page, nil
 }
 
 // registryEntry is a channel entry as the registry reads it
@@ -167,12 +264,19 @@ type registryEntry struct {
 	skipRange    string
 	deprecation  string
 	blob         Range
+	// spans are where the bundle's properties stand in its blob
+	// (fbc.PropertySpans), nil when the index has none for it.
+	spans []byte
 }
 
 // registryEntryColumns select a registryEntry but its skips and
-// deprecation from channel entries e joined to bundles b and blobs bl
-// (scanRegistryEntry reads them).
-const registryEntryColumns = `e.id, e.package, e.channel, e.bundle, e.replaces, e.skip_range, b.id, b.version, b.image, bl.offset, bl.length`
+// deprecation from channel entries e joined to bundles b, blobs bl and
+// property spans ps (registryEntryJoins; scanRegistryEntry reads them).
+const (
+	registryEntryColumns = `e.id, e.package, e.channel, e.bundle, e.replaces, e.skip_range, b.id, b.version, b.image, bl.offset, bl.length, ps.spans`
+	registryEntryJoins   = `JOIN bundles b ON b.package = e.package AND b.name = e.bundle JOIN blobs bl ON bl.id = b.blob_id
+		LEFT JOIN property_spans ps ON ps.bundle_id = b.id`
+)
 
 // scanRegistryEntry reads a row of registryEntryColumns, and the columns
 // after them into more, by hand: sqlx's reflection cost more than the
@@ -180,64 +284,17 @@ const registryEntryColumns = `e.id, e.package, e.channel, e.bundle, e.replaces, 
 func scanRegistryEntry(rows *sqlx.Rows, more ...any) (registryEntry, error) {
 	var e registryEntry
 	return e, rows.Scan(append([]any{&e.id, &e.ref.Package, &e.ref.Channel, &e.ref.Bundle, &e.ref.Replaces, &e.skipRange, &e.bundleID,
-		&e.version, &e.image, &e.blob.Offset, &e.blob.Length}, more...)...)
+		&e.version, &e.image, &e.blob.Offset, &e.blob.Length, &e.spans}, more...)...)
 }
 
 // bundle is the bundle of e, its properties read with r (see
 // blobReader.properties).
 func (e registryEntry) bundle(ctx context.Context, c *Catalog, r *blobReader, withoutObjects bool) (ChannelBundle, error) {
-	props, err := r.properties(ctx, c, e.bundleID, e.ref.Bundle, e.blob, withoutObjects)
+	props, err := r.properties(ctx, c, e.bundleID, e.ref.Bundle, e.blob, e.spans, withoutObjects)
 	if err != nil {
 		return ChannelBundle{}, err
 	}
 	return ChannelBundle{EntryRef: e.ref, Version: e.version, Image: e.image, SkipRange: e.skipRange, Properties: props, Deprecation: e.deprecation}, nil
-}
-
-// eachInChannel calls fn with each bundle of one channel of pkg for
-// EachListedBundle, by bundle name, reading each bundle's properties
-// with r. Its entries are read through the channel's index: ordered by
-// bundle, SQLite would rather read the whole package through the
-// (package, bundle) index than sort one channel.
-func (c *Catalog) eachInChannel(ctx context.Context, pkg, channel string, r *blobReader, fn func(ChannelBundle) error) error {
-	var entries []registryEntry
-	if err := c.each(ctx, `SELECT `+registryEntryColumns+`
-		FROM channel_entries e INDEXED BY channel_entries_channel
-		JOIN bundles b ON b.package = e.package AND b.name = e.bundle JOIN blobs bl ON bl.id = b.blob_id
-		WHERE e.package = ? AND e.channel = ? ORDER BY e.bundle`, []any{pkg, channel}, func(rows *sqlx.Rows) error {
-		e, err := scanRegistryEntry(rows)
-		entries = append(entries, e)
-		return err
-	}); err != nil {
-		return fmt.Errorf("read entries of channel %q of %q: %w", channel, pkg, err)
-	}
-	// Skips and deprecations by a query each for the whole channel: as
-	// subqueries of every entry's row they cost more.
-	skips, err := c.channelSkips(ctx, pkg, channel)
-	if err != nil {
-		return err
-	}
-	deprecations, err := c.bundleDeprecations(ctx, pkg)
-	if err != nil {
-		return err
-	}
-	for _, e := range entries {
-		e.ref.Skips, e.deprecation = skips[e.id], deprecations[e.ref.Bundle]
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		b, err := e.bundle(ctx, c, r, e.image != "")
-		if err != nil {
-			return err
-		}
-		if err := fn(b); err != nil {
-			return err
-		}
-		if cap(r.buf) > smallBlob {
-			// A bundle's objects: not kept for the next bundle.
-			r.buf = nil
-		}
-	}
-	return nil
 }
 
 // smallBlob is the size of blob read whole even when its objects are not
@@ -265,13 +322,15 @@ type blobReader struct {
 // properties returns the properties of the bundle of id and name, whose
 // blob is at where, in the catalog's order. With withoutObjects, the
 // values of olm.bundle.object and olm.csv.metadata are left nil. The blob
-// is read whole into r's buffer and its properties scanned from it as the
-// walk scanned them when it was indexed (fbc.EachProperty), the values
-// slices of the buffer, in a list reused too: valid until the next call.
-// One read and no query. A blob larger than smallBlob whose objects are
-// not wanted is not read whole: its properties table says where each
-// other value is, read alone. So does it for a blob the scanner declines.
-func (r *blobReader) properties(ctx context.Context, c *Catalog, id int64, name string, where Range, withoutObjects bool) ([]Property, error) {
+// is read whole into r's buffer and its properties sliced from it where
+// the index recorded them (spans, fbc.EachPropertyIn), or, without spans,
+// scanned from it as the walk scanned them when it was indexed
+// (fbc.EachProperty); the values are slices of the buffer, in a list
+// reused too: valid until the next call. One read and no query. A blob
+// larger than smallBlob whose objects are not wanted is not read whole:
+// its properties table says where each other value is, read alone. So
+// does it for a blob neither reads.
+func (r *blobReader) properties(ctx context.Context, c *Catalog, id int64, name string, where Range, spans []byte, withoutObjects bool) ([]Property, error) {
 	if !withoutObjects || where.Length <= smallBlob {
 		blob, err := c.readInto(r.buf, where)
 		if err != nil {
@@ -279,7 +338,7 @@ func (r *blobReader) properties(ctx context.Context, c *Catalog, id int64, name 
 		}
 		r.buf = blob
 		out := r.props[:0]
-		if fbc.EachProperty(blob, func(typ, value []byte) {
+		add := func(typ, value []byte) {
 			p := Property{Type: r.typeName(typ), Value: value}
 			switch {
 			case withoutObjects && isObject(p.Type):
@@ -288,7 +347,13 @@ func (r *blobReader) properties(ctx context.Context, c *Catalog, id int64, name 
 				p.Value = nullValue
 			}
 			out = append(out, p)
-		}) {
+		}
+		if spans != nil && fbc.EachPropertyIn(blob, spans, add) {
+			r.props = out
+			return out, nil
+		}
+		out = out[:0]
+		if fbc.EachProperty(blob, add) {
 			r.props = out
 			return out, nil
 		}
@@ -373,7 +438,7 @@ func (c *Catalog) ChannelBundle(ctx context.Context, pkg, channel, name string) 
 	if err := c.each(ctx, `SELECT `+registryEntryColumns+`,
 		(SELECT json_group_array(s.skip ORDER BY s.rowid) FROM channel_entry_skips s WHERE s.entry_id = e.id),
 		coalesce((SELECT d.message FROM deprecations d WHERE d.package = e.package AND d.schema = 'olm.bundle' AND d.name = e.bundle LIMIT 1), '')
-		FROM channel_entries e JOIN bundles b ON b.package = e.package AND b.name = e.bundle JOIN blobs bl ON bl.id = b.blob_id
+		FROM channel_entries e `+registryEntryJoins+`
 		WHERE e.package = ? AND e.bundle = ? AND e.channel = ? LIMIT 1`, []any{pkg, name, channel}, func(rows *sqlx.Rows) error {
 		var err error
 		e, err = scanRegistryEntry(rows, &skips, &deprecation)
