@@ -62,7 +62,10 @@ opm: $(OPM)
 # `catalogd serve` of each bench catalog's image with the index `catalogd
 # index publish` pushed beside it, taken (prebuilt) and built
 # (--prebuilt-index=false): time to Serving, CPU, peak RSS, bytes
-# downloaded (BenchmarkPrebuilt, test/sources).
+# downloaded (BenchmarkPrebuilt, test/sources). The same for a
+# ClusterCatalog served by `catalogd manager` on envtest's API server, from
+# its creation until the API server shows it Serving
+# (BenchmarkPrebuiltManager, test/e2e).
 #
 # `catalogd validate` is timed against `opm validate` on community-v4.20,
 # the real catalog whose figure is the one watched (see bench-validate).
@@ -77,7 +80,7 @@ opm: $(OPM)
 # those of one package far longer than any in the generated catalog.
 .PHONY: bench
 ## bench: index, query and kubectl catalog benchmarks on generated catalogs (tmp/), opm beside them; catalogd validate against opm validate on community-v4.20.
-bench: $(BENCH_CATALOG)/.done $(BENCH_CRD_CATALOG)/.done $(OPM) build
+bench: $(BENCH_CATALOG)/.done $(BENCH_CRD_CATALOG)/.done $(OPM) build envtest-bins
 	CATALOGD_BENCH_CATALOG=$(BENCH_CATALOG) $(GO) test -run '^$$' -bench 'Parse|Build$$|BuildToParse' -benchtime 3x -benchmem ./internal/index/
 	CATALOGD_BENCH_CRD_CATALOG=$(BENCH_CRD_CATALOG) $(GO) test -run '^$$' -bench 'BuildCRDObjects' -benchtime 1x -benchmem ./internal/index/
 	CATALOGD_BENCH_CATALOG=$(BENCH_CRD_CATALOG) $(GO) test -run '^$$' -bench 'Read$$' -benchtime 3x ./internal/catalogdir/
@@ -94,6 +97,7 @@ bench: $(BENCH_CATALOG)/.done $(BENCH_CRD_CATALOG)/.done $(OPM) build
 	$(GO) test -run '^$$' -bench 'Bombs' -benchtime 1x -timeout 30m ./test/stress/
 	CATALOGD_BENCH_CATALOG=$(BENCH_CATALOG) $(GO) test -run '^$$' -bench 'Serve' -benchtime 3x -timeout 30m ./test/sources/
 	CATALOGD_BENCH_CATALOG=$(BENCH_CATALOG) CATALOGD_BENCH_CRD_CATALOG=$(BENCH_CRD_CATALOG) $(GO) test -run '^$$' -bench 'Prebuilt' -benchtime 1x -timeout 30m ./test/sources/
+	CATALOGD_BENCH_CATALOG=$(BENCH_CATALOG) CATALOGD_BENCH_CRD_CATALOG=$(BENCH_CRD_CATALOG) $(GO) test -run '^$$' -bench 'PrebuiltManager' -benchtime 1x -timeout 30m ./test/e2e/
 	$(MAKE) --no-print-directory bench-firstbuild
 	CATALOGD_BENCH_CATALOG=$(BENCH_CATALOG) CATALOGD_BENCH_CRD_CATALOG=$(BENCH_CRD_CATALOG) $(GO) test -run '^$$' -bench 'WatchEdit' -benchtime 3x -timeout 30m ./test/stress/
 	CATALOGD_BENCH_CATALOG=$(BENCH_CATALOG) OPM=$(OPM) $(GO) test -run '^$$' -bench 'Commands' -benchtime 3x -timeout 30m ./internal/catalogcli/

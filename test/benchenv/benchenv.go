@@ -144,3 +144,20 @@ func PeakHeapMiB(f func()) float64 {
 	peak = max(peak, read())
 	return float64(peak-base) / (1 << 20)
 }
+
+// ProcessCPUSeconds is the CPU time (user and system) process pid has used
+// so far, from /proc/PID/stat: a child measured while it still runs, which
+// its rusage cannot give until it exits.
+func ProcessCPUSeconds(tb testing.TB, pid int) float64 {
+	tb.Helper()
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	// The fields after the command name, which is in parentheses.
+	f := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+2:]))
+	utime, _ := strconv.ParseFloat(f[11], 64)
+	stime, _ := strconv.ParseFloat(f[12], 64)
+	const ticks = 100 // USER_HZ on Linux
+	return (utime + stime) / ticks
+}

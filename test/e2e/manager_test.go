@@ -43,7 +43,7 @@ type managerProc struct {
 }
 
 // startManager runs `catalogd manager` with its own ports on loopback.
-func startManager(t *testing.T, args ...string) *managerProc {
+func startManager(t testing.TB, args ...string) *managerProc {
 	t.Helper()
 	m := &managerProc{
 		api: "http://" + freeAddr(t), probe: "http://" + freeAddr(t), metrics: "http://" + freeAddr(t),
@@ -53,7 +53,7 @@ func startManager(t *testing.T, args ...string) *managerProc {
 	return m
 }
 
-func (m *managerProc) start(t *testing.T) {
+func (m *managerProc) start(t testing.TB) {
 	t.Helper()
 	args := append([]string{"manager",
 		"--listen", strings.TrimPrefix(m.api, "http://"),
@@ -86,7 +86,7 @@ func (m *managerProc) start(t *testing.T) {
 }
 
 // stop sends SIGTERM and waits for the process to exit.
-func (m *managerProc) stop(t *testing.T) {
+func (m *managerProc) stop(t testing.TB) {
 	t.Helper()
 	if err := m.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -101,7 +101,7 @@ func (m *managerProc) stop(t *testing.T) {
 	}
 }
 
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -204,7 +204,7 @@ func poll(url string) (stop func() polled) {
 
 // startAPIServer runs envtest for the test and returns a client of it
 // that knows ClusterCatalogs, and a kubeconfig file for the managers.
-func startAPIServer(t *testing.T) (client.Client, string) {
+func startAPIServer(t testing.TB) (client.Client, string) {
 	t.Helper()
 	restCfg := kubetest.Start(t)
 	kubeconfig := kubetest.WriteKubeconfig(t, restCfg)

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -72,7 +71,7 @@ func benchmarkPrebuilt(b *testing.B, dir string) {
 				if out := p.Stdout.String(); !strings.Contains(out, "bench: ") || strings.Contains(out, "NOT INDEXED") {
 					b.Fatalf("bench did not index:\n%s\n%s", out, p.Stderr)
 				}
-				cpu += processCPUSeconds(b, p.Cmd.Process.Pid)
+				cpu += benchenv.ProcessCPUSeconds(b, p.Cmd.Process.Pid)
 				peak = max(peak, benchenv.ProcessPeakRSSMiB(p.Cmd.Process.Pid))
 				p.Kill(b)
 				for _, r := range reg.Requests() {
@@ -87,20 +86,4 @@ func benchmarkPrebuilt(b *testing.B, dir string) {
 			b.ReportMetric(downloaded/float64(n)/(1<<20), "MiB-downloaded")
 		})
 	}
-}
-
-// processCPUSeconds is the CPU time (user and system) the process pid has
-// used so far, from /proc/<pid>/stat.
-func processCPUSeconds(b *testing.B, pid int) float64 {
-	b.Helper()
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		b.Fatal(err)
-	}
-	// The fields after the command name, which is in parentheses.
-	f := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+2:]))
-	utime, _ := strconv.ParseFloat(f[11], 64)
-	stime, _ := strconv.ParseFloat(f[12], 64)
-	const ticks = 100 // USER_HZ on Linux
-	return (utime + stime) / ticks
 }
