@@ -4,11 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"net/http"
 	"os"
-	"os/exec"
-	"strings"
 	"testing"
 	"time"
 
@@ -54,17 +51,7 @@ func benchmarkPrebuiltManager(b *testing.B, c client.Client, kubeconfig, label, 
 	reg := registrytest.New(b, registrytest.WithReferrers())
 	reg.PushCatalog(b, "catalogs/bench:v1", dir, registrytest.PushOptions{})
 	image := reg.Host + "/catalogs/bench:v1"
-	var stderr strings.Builder
-	publish := exec.Command(binary, "index", "publish", image, "--insecure-registry", reg.Host, "--max-catalog-bytes", maxCatalogBytes)
-	publish.Stderr = &stderr
-	out, err := publish.Output()
-	if err != nil {
-		b.Fatalf("catalogd index publish: %v\n%s", err, stderr.String())
-	}
-	// It prints REF: published for IMAGE (N bytes).
-	artifact, _, _ := strings.Cut(string(out), ": ")
-	sizes := registrytest.Blobs(b, image)
-	maps.Copy(sizes, registrytest.Blobs(b, artifact))
+	_, sizes := reg.PublishIndex(b, binary, image, "--max-catalog-bytes", maxCatalogBytes)
 
 	ctx := context.Background()
 	for _, tc := range []struct{ name, flag, mode string }{
@@ -114,11 +101,7 @@ func benchmarkPrebuiltManager(b *testing.B, c client.Client, kubeconfig, label, 
 				cpu += benchenv.ProcessCPUSeconds(b, pid) - cpu0
 				peak = max(peak, benchenv.ProcessPeakRSSMiB(pid))
 				checkBuildMode(b, m.api+"/catalogs/"+name, tc.mode)
-				for _, r := range reg.Requests() {
-					if r.Method == http.MethodGet {
-						downloaded += float64(sizes[registrytest.BlobDigest(r.Path)])
-					}
-				}
+				downloaded += float64(reg.DownloadedBytes(sizes))
 				if err := c.Delete(ctx, obj); err != nil {
 					b.Fatal(err)
 				}

@@ -1,10 +1,7 @@
 package sources_test
 
 import (
-	"maps"
-	"net/http"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -41,17 +38,7 @@ func benchmarkPrebuilt(b *testing.B, dir string) {
 	reg := registrytest.New(b, registrytest.WithReferrers())
 	reg.PushCatalog(b, "catalogs/bench:v1", dir, registrytest.PushOptions{})
 	image := reg.Host + "/catalogs/bench:v1"
-	var stderr strings.Builder
-	publish := exec.Command(catalogd, "index", "publish", image, "--insecure-registry", reg.Host, "--max-catalog-bytes", maxCatalogBytes)
-	publish.Stderr = &stderr
-	out, err := publish.Output()
-	if err != nil {
-		b.Fatalf("catalogd index publish: %v\n%s", err, stderr.String())
-	}
-	// It prints REF: published for IMAGE (N bytes).
-	artifact, _, _ := strings.Cut(string(out), ": ")
-	sizes := registrytest.Blobs(b, image)
-	maps.Copy(sizes, registrytest.Blobs(b, artifact))
+	_, sizes := reg.PublishIndex(b, catalogd, image, "--max-catalog-bytes", maxCatalogBytes)
 
 	for _, tc := range []struct{ name, flag string }{
 		{"build", "--prebuilt-index=false"},
@@ -74,11 +61,7 @@ func benchmarkPrebuilt(b *testing.B, dir string) {
 				cpu += benchenv.ProcessCPUSeconds(b, p.Cmd.Process.Pid)
 				peak = max(peak, benchenv.ProcessPeakRSSMiB(p.Cmd.Process.Pid))
 				p.Kill(b)
-				for _, r := range reg.Requests() {
-					if r.Method == http.MethodGet {
-						downloaded += float64(sizes[registrytest.BlobDigest(r.Path)])
-					}
-				}
+				downloaded += float64(reg.DownloadedBytes(sizes))
 			}
 			b.ReportMetric(float64(total.Milliseconds())/float64(n), "ms-to-serving")
 			b.ReportMetric(cpu/float64(n), "cpu-s-to-serving")
