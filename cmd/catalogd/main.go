@@ -19,12 +19,13 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/go-logr/zapr"
 	"github.com/spf13/cobra"
+	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/catalogd/catalogd/internal/daemon"
 	"github.com/catalogd/catalogd/internal/memlimit"
@@ -74,22 +75,29 @@ func (l *logFlags) logger(w io.Writer) (logr.Logger, error) {
 	if l.verbosity < 0 || l.verbosity > 10 {
 		return logr.Logger{}, usagef("--verbosity %d: want a level from 0 to 10", l.verbosity)
 	}
-	enc := zap.ConsoleEncoder()
+	var enc zapcore.Encoder
 	switch l.format {
 	case "console":
+		c := zap.NewDevelopmentEncoderConfig()
+		c.EncodeTime = zapcore.RFC3339TimeEncoder
+		enc = zapcore.NewConsoleEncoder(c)
 	case "json":
-		enc = zap.JSONEncoder()
+		c := zap.NewProductionEncoderConfig()
+		c.EncodeTime = zapcore.RFC3339TimeEncoder
+		enc = zapcore.NewJSONEncoder(c)
 	default:
 		return logr.Logger{}, usagef("--log-format %q: want console or json", l.format)
 	}
-	return zap.New(
-		zap.WriteTo(w),
-		enc,
-		zap.Level(zapcore.Level(-l.verbosity)),
-		// Failures here are about catalogs, not code: a stack trace on
-		// each would bury the message.
-		zap.StacktraceLevel(zapcore.DPanicLevel),
-	), nil
+	sink := zapcore.AddSync(w)
+	core := zapcore.NewCore(enc, sink, zap.NewAtomicLevelAt(zapcore.Level(-l.verbosity)))
+	if l.verbosity < 2 {
+		// At most 100 entries a second of one message, then every
+		// 100th, as controller-runtime's logger did.
+		core = zapcore.NewSamplerWithOptions(core, time.Second, 100, 100)
+	}
+	// Failures here are about catalogs, not code: a stack trace on each
+	// would bury the message.
+	return zapr.NewLogger(zap.New(core, zap.ErrorOutput(sink), zap.AddStacktrace(zapcore.DPanicLevel))), nil
 }
 
 // applyMemoryLimit shares the container's memory limit between the Go
@@ -185,38 +193,6 @@ the reason in lastError while the others serve.`,
 			ctx, stop := signalContext()
 			defer stop()
 			return daemon.Serve(ctx, cfg, cmd.OutOrStdout(), log)
-		},
-	}
-	opts.BindFlags(cmd.Flags())
-	return cmd
-}
-
-// newManagerCommand is `catalogd manager`.
-func newManagerCommand(logs *logFlags) *cobra.Command {
-	var opts daemon.ManagerOptions
-	cmd := &cobra.Command{
-		Use:   "manager --data-dir DIR [flags]",
-		Short: "run the ClusterCatalog controllers and the API in a cluster",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := opts.Validate()
-			if err != nil {
-				return optionsError(err)
-			}
-			log, err := logs.logger(cmd.ErrOrStderr())
-			if err != nil {
-				return err
-			}
-			ctrl.SetLogger(log)
-			restCfg, err := cfg.RESTConfig()
-			if err != nil {
-				return fmt.Errorf("load kubeconfig: %w", err)
-			}
-			log.Info("catalogd manager starting", "version", version.String())
-			cfg.IndexMemory = applyMemoryLimit(log)
-			ctx, stop := signalContext()
-			defer stop()
-			return daemon.RunManager(ctx, restCfg, cfg, log)
 		},
 	}
 	opts.BindFlags(cmd.Flags())
