@@ -37,18 +37,25 @@ $(TOOLS): hack/tools/go.mod hack/tools/go.sum
 	cd hack/tools && GOBIN=$(BIN) $(GO) install tool
 	touch $(TOOLS)
 
-# The build tag of catalogd-package-api: catalogd with the PackageManifest
-# API (--package-api). The default catalogd leaves it out, because linking
-# k8s.io/apiserver costs every process memory whatever its flags.
-PACKAGEAPI_TAGS := packageapi
-# The packages with files for or against that tag: vet, lint and unit check
-# them a second time, built with it.
-# Without git to find them, every package.
-PACKAGEAPI_PKGS := $(or $(sort $(patsubst %/,./%,$(dir $(shell git grep --untracked -lE '^//go:build.*\bpackageapi\b' -- '*.go' 2>/dev/null)))),./...)
+# The build tags of the two in-cluster binaries. catalogd-manager is
+# catalogd with the ClusterCatalog controllers (`catalogd manager`), and
+# catalogd-package-api is that with the PackageManifest API
+# (--package-api) too. The default catalogd (serve, validate, index
+# publish) leaves both out: linking controller-runtime and client-go, or
+# k8s.io/apiserver, costs every process memory whatever its command
+# (docs/architecture.md, "What the binary links").
+MANAGER_TAGS := manager
+PACKAGEAPI_TAGS := manager,packageapi
+# The packages with files for or against each tag: vet, lint and unit check
+# them again, built with it. Without git to find them, every package.
+tagged_pkgs = $(or $(sort $(patsubst %/,./%,$(dir $(shell git grep --untracked -lE '^//go:build.*\b$(1)\b' -- '*.go' 2>/dev/null)))),./...)
+MANAGER_PKGS := $(call tagged_pkgs,manager)
+PACKAGEAPI_PKGS := $(call tagged_pkgs,packageapi)
 
-## build: bin/catalogd, bin/catalogd-package-api (with the package API) and bin/kubectl-catalog, stamped with VERSION.
+## build: bin/catalogd, bin/catalogd-manager (with the controllers), bin/catalogd-package-api (and the package API) and bin/kubectl-catalog, stamped with VERSION.
 build:
 	$(GO) build -ldflags '$(VERSION_LDFLAGS)' -o $(BIN)/catalogd ./cmd/catalogd
+	$(GO) build -tags $(MANAGER_TAGS) -ldflags '$(VERSION_LDFLAGS)' -o $(BIN)/catalogd-manager ./cmd/catalogd
 	$(GO) build -tags $(PACKAGEAPI_TAGS) -ldflags '$(VERSION_LDFLAGS)' -o $(BIN)/catalogd-package-api ./cmd/catalogd
 	$(GO) build -ldflags '$(VERSION_LDFLAGS)' -o $(BIN)/kubectl-catalog ./cmd/kubectl-catalog
 
@@ -61,19 +68,22 @@ test: vet lint unit race
 
 unit: $(TEST_DEPS)
 
-## vet: go vet ./..., and again with the package API's tag where it matters.
+## vet: go vet ./..., and again with the manager's and the package API's tags where they matter.
 vet:
 	$(GO) vet ./...
+	$(GO) vet -tags $(MANAGER_TAGS) $(MANAGER_PKGS)
 	$(GO) vet -tags $(PACKAGEAPI_TAGS) $(PACKAGEAPI_PKGS)
 
-## lint: staticcheck ./..., and again with the package API's tag where it matters.
+## lint: staticcheck ./..., and again with the manager's and the package API's tags where they matter.
 lint: $(BIN)/staticcheck
 	$(BIN)/staticcheck ./...
+	$(BIN)/staticcheck -tags $(MANAGER_TAGS) $(MANAGER_PKGS)
 	$(BIN)/staticcheck -tags $(PACKAGEAPI_TAGS) $(PACKAGEAPI_PKGS)
 
-## unit: every Go test (envtest ones with the binaries TEST_DEPS builds), then the packages with tagged files built with the package API.
+## unit: every Go test (envtest ones with the binaries TEST_DEPS builds), then the packages with tagged files built with the manager, and with the package API.
 unit:
 	$(GO) test -count=1 ./...
+	$(GO) test -count=1 -tags $(MANAGER_TAGS) $(MANAGER_PKGS)
 	$(GO) test -count=1 -tags $(PACKAGEAPI_TAGS) $(PACKAGEAPI_PKGS)
 
 # The packages whose goroutines share state: the store's readers and

@@ -63,7 +63,7 @@ opm: $(OPM)
 # index publish` pushed beside it, taken (prebuilt) and built
 # (--prebuilt-index=false): time to Serving, CPU, peak RSS, bytes
 # downloaded (BenchmarkPrebuilt, test/sources). The same for a
-# ClusterCatalog served by `catalogd manager` on envtest's API server, from
+# ClusterCatalog served by `catalogd-manager manager` on envtest's API server, from
 # its creation until the API server shows it Serving
 # (BenchmarkPrebuiltManager, test/e2e).
 #
@@ -143,12 +143,12 @@ bench-packageapi: $(BENCH_CATALOG)/.done envtest-bins
 
 # make bench-memory: the real binary's memory on the bench catalog and on
 # community-v4.20 (skipped where ../shared is absent), and that of
-# catalogd-package-api (-tags packageapi) on the bench catalog, three runs
+# catalogd-package-api (-tags manager,packageapi) on the bench catalog, three runs
 # of each, each a new `catalogd serve` with an empty data directory: the build's
 # peak (VmHWM) and the resident set idle after it, split into the
 # binary's pages and the heaps (see BenchmarkServeMemory in test/stress).
 # Then `catalogd manager` against envtest on the bench catalog as a
-# ClusterCatalog: catalogd, catalogd-package-api without and with
+# ClusterCatalog: catalogd-manager, catalogd-package-api without and with
 # --package-api, idle and after a list, start-up pages given back and kept
 # (BenchmarkManagerMemory). Then a server's memory under eight readers
 # (BenchmarkReadersMemory, in process), with SQLite's share of it as SQLite

@@ -7,8 +7,9 @@
 # The node and control-plane components are built from the module proxy like
 # the envtest binaries, through hack/cluster/bins/go.mod, and reused until it
 # changes. The catalogd image is CLUSTER_IMAGE_TAR; by default a minimal one
-# made here from static builds of cmd/catalogd, without and with the package
-# API (/catalogd, /catalogd-package-api), as the real image holds them.
+# made here from static builds of cmd/catalogd with the controllers, without
+# and with the package API (/catalogd, /catalogd-package-api), as the real
+# image holds them.
 
 .PHONY: test-cluster cluster-up cluster-down cluster-bins cluster-packages
 
@@ -40,7 +41,7 @@ $(CLUSTER_BIN)/pause $(CLUSTER_BIN)/mkimage: $(CLUSTER_BIN)/%: $(CLUSTER_IMAGES_
 # Rebuilt every time: the Go build cache makes an unchanged catalogd cheap.
 .PHONY: $(CLUSTER_BIN)/catalogd.tar
 $(CLUSTER_BIN)/catalogd.tar: $(CLUSTER_BIN)/mkimage
-	CGO_ENABLED=0 $(GO) build -o $(CLUSTER_BIN)/catalogd -ldflags '-s -w' ./cmd/catalogd
+	CGO_ENABLED=0 $(GO) build -tags $(MANAGER_TAGS) -o $(CLUSTER_BIN)/catalogd -ldflags '-s -w' ./cmd/catalogd
 	CGO_ENABLED=0 $(GO) build -tags $(PACKAGEAPI_TAGS) -o $(CLUSTER_BIN)/catalogd-package-api -ldflags '-s -w' ./cmd/catalogd
 	$(CLUSTER_BIN)/mkimage -name localhost/catalogd:cluster-test -out $@ -user 65532:65532 \
 		-entrypoint /catalogd catalogd=$(CLUSTER_BIN)/catalogd catalogd-package-api=$(CLUSTER_BIN)/catalogd-package-api

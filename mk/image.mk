@@ -1,7 +1,8 @@
 # The catalogd container image, built by hack/image without a Docker engine
 # or base image: static binaries (CGO_ENABLED=0) for each platform, one layer
-# with the binaries (/catalogd, and /catalogd-package-api built with
-# -tags $(PACKAGEAPI_TAGS), which the package API overlay runs), the CA
+# with the binaries (/catalogd built with -tags $(MANAGER_TAGS), and
+# /catalogd-package-api built with -tags $(PACKAGEAPI_TAGS), which the
+# package API overlay runs), the CA
 # bundle and a nonroot user, every timestamp at
 # SOURCE_DATE_EPOCH (the commit time by default), so rebuilding a commit
 # gives the same digest.
@@ -34,13 +35,13 @@ IMAGE_ARGS = -version '$(VERSION)' -revision '$(IMAGE_REVISION)' -source '$(IMAG
 	-created '$(SOURCE_DATE_EPOCH)' -ca-bundle '$(IMAGE_CA_BUNDLE)' -tag '$(IMAGE_TAG)' \
 	$(foreach p,$(IMAGE_PLATFORMS),-binary $(p)=$(call image_bin,$(p)) -package-api-binary $(p)=$(call image_pkgapi_bin,$(p)))
 
-## image-binaries: static catalogd and catalogd-package-api binaries for $(IMAGE_PLATFORMS) in bin/image/.
+## image-binaries: static catalogd (with the controllers) and catalogd-package-api binaries for $(IMAGE_PLATFORMS) in bin/image/.
 # Always rebuilt (go build's cache makes that cheap when nothing changed), so
 # the image never packs a stale binary.
 image-binaries:
 	@mkdir -p $(IMAGE_DIR)
 	$(foreach p,$(IMAGE_PLATFORMS),CGO_ENABLED=0 GOOS=$(word 1,$(subst /, ,$(p))) GOARCH=$(word 2,$(subst /, ,$(p))) \
-		$(GO) build -trimpath -ldflags '-s -w $(VERSION_LDFLAGS)' -o $(call image_bin,$(p)) ./cmd/catalogd; \
+		$(GO) build -trimpath -tags $(MANAGER_TAGS) -ldflags '-s -w $(VERSION_LDFLAGS)' -o $(call image_bin,$(p)) ./cmd/catalogd; \
 		CGO_ENABLED=0 GOOS=$(word 1,$(subst /, ,$(p))) GOARCH=$(word 2,$(subst /, ,$(p))) \
 		$(GO) build -trimpath -tags $(PACKAGEAPI_TAGS) -ldflags '-s -w $(VERSION_LDFLAGS)' -o $(call image_pkgapi_bin,$(p)) ./cmd/catalogd;)
 

@@ -23,7 +23,11 @@ func TestLinksNoHeavyPackages(t *testing.T) {
 		{"github.com/operator-framework/operator-registry/pkg/cache", "opm serve's cache; internal/grpcapi answers the registry API from the index"},
 		{"github.com/google/cel-go", "operator-registry's registry package evaluates CEL constraints"},
 		{"go.podman.io/image", "operator-registry's declcfg parses image references with it"},
-		{"k8s.io/apiserver", "the package API's aggregated server is built on it: only catalogd-package-api (-tags packageapi) links it"},
+		{"k8s.io/apiserver", "the package API's aggregated server is built on it: only catalogd-package-api (-tags manager,packageapi) links it"},
+		{"sigs.k8s.io/controller-runtime", "the ClusterCatalog controllers are built on it: only catalogd-manager (-tags manager) and catalogd-package-api link it"},
+		{"k8s.io/client-go/kubernetes", "the typed clientset, which controller-runtime and the pull-secret keychain (internal/pullsecret) link: the manager's"},
+		{"github.com/google/go-containerregistry/pkg/authn/kubernetes", "pull secrets are the manager's (internal/pullsecret)"},
+		{"k8s.io/cli-runtime", "internal/termtext writes kubectl's two escapes itself"},
 	} {
 		var found []string
 		for _, pkg := range linked {
@@ -37,14 +41,31 @@ func TestLinksNoHeavyPackages(t *testing.T) {
 	}
 }
 
-// TestPackageAPIBinaryLinksAPIServer: the binary built with -tags
-// packageapi (catalogd-package-api) links the package API and
-// k8s.io/apiserver, so that the tag cannot silently stop adding them.
-func TestPackageAPIBinaryLinksAPIServer(t *testing.T) {
-	linked := deps(t, "-tags", "packageapi")
-	for _, want := range []string{"github.com/catalogd/catalogd/internal/packageapi", "k8s.io/apiserver/pkg/server"} {
-		if !slices.Contains(linked, want) {
-			t.Errorf("catalogd built with -tags packageapi does not link %s", want)
+// TestTaggedBinariesLinkWhatTheyServe: the binary built with -tags manager
+// (catalogd-manager) links the ClusterCatalog controllers and not the
+// package API, and the one built with -tags manager,packageapi
+// (catalogd-package-api) links both, so that a tag cannot silently stop
+// adding what a deployment runs, nor add more.
+func TestTaggedBinariesLinkWhatTheyServe(t *testing.T) {
+	for _, tc := range []struct {
+		tags          string
+		want, notWant []string
+	}{
+		{"manager", []string{"github.com/catalogd/catalogd/internal/reconcile", "sigs.k8s.io/controller-runtime/pkg/manager"},
+			[]string{"github.com/catalogd/catalogd/internal/packageapi", "k8s.io/apiserver/pkg/server"}},
+		{"manager,packageapi", []string{"github.com/catalogd/catalogd/internal/reconcile", "github.com/catalogd/catalogd/internal/packageapi",
+			"k8s.io/apiserver/pkg/server"}, nil},
+	} {
+		linked := deps(t, "-tags", tc.tags)
+		for _, want := range tc.want {
+			if !slices.Contains(linked, want) {
+				t.Errorf("catalogd built with -tags %s does not link %s", tc.tags, want)
+			}
+		}
+		for _, notWant := range tc.notWant {
+			if slices.Contains(linked, notWant) {
+				t.Errorf("catalogd built with -tags %s links %s", tc.tags, notWant)
+			}
 		}
 	}
 }

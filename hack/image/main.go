@@ -4,10 +4,13 @@
 //
 // Each platform's image has one layer holding
 //
-//	/catalogd                            the static binary (root-owned, 0755)
+//	/catalogd                            the static binary with the ClusterCatalog
+//	                                     controllers (-tags manager, the
+//	                                     catalogd-manager of make build;
+//	                                     root-owned, 0755)
 //	/catalogd-package-api                the same built with the package API
-//	                                     (-tags packageapi), the command of
-//	                                     config/components/package-api
+//	                                     too (-tags manager,packageapi), the
+//	                                     command of config/components/package-api
 //	/etc/passwd, /etc/group              root and the nonroot user/group 65532
 //	/etc/ssl/certs/ca-certificates.crt   the build machine's CA bundle
 //
@@ -58,6 +61,7 @@ const (
 	nonrootID   = 65532
 	binaryPath  = "catalogd"
 	pkgAPIPath  = "catalogd-package-api"
+	managerTag  = "manager"
 	pkgAPITag   = "packageapi"
 	caPath      = "etc/ssl/certs/ca-certificates.crt"
 	passwdFile  = "root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/:/sbin/nologin\n"
@@ -82,9 +86,11 @@ type Spec struct {
 
 // Binaries are the two builds of cmd/catalogd an image holds.
 type Binaries struct {
-	// Catalogd is /catalogd, the entrypoint: built without the package API.
+	// Catalogd is /catalogd, the entrypoint: built with -tags manager,
+	// without the package API.
 	Catalogd []byte
-	// PackageAPI is /catalogd-package-api: built with -tags packageapi.
+	// PackageAPI is /catalogd-package-api: built with -tags
+	// manager,packageapi.
 	PackageAPI []byte
 }
 
@@ -131,7 +137,7 @@ func buildImage(plat v1.Platform, bins Binaries, spec Spec) (v1.Image, error) {
 		if err := checkStatic(b.binary, plat.Architecture); err != nil {
 			return nil, fmt.Errorf("/%s: %w", b.path, err)
 		}
-		if err := checkPackageAPITag(b.binary, b.tagged); err != nil {
+		if err := checkTags(b.binary, b.tagged); err != nil {
 			return nil, fmt.Errorf("/%s: %w", b.path, err)
 		}
 	}
@@ -218,25 +224,29 @@ func checkStatic(binary []byte, arch string) error {
 	return nil
 }
 
-// checkPackageAPITag refuses a binary whose build tags do not match its
-// place: /catalogd-package-api must be built with -tags packageapi and
-// /catalogd without, or the package API overlay would run a binary that
-// refuses --package-api, or every deployment would pay for it.
-func checkPackageAPITag(binary []byte, want bool) error {
+// checkTags refuses a binary whose build tags do not match its place.
+// Both binaries must be built with -tags manager, or the deployment would
+// run a catalogd that refuses `catalogd manager`; /catalogd-package-api
+// must be built with -tags packageapi too and /catalogd without it, or the
+// package API overlay would run a binary that refuses --package-api, or
+// every deployment would pay for it.
+func checkTags(binary []byte, packageAPI bool) error {
 	info, err := buildinfo.Read(bytes.NewReader(binary))
 	if err != nil {
 		return fmt.Errorf("reading the binary's build information: %w", err)
 	}
-	has := false
+	var tags []string
 	for _, s := range info.Settings {
 		if s.Key == "-tags" {
-			has = slices.Contains(strings.Split(s.Value, ","), pkgAPITag)
+			tags = strings.Split(s.Value, ",")
 		}
 	}
-	switch {
-	case want && !has:
-		return fmt.Errorf("the binary is not built with -tags %s", pkgAPITag)
-	case !want && has:
+	switch has := slices.Contains(tags, pkgAPITag); {
+	case !slices.Contains(tags, managerTag):
+		return fmt.Errorf("the binary is not built with -tags %s", managerTag)
+	case packageAPI && !has:
+		return fmt.Errorf("the binary is not built with -tags %s,%s", managerTag, pkgAPITag)
+	case !packageAPI && has:
 		return fmt.Errorf("the binary is built with -tags %s; only /%s may be", pkgAPITag, pkgAPIPath)
 	}
 	return nil
@@ -352,8 +362,8 @@ func (b binaryFlags) Set(v string) error {
 func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("image", flag.ContinueOnError)
 	bins, pkgAPIBins := binaryFlags{}, binaryFlags{}
-	fs.Var(bins, "binary", "os/arch=path of a static catalogd binary, /catalogd (repeatable)")
-	fs.Var(pkgAPIBins, "package-api-binary", "os/arch=path of a static catalogd built with -tags packageapi, /catalogd-package-api (repeatable; one per -binary)")
+	fs.Var(bins, "binary", "os/arch=path of a static catalogd built with -tags manager, /catalogd (repeatable)")
+	fs.Var(pkgAPIBins, "package-api-binary", "os/arch=path of a static catalogd built with -tags manager,packageapi, /catalogd-package-api (repeatable; one per -binary)")
 	ca := fs.String("ca-bundle", "/etc/ssl/certs/ca-certificates.crt", "PEM CA bundle to include")
 	version := fs.String("version", "", "org.opencontainers.image.version label (required)")
 	revision := fs.String("revision", "", "org.opencontainers.image.revision label: the commit")

@@ -60,13 +60,13 @@ func sum(b []byte) string {
 // checks what a cluster runs: the config, the exact files of the only layer,
 // and that nothing in it runs as or is writable only by root's grace.
 // Each platform holds both binaries, as make image builds them: /catalogd
-// and /catalogd-package-api (-tags packageapi).
+// (-tags manager) and /catalogd-package-api (-tags manager,packageapi).
 func TestImage(t *testing.T) {
 	dir := t.TempDir()
 	type paths struct{ plain, tagged string }
 	platforms := map[string]paths{
-		"linux/amd64": {buildHello(t, dir, "amd64", ""), buildHello(t, dir, "amd64", "packageapi")},
-		"linux/arm64": {buildHello(t, dir, "arm64", ""), buildHello(t, dir, "arm64", "packageapi")},
+		"linux/amd64": {buildHello(t, dir, "amd64", "manager"), buildHello(t, dir, "amd64", "manager,packageapi")},
+		"linux/arm64": {buildHello(t, dir, "arm64", "manager"), buildHello(t, dir, "arm64", "manager,packageapi")},
 	}
 	caPath := filepath.Join(dir, "ca.crt")
 	ca := []byte("-----BEGIN CERTIFICATE-----\nnot really a certificate\n-----END CERTIFICATE-----\n")
@@ -312,8 +312,8 @@ func TestBuildReproducible(t *testing.T) {
 	bins := map[string]Binaries{}
 	for _, arch := range []string{"amd64", "arm64"} {
 		bins["linux/"+arch] = Binaries{
-			Catalogd:   readFile(t, buildHello(t, dir, arch, "")),
-			PackageAPI: readFile(t, buildHello(t, dir, arch, "packageapi")),
+			Catalogd:   readFile(t, buildHello(t, dir, arch, "manager")),
+			PackageAPI: readFile(t, buildHello(t, dir, arch, "manager,packageapi")),
 		}
 	}
 	spec := func(created int64) Spec {
@@ -358,12 +358,16 @@ func readFile(t *testing.T, path string) []byte {
 // in either place, and binaries in the wrong place.
 func TestBuildRefuses(t *testing.T) {
 	dir := t.TempDir()
-	amd := readFile(t, buildHello(t, dir, "amd64", ""))
-	amdTagged := readFile(t, buildHello(t, dir, "amd64", "packageapi"))
+	amd := readFile(t, buildHello(t, dir, "amd64", "manager"))
+	amdTagged := readFile(t, buildHello(t, dir, "amd64", "manager,packageapi"))
+	amdNoManager := readFile(t, buildHello(t, dir, "amd64", ""))
+	amdPackageAPIOnly := readFile(t, buildHello(t, dir, "amd64", "packageapi"))
 	notELF := func(*testing.T) []byte { return []byte("#!/bin/sh\n") }
 	plain := func(*testing.T) []byte { return amd }
 	tagged := func(*testing.T) []byte { return amdTagged }
 	none := func(*testing.T) []byte { return nil }
+	noManager := func(*testing.T) []byte { return amdNoManager }
+	packageAPIOnly := func(*testing.T) []byte { return amdPackageAPIOnly }
 	tests := []struct {
 		name             string
 		platform         string
@@ -376,7 +380,9 @@ func TestBuildRefuses(t *testing.T) {
 		{"unsupported architecture", "linux/s390x", plain, tagged, "not supported"},
 		{"dynamically linked", "linux/amd64", dynamicBinary, tagged, "dynamically linked"},
 		{"no package API binary", "linux/amd64", plain, none, "/catalogd-package-api: no binary given"},
-		{"package API binary without the tag", "linux/amd64", plain, plain, "/catalogd-package-api: the binary is not built with -tags packageapi"},
+		{"package API binary without the tag", "linux/amd64", plain, plain, "/catalogd-package-api: the binary is not built with -tags manager,packageapi"},
+		{"catalogd without the controllers", "linux/amd64", noManager, tagged, "/catalogd: the binary is not built with -tags manager"},
+		{"package API binary without the controllers", "linux/amd64", plain, packageAPIOnly, "/catalogd-package-api: the binary is not built with -tags manager"},
 		{"catalogd with the tag", "linux/amd64", tagged, tagged, "/catalogd: the binary is built with -tags packageapi"},
 		{"binaries swapped", "linux/amd64", tagged, plain, "/catalogd: the binary is built with -tags packageapi"},
 	}
@@ -397,7 +403,7 @@ func TestBuildRefuses(t *testing.T) {
 // -package-api-binary and the other way round, or an image would lack one.
 func TestRunPairsBinaries(t *testing.T) {
 	dir := t.TempDir()
-	plain, tagged := buildHello(t, dir, "amd64", ""), buildHello(t, dir, "amd64", "packageapi")
+	plain, tagged := buildHello(t, dir, "amd64", "manager"), buildHello(t, dir, "amd64", "manager,packageapi")
 	for _, tt := range []struct {
 		name string
 		bins []string

@@ -25,11 +25,14 @@ import (
 // demoDir is the demo catalog, from this package's directory.
 var demoDir = filepath.Join("..", "..", "test", "testdata", "demo")
 
-// catalogd and kubectlCatalog are the binaries TestMain builds once.
-var catalogd, kubectlCatalog string
+// catalogd, catalogdManager (catalogd with the ClusterCatalog
+// controllers, -tags manager) and kubectlCatalog are the binaries TestMain
+// builds once.
+var catalogd, catalogdManager, kubectlCatalog string
 
 func TestMain(m *testing.M) {
-	os.Exit(catalogdproc.MainWith(m, map[string]*string{"catalogd": &catalogd, "kubectl-catalog": &kubectlCatalog}))
+	os.Exit(catalogdproc.MainWith(m, map[string]*string{"catalogd": &catalogd, "catalogd-manager": &catalogdManager,
+		"kubectl-catalog": &kubectlCatalog}))
 }
 
 // cli runs kubectl-catalog with a cache and kubeconfig of the test's own.

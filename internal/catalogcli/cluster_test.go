@@ -66,7 +66,7 @@ func TestCluster(t *testing.T) {
 	certFile, keyFile := selfSignedCert(t, ip)
 	port := freePort(t, ip)
 	api := net.JoinHostPort(ip, strconv.Itoa(port))
-	catalogdproc.Start(t, catalogd, "manager", "--kubeconfig", kubeconfig, "--data-dir", t.TempDir(),
+	catalogdproc.Start(t, catalogdManager, "manager", "--kubeconfig", kubeconfig, "--data-dir", t.TempDir(),
 		"--listen", api, "--tls-cert", certFile, "--tls-key", keyFile,
 		"--health-probe-bind-address", "0", "--metrics-bind-address", "0", "--insecure-registry", reg.Host)
 

@@ -9,12 +9,16 @@
 // RunManager adds the ClusterCatalog controllers (internal/reconcile) in a
 // controller-runtime manager, which give it what the cluster lists, and,
 // with --package-api, the PackageManifest API (internal/packageapi) over
-// the same store and table, run by every replica. That wiring is in
-// packageapi.go, built only with -tags packageapi (the catalogd-package-api
-// binary): the default binary does not link k8s.io/apiserver, whose
-// initialisation would cost every process memory whatever its flags, and
-// refuses --package-api at start (nopackageapi.go). Both take the same
-// flags.
+// the same store and table, run by every replica. Each is linked only
+// into the binary that runs it, because a linked package's initialisation
+// costs every process memory whatever its command: RunManager (manager.go)
+// only with -tags manager (catalogd-manager, the image's /catalogd), so
+// that catalogd serve, validate and index publish link no Kubernetes
+// client; the package API's wiring (packageapi.go) only with -tags
+// manager,packageapi (catalogd-package-api), so that no other binary links
+// k8s.io/apiserver, and the manager without it refuses --package-api at
+// start (nopackageapi.go). Every build takes the same flags
+// (cmd/catalogd refuses `catalogd manager` in the default build).
 //
 // # The data directory
 //

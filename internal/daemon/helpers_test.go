@@ -2,6 +2,8 @@ package daemon
 
 import (
 	"context"
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +12,9 @@ import (
 	"time"
 
 	"github.com/go-logr/logr/testr"
+	"github.com/operator-framework/operator-registry/pkg/api"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/catalogd/catalogd/client"
 	"github.com/catalogd/catalogd/test/await"
@@ -127,4 +132,31 @@ func startServe(t *testing.T, args ...string) running {
 	t.Cleanup(stop)
 	await.True(t, "serve printed its summary", 30*time.Second, func() bool { return strings.Contains(out.String(), "Try:") })
 	return running{base: "http://" + ln.Addr().String(), out: out, stop: stop}
+}
+
+// grpcPackages lists the packages of catalog through the registry API at
+// addr.
+func grpcPackages(t *testing.T, addr, catalog string) []string {
+	t.Helper()
+	conn, err := grpc.NewClient("passthrough:///"+addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithAuthority(catalog+".catalogd:50051"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	stream, err := api.NewRegistryClient(conn).ListPackages(context.Background(), &api.ListPackageRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for {
+		p, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			return names
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, p.GetName())
+	}
 }

@@ -1,3 +1,5 @@
+//go:build manager
+
 package daemon
 
 import (
@@ -24,8 +26,8 @@ import (
 
 	catalogdv1 "github.com/catalogd/catalogd/api/v1"
 	"github.com/catalogd/catalogd/internal/catalogsync"
+	"github.com/catalogd/catalogd/internal/pullsecret"
 	"github.com/catalogd/catalogd/internal/reconcile"
-	"github.com/catalogd/catalogd/internal/unpack"
 )
 
 // RESTConfig is the client config the flags name.
@@ -77,7 +79,7 @@ func RunManager(ctx context.Context, restCfg *rest.Config, cfg ManagerConfig, lo
 	}
 
 	if cfg.GlobalPullSecret.Name != "" || cfg.ServiceAccount.Name != "" {
-		cfg.Keychain = &unpack.PullKeychain{Reader: secretReader{mgr.GetAPIReader()}, ServiceAccount: cfg.ServiceAccount,
+		cfg.Keychain = &pullsecret.Keychain{Reader: secretReader{mgr.GetAPIReader()}, ServiceAccount: cfg.ServiceAccount,
 			Global: cfg.GlobalPullSecret, Log: log.WithName("pull-secrets")}
 	}
 	// A process that runs the manager more than once (tests) passes a
@@ -99,9 +101,6 @@ func RunManager(ctx context.Context, restCfg *rest.Config, cfg ManagerConfig, lo
 		core.Sync,
 		&manager.Server{Name: "catalog-api", Server: core.Server.HTTP, Listener: core.Server.Listener(core.Listener), ShutdownTimeout: &grace},
 		&initialList{cache: mgr.GetCache(), sync: core.Sync, sources: sources},
-	}
-	if core.Server.Certs != nil {
-		runnables = append(runnables, core.Server.Certs)
 	}
 	if core.GRPC != nil {
 		runnables = append(runnables, everyReplica(func(ctx context.Context) error { return core.GRPC.Serve(ctx, core.GRPCListener) }))
@@ -154,7 +153,7 @@ func RunManager(ctx context.Context, restCfg *rest.Config, cfg ManagerConfig, lo
 		return fmt.Errorf("add ready check: %w", err)
 	}
 
-	log.Info("starting manager", "listen", core.Listener.Addr().String(), "tls", core.Server.Certs != nil,
+	log.Info("starting manager", "listen", core.Listener.Addr().String(), "tls", core.Server.Scheme() == "https",
 		"dataDir", cfg.DataDir, "externalBaseURL", cfg.ExternalBaseURL, "indexedOnDisk", len(core.Store.Catalogs()))
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("run manager: %w", err)
@@ -168,7 +167,7 @@ type everyReplica func(context.Context) error
 func (r everyReplica) Start(ctx context.Context) error { return r(ctx) }
 func (r everyReplica) NeedLeaderElection() bool        { return false }
 
-// secretReader is unpack.SecretReader over controller-runtime's uncached
+// secretReader is pullsecret.SecretReader over controller-runtime's uncached
 // API reader.
 type secretReader struct{ r client.Reader }
 

@@ -1,4 +1,4 @@
-//go:build packageapi
+//go:build manager && packageapi
 
 package daemon
 
@@ -15,7 +15,7 @@ import (
 
 // packageAPI returns what builds the package API (--package-api) over the
 // core's store and table once RunManager has wired them: an aggregated API
-// server every replica runs. Only a binary built with -tags packageapi
+// server every replica runs. Only a binary built with -tags manager,packageapi
 // (catalogd-package-api) has it, because linking k8s.io/apiserver costs
 // every process, whatever its flags (docs/architecture.md, "What the binary
 // links").

@@ -1,4 +1,4 @@
-//go:build packageapi
+//go:build manager && packageapi
 
 package daemon
 

@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
 
 	"github.com/catalogd/catalogd/internal/chunkcopy"
 )
@@ -67,12 +66,12 @@ type Options struct {
 	Log                     logr.Logger
 }
 
-// Server is the API's http.Server and, with TLS, the watcher that keeps its
-// certificate current; the caller runs the watcher (Start) while serving.
+// Server is the API's http.Server and, with TLS, its certificate, which
+// the handshakes keep current (certFiles).
 type Server struct {
 	HTTP *http.Server
-	// Certs is nil without TLS.
-	Certs *certwatcher.CertWatcher
+	// certs is nil without TLS.
+	certs *certFiles
 }
 
 // New builds the server. It fails when the certificate cannot be loaded.
@@ -105,13 +104,13 @@ func newServer(opts Options, writeIdle time.Duration) (*Server, error) {
 	if opts.TLSCertFile == "" {
 		return s, nil
 	}
-	w, err := certwatcher.New(opts.TLSCertFile, opts.TLSKeyFile)
+	certs, err := loadCertFiles(opts.TLSCertFile, opts.TLSKeyFile, opts.Log)
 	if err != nil {
-		return nil, fmt.Errorf("load TLS certificate: %w", err)
+		return nil, err
 	}
-	s.Certs = w
+	s.certs = certs
 	s.HTTP.TLSConfig = &tls.Config{
-		GetCertificate: w.GetCertificate,
+		GetCertificate: certs.GetCertificate,
 		MinVersion:     tls.VersionTLS12,
 		NextProtos:     []string{"http/1.1"},
 	}
@@ -119,11 +118,11 @@ func newServer(opts Options, writeIdle time.Duration) (*Server, error) {
 }
 
 // Listener wraps ln in TLS when the server has a certificate. It asks
-// Certs, not HTTP.TLSConfig: net/http's Serve sets a TLSConfig of its own on
+// certs, not HTTP.TLSConfig: net/http's Serve sets a TLSConfig of its own on
 // a plain-HTTP server (to set up HTTP/2), so that field says nothing once
 // serving has begun.
 func (s *Server) Listener(ln net.Listener) net.Listener {
-	if s.Certs == nil {
+	if s.certs == nil {
 		return ln
 	}
 	return tls.NewListener(ln, s.HTTP.TLSConfig)
@@ -131,7 +130,7 @@ func (s *Server) Listener(ln net.Listener) net.Listener {
 
 // Scheme is "https" with TLS, else "http".
 func (s *Server) Scheme() string {
-	if s.Certs != nil {
+	if s.certs != nil {
 		return "https"
 	}
 	return "http"
@@ -141,9 +140,6 @@ func (s *Server) Scheme() string {
 // for up to ShutdownGrace. Requests keep a context of their own: cancelling
 // them with ctx would cut off the requests Shutdown lets finish.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	if s.Certs != nil {
-		go func() { _ = s.Certs.Start(ctx) }()
-	}
 	served := make(chan error, 1)
 	go func() { served <- s.HTTP.Serve(s.Listener(ln)) }()
 	var err error

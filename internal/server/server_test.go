@@ -114,6 +114,40 @@ func TestTLSCertificateIsReloaded(t *testing.T) {
 	await.True(t, "the rotated certificate to be served", 10*time.Second, func() bool { return served() == "second" })
 }
 
+// TestBrokenTLSCertificateKeepsTheLastGoodOne: a rotation that leaves a
+// key that does not load (written after its certificate, or broken) goes
+// on serving the certificate already loaded, and the next good pair is
+// served once it is written.
+func TestBrokenTLSCertificateKeepsTheLastGoodOne(t *testing.T) {
+	dir := t.TempDir()
+	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	writeCert(t, certFile, keyFile, "first")
+	_, base := start(t, server.Options{API: api, Ready: func() error { return nil }, TLSCertFile: certFile, TLSKeyFile: keyFile})
+	served := func() (string, error) {
+		conn, err := tls.Dial("tcp", strings.TrimPrefix(base, "https://"), &tls.Config{InsecureSkipVerify: true})
+		if err != nil {
+			return "", err
+		}
+		defer conn.Close()
+		return conn.ConnectionState().PeerCertificates[0].Subject.CommonName, nil
+	}
+	writeCert(t, certFile, keyFile, "second")
+	if err := os.WriteFile(keyFile, []byte("-----BEGIN PRIVATE KEY-----\nbroken\n-----END PRIVATE KEY-----\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// A handshake more than a second after the last one reads the files
+	// again (server.certCheckInterval): this one finds the broken pair.
+	time.Sleep(1500 * time.Millisecond)
+	if got, err := served(); err != nil || got != "first" {
+		t.Fatalf("with a broken key: serving %q (%v), want the first certificate still", got, err)
+	}
+	writeCert(t, certFile, keyFile, "third")
+	await.True(t, "the next good certificate to be served", 10*time.Second, func() bool {
+		got, err := served()
+		return err == nil && got == "third"
+	})
+}
+
 // TestHealthAndReadiness: /healthz is always ok, /readyz says why not.
 func TestHealthAndReadiness(t *testing.T) {
 	var notReady error = errors.New("not indexed yet: [demo]")

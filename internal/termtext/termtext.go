@@ -11,21 +11,27 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
-
-	"k8s.io/cli-runtime/pkg/printers"
 )
+
+// kubectlEscapes are the two characters kubectl's printers escape in what
+// they print (k8s.io/cli-runtime's EscapeTerminal), spelled as kubectl
+// spells them, so that a name reads the same in `kubectl get` and here.
+// Written out rather than imported: that package would link a Kubernetes
+// client into catalogd serve and validate (docs/architecture.md, "What the
+// binary links").
+var kubectlEscapes = strings.NewReplacer("\x1b", "^[", "\r", "\\r")
 
 // Safe makes text that may come from a catalog fit to print on a
 // terminal. A third-party image can put control sequences in any string: a
 // description that retitles the window or clears the screen, a hyperlink
-// whose text hides its target. kubectl's own escaping
-// (printers.EscapeTerminal) shows ESC as ^[ and CR as \r; every other
+// whose text hides its target. kubectl's own escaping (kubectlEscapes)
+// shows ESC as ^[ and CR as \r; every other
 // control character is shown as a Go escape, since it leaves BEL (which
 // ends an OSC sequence), the C1 controls some terminals obey as sequences,
 // and newlines and tabs, which would forge rows and columns of a table.
 // Bytes that are not UTF-8 are shown as \xNN for the same reason as C1.
 func Safe(s string) string {
-	s = printers.EscapeTerminal(s)
+	s = kubectlEscapes.Replace(s)
 	if !strings.ContainsFunc(s, func(r rune) bool { return r == utf8.RuneError || unicode.IsControl(r) }) {
 		return s
 	}

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"unicode"
 	"unicode/utf8"
+
+	"k8s.io/cli-runtime/pkg/printers"
 )
 
 // TestSafe covers what the end-to-end test of hostile catalog text
@@ -41,4 +43,16 @@ func FuzzSafe(f *testing.F) {
 			t.Fatalf("Safe(%q) = %q", s, got)
 		}
 	})
+}
+
+// TestKubectlEscapesAsKubectl: where kubectl's printers escape a string
+// and leave nothing else a terminal obeys (ESC and CR among printable
+// text), Safe writes what kubectl writes, so that a name reads the same in
+// `kubectl get` and in catalogd's output.
+func TestKubectlEscapesAsKubectl(t *testing.T) {
+	for _, s := range []string{"plain", "\x1b[31mred\x1b[0m", "over\rwrite", "\r\x1b\r\x1b", "^[ stays", `\r stays`, "é\x1bü\r"} {
+		if got, want := Safe(s), printers.EscapeTerminal(s); got != want {
+			t.Errorf("Safe(%q) = %q, kubectl's printers write %q", s, got, want)
+		}
+	}
 }

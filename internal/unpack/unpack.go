@@ -82,8 +82,8 @@ const (
 type Options struct {
 	// Keychain supplies registry credentials. Nil means anonymous; the host's
 	// docker config is deliberately not consulted, so a controller only ever
-	// uses the credentials it was given. Build one from pull secrets with
-	// KeychainFromSecrets.
+	// uses the credentials it was given. The manager builds one from pull
+	// secrets with package pullsecret.
 	Keychain authn.Keychain
 
 	// CABundle is PEM-encoded certificates trusted in addition to the system

@@ -26,8 +26,19 @@ func Main(m *testing.M, binary *string) int {
 	return MainWith(m, map[string]*string{"catalogd": binary})
 }
 
-// MainWith is Main for several commands of this module: it builds
-// cmd/<name> for each name in binaries and sets the pointer to its path.
+// builds are the binaries MainWith builds, by name: the command of this
+// module and its build tags. catalogd-manager and catalogd-package-api are
+// cmd/catalogd with the ClusterCatalog controllers, and with them and the
+// package API, as make build builds them.
+var builds = map[string]struct{ cmd, tags string }{
+	"catalogd":             {"catalogd", ""},
+	"catalogd-manager":     {"catalogd", "manager"},
+	"catalogd-package-api": {"catalogd", "manager,packageapi"},
+	"kubectl-catalog":      {"kubectl-catalog", ""},
+}
+
+// MainWith is Main for several binaries of this module (builds names
+// them): it builds each name in binaries and sets the pointer to its path.
 func MainWith(m *testing.M, binaries map[string]*string) int {
 	dir, err := os.MkdirTemp("", "catalogd-bin-")
 	if err != nil {
@@ -36,15 +47,40 @@ func MainWith(m *testing.M, binaries map[string]*string) int {
 	}
 	defer os.RemoveAll(dir)
 	for name, binary := range binaries {
-		*binary = filepath.Join(dir, name)
-		build := exec.Command("go", "build", "-o", *binary, "github.com/catalogd/catalogd/cmd/"+name)
-		build.Stdout, build.Stderr = os.Stderr, os.Stderr
-		if err := build.Run(); err != nil {
-			fmt.Fprintf(os.Stderr, "building %s: %v\n", name, err)
+		path, err := build(dir, name)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
+		*binary = path
 	}
 	return m.Run()
+}
+
+// Build builds the binary name (see builds) into a directory the test
+// removes, for a test or benchmark that needs one that TestMain does not
+// build for every test.
+func Build(tb testing.TB, name string) string {
+	tb.Helper()
+	path, err := build(tb.TempDir(), name)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return path
+}
+
+// build builds the binary name into dir and returns its path.
+func build(dir, name string) (string, error) {
+	b, ok := builds[name]
+	if !ok {
+		return "", fmt.Errorf("catalogdproc: no binary %q", name)
+	}
+	path := filepath.Join(dir, name)
+	cmd := exec.Command("go", "build", "-tags", b.tags, "-o", path, "github.com/catalogd/catalogd/cmd/"+b.cmd)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building %s: %v\n%s", name, err, out)
+	}
+	return path, nil
 }
 
 var servingLine = regexp.MustCompile(`catalogd serving (http://\S+?),`)

@@ -42,7 +42,7 @@ type managerProc struct {
 	exited              chan struct{}
 }
 
-// startManager runs `catalogd manager` with its own ports on loopback.
+// startManager runs `catalogd-manager manager` with its own ports on loopback.
 func startManager(t testing.TB, args ...string) *managerProc {
 	t.Helper()
 	m := &managerProc{
@@ -60,7 +60,7 @@ func (m *managerProc) start(t testing.TB) {
 		"--health-probe-bind-address", strings.TrimPrefix(m.probe, "http://"),
 		"--metrics-bind-address", strings.TrimPrefix(m.metrics, "http://"),
 	}, m.args...)
-	m.cmd = exec.Command(binary, args...)
+	m.cmd = exec.Command(managerBinary, args...)
 	m.stderr = &syncbuf.Buffer{}
 	m.cmd.Stderr = m.stderr
 	m.exited = make(chan struct{})

@@ -24,10 +24,14 @@ import (
 // demoDir is the demo catalog, from this package's directory.
 var demoDir = filepath.Join("..", "testdata", "demo")
 
-// binary is the catalogd binary TestMain builds once for all tests.
-var binary string
+// binary and managerBinary are catalogd and catalogd-manager (catalogd
+// with the ClusterCatalog controllers, -tags manager), which TestMain
+// builds once for all tests.
+var binary, managerBinary string
 
-func TestMain(m *testing.M) { os.Exit(catalogdproc.Main(m, &binary)) }
+func TestMain(m *testing.M) {
+	os.Exit(catalogdproc.MainWith(m, map[string]*string{"catalogd": &binary, "catalogd-manager": &managerBinary}))
+}
 
 // server is a running catalogd serve.
 type server struct {

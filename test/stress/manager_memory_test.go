@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -30,7 +29,7 @@ import (
 // BenchmarkManagerMemory runs `catalogd manager` against envtest with one
 // ClusterCatalog, the bench catalog pushed to a registry on loopback, and
 // reports what a deployment pays for the package API: the resident set of
-// catalogd, of catalogd-package-api without --package-api and of
+// catalogd-manager (the image's /catalogd), of catalogd-package-api without --package-api and of
 // catalogd-package-api with it, each idle after the first build
 // (idle-*), after a list of the catalog's packages through the query API
 // and, with the package API, a list of every PackageManifest through it
@@ -61,11 +60,8 @@ func BenchmarkManagerMemory(b *testing.B) {
 	if err := c.Create(context.Background(), obj); err != nil {
 		b.Fatal(err)
 	}
-	tagged := filepath.Join(b.TempDir(), "catalogd-package-api")
-	build := exec.Command("go", "build", "-tags", "packageapi", "-o", tagged, "github.com/catalogd/catalogd/cmd/catalogd")
-	if out, err := build.CombinedOutput(); err != nil {
-		b.Fatalf("go build -tags packageapi: %v\n%s", err, out)
-	}
+	managerBinary := catalogdproc.Build(b, "catalogd-manager")
+	tagged := catalogdproc.Build(b, "catalogd-package-api")
 	args := []string{"manager", "--kubeconfig", kubeconfig, "--insecure-registry", reg.Host,
 		"--metrics-bind-address", "0", "--health-probe-bind-address", "0"}
 	for _, pages := range []struct {
@@ -73,8 +69,8 @@ func BenchmarkManagerMemory(b *testing.B) {
 		on   bool
 	}{{"page-out", true}, {"keep-pages", false}} {
 		run := append(append([]string{}, args...), fmt.Sprintf("--page-out-startup=%v", pages.on))
-		b.Run("catalogd/"+pages.name, func(b *testing.B) {
-			managerMemory(b, installBinary(b, binary), run, nil, pages.on)
+		b.Run("catalogd-manager/"+pages.name, func(b *testing.B) {
+			managerMemory(b, installBinary(b, managerBinary), run, nil, pages.on)
 		})
 		b.Run("catalogd-package-api/api-off/"+pages.name, func(b *testing.B) {
 			managerMemory(b, installBinary(b, tagged), run, nil, pages.on)

@@ -3,12 +3,12 @@ package stress
 import (
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/catalogd/catalogd/test/benchenv"
+	"github.com/catalogd/catalogd/test/catalogdproc"
 	"github.com/catalogd/catalogd/test/fbcfacts"
 )
 
@@ -40,16 +40,11 @@ func BenchmarkServeMemory(b *testing.B) {
 	b.Run("catalogd-keep-pages", func(b *testing.B) {
 		serveMemory(b, installBinary(b, binary), false, "--page-out-startup=false")
 	})
-	// The binary with the package API (-tags packageapi) on the bench
+	// The binary with the package API (-tags manager,packageapi) on the bench
 	// catalog only, to keep bench-memory short: what the two differ by is
 	// what linking k8s.io/apiserver costs, the same on any catalog.
 	b.Run("catalogd-package-api", func(b *testing.B) {
-		tagged := filepath.Join(b.TempDir(), "catalogd-package-api")
-		build := exec.Command("go", "build", "-tags", "packageapi", "-o", tagged, "github.com/catalogd/catalogd/cmd/catalogd")
-		if out, err := build.CombinedOutput(); err != nil {
-			b.Fatalf("go build -tags packageapi: %v\n%s", err, out)
-		}
-		serveMemory(b, installBinary(b, tagged), false)
+		serveMemory(b, installBinary(b, catalogdproc.Build(b, "catalogd-package-api")), false)
 	})
 }
 

@@ -1,4 +1,9 @@
-package unpack
+// Package pullsecret finds registry credentials in Kubernetes image pull
+// secrets, as the kubelet does for a pod. It is the manager's: it is its own
+// package so that the Kubernetes client types it needs are linked only into
+// the binary that reads Secrets (catalogd-manager), not into every process
+// that pulls an image (catalogd serve, kubectl catalog).
+package pullsecret
 
 import (
 	"context"
@@ -13,7 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// KeychainFromSecrets builds a keychain from image pull secrets of type
+// FromSecrets builds a keychain from image pull secrets of type
 // kubernetes.io/dockerconfigjson or kubernetes.io/dockercfg, matching
 // registries the way the kubelet does (host, or host/path prefix, with
 // wildcards). Callers combine the global pull secret and a catalog's
@@ -24,7 +29,7 @@ import (
 // Unlike the kubelet, a secret of another type, or one without its config
 // key, is an error rather than silently skipped, so that a typo in a secret
 // shows up in status. Errors name the secret, never its content.
-func KeychainFromSecrets(ctx context.Context, secrets []corev1.Secret) (authn.Keychain, error) {
+func FromSecrets(ctx context.Context, secrets []corev1.Secret) (authn.Keychain, error) {
 	for _, s := range secrets {
 		var key string
 		switch s.Type {
@@ -51,7 +56,7 @@ func KeychainFromSecrets(ctx context.Context, secrets []corev1.Secret) (authn.Ke
 	return kc, nil
 }
 
-// SecretReader reads the objects a PullKeychain needs, uncached, so that
+// SecretReader reads the objects a Keychain needs, uncached, so that
 // rotated or newly created secrets are used at once. Errors for a missing
 // object satisfy apierrors.IsNotFound. The composition root adapts
 // controller-runtime's API reader to it, which keeps this package free of
@@ -61,11 +66,11 @@ type SecretReader interface {
 	Secret(ctx context.Context, key types.NamespacedName) (*corev1.Secret, error)
 }
 
-// PullKeychain finds registry credentials as the kubelet does for a pod:
+// Keychain finds registry credentials as the kubelet does for a pod:
 // the imagePullSecrets of ServiceAccount first, then Global. It reads them
 // on every lookup, so rotated or newly created secrets are used without a
 // restart; missing ones mean anonymous pulls. Credentials are never logged.
-type PullKeychain struct {
+type Keychain struct {
 	Reader SecretReader
 	// ServiceAccount and Global are unset when their Name is empty.
 	ServiceAccount types.NamespacedName
@@ -73,11 +78,11 @@ type PullKeychain struct {
 	Log            logr.Logger
 }
 
-// lookupTimeout bounds the API requests of one PullKeychain lookup.
+// lookupTimeout bounds the API requests of one Keychain lookup.
 const lookupTimeout = 30 * time.Second
 
 // Resolve implements authn.Keychain.
-func (k *PullKeychain) Resolve(res authn.Resource) (authn.Authenticator, error) {
+func (k *Keychain) Resolve(res authn.Resource) (authn.Authenticator, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), lookupTimeout)
 	defer cancel()
 	var names []types.NamespacedName
@@ -111,7 +116,7 @@ func (k *PullKeychain) Resolve(res authn.Resource) (authn.Authenticator, error) 
 	if len(secrets) == 0 {
 		return authn.Anonymous, nil
 	}
-	kc, err := KeychainFromSecrets(ctx, secrets)
+	kc, err := FromSecrets(ctx, secrets)
 	if err != nil {
 		return nil, err
 	}
