@@ -968,8 +968,8 @@ func equalRules(a, b []rbacv1.PolicyRule) bool {
 // /catalogd is the image's entrypoint, what runs when a container names no
 // command.
 var imageBinaries = map[string][]string{
-	"/catalogd":             nil,
-	"/catalogd-package-api": {"-tags", "packageapi"},
+	"/catalogd":             {"-tags", "manager"},
+	"/catalogd-package-api": {"-tags", "manager,packageapi"},
 }
 
 // builtBinaries builds each of imageBinaries once for the tests that run them.
