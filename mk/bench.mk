@@ -193,7 +193,8 @@ bench-validate: $(BENCH_CATALOG)/.done $(OPM) build
 # make bench-firstbuild: issue 35's figures, our side: `catalogd serve` of
 # the bench catalog as a directory on an empty data directory, from start
 # to Serving, five runs, each a process of its own (BenchmarkFirstBuild in
-# test/sources): wall, CPU (user+sys) and peak RSS. Load is printed before
+# test/sources): wall, CPU (user+sys) and peak RSS, with the default flags
+# and with --page-out-startup=false (keep-pages). Load is printed before
 # and after: the figures mean little on a busy machine.
 .PHONY: bench-firstbuild
 ## bench-firstbuild: catalogd serve's first build of the bench catalog until Serving (wall, CPU, peak RSS), five runs with the load.

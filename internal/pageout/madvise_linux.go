@@ -1,6 +1,8 @@
 package pageout
 
 import (
+	"os"
+
 	"golang.org/x/sys/unix"
 )
 
@@ -26,4 +28,15 @@ func readAlone(addr, n uint64) error {
 		return errno
 	}
 	return nil
+}
+
+// dropCache advises POSIX_FADV_DONTNEED on the whole file at path: the
+// kernel drops its clean pages that no process maps from the page cache.
+func dropCache(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED)
 }
