@@ -30,8 +30,11 @@ type certFiles struct {
 	mu      sync.Mutex
 	cert    *tls.Certificate
 	loaded  [2]os.FileInfo // the files as they were when cert was read
-	failed  [2]os.FileInfo // the files as they were when a load last failed
 	checked time.Time
+	// failed and failedErr are the files as they were when a check last
+	// failed, and why: the same failure is logged once.
+	failed    [2]os.FileInfo
+	failedErr string
 }
 
 // loadCertFiles reads the pair once, failing if it does not load: a server
@@ -77,17 +80,19 @@ func (c *certFiles) reload() {
 		c.logFailure(stat, fmt.Errorf("load TLS certificate %s and key %s: %w", c.certFile, c.keyFile, err))
 		return
 	}
-	c.cert, c.loaded, c.failed = &cert, stat, [2]os.FileInfo{}
+	c.cert, c.loaded, c.failed, c.failedErr = &cert, stat, [2]os.FileInfo{}, ""
 	c.log.Info("loaded a new TLS certificate", "certFile", c.certFile)
 }
 
-// logFailure logs err unless the files are the ones a load already failed
-// on, so that a broken Secret is logged once rather than every second.
+// logFailure logs err unless it is the failure already logged: the same
+// error, on the same files or on files still missing, so that a broken or
+// missing Secret is logged once rather than every second.
 func (c *certFiles) logFailure(stat [2]os.FileInfo, err error) {
-	if stat[0] != nil && stat[1] != nil && sameFiles(stat, c.failed) {
+	missing := stat[0] == nil || stat[1] == nil
+	if err.Error() == c.failedErr && (missing || sameFiles(stat, c.failed)) {
 		return
 	}
-	c.failed = stat
+	c.failed, c.failedErr = stat, err.Error()
 	c.log.Error(err, "keeping the TLS certificate already loaded")
 }
 
