@@ -11,7 +11,9 @@ import (
 func pageOutStartup(log logr.Logger) {
 	st, err := pageout.Executable()
 	if err != nil {
-		log.V(1).Info("keeping the executable's start-up pages", "reason", err.Error())
+		// Executable stops at the first step that fails: the mappings it
+		// advised before that were given back, the others kept.
+		log.V(1).Info("gave back the executable's start-up pages in part or not at all", "mappingsAdvised", st.Mappings, "reason", err.Error())
 		return
 	}
 	log.Info("gave back the executable's start-up pages", "mappings", st.Mappings,
