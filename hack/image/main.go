@@ -127,9 +127,9 @@ func Build(spec Spec) (v1.ImageIndex, map[string]v1.Image, error) {
 
 func buildImage(plat v1.Platform, bins Binaries, spec Spec) (v1.Image, error) {
 	for _, b := range []struct {
-		path   string
-		binary []byte
-		tagged bool
+		path       string
+		binary     []byte
+		packageAPI bool
 	}{{binaryPath, bins.Catalogd, false}, {pkgAPIPath, bins.PackageAPI, true}} {
 		if len(b.binary) == 0 {
 			return nil, fmt.Errorf("/%s: no binary given", b.path)
@@ -137,7 +137,7 @@ func buildImage(plat v1.Platform, bins Binaries, spec Spec) (v1.Image, error) {
 		if err := checkStatic(b.binary, plat.Architecture); err != nil {
 			return nil, fmt.Errorf("/%s: %w", b.path, err)
 		}
-		if err := checkTags(b.binary, b.tagged); err != nil {
+		if err := checkTags(b.binary, b.packageAPI); err != nil {
 			return nil, fmt.Errorf("/%s: %w", b.path, err)
 		}
 	}
